@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing iser-guard needs on a Debian or Ubuntu machine.
+# Idempotent: only missing packages are installed.
+set -euo pipefail
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+# C toolchain for crates with build scripts; iproute2 for the network-namespace tests.
+for p in gcc libc6-dev pkg-config iproute2 grep; do
+    pkg_installed "$p" || need+=("$p")
+done
+# A Rust toolchain: keep the one rustup installed; otherwise take Debian's.
+if ! have cargo; then
+    need+=(cargo rustc)
+fi
+if ! have rustfmt && ! have cargo-fmt; then
+    need+=(rustfmt)
+fi
+if ! have cargo-clippy && ! have clippy-driver; then
+    need+=(rust-clippy)
+fi
+
+if ((${#need[@]})); then
+    if [ "$(id -u)" -ne 0 ]; then
+        SUDO=sudo
+    else
+        SUDO=
+    fi
+    echo "setup: installing ${need[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets everything up and runs all the tests: formatting, lints, unit, scenario and CLI tests.
+# This is the command README.md names and .ci/run calls.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh
+
+echo "== cargo fmt --check" >&2
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings" >&2
+cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo test" >&2
+cargo test --locked --all-targets
+# Doc tests are not part of --all-targets.
+cargo test --locked --doc
+echo "== all tests passed" >&2

@@ -1,0 +1,125 @@
+//! Subcommands. Thin: each parses its arguments and calls core, io, the daemon or its control
+//! socket. One file per subcommand (or family of subcommands).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Error;
+
+pub mod check_config;
+pub mod daemon;
+pub mod explain;
+pub mod manual;
+pub mod qps;
+pub mod simulate;
+pub mod status;
+pub mod watch;
+
+/// Keeps iSER storage alive: detects RDMA ports whose GSI QP is stuck in ERR, re-creates the
+/// affected RDMA device and reconnects the iSCSI sessions, without a reboot.
+#[derive(Debug, Parser)]
+#[command(name = "iser-guard", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Configuration file [default: /etc/iser-guard/config.toml].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Log filter for diagnostics on stderr (e.g. `info`, `debug`, `iser_guard=trace`).
+    #[arg(long, global = true, value_name = "FILTER", env = "ISER_GUARD_LOG")]
+    pub log: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Decode kernel log lines or a QP transition against the IB spec and say what recovers it.
+    Explain(explain::Args),
+    /// Follow the kernel log and print classified events as they come.
+    Watch(watch::Args),
+    /// Validate a configuration file and report every problem with its key.
+    CheckConfig(check_config::Args),
+    /// Show RDMA devices, ports, QP counts and any stuck port.
+    Status(status::Args),
+    /// Show the QP table.
+    Qps(qps::Args),
+    /// Run a scenario on the simulated host and print the timeline.
+    Simulate(simulate::Args),
+    /// Run the recovery daemon (what the systemd service starts).
+    Daemon(daemon::Args),
+    /// Check the target, re-create the device, reconnect and verify: the whole recovery.
+    Recover(manual::RecoverArgs),
+    /// Re-create one RDMA device (forces its QPs, QP 1 included, through Reset).
+    ResetDevice(manual::ResetDeviceArgs),
+    /// Log iSCSI sessions out and in again.
+    Reconnect(manual::ReconnectArgs),
+    /// Stop automatic actions (maintenance); detection and alerts continue.
+    Pause(manual::PauseArgs),
+    /// Resume automatic actions after `pause`.
+    Resume(manual::PauseArgs),
+}
+
+/// Options every subcommand may use.
+#[derive(Debug, Clone)]
+pub struct Globals {
+    /// `--config`, if given.
+    pub config: Option<PathBuf>,
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log.as_deref());
+    let globals = Globals {
+        config: cli.config.clone(),
+    };
+    match run(cli.command, &globals) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("iser-guard: {e}");
+            e.into()
+        }
+    }
+}
+
+/// Runs one subcommand.
+pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
+    match command {
+        Command::Explain(a) => explain::run(a, globals),
+        Command::Watch(a) => watch::run(a, globals),
+        Command::CheckConfig(a) => check_config::run(a, globals),
+        Command::Status(a) => status::run(a, globals),
+        Command::Qps(a) => qps::run(a, globals),
+        Command::Simulate(a) => simulate::run(a, globals),
+        Command::Daemon(a) => daemon::run(a, globals),
+        Command::Recover(a) => manual::recover(a, globals),
+        Command::ResetDevice(a) => manual::reset_device(a, globals),
+        Command::Reconnect(a) => manual::reconnect(a, globals),
+        Command::Pause(a) => manual::pause(a, globals, true),
+        Command::Resume(a) => manual::pause(a, globals, false),
+    }
+}
+
+fn init_logging(filter: Option<&str>) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("info"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A second init (tests calling `run` twice) is harmless; ignore it.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,17 @@
+//! `iser-guard simulate`.
+
+use std::process::ExitCode;
+
+use super::Globals;
+use crate::error::Error;
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Runs the subcommand.
+pub fn run(_args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
+    Err(Error::Usage(
+        "`simulate` is not available in this build yet".into(),
+    ))
+}

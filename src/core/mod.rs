@@ -1,0 +1,13 @@
+//! The pure core: parsers, the QP model and the recovery state machine.
+//!
+//! Nothing under `core` performs I/O, spawns processes, or reads the clock. Time and inputs
+//! come in as arguments; decisions go out as data. That makes every incident replayable and
+//! every scenario a deterministic test in virtual time.
+
+pub mod iscsi;
+pub mod kmsg;
+pub mod nldev;
+pub mod qp;
+pub mod recovery;
+pub mod signatures;
+pub mod time;

@@ -1,0 +1,1 @@
+//! RDMA netlink (NETLINK_RDMA, client RDMA_NL_NLDEV) codec.

@@ -1,0 +1,1 @@
+//! The per-port recovery state machine.

@@ -1,0 +1,1 @@
+//! The event loop: feeds the core with inputs and executes its actions.

@@ -1,0 +1,105 @@
+//! The top-level error and the binary's documented exit codes.
+//!
+//! Each layer has its own typed error; this enum wraps them, and [`Error::exit_code`] maps
+//! each to one of the codes below (sysexits.h values, so scripts can tell them apart).
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0  | success |
+//! | 1  | the command ran and found a problem (e.g. `explain` found a forbidden transition, `status` a stuck port) |
+//! | 2  | wrong command-line usage (clap) |
+//! | 64 | usage error detected after parsing (EX_USAGE) |
+//! | 65 | bad input data: a log, netlink message or iscsiadm output that cannot be parsed (EX_DATAERR) |
+//! | 66 | an input file does not exist (EX_NOINPUT) |
+//! | 69 | a required facility is unavailable, e.g. RDMA netlink on this kernel (EX_UNAVAILABLE) |
+//! | 70 | internal error (EX_SOFTWARE) |
+//! | 71 | operating-system error (EX_OSERR) |
+//! | 74 | I/O error (EX_IOERR) |
+//! | 75 | temporary failure, try again (EX_TEMPFAIL), e.g. another recovery holds the lock |
+//! | 77 | permission denied (EX_NOPERM) |
+//! | 78 | configuration error (EX_CONFIG) |
+
+use std::process::ExitCode;
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the command ran and found a problem.
+pub const EXIT_FINDING: u8 = 1;
+/// Exit code: EX_USAGE.
+pub const EXIT_USAGE: u8 = 64;
+/// Exit code: EX_DATAERR.
+pub const EXIT_DATAERR: u8 = 65;
+/// Exit code: EX_NOINPUT.
+pub const EXIT_NOINPUT: u8 = 66;
+/// Exit code: EX_UNAVAILABLE.
+pub const EXIT_UNAVAILABLE: u8 = 69;
+/// Exit code: EX_SOFTWARE.
+pub const EXIT_SOFTWARE: u8 = 70;
+/// Exit code: EX_OSERR.
+pub const EXIT_OSERR: u8 = 71;
+/// Exit code: EX_IOERR.
+pub const EXIT_IOERR: u8 = 74;
+/// Exit code: EX_TEMPFAIL.
+pub const EXIT_TEMPFAIL: u8 = 75;
+/// Exit code: EX_NOPERM.
+pub const EXIT_NOPERM: u8 = 77;
+/// Exit code: EX_CONFIG.
+pub const EXIT_CONFIG: u8 = 78;
+
+/// Everything a subcommand can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration is invalid or unreadable.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The command line made sense to the parser but not to the command.
+    #[error("{0}")]
+    Usage(String),
+    /// Input data that cannot be understood.
+    #[error("{0}")]
+    Data(String),
+    /// An I/O operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// An I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The documented exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Config(_) => EXIT_CONFIG,
+            Error::Usage(_) => EXIT_USAGE,
+            Error::Data(_) => EXIT_DATAERR,
+            Error::Io { source, .. } => io_exit_code(source),
+        }
+    }
+}
+
+/// Maps an OS error to the closest exit code.
+pub fn io_exit_code(e: &std::io::Error) -> u8 {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => EXIT_NOINPUT,
+        std::io::ErrorKind::PermissionDenied => EXIT_NOPERM,
+        _ => EXIT_IOERR,
+    }
+}
+
+impl From<Error> for ExitCode {
+    fn from(e: Error) -> Self {
+        ExitCode::from(e.exit_code())
+    }
+}

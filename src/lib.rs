@@ -1,0 +1,24 @@
+//! iser-guard keeps iSER (iSCSI over RDMA) storage alive on Linux initiators.
+//!
+//! When a target goes away, the GSI queue pair (QP 1) of the initiator's RDMA port can get
+//! stuck in ERR; every ERR→RTS attempt fails with EINVAL and only re-creating the RDMA device
+//! brings the port back. iser-guard detects that, re-creates the one affected device, and
+//! reconnects the iSCSI sessions.
+//!
+//! Module map:
+//! - [`core`]: pure logic (no I/O, no clock): QP model, kernel-log parsing and classification,
+//!   RDMA netlink codec, iscsiadm output parsing, the recovery state machine.
+//! - [`io`]: thin shells, one OS facility each (/dev/kmsg, netlink, sysfs, iscsiadm, syslog, …).
+//! - [`daemon`]: the event loop that feeds the core and executes its actions.
+//! - [`sim`]: the simulated host used by tests and `iser-guard simulate`.
+//! - [`config`]: the TOML configuration and its validation.
+//! - [`cli`]: subcommands; thin wrappers over the above.
+//! - [`error`]: the top-level error and its documented exit codes.
+
+pub mod cli;
+pub mod config;
+pub mod core;
+pub mod daemon;
+pub mod error;
+pub mod io;
+pub mod sim;

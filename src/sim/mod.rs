@@ -1,0 +1,1 @@
+//! The simulated host driven by tests and `iser-guard simulate`.
