@@ -2,3 +2,4 @@
 //! does no deciding: it turns the OS into typed inputs for the core and executes its actions.
 
 pub mod control;
+pub mod netif;
