@@ -2,4 +2,6 @@
 //! does no deciding: it turns the OS into typed inputs for the core and executes its actions.
 
 pub mod control;
+pub mod cursor;
+pub mod kmsg;
 pub mod netif;
