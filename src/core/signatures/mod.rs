@@ -26,9 +26,11 @@
 
 mod classify;
 mod device;
+pub mod explain;
 mod types;
 
 pub use classify::{anchors, classify, classify_bytes, next_anchor, prefilter};
+pub use explain::{explain, Explanation, Severity};
 pub use types::{
     DeviceRef, IscsiErr, KernelEvent, RdmaDriver, Signature, SignatureKind, GSI_QPN, SMI_QPN,
 };
