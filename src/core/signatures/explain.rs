@@ -32,6 +32,9 @@ pub struct Explanation {
     pub severity: Severity,
     /// A forbidden QP transition or a stuck GSI QP: `explain` exits 1 when one is found.
     pub finding: bool,
+    /// The record shows the GSI QP (QP 1) of its port stuck in ERR (or on its way there):
+    /// only re-creating the RDMA device restores the port.
+    pub stuck_gsi: bool,
     /// The verdict of the IB spec's QP state table on the reported transition, if the
     /// signature reports one.
     pub transition: Option<TransitionExplanation>,
@@ -49,11 +52,13 @@ pub fn explain(sig: &Signature) -> Explanation {
     let mut recovery = Vec::new();
     let mut transition = None;
     let mut finding = false;
+    let mut stuck = false;
     let (title, source, severity) = match &sig.kind {
         SignatureKind::StuckQpTransition { qp, from, to } => {
             let t = qp_verdict(*qp, *from, *to, None);
             let qt = t.qp_type;
-            finding = !t.allowed || sig.kind.is_stuck_gsi();
+            stuck = sig.kind.is_stuck_gsi();
+            finding = !t.allowed || stuck;
             if sig.kind.is_stuck_gsi() {
                 meaning.push(format!(
                     "QP {qp} is the GSI QP of {name}: it carries the RDMA CM handshakes every \
@@ -85,6 +90,7 @@ pub fn explain(sig: &Signature) -> Explanation {
         }
         SignatureKind::MadRtsFailed { errno, legacy } => {
             finding = true;
+            stuck = true;
             let asked = explain_qp_transition(
                 GSI_QPN,
                 QpState::Sqe,
@@ -94,14 +100,14 @@ pub fn explain(sig: &Signature) -> Explanation {
             );
             meaning.push(format!(
                 "after a failed send on its GSI QP (QP 1) the MAD layer asked SQE -> RTS with \
-                 STATE|CUR_STATE ({}), which the IB spec allows for a QP in SQE",
-                if asked.allowed { "allowed" } else { "rejected" }
+                 STATE|CUR_STATE, which the IB spec {} for a QP in SQE",
+                if asked.allowed { "allows" } else { "refuses" }
             ));
             meaning.push(format!(
-                "the driver refused with {errno} ({}): it holds QP 1 in ERR, not SQE (irdma \
-                 checks its cached state and ignores CUR_STATE), and ERR -> RTS is forbidden. \
-                 The MAD layer never retries through RESET, so QP 1 of {name} stays in ERR: \
-                 the port cannot make new RDMA connections",
+                "the driver refused with {}: it holds QP 1 in ERR, not SQE (irdma checks its \
+                 cached state and ignores CUR_STATE), and ERR -> RTS is forbidden. The MAD \
+                 layer never retries through RESET, so QP 1 of {name} stays in ERR: the port \
+                 cannot make new RDMA connections",
                 errno_name(*errno)
             ));
             // What the driver really saw: ERR -> RTS on the GSI QP.
@@ -123,6 +129,7 @@ pub fn explain(sig: &Signature) -> Explanation {
         }
         SignatureKind::MadQpFatal { event, qp } => {
             finding = *qp == GSI_QPN;
+            stuck = finding;
             meaning.push(format!(
                 "the driver reported {} on MAD QP {qp}: the QP is now in ERR{}",
                 ib_event_name(*event),
@@ -143,6 +150,7 @@ pub fn explain(sig: &Signature) -> Explanation {
         }
         SignatureKind::MadQpStartFailed { qp, to, errno } => {
             finding = *qp == GSI_QPN;
+            stuck = finding;
             meaning.push(format!(
                 "opening the port, the MAD layer could not move its new QP {qp} to {to} ({}): \
                  the port has no working MAD QP",
@@ -233,6 +241,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             let gsi = *qp == Some(GSI_QPN) || qt == Some(QpType::Gsi);
             if gsi && *from == QpState::Err {
                 finding = true;
+                stuck = true;
                 meaning.push(format!(
                     "the GSI QP of {name} is in ERR and only re-creating the device restores it"
                 ));
@@ -270,6 +279,7 @@ pub fn explain(sig: &Signature) -> Explanation {
         SignatureKind::RxeQpState { qp, state } => {
             if *qp == GSI_QPN && *state == QpState::Err {
                 finding = true;
+                stuck = true;
                 meaning.push(format!(
                     "the GSI QP of {name} entered ERR; rxe re-creates it only with the device"
                 ));
@@ -583,6 +593,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             severity
         },
         finding,
+        stuck_gsi: stuck,
         transition,
         meaning,
         recovery,
