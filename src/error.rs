@@ -58,6 +58,9 @@ pub enum Error {
     /// Input data that cannot be understood.
     #[error("{0}")]
     Data(String),
+    /// The kernel log reader failed.
+    #[error(transparent)]
+    Kmsg(#[from] crate::io::kmsg::KmsgError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -84,6 +87,16 @@ impl Error {
             Error::Config(_) => EXIT_CONFIG,
             Error::Usage(_) => EXIT_USAGE,
             Error::Data(_) => EXIT_DATAERR,
+            Error::Kmsg(e) => {
+                use crate::io::kmsg::KmsgError;
+                match e {
+                    KmsgError::Open { source, .. } | KmsgError::Seek { source, .. } => {
+                        io_exit_code(source)
+                    }
+                    KmsgError::BufferTooSmall { .. } => EXIT_SOFTWARE,
+                    KmsgError::Read(_) | KmsgError::Closed => EXIT_IOERR,
+                }
+            }
             Error::Io { source, .. } => io_exit_code(source),
         }
     }
