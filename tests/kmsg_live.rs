@@ -240,7 +240,10 @@ fn watch_classifies_injected_field_lines_and_flags_them_untrusted() {
         .position(|v| v["text"] == begin.as_str())
         .unwrap();
     let ours = &got[start..];
-    for (field, _) in [(FIELD_IRDMA, "irdma"), (FIELD_MAD, "mad")] {
+    for (field, name) in [
+        (FIELD_IRDMA, "stuck_qp_transition"),
+        (FIELD_MAD, "mad_rts_failed"),
+    ] {
         let v = ours
             .iter()
             .find(|v| v["text"] == field)
@@ -252,13 +255,53 @@ fn watch_classifies_injected_field_lines_and_flags_them_untrusted() {
         assert_eq!(v["note"], "untrusted: written by userspace, facility 1");
         assert!(v["seq"].as_u64().is_some() && v["usec"].as_u64().is_some());
         assert_eq!(v["format"], "kmsg");
+        // Classified: the stuck GSI QP of rocep2s0f0.
+        assert_eq!(v["event"]["name"], name, "{v}");
+        assert_eq!(v["event"]["stuck_gsi"], true, "{v}");
+        assert_eq!(v["event"]["device"]["rdma_dev"], "rocep2s0f0", "{v}");
     }
+    let irdma = ours.iter().find(|v| v["text"] == FIELD_IRDMA).unwrap();
+    assert_eq!(irdma["event"]["kind"]["qp"], 1);
+    assert_eq!(irdma["event"]["kind"]["from"], "ERR");
+    assert_eq!(irdma["event"]["kind"]["to"], "RTS");
+    assert_eq!(irdma["event"]["device"]["pci"], "0000:02:00.0");
+    let mad = ours.iter().find(|v| v["text"] == FIELD_MAD).unwrap();
+    assert_eq!(mad["event"]["kind"]["errno"], -22);
+    // The markers match no signature.
+    assert!(ours[0]["event"].is_null());
     // Sequence numbers grow in injection order.
     let seq = |t: &str| ours.iter().find(|v| v["text"] == t).unwrap()["seq"].as_u64();
     assert!(seq(FIELD_IRDMA) < seq(FIELD_MAD));
     assert!(seq(&begin) < seq(FIELD_IRDMA) && seq(FIELD_MAD) < seq(&end));
     let status = w.stop(nix::sys::signal::Signal::SIGTERM, SHUTDOWN_BOUND);
     assert!(status.success(), "{status}");
+}
+
+#[test]
+fn watch_without_all_prints_only_recognised_records() {
+    require_kmsg!();
+    let s = setup(None);
+    let mut w = Watch::start(&s.config, &[]);
+    let marker = unique("unrecognised");
+    // A recognised line that names a session number nobody else uses ends the wait.
+    let session = std::process::id() + 100_000;
+    let sentinel = format!(" connection{session}:0: detected conn error (1011)");
+    inject(6, &marker);
+    inject(3, FIELD_IRDMA);
+    inject(3, FIELD_MAD);
+    inject(3, &sentinel);
+    let got = w.read_until_text(&sentinel);
+    assert!(!texts(&got).contains(&marker.as_str()), "{got:#?}");
+    assert!(got.iter().all(|v| !v["event"].is_null()), "{got:#?}");
+    let t = texts(&got);
+    assert!(t.contains(&FIELD_IRDMA) && t.contains(&FIELD_MAD), "{t:?}");
+    let last = got.last().unwrap();
+    assert_eq!(last["event"]["name"], "iscsi_conn_error");
+    assert_eq!(last["event"]["device"]["iscsi_session"], session);
+    assert_eq!(last["trusted"], false);
+    assert!(w
+        .stop(nix::sys::signal::Signal::SIGTERM, SHUTDOWN_BOUND)
+        .success());
 }
 
 #[test]
