@@ -24,6 +24,7 @@ use tracing::{info, warn};
 use super::Globals;
 use crate::config::Config;
 use crate::core::kmsg::{unescape, LineFormat, Record, RecordRef, SavedLog, KERNEL_FACILITY};
+use crate::core::signatures::{self, Signature};
 use crate::error::Error;
 use crate::io::cursor::WATCH_CURSOR_FILE_NAME;
 use crate::io::kmsg::{self as kmsg_io, KmsgEvent, KmsgStats, OpenOptions};
@@ -42,7 +43,8 @@ pub struct Args {
     /// stopped (or, on its first run, at the end).
     #[arg(long)]
     pub from_start: bool,
-    /// Print every record, not only the recognised ones.
+    /// Print every record, not only the recognised ones (the default prints only records
+    /// that match a known kernel message).
     #[arg(long)]
     pub all: bool,
 }
@@ -183,15 +185,47 @@ impl<'a> View<'a> {
     }
 }
 
-/// Classifies a record. The signature catalogue (`crate::core::signatures`) is not part of
-/// this build yet, so nothing is recognised and every record is printed.
-fn classify(_view: &View<'_>) -> Option<(String, serde_json::Value)> {
-    None
+/// Classifies a record with the signature catalogue ([`crate::core::signatures`]): the
+/// decoded text and the `DEVICE=` dictionary value. Returns the human summary and the JSON
+/// form of the event.
+fn classify(view: &View<'_>) -> Option<(String, serde_json::Value)> {
+    let device = view
+        .dict
+        .iter()
+        .find(|(k, _)| *k == "DEVICE")
+        .map(|(_, v)| v.as_ref());
+    let sig = signatures::classify(&view.text, device)?;
+    Some((summary(&sig), event_json(&sig)))
 }
 
-/// Whether [`classify`] recognises anything at all in this build; without it, `watch` prints
-/// every record (as with `--all`).
-const CLASSIFIER_AVAILABLE: bool = false;
+/// One line saying what the record means, e.g.
+/// `stuck_qp_transition QP 1 ERR→RTS on rocep2s0f0 (GSI QP stuck in ERR: …)`.
+fn summary(sig: &Signature) -> String {
+    let mut s = sig.kind.name().to_string();
+    if let Some((qp, from, to)) = sig.kind.transition() {
+        match qp {
+            Some(q) => s.push_str(&format!(" QP {q} {from}→{to}")),
+            None => s.push_str(&format!(" {from}→{to}")),
+        }
+    }
+    if !sig.device.is_empty() {
+        s.push_str(&format!(" on {}", sig.device.label()));
+    }
+    if sig.kind.is_stuck_gsi() {
+        s.push_str(" (GSI QP stuck in ERR: only re-creating the RDMA device recovers it)");
+    }
+    s
+}
+
+/// The event as JSON: the signature (`kind`, `device`) plus `name` and `stuck_gsi`.
+fn event_json(sig: &Signature) -> serde_json::Value {
+    let mut v = serde_json::to_value(sig).unwrap_or(serde_json::Value::Null);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("name".into(), sig.kind.name().into());
+        obj.insert("stuck_gsi".into(), sig.kind.is_stuck_gsi().into());
+    }
+    v
+}
 
 /// Writes the output lines.
 struct Printer<W: Write> {
@@ -313,7 +347,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let mut printer = Printer {
         out: io::BufWriter::new(stdout.lock()),
         json: args.json,
-        all: args.all || !CLASSIFIER_AVAILABLE,
+        all: args.all,
         trust_userspace: config.kmsg.trust_userspace_records,
         printed: 0,
     };
@@ -351,6 +385,10 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
         match item {
             Ok(entry) => {
                 records += 1;
+                // The cheap prefilter first: most lines of a real log match nothing.
+                if !printer.all && !signatures::prefilter(entry.record.text.as_bytes()) {
+                    continue;
+                }
                 printer
                     .record(&View::saved(entry.line, &entry.record))
                     .map_err(write_err)?;
@@ -449,15 +487,46 @@ mod tests {
         assert_eq!(v["facility"], 1);
         assert_eq!(v["note"], "untrusted: written by userspace, facility 1");
         assert_eq!(v["seq"], 9);
+        assert_eq!(v["event"]["name"], "mad_rts_failed");
+        assert_eq!(v["event"]["stuck_gsi"], true);
+        assert_eq!(v["event"]["device"]["rdma_dev"], "rocep2s0f0");
 
         let mut p = printer(false);
         p.record(&View::live(&r)).unwrap();
         let line = String::from_utf8(p.out).unwrap();
-        assert_eq!(
-            line,
-            "seq 9 [    1.500000] user.err infiniband rocep2s0f0: ib_mad_send_error - \
-             ib_modify_qp to RTS: -22 (untrusted: written by userspace, facility 1)\n"
+        assert!(
+            line.starts_with(
+                "seq 9 [    1.500000] user.err mad_rts_failed QP 1 SQE→RTS on rocep2s0f0 (GSI"
+            ),
+            "{line}"
         );
+        assert!(
+            line.ends_with(
+                "| infiniband rocep2s0f0: ib_mad_send_error - ib_modify_qp to RTS: -22 \
+                 (untrusted: written by userspace, facility 1)\n"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn without_all_only_recognised_records_are_printed() {
+        let mut p = printer(true);
+        p.all = false;
+        let plain = Record::parse(b"6,1,1,-;rdma_rxe: loaded\n").unwrap();
+        p.record(&View::live(&plain)).unwrap();
+        assert!(p.out.is_empty());
+        let irdma = Record::parse(
+            b"3,2,2,-;ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3\n SUBSYSTEM=pci\n DEVICE=+pci:0000:02:00.0\n",
+        )
+        .unwrap();
+        p.record(&View::live(&irdma)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&p.out).unwrap();
+        assert_eq!(v["trusted"], true);
+        assert_eq!(v["event"]["name"], "stuck_qp_transition");
+        assert_eq!(v["event"]["kind"]["qp"], 1);
+        assert_eq!(v["event"]["device"]["pci"], "0000:02:00.0");
+        assert_eq!(p.printed, 1);
     }
 
     #[test]
