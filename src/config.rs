@@ -665,7 +665,12 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
     Ok(text)
 }
 
-/// Parses and validates configuration text; every problem is returned, with positions.
+/// Parses and validates configuration text; every problem is returned, with positions,
+/// in file order.
+///
+/// Keys with a schema problem are left out (as if absent) and the rest is still checked
+/// semantically, so one run shows everything; a relation check may then compare against
+/// a default in place of the broken key.
 pub fn parse_str(text: &str) -> Result<Config, Vec<Problem>> {
     let lines = LineIndex::new(text);
     let (doc, syntax_errors) = DeTable::parse_recoverable(text);
@@ -676,29 +681,44 @@ pub fn parse_str(text: &str) -> Result<Config, Vec<Problem>> {
 
     // Schema, key by key, on what the parser could recover.
     let mut spans = BTreeMap::new();
-    check_schema(doc.get_ref(), doc.span(), &lines, &mut problems, &mut spans);
-    if !problems.is_empty() {
-        return Err(problems);
-    }
+    let root_span = doc.span();
+    let good = check_schema(
+        doc.get_ref(),
+        root_span.clone(),
+        &lines,
+        &mut problems,
+        &mut spans,
+    );
 
-    // Every key deserialized on its own, so the whole document does too.
-    let config = match Config::deserialize(toml::de::Deserializer::from(doc)) {
-        Ok(c) => c,
-        Err(e) => return Err(vec![lines.problem("", e.span(), e.message())]),
-    };
+    // Every remaining key deserialized on its own, so their whole does too.
+    let config =
+        match Config::deserialize(toml::de::Deserializer::from(Spanned::new(root_span, good))) {
+            Ok(c) => c,
+            Err(e) => {
+                problems.push(lines.problem("", e.span(), e.message()));
+                return Err(sorted(problems));
+            }
+        };
 
-    let mut problems = config.validate();
-    if problems.is_empty() {
-        return Ok(config);
-    }
-    for p in &mut problems {
+    for mut p in config.validate() {
         if let Some(span) = spans.get(&p.key) {
             let (l, c) = lines.position(span.start);
             p.line = Some(l);
             p.col = Some(c);
         }
+        problems.push(p);
     }
-    Err(problems)
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(sorted(problems))
+    }
+}
+
+/// File order; problems without a position (semantic ones on defaulted keys) last.
+fn sorted(mut problems: Vec<Problem>) -> Vec<Problem> {
+    problems.sort_by_key(|p| (p.line.is_none(), p.line, p.col));
+    problems
 }
 
 /// The sections of [`Config`] and how to check one key of each. `tests::every_section_checked`
@@ -734,14 +754,16 @@ fn single<'i>(
 }
 
 /// Checks every key of the document against the schema; records the span of every value by
-/// key path (for positions of semantic problems).
-fn check_schema(
-    root: &DeTable<'_>,
+/// key path (for positions of semantic problems). Returns the document without the keys
+/// that have problems.
+fn check_schema<'i>(
+    root: &DeTable<'i>,
     root_span: Range<usize>,
     lines: &LineIndex,
     problems: &mut Vec<Problem>,
     spans: &mut BTreeMap<String, Range<usize>>,
-) {
+) -> DeTable<'i> {
+    let mut good_root = DeTable::new();
     for (name, value) in root.iter() {
         let section = name.get_ref().as_ref();
         let table = match value.get_ref() {
@@ -756,6 +778,7 @@ fn check_schema(
             }
         };
         spans.insert(section.to_string(), name.span());
+        let mut good = DeTable::new();
         for (key, v) in table.iter() {
             let path = format!("{section}.{}", key.get_ref());
             spans.insert(path.clone(), v.span());
@@ -764,13 +787,23 @@ fn check_schema(
                     spans.insert(format!("{path}[{i}]"), item.span());
                 }
             }
-            if let Err(e) = check_section_key(section, single(key, v, value.span())) {
-                // Unknown keys carry no span of their own: point at the key.
-                let span = e.span().unwrap_or_else(|| key.span());
-                problems.push(lines.problem(&path, Some(span), e.message()));
+            match check_section_key(section, single(key, v, value.span())) {
+                Ok(()) => {
+                    good.insert(key.clone(), v.clone());
+                }
+                Err(e) => {
+                    // Unknown keys carry no span of their own: point at the key.
+                    let span = e.span().unwrap_or_else(|| key.span());
+                    problems.push(lines.problem(&path, Some(span), e.message()));
+                }
             }
         }
+        good_root.insert(
+            name.clone(),
+            Spanned::new(value.span(), DeValue::Table(good)),
+        );
     }
+    good_root
 }
 
 /// Byte offset → (line, column), both 1-based; columns count characters.
@@ -1216,24 +1249,29 @@ severity-fault = \"critical\"
         assert_eq!(
             got,
             vec![
-                ("alerts.severity-fault", Some(10)),
-                ("poll.netlink", Some(7)),
-                ("recovery.backof-max", Some(4)),
                 ("recovery.dry-run", Some(2)),
                 ("recovery.max-attempts", Some(3)),
+                ("recovery.backof-max", Some(4)),
+                ("poll.netlink", Some(7)),
+                ("alerts.severity-fault", Some(10)),
             ]
         );
         assert!(
-            p[0].message.contains("unknown variant `critical`"),
+            p[4].message.contains("unknown variant `critical`"),
             "{}",
-            p[0].message
+            p[4].message
         );
         assert!(
-            p[1].message.contains("number of seconds"),
+            p[3].message.contains("number of seconds"),
             "{}",
-            p[1].message
+            p[3].message
         );
-        assert_eq!(p[3].col, Some(11));
+        assert!(
+            p[2].message.contains("unknown field `backof-max`"),
+            "{}",
+            p[2].message
+        );
+        assert_eq!(p[0].col, Some(11));
     }
 
     #[test]
@@ -1260,18 +1298,35 @@ ident = \"\"
         assert_eq!(
             got,
             vec![
-                ("paths.state-dir", Some(12)),
+                ("recovery.backoff-max", Some(3)),
+                ("recovery.probe-successes", Some(4)),
+                ("recovery.max-attempts", Some(5)),
+                ("recovery.probe-port", Some(6)),
                 ("devices.allow[1]", Some(9)),
                 ("devices.allow[2]", Some(9)),
                 ("devices.allow[3]", Some(9)),
-                ("recovery.probe-successes", Some(4)),
-                ("recovery.probe-port", Some(6)),
-                ("recovery.backoff-max", Some(3)),
-                ("recovery.max-attempts", Some(5)),
+                ("paths.state-dir", Some(12)),
                 ("alerts.ident", Some(15)),
             ]
         );
-        assert_eq!(p[2].col, Some(34));
+        assert_eq!(p[5].col, Some(34));
+        assert!(p[6].message.contains("listed twice"), "{}", p[6].message);
+    }
+
+    #[test]
+    fn schema_and_semantic_problems_together() {
+        let p = problems("[recovery]\ndry-run = 1\nprobe-port = 0\n");
+        let keys: Vec<&str> = p.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["recovery.dry-run", "recovery.probe-port"]);
+    }
+
+    #[test]
+    fn semantic_problem_on_defaulted_key_has_no_position() {
+        // probe-timeout keeps its default (2 s) but poll.probe drops below it.
+        let p = problems("[poll]\nprobe = 1\n");
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].key, "recovery.probe-timeout");
+        assert_eq!(p[0].line, None);
     }
 
     #[test]
