@@ -670,7 +670,9 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
 ///
 /// Keys with a schema problem are left out (as if absent) and the rest is still checked
 /// semantically, so one run shows everything; a relation check may then compare against
-/// a default in place of the broken key.
+/// a default in place of the broken key. After a TOML syntax error, only the syntax errors
+/// and the schema problems before it are reported: past it, the parser's recovery may
+/// attribute keys to the wrong table.
 pub fn parse_str(text: &str) -> Result<Config, Vec<Problem>> {
     let lines = LineIndex::new(text);
     let (doc, syntax_errors) = DeTable::parse_recoverable(text);
@@ -689,6 +691,23 @@ pub fn parse_str(text: &str) -> Result<Config, Vec<Problem>> {
         &mut problems,
         &mut spans,
     );
+
+    // After a syntax error the parser's recovery may put keys in the wrong table: keep only
+    // the schema problems before the first syntax error, and skip the semantic checks (the
+    // recovered document is incomplete).
+    if let Some(first) = syntax_errors
+        .iter()
+        .filter_map(|e| e.span())
+        .map(|s| s.start)
+        .min()
+    {
+        let first_line = lines.position(first).0;
+        problems.retain(|p| p.key.is_empty() || p.line.is_some_and(|l| l < first_line));
+        return Err(sorted(problems));
+    }
+    if !syntax_errors.is_empty() {
+        return Err(sorted(problems));
+    }
 
     // Every remaining key deserialized on its own, so their whole does too.
     let config =
@@ -1332,8 +1351,16 @@ ident = \"\"
     #[test]
     fn syntax_error_has_position() {
         let p = problems("[recovery]\ndry-run = tru\n");
+        assert_eq!(p.len(), 1, "{p:?}");
         assert_eq!(p[0].line, Some(2), "{p:?}");
         assert_eq!(p[0].key, "");
+    }
+
+    #[test]
+    fn schema_problems_before_a_syntax_error_are_kept() {
+        let p = problems("[poll]\nnetlink = \"x\"\n[recovery\ndry-run = true\nbogus = 1\n");
+        let got: Vec<(&str, Option<usize>)> = p.iter().map(|p| (p.key.as_str(), p.line)).collect();
+        assert_eq!(got, [("poll.netlink", Some(2)), ("", Some(3))]);
     }
 
     #[test]
@@ -1395,6 +1422,68 @@ ident = \"\"
         assert_eq!(
             p.to_string(),
             "line 3, column 15: recovery.backoff-max: too small"
+        );
+    }
+
+    fn write(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        p
+    }
+
+    #[test]
+    fn load_or_default_sources() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let absent = dir.path().join("absent.toml");
+        // No --config and no default file: built-in defaults.
+        let (c, src) = load_or_default_from(None, &absent).expect("defaults");
+        assert_eq!((c, src), (Config::default(), Source::Defaults));
+        // --config naming a missing file is an error.
+        let e = load_or_default_from(Some(&absent), &absent).expect_err("missing");
+        assert!(matches!(e, ConfigError::Read { .. }), "{e}");
+        // The default file, when present, is used (and validated).
+        let good = write(dir.path(), "c.toml", "[recovery]\ndry-run = true\n", 0o640);
+        let (c, src) = load_or_default_from(None, &good).expect("file");
+        assert!(c.recovery.dry_run);
+        assert_eq!(src, Source::File(good.clone()));
+        let bad = write(dir.path(), "bad.toml", "x = 1\n", 0o640);
+        let e = load_or_default_from(None, &bad).expect_err("invalid");
+        assert!(matches!(e, ConfigError::Invalid { ref problems, .. } if problems.len() == 1));
+    }
+
+    #[test]
+    fn load_refuses_world_writable_and_non_regular() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = write(dir.path(), "c.toml", "", 0o666);
+        let e = load(&p).expect_err("world-writable");
+        assert!(
+            matches!(e, ConfigError::WorldWritable { mode: 0o666, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("chmod o-w"), "{e}");
+        // Group-writable is the administrator's choice; only "other" is refused.
+        let p = write(dir.path(), "g.toml", "", 0o660);
+        assert_eq!(load(&p).expect("group-writable ok"), Config::default());
+        let e = load(dir.path()).expect_err("directory");
+        assert!(
+            matches!(
+                e,
+                ConfigError::NotRegular {
+                    kind: "directory",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("mkfifo");
+        let e = load(&fifo).expect_err("fifo");
+        assert!(
+            matches!(e, ConfigError::NotRegular { kind: "FIFO", .. }),
+            "{e}"
         );
     }
 }
