@@ -1144,7 +1144,8 @@ impl Config {
         if self.recovery.allow_module_reload {
             w.push(
                 "recovery.allow-module-reload is on: the last resort reloads the driver module, \
-                 which re-creates every device of that driver"
+                 which re-creates every device of that driver; the packaged service also \
+                 needs a drop-in with ProtectKernelModules=no and CAP_SYS_MODULE for it"
                     .into(),
             );
         }
