@@ -1487,4 +1487,67 @@ ident = \"\"
             "{e}"
         );
     }
+
+    mod prop {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn secs_strategy() -> impl Strategy<Value = Duration> {
+            prop_oneof![
+                (0u64..100_000).prop_map(Duration::from_secs),
+                (0u64..100_000_000).prop_map(Duration::from_millis),
+            ]
+        }
+
+        proptest! {
+            /// Whatever a valid or invalid configuration holds, writing it out and reading it
+            /// back gives the same value or the same semantic problems, never something else.
+            #[test]
+            fn serialize_parse_round_trip(
+                netlink in secs_strategy(),
+                backoff_initial in secs_strategy(),
+                backoff_max in secs_strategy(),
+                max_attempts in 0u32..200,
+                probe_port in any::<u16>(),
+                dry_run in any::<bool>(),
+                allow in proptest::collection::vec("[a-z0-9_ /*%]{0,8}", 0..4),
+            ) {
+                let mut c = Config::default();
+                c.poll.netlink = netlink;
+                c.recovery.backoff_initial = backoff_initial;
+                c.recovery.backoff_max = backoff_max;
+                c.recovery.max_attempts = max_attempts;
+                c.recovery.probe_port = probe_port;
+                c.recovery.dry_run = dry_run;
+                c.devices.allow = allow;
+                let text = toml::to_string(&c).expect("serializable");
+                let want = c.validate();
+                match parse_str(&text) {
+                    Ok(back) => {
+                        prop_assert!(want.is_empty(), "accepted but validate() says {want:?}");
+                        prop_assert_eq!(back, c);
+                    }
+                    Err(got) => {
+                        let mut got_keys: Vec<_> = got.iter().map(|p| p.key.clone()).collect();
+                        let mut want_keys: Vec<_> = want.iter().map(|p| p.key.clone()).collect();
+                        got_keys.sort();
+                        want_keys.sort();
+                        prop_assert_eq!(got_keys, want_keys);
+                        prop_assert!(got.iter().all(|p| p.line.is_some()), "{got:?}");
+                    }
+                }
+            }
+
+            /// Arbitrary text never panics, and every problem has a position or a known key.
+            #[test]
+            fn arbitrary_text_never_panics(text in "[\\[\\]a-z=\"0-9.\\n #-]{0,200}") {
+                if let Err(problems) = parse_str(&text) {
+                    prop_assert!(!problems.is_empty());
+                    for p in problems {
+                        prop_assert!(p.line.is_some() || !p.key.is_empty(), "{p:?}");
+                    }
+                }
+            }
+        }
+    }
 }
