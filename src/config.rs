@@ -70,6 +70,8 @@ pub struct Paths {
     pub boot_id: PathBuf,
     /// The devlink binary (iproute2), used to toggle `enable_roce`/`enable_iwarp` on ice.
     pub devlink: PathBuf,
+    /// The rdma binary (iproute2), used to delete and re-add rxe/siw links.
+    pub rdma: PathBuf,
     /// The modprobe binary, used only when `recovery.allow-module-reload` is true.
     pub modprobe: PathBuf,
 }
@@ -319,6 +321,7 @@ impl Default for Paths {
             control_socket: PathBuf::from("/run/iser-guard/control.sock"),
             boot_id: PathBuf::from("/proc/sys/kernel/random/boot_id"),
             devlink: PathBuf::from("/usr/sbin/devlink"),
+            rdma: PathBuf::from("/usr/bin/rdma"),
             modprobe: PathBuf::from("/usr/sbin/modprobe"),
         }
     }
@@ -960,6 +963,7 @@ impl Config {
             ("paths.control-socket", &pa.control_socket),
             ("paths.boot-id", &pa.boot_id),
             ("paths.devlink", &pa.devlink),
+            ("paths.rdma", &pa.rdma),
             ("paths.modprobe", &pa.modprobe),
             ("alerts.syslog-socket", &self.alerts.syslog_socket),
             ("metrics.textfile", &self.metrics.textfile),
