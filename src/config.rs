@@ -8,8 +8,9 @@
 //! not just the first, each with its key path and, where the key is in the file, its
 //! line and column:
 //!
-//! 1. the file itself: it must be a regular file and not world-writable (whoever can write
-//!    the file can make the daemon re-create RDMA devices and run iscsiadm as root);
+//! 1. the file itself: it must be a regular file and not world-writable, nor in a
+//!    world-writable directory without the sticky bit (whoever can write or replace the file
+//!    can make the daemon re-create RDMA devices and run iscsiadm as root);
 //! 2. TOML syntax, with the parser's error recovery (`toml::de::DeTable::parse_recoverable`);
 //! 3. schema: serde stops at the first error, so every key is deserialized on its own into its
 //!    table's struct (one single-key table at a time). The serde derives stay the one source
@@ -553,6 +554,21 @@ pub enum ConfigError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The file's directory is writable by every user without the sticky bit, so anyone
+    /// could replace the file.
+    #[error(
+        "refusing configuration {path}: its directory {dir} is world-writable (mode \
+         {mode:04o}) without the sticky bit, so any local user could replace the file; fix it \
+         with `chmod o-w {dir}`"
+    )]
+    WorldWritableDir {
+        /// The file.
+        path: PathBuf,
+        /// Its directory.
+        dir: PathBuf,
+        /// The directory's permission bits.
+        mode: u32,
+    },
     /// The file has problems; each names its key path.
     #[error("configuration {path} has {} problem(s):\n{}", problems.len(), format_problems(problems))]
     Invalid {
@@ -662,6 +678,22 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
             path: path.to_path_buf(),
             mode: mode & 0o7777,
         });
+    }
+    // The directory the name was resolved in: a world-writable one without the sticky bit
+    // lets anyone rename another file over this one.
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Ok(dmeta) = std::fs::metadata(dir) {
+        let dmode = dmeta.permissions().mode();
+        if dmode & 0o002 != 0 && dmode & 0o1000 == 0 {
+            return Err(ConfigError::WorldWritableDir {
+                path: path.to_path_buf(),
+                dir: dir.to_path_buf(),
+                mode: dmode & 0o7777,
+            });
+        }
     }
     let mut text = String::new();
     file.read_to_string(&mut text).map_err(read_err)?;
@@ -1460,6 +1492,7 @@ ident = \"\"
 
     #[test]
     fn load_refuses_world_writable_and_non_regular() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let p = write(dir.path(), "c.toml", "", 0o666);
         let e = load(&p).expect_err("world-writable");
@@ -1471,6 +1504,18 @@ ident = \"\"
         // Group-writable is the administrator's choice; only "other" is refused.
         let p = write(dir.path(), "g.toml", "", 0o660);
         assert_eq!(load(&p).expect("group-writable ok"), Config::default());
+        // A world-writable directory: refused without the sticky bit, accepted with it.
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).expect("mkdir");
+        let p = write(&open, "c.toml", "", 0o640);
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let e = load(&p).expect_err("world-writable dir");
+        assert!(
+            matches!(e, ConfigError::WorldWritableDir { mode: 0o777, .. }),
+            "{e}"
+        );
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        assert_eq!(load(&p).expect("sticky dir ok"), Config::default());
         let e = load(dir.path()).expect_err("directory");
         assert!(
             matches!(
