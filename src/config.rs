@@ -30,6 +30,9 @@ use toml::Spanned;
 /// Where the configuration is read from when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/iser-guard/config.toml";
 
+/// The largest configuration file read (1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// The longest RDMA device name the kernel accepts: `IB_DEVICE_NAME_MAX` (64) minus the NUL.
 pub const IB_DEVICE_NAME_MAX_LEN: usize = 63;
 
@@ -695,8 +698,20 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
             });
         }
     }
+    // A configuration is a few KiB; a huge file is a mistake (wrong path), not a config.
     let mut text = String::new();
-    file.read_to_string(&mut text).map_err(read_err)?;
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(read_err)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            problems: vec![Problem::new(
+                "",
+                format!("the file is larger than {MAX_CONFIG_BYTES} bytes; is it the right file?"),
+            )],
+        });
+    }
     Ok(text)
 }
 
@@ -1516,6 +1531,9 @@ ident = \"\"
         );
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
         assert_eq!(load(&p).expect("sticky dir ok"), Config::default());
+        let big = write(dir.path(), "big.toml", &"#".repeat(2 << 20), 0o640);
+        let e = load(&big).expect_err("too large");
+        assert!(e.to_string().contains("larger than"), "{e}");
         let e = load(dir.path()).expect_err("directory");
         assert!(
             matches!(
