@@ -649,7 +649,7 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
         source,
     };
     // O_NONBLOCK: opening a FIFO must not hang waiting for a writer.
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
