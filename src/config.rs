@@ -8,8 +8,9 @@
 //! not just the first, each with its key path and, where the key is in the file, its
 //! line and column:
 //!
-//! 1. the file itself: it must be a regular file and not world-writable (whoever can write
-//!    the file can make the daemon re-create RDMA devices and run iscsiadm as root);
+//! 1. the file itself: it must be a regular file and not world-writable, nor in a
+//!    world-writable directory without the sticky bit (whoever can write or replace the file
+//!    can make the daemon re-create RDMA devices and run iscsiadm as root);
 //! 2. TOML syntax, with the parser's error recovery (`toml::de::DeTable::parse_recoverable`);
 //! 3. schema: serde stops at the first error, so every key is deserialized on its own into its
 //!    table's struct (one single-key table at a time). The serde derives stay the one source
@@ -28,6 +29,9 @@ use toml::Spanned;
 
 /// Where the configuration is read from when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/iser-guard/config.toml";
+
+/// The largest configuration file read (1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// The longest RDMA device name the kernel accepts: `IB_DEVICE_NAME_MAX` (64) minus the NUL.
 pub const IB_DEVICE_NAME_MAX_LEN: usize = 63;
@@ -70,6 +74,8 @@ pub struct Paths {
     pub boot_id: PathBuf,
     /// The devlink binary (iproute2), used to toggle `enable_roce`/`enable_iwarp` on ice.
     pub devlink: PathBuf,
+    /// The rdma binary (iproute2), used to delete and re-add rxe/siw links.
+    pub rdma: PathBuf,
     /// The modprobe binary, used only when `recovery.allow-module-reload` is true.
     pub modprobe: PathBuf,
 }
@@ -319,6 +325,7 @@ impl Default for Paths {
             control_socket: PathBuf::from("/run/iser-guard/control.sock"),
             boot_id: PathBuf::from("/proc/sys/kernel/random/boot_id"),
             devlink: PathBuf::from("/usr/sbin/devlink"),
+            rdma: PathBuf::from("/usr/bin/rdma"),
             modprobe: PathBuf::from("/usr/sbin/modprobe"),
         }
     }
@@ -550,6 +557,21 @@ pub enum ConfigError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The file's directory is writable by every user without the sticky bit, so anyone
+    /// could replace the file.
+    #[error(
+        "refusing configuration {path}: its directory {dir} is world-writable (mode \
+         {mode:04o}) without the sticky bit, so any local user could replace the file; fix it \
+         with `chmod o-w {dir}`"
+    )]
+    WorldWritableDir {
+        /// The file.
+        path: PathBuf,
+        /// Its directory.
+        dir: PathBuf,
+        /// The directory's permission bits.
+        mode: u32,
+    },
     /// The file has problems; each names its key path.
     #[error("configuration {path} has {} problem(s):\n{}", problems.len(), format_problems(problems))]
     Invalid {
@@ -627,7 +649,7 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
         source,
     };
     // O_NONBLOCK: opening a FIFO must not hang waiting for a writer.
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
@@ -660,8 +682,36 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
             mode: mode & 0o7777,
         });
     }
+    // The directory the name was resolved in: a world-writable one without the sticky bit
+    // lets anyone rename another file over this one.
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Ok(dmeta) = std::fs::metadata(dir) {
+        let dmode = dmeta.permissions().mode();
+        if dmode & 0o002 != 0 && dmode & 0o1000 == 0 {
+            return Err(ConfigError::WorldWritableDir {
+                path: path.to_path_buf(),
+                dir: dir.to_path_buf(),
+                mode: dmode & 0o7777,
+            });
+        }
+    }
+    // A configuration is a few KiB; a huge file is a mistake (wrong path), not a config.
     let mut text = String::new();
-    file.read_to_string(&mut text).map_err(read_err)?;
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(read_err)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            problems: vec![Problem::new(
+                "",
+                format!("the file is larger than {MAX_CONFIG_BYTES} bytes; is it the right file?"),
+            )],
+        });
+    }
     Ok(text)
 }
 
@@ -960,6 +1010,7 @@ impl Config {
             ("paths.control-socket", &pa.control_socket),
             ("paths.boot-id", &pa.boot_id),
             ("paths.devlink", &pa.devlink),
+            ("paths.rdma", &pa.rdma),
             ("paths.modprobe", &pa.modprobe),
             ("alerts.syslog-socket", &self.alerts.syslog_socket),
             ("metrics.textfile", &self.metrics.textfile),
@@ -1144,7 +1195,8 @@ impl Config {
         if self.recovery.allow_module_reload {
             w.push(
                 "recovery.allow-module-reload is on: the last resort reloads the driver module, \
-                 which re-creates every device of that driver"
+                 which re-creates every device of that driver; the packaged service also \
+                 needs a drop-in with ProtectKernelModules=no and CAP_SYS_MODULE for it"
                     .into(),
             );
         }
@@ -1455,6 +1507,7 @@ ident = \"\"
 
     #[test]
     fn load_refuses_world_writable_and_non_regular() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let p = write(dir.path(), "c.toml", "", 0o666);
         let e = load(&p).expect_err("world-writable");
@@ -1466,6 +1519,21 @@ ident = \"\"
         // Group-writable is the administrator's choice; only "other" is refused.
         let p = write(dir.path(), "g.toml", "", 0o660);
         assert_eq!(load(&p).expect("group-writable ok"), Config::default());
+        // A world-writable directory: refused without the sticky bit, accepted with it.
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).expect("mkdir");
+        let p = write(&open, "c.toml", "", 0o640);
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let e = load(&p).expect_err("world-writable dir");
+        assert!(
+            matches!(e, ConfigError::WorldWritableDir { mode: 0o777, .. }),
+            "{e}"
+        );
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        assert_eq!(load(&p).expect("sticky dir ok"), Config::default());
+        let big = write(dir.path(), "big.toml", &"#".repeat(2 << 20), 0o640);
+        let e = load(&big).expect_err("too large");
+        assert!(e.to_string().contains("larger than"), "{e}");
         let e = load(dir.path()).expect_err("directory");
         assert!(
             matches!(
@@ -1485,5 +1553,68 @@ ident = \"\"
             matches!(e, ConfigError::NotRegular { kind: "FIFO", .. }),
             "{e}"
         );
+    }
+
+    mod prop {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn secs_strategy() -> impl Strategy<Value = Duration> {
+            prop_oneof![
+                (0u64..100_000).prop_map(Duration::from_secs),
+                (0u64..100_000_000).prop_map(Duration::from_millis),
+            ]
+        }
+
+        proptest! {
+            /// Whatever a valid or invalid configuration holds, writing it out and reading it
+            /// back gives the same value or the same semantic problems, never something else.
+            #[test]
+            fn serialize_parse_round_trip(
+                netlink in secs_strategy(),
+                backoff_initial in secs_strategy(),
+                backoff_max in secs_strategy(),
+                max_attempts in 0u32..200,
+                probe_port in any::<u16>(),
+                dry_run in any::<bool>(),
+                allow in proptest::collection::vec("[a-z0-9_ /*%]{0,8}", 0..4),
+            ) {
+                let mut c = Config::default();
+                c.poll.netlink = netlink;
+                c.recovery.backoff_initial = backoff_initial;
+                c.recovery.backoff_max = backoff_max;
+                c.recovery.max_attempts = max_attempts;
+                c.recovery.probe_port = probe_port;
+                c.recovery.dry_run = dry_run;
+                c.devices.allow = allow;
+                let text = toml::to_string(&c).expect("serializable");
+                let want = c.validate();
+                match parse_str(&text) {
+                    Ok(back) => {
+                        prop_assert!(want.is_empty(), "accepted but validate() says {want:?}");
+                        prop_assert_eq!(back, c);
+                    }
+                    Err(got) => {
+                        let mut got_keys: Vec<_> = got.iter().map(|p| p.key.clone()).collect();
+                        let mut want_keys: Vec<_> = want.iter().map(|p| p.key.clone()).collect();
+                        got_keys.sort();
+                        want_keys.sort();
+                        prop_assert_eq!(got_keys, want_keys);
+                        prop_assert!(got.iter().all(|p| p.line.is_some()), "{got:?}");
+                    }
+                }
+            }
+
+            /// Arbitrary text never panics, and every problem has a position or a known key.
+            #[test]
+            fn arbitrary_text_never_panics(text in "[\\[\\]a-z=\"0-9.\\n #-]{0,200}") {
+                if let Err(problems) = parse_str(&text) {
+                    prop_assert!(!problems.is_empty());
+                    for p in problems {
+                        prop_assert!(p.line.is_some() || !p.key.is_empty(), "{p:?}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -200,6 +200,22 @@ fn world_writable_refused() {
 }
 
 #[test]
+fn world_writable_directory_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("config.toml");
+    std::fs::copy(fixture("good.toml"), &p).expect("copy");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let o = check(&p);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(
+        t.contains("is world-writable (mode 0777) without the sticky bit"),
+        "{t}"
+    );
+}
+
+#[test]
 fn directory_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = check(dir.path());
