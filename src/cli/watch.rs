@@ -317,32 +317,9 @@ impl<W: Write> Printer<W> {
     }
 }
 
-/// Loads the configuration: `--config` if given (it must exist), else
-/// `/etc/iser-guard/config.toml` if it exists, else the built-in defaults.
-fn load_config(explicit: Option<&Path>) -> Result<Config, Error> {
-    let default = Path::new(crate::config::DEFAULT_CONFIG_PATH);
-    let path = match explicit {
-        Some(p) => p,
-        None if default.exists() => default,
-        None => return Ok(Config::default()),
-    };
-    let text = std::fs::read_to_string(path).map_err(|source| {
-        Error::Config(crate::config::ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
-    })?;
-    toml::from_str(&text).map_err(|e| {
-        Error::Config(crate::config::ConfigError::Invalid {
-            path: path.to_path_buf(),
-            problems: vec![e.to_string()],
-        })
-    })
-}
-
 /// Runs the subcommand.
 pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
-    let config = load_config(globals.config.as_deref())?;
+    let (config, _source) = crate::config::load_or_default(globals.config.as_deref())?;
     let stdout = io::stdout();
     let mut printer = Printer {
         out: io::BufWriter::new(stdout.lock()),
