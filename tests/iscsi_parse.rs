@@ -182,6 +182,11 @@ fn constructed_multi_target_tree() {
     assert_eq!(s3.devices[1].lun, 3);
     assert_eq!(s3.devices[1].disk.as_deref(), Some("sdd"));
 
+    let id = s3.node_id().expect("node id");
+    assert_eq!(id.portal_arg(), "[fd00:1::2]:3260");
+    assert_eq!(id.iface.as_deref(), Some("iser6"));
+    assert_eq!(s1.node_id().unwrap().portal_arg(), "192.0.2.2:3260");
+
     // session 4: tcp on the default iface
     let s4 = &p.items[4];
     assert_eq!(s4.transport(), Transport::Tcp);
@@ -314,6 +319,10 @@ fn old_flat_format_and_mapped_ipv6() {
     assert_eq!(p.items[1].portal.port, 3260);
     // printed back as iscsiadm would (no brackets: the address has a dot)
     assert_eq!(p.items[1].portal.to_string(), "::ffff:198.51.100.7:3260,1");
+    assert_eq!(
+        p.items[1].node_id().portal_arg(),
+        "[::ffff:198.51.100.7]:3260"
+    );
 }
 
 #[test]

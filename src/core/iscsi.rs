@@ -628,11 +628,64 @@ impl SessionDetail {
             )
     }
 
+    /// What identifies this session's node record, for `iscsiadm -m node … --login`:
+    /// the target, the persistent portal (else the current one) and the iface name.
+    pub fn node_id(&self) -> Option<NodeId> {
+        let portal = self
+            .persistent_portal
+            .as_ref()
+            .or(self.current_portal.as_ref())?;
+        Some(NodeId {
+            target: self.target.clone(),
+            address: portal.address.clone(),
+            port: portal.port,
+            iface: self.iface.name.clone(),
+        })
+    }
+
     /// Disks whose I/O fails right now (offline, transport-offline …).
     pub fn failing_devices(&self) -> impl Iterator<Item = &ScsiDevice> {
         self.devices
             .iter()
             .filter(|d| d.state.as_ref().is_some_and(DeviceState::rejects_io))
+    }
+}
+
+/// A node record's identity: what `iscsiadm -m node -T … -p … -I …` needs to log a session
+/// back in. Journaled before a recovery so sessions can be restored.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NodeId {
+    /// The target name (`-T`).
+    pub target: String,
+    /// The portal address (no brackets).
+    pub address: String,
+    /// The portal port.
+    pub port: u16,
+    /// The iface name (`-I`), if known.
+    pub iface: Option<String>,
+}
+
+impl NodeId {
+    /// The `-p` argument: `addr:port`; any IPv6 address (even IPv4-mapped) as
+    /// `[addr]:port`, which iscsiadm always understands.
+    pub fn portal_arg(&self) -> String {
+        if self.address.contains(':') {
+            format!("[{}]:{}", self.address, self.port)
+        } else {
+            format!("{}:{}", self.address, self.port)
+        }
+    }
+}
+
+impl SessionSummary {
+    /// The node identity (without the iface, which the flat list does not show).
+    pub fn node_id(&self) -> NodeId {
+        NodeId {
+            target: self.target.clone(),
+            address: self.portal.address.clone(),
+            port: self.portal.port,
+            iface: None,
+        }
     }
 }
 
