@@ -35,8 +35,13 @@ fn unavailable() -> Option<String> {
     }
 }
 
+/// The tests of this file run one at a time: the flood of one would wrap the kernel's ring
+/// past the records another is waiting for.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 macro_rules! require_kmsg {
     () => {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(why) = unavailable() {
             eprintln!("skipping: {why} (this test injects records into the real /dev/kmsg)");
             return;
@@ -361,6 +366,61 @@ fn watch_after_a_reboot_starts_at_the_oldest_retained_record() {
     assert!(w
         .stop(nix::sys::signal::Signal::SIGTERM, SHUTDOWN_BOUND)
         .success());
+}
+
+#[test]
+fn watch_reports_records_lost_to_a_ring_buffer_overrun() {
+    require_kmsg!();
+    // SYSLOG_ACTION_SIZE_BUFFER: the ring's size in bytes.
+    // SAFETY: action 10 only returns a number; the buffer argument is ignored.
+    let size = unsafe { libc::klogctl(10, std::ptr::null_mut(), 0) };
+    let Ok(size) = usize::try_from(size) else {
+        eprintln!("skipping: klogctl(SYSLOG_ACTION_SIZE_BUFFER) failed");
+        return;
+    };
+    // Every record takes well over 8 bytes of the ring, so this many surely wrap it.
+    let flood = size / 8;
+    if flood > 300_000 {
+        eprintln!("skipping: the {size}-byte kernel ring is too large to overrun quickly");
+        return;
+    }
+    let s = setup(None);
+    let mut w = Watch::start(&s.config, &["--all"]);
+    // A record read first tells the reader where it is, so the gap can be counted.
+    let before = unique("before-flood");
+    inject(6, &before);
+    w.read_until_text(&before);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(w.child.id()).unwrap());
+    // Frozen, the watcher cannot read while the ring wraps past its position.
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let tag = unique("flood");
+    for i in 0..flood {
+        inject(7, &format!("{tag} {i}"));
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    let session = std::process::id() + 200_000;
+    let sentinel = format!(" connection{session}:0: detected conn error (1011)");
+    inject(3, &sentinel);
+    let got = w.read_until_text(&sentinel);
+    let lost: Vec<&Value> = got.iter().filter(|v| v.get("lost").is_some()).collect();
+    assert!(!lost.is_empty(), "no loss reported: {got:#?}");
+    let first = lost[0];
+    assert_eq!(first["overrun"], true, "{first}");
+    assert!(first["lost"].as_u64().unwrap() > 0);
+    assert!(first["next_seq"].as_u64().is_some());
+    assert!(w
+        .stop(nix::sys::signal::Signal::SIGTERM, SHUTDOWN_BOUND)
+        .success());
+    // The loss is in the counters logged at exit too.
+    let err: Vec<String> = w.err.try_iter().collect();
+    let stats = err
+        .iter()
+        .find(|l| l.contains("KmsgStats"))
+        .expect("stats logged");
+    assert!(
+        !stats.contains("lost: 0,") && !stats.contains("overruns: 0,"),
+        "{stats}"
+    );
 }
 
 #[test]

@@ -177,6 +177,35 @@ fn serial_console_mixes_kernel_and_userspace_lines() {
         .any(|t| t.starts_with("Begin: Loading essential drivers ... [    5.038129] input:")));
 }
 
+/// `skip_to(offset)` then `next()` gives the entry whose lines contain `offset`, with the
+/// same line number as reading every line.
+fn check_skip_to(log: &str, offsets: impl Iterator<Item = usize>) {
+    let mut spans = Vec::new();
+    let mut all = SavedLog::new(log);
+    loop {
+        let start = all.position();
+        let Some(item) = all.next() else { break };
+        spans.push((start, all.position(), item));
+    }
+    for off in offsets.filter(|&o| o < log.len()) {
+        let mut s = SavedLog::new(log);
+        s.skip_to(off);
+        let got = s.next();
+        let want = spans
+            .iter()
+            .find(|(a, b, _)| (*a..*b).contains(&off))
+            .map(|(_, _, item)| item.clone());
+        assert_eq!(got, want, "offset {off}");
+    }
+}
+
+#[test]
+fn skip_to_any_offset_of_real_logs_matches_a_full_scan() {
+    for log in [K612, K61_DMESG, K61_CONSOLE] {
+        check_skip_to(log, (0..log.len()).step_by(101));
+    }
+}
+
 fn arb_record() -> impl Strategy<Value = Record> {
     (
         any::<u8>(),
@@ -218,6 +247,20 @@ proptest! {
             .map(|e| e.unwrap().record.to_record().unwrap())
             .collect();
         prop_assert_eq!(back, rs);
+    }
+
+    #[test]
+    fn skip_to_matches_a_full_scan(
+        rs in prop::collection::vec(arb_record(), 1..6),
+        noise in prop::collection::vec("[ \\[<0-9a-z,;=\\]>.\n]{0,30}", 0..4),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..8),
+    ) {
+        let mut log: String = rs.iter().map(Record::to_kmsg).collect();
+        for n in &noise {
+            log.push_str(n);
+            log.push('\n');
+        }
+        check_skip_to(&log, picks.iter().map(|i| i.index(log.len())));
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct Args {
     pub all: bool,
 }
 
+/// How long a shutdown waits for the final cursor save.
+const CURSOR_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Syslog level names, by level number.
 const LEVELS: [&str; 8] = [
     "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug",
@@ -134,7 +137,8 @@ struct JsonRecord<'a> {
 /// One output line of `--json` for lost records.
 #[derive(Debug, Serialize)]
 struct JsonLost {
-    lost: u64,
+    /// `null` when the kernel could not tell how many.
+    lost: Option<u64>,
     next_seq: u64,
     overrun: bool,
 }
@@ -292,7 +296,7 @@ impl<W: Write> Printer<W> {
         Ok(())
     }
 
-    fn lost(&mut self, count: u64, next_seq: u64, overrun: bool) -> io::Result<()> {
+    fn lost(&mut self, count: Option<u64>, next_seq: u64, overrun: bool) -> io::Result<()> {
         if self.json {
             serde_json::to_writer(
                 &mut self.out,
@@ -309,6 +313,7 @@ impl<W: Write> Printer<W> {
             } else {
                 "they were no longer in the kernel's ring buffer"
             };
+            let count = count.map_or_else(|| "some".to_string(), |c| c.to_string());
             writeln!(
                 self.out,
                 "-- {count} records lost before seq {next_seq}: {why}"
@@ -425,7 +430,8 @@ fn follow<W: Write>(args: &Args, config: &Config, printer: &mut Printer<W>) -> R
                 }
             }
         };
-        if let Err(e) = reader.save_cursor() {
+        // Bounded: the shutdown must not wait on a slow disk (the issue allows 1 s in all).
+        if let Err(e) = reader.save_cursor(CURSOR_FLUSH_TIMEOUT) {
             warn!("{e}");
         }
         let stats: KmsgStats = reader.stats();

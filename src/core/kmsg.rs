@@ -671,6 +671,67 @@ impl<'a> SavedLog<'a> {
         }
     }
 
+    /// Byte offset in the input where the next line to be read starts.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Skips ahead to the line containing byte `offset`, so that the next item is the record
+    /// of that line (a no-op if that line was already read). If `offset` falls in the
+    /// dictionary lines of a /dev/kmsg record, the skip stops at the record itself. Line
+    /// numbers stay right (the skipped newlines are counted).
+    ///
+    /// With a multi-pattern search over the whole buffer (e.g.
+    /// `crate::core::signatures::next_anchor`) this parses only the lines that can match:
+    ///
+    /// ```
+    /// use iser_guard::core::kmsg::SavedLog;
+    ///
+    /// let log = "[ 1.000000] eth0: up\n[ 2.000000] sd 2:0:0:0: rejecting I/O to offline device\n";
+    /// let mut saved = SavedLog::new(log);
+    /// let hit = log.find("rejecting I/O").unwrap();
+    /// saved.skip_to(hit);
+    /// let entry = saved.next().unwrap().unwrap();
+    /// assert_eq!((entry.line, entry.record.usec), (2, Some(2_000_000)));
+    /// assert_eq!(saved.position(), log.len());
+    /// ```
+    pub fn skip_to(&mut self, offset: usize) {
+        let offset = offset.min(self.bytes.len());
+        if offset <= self.pos {
+            return;
+        }
+        let line_start = |at: usize, floor: usize| -> usize {
+            let window = self.bytes.get(floor..at).unwrap_or_default();
+            memchr::memrchr(b'\n', window).map_or(floor, |n| floor + n + 1)
+        };
+        let mut start = line_start(offset, self.pos);
+        // Back up over dictionary lines to the record they belong to, if they do belong to
+        // one (after anything else they are lines of their own).
+        let mut owner = start;
+        while owner > self.pos && self.line_is_dict(owner) {
+            owner = line_start(owner - 1, self.pos);
+        }
+        if owner != start && self.line_is_kmsg_record(owner) {
+            start = owner;
+        }
+        let skipped = self.bytes.get(self.pos..start).unwrap_or_default();
+        self.line += memchr::memchr_iter(b'\n', skipped).count();
+        self.pos = start;
+    }
+
+    fn line_is_dict(&self, start: usize) -> bool {
+        let (end, _) = self.line_bounds(start);
+        self.line_str(start, end)
+            .is_some_and(|l| dict_line(l).is_some())
+    }
+
+    fn line_is_kmsg_record(&self, start: usize) -> bool {
+        let (end, _) = self.line_bounds(start);
+        self.line_str(start, end)
+            .and_then(|l| parse_saved_line(l).ok())
+            .is_some_and(|r| r.format == LineFormat::Kmsg)
+    }
+
     /// The line at `start`: its end (exclusive, before `\n`) and the start of the next.
     fn line_bounds(&self, start: usize) -> (usize, usize) {
         let rest = self.bytes.get(start..).unwrap_or_default();
@@ -914,6 +975,23 @@ mod tests {
             KmsgParseError::InvalidUtf8
         );
         assert_eq!(items[2].as_ref().unwrap().record.text, "fine");
+    }
+
+    #[test]
+    fn skip_to_lands_on_the_record_owning_a_dictionary_line() {
+        let log = "6,1,10,-;a\n SUBSYSTEM=pci\n DEVICE=+pci:0000:00:01.0\n[ 1.0] b\n[ 2.0] c\n";
+        let mut s = SavedLog::new(log);
+        s.skip_to(log.find("DEVICE").unwrap());
+        let e = s.next().unwrap().unwrap();
+        assert_eq!((e.line, e.record.seq), (1, Some(1)));
+        assert_eq!(e.record.dict.get("DEVICE"), Some("+pci:0000:00:01.0"));
+        s.skip_to(log.find("] c").unwrap());
+        let e = s.next().unwrap().unwrap();
+        assert_eq!((e.line, e.record.text), (5, "c"));
+        // Backwards or past the end: harmless.
+        s.skip_to(0);
+        s.skip_to(usize::MAX);
+        assert!(s.next().is_none());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +58,18 @@ pub enum CursorError {
     /// The boot id file is empty.
     #[error("boot id file {0} is empty (check paths.boot-id in the configuration)")]
     EmptyBootId(PathBuf),
+    /// The background save did not finish in time (a very slow disk); the previous position
+    /// stays in place, so a restart replays a few records rather than skipping any.
+    #[error("saving the kmsg cursor {path} did not finish within {timeout:?}")]
+    Timeout {
+        /// The file.
+        path: PathBuf,
+        /// How long was waited.
+        timeout: Duration,
+    },
+    /// The last background save failed (already logged when it happened).
+    #[error("saving the kmsg cursor failed: {0}")]
+    SaveFailed(String),
 }
 
 /// The cursor file of a state directory.
@@ -136,6 +150,112 @@ impl CursorFile {
     }
 }
 
+/// Saves cursors on a background thread, so that the kernel-log reader never waits for a
+/// disk (`fsync` can take seconds on a busy one) and a shutdown waits only a bounded time.
+/// Only the newest submitted cursor matters: older pending ones are replaced.
+#[derive(Debug)]
+pub struct CursorSaver {
+    shared: Arc<(Mutex<SaverState>, Condvar)>,
+    path: PathBuf,
+}
+
+#[derive(Debug, Default)]
+struct SaverState {
+    pending: Option<KmsgCursor>,
+    in_flight: bool,
+    stop: bool,
+    errors: u64,
+    last_error: Option<String>,
+}
+
+impl CursorSaver {
+    /// Starts the saver thread for `file`.
+    pub fn spawn(file: CursorFile) -> io::Result<Self> {
+        let shared = Arc::new((Mutex::new(SaverState::default()), Condvar::new()));
+        let path = file.path().to_path_buf();
+        let worker = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("kmsg-cursor".into())
+            .spawn(move || save_loop(&file, &worker))?;
+        Ok(CursorSaver { shared, path })
+    }
+
+    /// Queues `cursor` to be saved (replacing any queued one). Never blocks on I/O.
+    pub fn submit(&self, cursor: KmsgCursor) {
+        let (lock, cv) = &*self.shared;
+        lock.lock().unwrap_or_else(PoisonError::into_inner).pending = Some(cursor);
+        cv.notify_all();
+    }
+
+    /// Failed saves so far.
+    pub fn errors(&self) -> u64 {
+        let (lock, _) = &*self.shared;
+        lock.lock().unwrap_or_else(PoisonError::into_inner).errors
+    }
+
+    /// Waits until everything submitted is on disk, at most `timeout`.
+    pub fn flush(&self, timeout: Duration) -> Result<(), CursorError> {
+        let (lock, cv) = &*self.shared;
+        let deadline = Instant::now() + timeout;
+        let mut st = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        while st.pending.is_some() || st.in_flight {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(CursorError::Timeout {
+                    path: self.path.clone(),
+                    timeout,
+                });
+            }
+            st = cv
+                .wait_timeout(st, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        match st.last_error.take() {
+            Some(e) => Err(CursorError::SaveFailed(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for CursorSaver {
+    fn drop(&mut self) {
+        // Not joined: a save stuck in fsync must not hold up the process. Whatever is queued
+        // is still written if the process lives on; if it exits first, the rename has not
+        // happened and the previous cursor stays valid.
+        let (lock, cv) = &*self.shared;
+        lock.lock().unwrap_or_else(PoisonError::into_inner).stop = true;
+        cv.notify_all();
+    }
+}
+
+fn save_loop(file: &CursorFile, shared: &(Mutex<SaverState>, Condvar)) {
+    let (lock, cv) = shared;
+    let mut st = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    loop {
+        if let Some(cursor) = st.pending.take() {
+            st.in_flight = true;
+            drop(st);
+            let result = file.save(&cursor);
+            st = lock.lock().unwrap_or_else(PoisonError::into_inner);
+            st.in_flight = false;
+            match result {
+                Ok(()) => st.last_error = None,
+                Err(e) => {
+                    tracing::warn!("{e}; will retry with the next position");
+                    st.errors += 1;
+                    st.last_error = Some(e.to_string());
+                }
+            }
+            cv.notify_all();
+        } else if st.stop {
+            return;
+        } else {
+            st = cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
 /// Reads the current boot id (one line, e.g. `3f1c…-…`), trimmed.
 pub fn read_boot_id(path: &Path) -> Result<String, CursorError> {
     let text = fs::read_to_string(path).map_err(|source| CursorError::Io {
@@ -172,6 +292,36 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from(CURSOR_FILE_NAME)]);
+    }
+
+    #[test]
+    fn saver_writes_the_newest_cursor_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = CursorFile::in_state_dir(dir.path());
+        let saver = CursorSaver::spawn(file.clone()).unwrap();
+        for seq in 0..100 {
+            saver.submit(KmsgCursor {
+                boot_id: "b".into(),
+                seq,
+            });
+        }
+        saver.flush(Duration::from_secs(30)).unwrap();
+        assert_eq!(file.load().unwrap().unwrap().seq, 99);
+        assert_eq!(saver.errors(), 0);
+
+        // A state dir that cannot be created: counted, reported by flush.
+        let blocker = dir.path().join("not-a-dir");
+        fs::write(&blocker, "").unwrap();
+        let bad = CursorSaver::spawn(CursorFile::in_state_dir(&blocker.join("state"))).unwrap();
+        bad.submit(KmsgCursor {
+            boot_id: "b".into(),
+            seq: 1,
+        });
+        assert!(matches!(
+            bad.flush(Duration::from_secs(30)),
+            Err(CursorError::SaveFailed(_))
+        ));
+        assert_eq!(bad.errors(), 1);
     }
 
     #[test]

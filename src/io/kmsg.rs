@@ -50,7 +50,7 @@ use tokio::io::Interest;
 use tracing::{debug, info, warn};
 
 use crate::core::kmsg::{KmsgParseError, Record};
-use crate::io::cursor::{read_boot_id, CursorError, CursorFile, KmsgCursor};
+use crate::io::cursor::{read_boot_id, CursorError, CursorFile, CursorSaver, KmsgCursor};
 
 /// Size of the read buffer: at least twice the kernel's largest record
 /// (`CONSOLE_EXT_LOG_MAX`, 8 KiB).
@@ -136,14 +136,12 @@ impl RecordSource for FdSource {
     }
 
     async fn read_record(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            let mut guard = self.fd.readable().await?;
-            // try_io clears readiness on EAGAIN, so the next readable() really waits.
-            match guard.try_io(|fd| read_fd(fd.get_ref(), buf)) {
-                Ok(result) => return result,
-                Err(_would_block) => continue,
-            }
-        }
+        // async_io (unlike `readable()` + `try_io`) takes part in tokio's cooperative budget:
+        // while records keep coming, the task still yields every few dozen reads, so the
+        // runtime gets to deliver a pending SIGTERM. It clears readiness on EAGAIN.
+        self.fd
+            .async_io(Interest::READABLE, |fd| read_fd(fd, buf))
+            .await
     }
 
     fn seek_start(&mut self) -> io::Result<()> {
@@ -191,8 +189,10 @@ pub enum KmsgEvent {
     /// read (`overrun`), or before the reader started (after a restart or a reboot). Whatever
     /// they said is unknown, so state derived from the log should be re-checked.
     Lost {
-        /// How many records (from the sequence gap).
-        count: u64,
+        /// How many records (from the sequence gap). `None` when the kernel reported an
+        /// overrun before the first record was read after starting at the end of the log:
+        /// the gap then has no known start.
+        count: Option<u64>,
         /// The first sequence number received after the gap.
         next_seq: u64,
         /// The kernel reported an overrun (`EPIPE`) while reading.
@@ -258,14 +258,37 @@ pub enum KmsgError {
     Closed,
 }
 
-/// Keeps the cursor file up to date.
+/// Keeps the cursor file up to date through a background [`CursorSaver`].
 #[derive(Debug)]
 struct CursorKeeper {
-    file: CursorFile,
+    saver: CursorSaver,
     boot_id: String,
-    saved_seq: Option<u64>,
-    last_save: Option<std::time::Instant>,
+    submitted_seq: Option<u64>,
+    last_submit: Option<std::time::Instant>,
     interval: Duration,
+}
+
+impl CursorKeeper {
+    fn new(file: CursorFile, boot_id: String, interval: Duration) -> io::Result<Self> {
+        Ok(CursorKeeper {
+            saver: CursorSaver::spawn(file)?,
+            boot_id,
+            submitted_seq: None,
+            last_submit: None,
+            interval,
+        })
+    }
+
+    fn submit(&mut self, seq: u64) {
+        self.last_submit = Some(std::time::Instant::now());
+        if self.submitted_seq != Some(seq) {
+            self.saver.submit(KmsgCursor {
+                boot_id: self.boot_id.clone(),
+                seq,
+            });
+            self.submitted_seq = Some(seq);
+        }
+    }
 }
 
 /// Follows the kernel log; see the module docs.
@@ -358,13 +381,10 @@ pub fn open(opts: &OpenOptions) -> Result<KmsgReader<FdSource>, KmsgError> {
                     ?start,
                     "kernel log start position"
                 );
-                keeper = Some(CursorKeeper {
-                    file,
-                    boot_id,
-                    saved_seq: None,
-                    last_save: None,
-                    interval: opts.save_interval,
-                });
+                match CursorKeeper::new(file, boot_id, opts.save_interval) {
+                    Ok(k) => keeper = Some(k),
+                    Err(e) => warn!("cannot start the cursor saver: {e}; position not saved"),
+                }
             }
         }
     }
@@ -415,22 +435,24 @@ impl<S: RecordSource> KmsgReader<S> {
         })
     }
 
-    /// Keeps the position in `file` (tagged with `boot_id`), saved at most every `interval`
-    /// while records flow and by [`KmsgReader::save_cursor`].
-    pub fn with_cursor(mut self, file: CursorFile, boot_id: String, interval: Duration) -> Self {
-        self.cursor = Some(CursorKeeper {
-            file,
-            boot_id,
-            saved_seq: None,
-            last_save: None,
-            interval,
-        });
-        self
+    /// Keeps the position in `file` (tagged with `boot_id`), saved in the background at most
+    /// every `interval` while records flow, and by [`KmsgReader::save_cursor`].
+    pub fn with_cursor(
+        mut self,
+        file: CursorFile,
+        boot_id: String,
+        interval: Duration,
+    ) -> io::Result<Self> {
+        self.cursor = Some(CursorKeeper::new(file, boot_id, interval)?);
+        Ok(self)
     }
 
     /// The counters.
     pub fn stats(&self) -> KmsgStats {
-        self.stats
+        KmsgStats {
+            cursor_save_errors: self.cursor.as_ref().map_or(0, |k| k.saver.errors()),
+            ..self.stats
+        }
     }
 
     /// The sequence number of the last record returned.
@@ -438,41 +460,28 @@ impl<S: RecordSource> KmsgReader<S> {
         self.last_seq
     }
 
-    /// Saves the position now if it changed since the last save (call on shutdown).
-    pub fn save_cursor(&mut self) -> Result<(), CursorError> {
-        let Some(seq) = self.last_seq else {
-            return Ok(());
-        };
+    /// Saves the position of the last record returned and waits for it to reach the disk,
+    /// at most `timeout` (call on shutdown; the save goes on in the background if the
+    /// process does).
+    pub fn save_cursor(&mut self, timeout: Duration) -> Result<(), CursorError> {
         let Some(k) = self.cursor.as_mut() else {
             return Ok(());
         };
-        if k.saved_seq == Some(seq) {
-            return Ok(());
+        if let Some(seq) = self.last_seq {
+            k.submit(seq);
         }
-        k.last_save = Some(std::time::Instant::now());
-        k.file.save(&KmsgCursor {
-            boot_id: k.boot_id.clone(),
-            seq,
-        })?;
-        k.saved_seq = Some(seq);
-        Ok(())
+        k.saver.flush(timeout)
     }
 
-    /// Saves the position if the interval has passed. Called at the start of `next()`, i.e.
-    /// once the caller is done with the previous record: a crash replays at most one interval
-    /// of records, it never skips one that was not handled.
+    /// Queues a save of the position if the interval has passed. Called at the start of
+    /// `next()`, i.e. once the caller is done with the previous record: a crash replays at
+    /// most one interval of records, it never skips one that was not handled.
     fn maybe_save_cursor(&mut self) {
-        let due = match &self.cursor {
-            Some(k) => k
-                .last_save
-                .is_none_or(|t| t.elapsed() >= k.interval && k.saved_seq != self.last_seq),
-            None => false,
+        let (Some(k), Some(seq)) = (self.cursor.as_mut(), self.last_seq) else {
+            return;
         };
-        if due {
-            if let Err(e) = self.save_cursor() {
-                self.stats.cursor_save_errors += 1;
-                warn!("{e}; will retry");
-            }
+        if k.last_submit.is_none_or(|t| t.elapsed() >= k.interval) {
+            k.submit(seq);
         }
     }
 
@@ -554,13 +563,24 @@ impl<S: RecordSource> KmsgReader<S> {
                     let next_seq = record.seq;
                     self.pending = Some(record);
                     return Ok(KmsgEvent::Lost {
-                        count,
+                        count: Some(count),
                         next_seq,
                         overrun,
                     });
                 }
             } else if std::mem::take(&mut self.overrun_pending) {
-                warn!("kernel log overrun before the first record: the loss cannot be counted");
+                warn!(
+                    next_seq = record.seq,
+                    "kernel log overrun before the first record was read: records were lost, \
+                     how many cannot be told"
+                );
+                let next_seq = record.seq;
+                self.pending = Some(record);
+                return Ok(KmsgEvent::Lost {
+                    count: None,
+                    next_seq,
+                    overrun: true,
+                });
             }
             self.overrun_pending = false;
             self.catching_up = false;
@@ -705,7 +725,7 @@ mod tests {
         assert_eq!(
             r.next().await.unwrap(),
             KmsgEvent::Lost {
-                count: 9,
+                count: Some(9),
                 next_seq: 50,
                 overrun: false
             }
@@ -731,7 +751,7 @@ mod tests {
         assert!(matches!(
             r.next().await.unwrap(),
             KmsgEvent::Lost {
-                count: 3,
+                count: Some(3),
                 next_seq: 3,
                 overrun: false
             }
@@ -753,7 +773,7 @@ mod tests {
         assert_eq!(
             r.next().await.unwrap(),
             KmsgEvent::Lost {
-                count: 7,
+                count: Some(7),
                 next_seq: 10,
                 overrun: true
             }
@@ -761,6 +781,23 @@ mod tests {
         assert_eq!(seq_of(r.next().await.unwrap()), 10);
         let s = r.stats();
         assert_eq!((s.records, s.lost, s.overruns), (4, 7, 1));
+    }
+
+    #[tokio::test]
+    async fn epipe_before_the_first_record_is_reported_uncounted() {
+        let mut r = KmsgReader::new(ring(0..3), Start::End).unwrap();
+        r.source.inject_errno(libc::EPIPE);
+        r.source.log.push(rec(90));
+        assert_eq!(
+            r.next().await.unwrap(),
+            KmsgEvent::Lost {
+                count: None,
+                next_seq: 90,
+                overrun: true
+            }
+        );
+        assert_eq!(seq_of(r.next().await.unwrap()), 90);
+        assert_eq!((r.stats().overruns, r.stats().lost), (1, 0));
     }
 
     #[tokio::test]
@@ -840,18 +877,30 @@ mod tests {
         let file = CursorFile::in_state_dir(dir.path());
         let mut r = KmsgReader::new(ring(0..3), Start::Beginning)
             .unwrap()
-            .with_cursor(file.clone(), "boot".into(), Duration::from_secs(3600));
+            .with_cursor(file.clone(), "boot".into(), Duration::from_secs(3600))
+            .unwrap();
+        let settle = |r: &KmsgReader<MemSource>| {
+            r.cursor
+                .as_ref()
+                .unwrap()
+                .saver
+                .flush(Duration::from_secs(30))
+                .unwrap()
+        };
         assert_eq!(seq_of(r.next().await.unwrap()), 0);
+        settle(&r);
         assert!(
             file.load().unwrap().is_none(),
             "not saved before it was handled"
         );
         assert_eq!(seq_of(r.next().await.unwrap()), 1);
         // The first save happens at once; later ones wait for the interval.
+        settle(&r);
         assert_eq!(file.load().unwrap().unwrap().seq, 0);
         assert_eq!(seq_of(r.next().await.unwrap()), 2);
+        settle(&r);
         assert_eq!(file.load().unwrap().unwrap().seq, 0);
-        r.save_cursor().unwrap();
+        r.save_cursor(Duration::from_secs(30)).unwrap();
         assert_eq!(
             file.load().unwrap(),
             Some(KmsgCursor {
@@ -859,5 +908,6 @@ mod tests {
                 seq: 2
             })
         );
+        assert_eq!(r.stats().cursor_save_errors, 0);
     }
 }
