@@ -1,0 +1,1 @@
+//! The RDMA netlink socket (NETLINK_RDMA): requests, dumps, monitor events.
