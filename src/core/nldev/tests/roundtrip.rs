@@ -1,0 +1,1 @@
+//! Property tests: encode → decode round trips of random typed messages.

@@ -1,0 +1,1 @@
+//! Cases the captures lack, built from the uapi layout.
