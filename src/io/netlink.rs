@@ -24,9 +24,9 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use netlink_packet_core::{
-    NetlinkBuffer, NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload,
-    NetlinkSerializable, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN, NLM_F_ACK,
-    NLM_F_ACK_TLVS, NLM_F_CAPPED, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST,
+    NetlinkBuffer, NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkSerializable,
+    NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN, NLM_F_ACK, NLM_F_ACK_TLVS, NLM_F_CAPPED,
+    NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST,
 };
 
 /// The netlink protocol number of RDMA netlink (`NETLINK_RDMA`).
@@ -37,6 +37,11 @@ pub const RDMA_NL_GROUP_NOTIFY: u32 = 4;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many times an interrupted dump is tried before giving up.
 pub const DEFAULT_DUMP_ATTEMPTS: u32 = 3;
+
+use crate::core::nldev::{
+    request, DeviceInfo, NldevError, NldevMessage, PortInfo, QpEntries, QpEntry, SysInfo,
+};
+use crate::core::topology::{DeviceObservation, Snapshot};
 
 /// Netlink header length.
 const NLMSG_HDRLEN: usize = 16;
@@ -483,14 +488,15 @@ impl<T: Transport> NldevClient<T> {
         &mut self.transport
     }
 
-    /// Sends a dump request (`NLM_F_REQUEST | NLM_F_DUMP`) and collects every reply message up
-    /// to NLMSG_DONE. Interrupted dumps are retried from the start, up to the configured
-    /// number of attempts.
-    pub fn dump<I>(&mut self, request: I) -> Result<Vec<I>, NetlinkError>
+    /// Sends a dump request and collects every reply message up to NLMSG_DONE. The request's
+    /// sequence number is replaced by the client's; `NLM_F_REQUEST | NLM_F_DUMP` are set.
+    /// Interrupted dumps (NLM_F_DUMP_INTR on any part, or an overrun socket) are retried from
+    /// the start, up to the configured number of attempts.
+    pub fn dump<I>(&mut self, request: NetlinkMessage<I>) -> Result<Vec<I>, NetlinkError>
     where
         I: NetlinkSerializable + NetlinkDeserializable,
     {
-        let what = format!("{} dump", describe_type(request.message_type()));
+        let what = format!("{} dump", describe_type(request.header.message_type));
         let mut bytes = encode(request, NLM_F_REQUEST | NLM_F_DUMP);
         let mut attempt = 0;
         loop {
@@ -514,12 +520,13 @@ impl<T: Transport> NldevClient<T> {
         }
     }
 
-    /// Sends a non-dump request with NLM_F_ACK and returns its replies once the ACK arrives.
-    pub fn request<I>(&mut self, request: I) -> Result<Vec<I>, NetlinkError>
+    /// Sends a non-dump request (`NLM_F_REQUEST | NLM_F_ACK` set) and returns its replies
+    /// once the ACK arrives.
+    pub fn request<I>(&mut self, request: NetlinkMessage<I>) -> Result<Vec<I>, NetlinkError>
     where
         I: NetlinkSerializable + NetlinkDeserializable,
     {
-        let what = describe_type(request.message_type());
+        let what = describe_type(request.header.message_type);
         let mut bytes = encode(request, NLM_F_REQUEST | NLM_F_ACK);
         match self.exchange(&mut bytes, &what, false)? {
             Outcome::Complete(msgs) => Ok(msgs),
@@ -643,6 +650,143 @@ impl<T: Transport> NldevClient<T> {
     }
 }
 
+/// Entries the kernel sent that could not be used (a view lacking a required attribute):
+/// skipped, counted and logged, never fatal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skips {
+    /// One line per skipped entry: what and why.
+    pub reasons: Vec<String>,
+}
+
+impl Skips {
+    fn note(&mut self, what: impl std::fmt::Display, why: impl std::fmt::Display) {
+        tracing::warn!(%what, %why, "skipping an RDMA netlink entry");
+        self.reasons.push(format!("{what}: {why}"));
+    }
+}
+
+/// A full dump (devices, ports, QPs) as the model wants it, with what was skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotReport {
+    /// The snapshot to fold into [`crate::core::topology::Topology`].
+    pub snapshot: Snapshot,
+    /// Entries skipped while decoding.
+    pub skips: Skips,
+}
+
+/// The nldev conversations the model needs, on top of the generic client.
+impl<T: Transport> NldevClient<T> {
+    /// SYS_GET: whether monitor events exist, the netns mode, ….
+    pub fn system_info(&mut self) -> Result<SysInfo, NetlinkError> {
+        let replies = self.request(request::sys_get(0))?;
+        let first = replies.first().ok_or_else(|| {
+            malformed(
+                "RDMA_NLDEV_CMD_SYS_GET",
+                "the kernel acknowledged but sent no reply",
+            )
+        })?;
+        SysInfo::try_from(first).map_err(|e| malformed("RDMA_NLDEV_CMD_SYS_GET", e.to_string()))
+    }
+
+    /// GET dump: every RDMA device.
+    pub fn devices(&mut self, skips: &mut Skips) -> Result<Vec<DeviceInfo>, NetlinkError> {
+        let replies = self.dump(request::get_dump(0))?;
+        Ok(views(&replies, "device", skips))
+    }
+
+    /// PORT_GET dump of one device.
+    pub fn ports(
+        &mut self,
+        dev_index: u32,
+        skips: &mut Skips,
+    ) -> Result<Vec<PortInfo>, NetlinkError> {
+        let replies = self.dump(request::port_get_dump(0, dev_index))?;
+        Ok(views(&replies, "port", skips))
+    }
+
+    /// RES_QP_GET dump of one device: its QP table with live states.
+    pub fn qps(&mut self, dev_index: u32, skips: &mut Skips) -> Result<Vec<QpEntry>, NetlinkError> {
+        let replies = self.dump(request::res_qp_get_dump(0, dev_index, None))?;
+        let mut out = Vec::new();
+        for msg in &replies {
+            match QpEntries::new(msg) {
+                Ok(entries) => {
+                    for entry in entries {
+                        match entry {
+                            Ok(qp) => out.push(qp),
+                            Err(e) => skips.note(format!("QP entry of device {dev_index}"), e),
+                        }
+                    }
+                }
+                Err(e) => skips.note(format!("QP message of device {dev_index}"), e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Everything the model needs: the device list, then each device's ports and QPs.
+    /// `parent_of` gives a device's parent identity (from sysfs) by name.
+    ///
+    /// A device that vanishes between the device dump and its own dumps is left out; a
+    /// failed QP dump is recorded on the device (the model keeps its last table). Only a
+    /// failed device dump fails the whole snapshot.
+    pub fn snapshot(
+        &mut self,
+        parent_of: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<SnapshotReport, NetlinkError> {
+        let mut skips = Skips::default();
+        let devices = self.devices(&mut skips)?;
+        let mut out = Vec::with_capacity(devices.len());
+        for info in devices {
+            let ports = match self.ports(info.index, &mut skips) {
+                Ok(p) => p,
+                Err(e) if vanished(&e) => {
+                    tracing::debug!(device = %info.name, error = %e, "device vanished mid-dump");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let qps = match self.qps(info.index, &mut skips) {
+                Ok(q) => Ok(q),
+                Err(e) if vanished(&e) => continue,
+                Err(e @ (NetlinkError::Unavailable | NetlinkError::Closed)) => return Err(e),
+                Err(e) => Err(e.to_string()),
+            };
+            out.push(DeviceObservation {
+                parent: parent_of(&info.name),
+                info,
+                ports,
+                qps,
+            });
+        }
+        Ok(SnapshotReport {
+            snapshot: Snapshot { devices: out },
+            skips,
+        })
+    }
+}
+
+/// The kernel answers a dump of a device that no longer exists with an error (EINVAL or
+/// ENODEV, in NLMSG_ERROR or in NLMSG_DONE).
+fn vanished(e: &NetlinkError) -> bool {
+    matches!(e.errno(), Some(libc::ENODEV | libc::EINVAL | libc::ENOENT))
+}
+
+/// Typed views of reply messages; the ones that fail are skipped with their reason.
+fn views<'a, V>(replies: &'a [NldevMessage], what: &str, skips: &mut Skips) -> Vec<V>
+where
+    V: TryFrom<&'a NldevMessage, Error = NldevError>,
+{
+    let mut out = Vec::with_capacity(replies.len());
+    for m in replies {
+        match V::try_from(m) {
+            Ok(v) => out.push(v),
+            Err(e) => skips.note(format!("{what} reply"), e),
+        }
+    }
+    out
+}
+
 enum Outcome<I> {
     Complete(Vec<I>),
     Interrupted,
@@ -655,14 +799,12 @@ fn malformed(what: &str, detail: impl Into<String>) -> NetlinkError {
     }
 }
 
-/// Serializes a request with the given flags (sequence number filled in per send).
-fn encode<I: NetlinkSerializable>(request: I, flags: u16) -> Vec<u8> {
-    let mut header = NetlinkHeader::default();
-    header.flags = flags;
-    let mut msg = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(request));
-    msg.finalize();
-    let mut bytes = vec![0; msg.buffer_len()];
-    msg.serialize(&mut bytes);
+/// Serializes a request, adding `flags` (the sequence number is filled in per send).
+fn encode<I: NetlinkSerializable>(mut request: NetlinkMessage<I>, flags: u16) -> Vec<u8> {
+    request.header.flags |= flags;
+    request.finalize();
+    let mut bytes = vec![0; request.buffer_len()];
+    request.serialize(&mut bytes);
     bytes
 }
 
