@@ -435,3 +435,117 @@ fn this_machine_has_no_rdma_netlink_and_says_so() {
     assert!(NldevClient::open().unwrap_err().is_unavailable());
     assert!(NldevMonitor::open().unwrap_err().is_unavailable());
 }
+
+/// A RES_QP_GET reply of device 1 (`rxe_tgt`) with `n` RC QPs in RTS, numbered from
+/// `first`, in the kernel's entry layout (PORT_INDEX, LQPN, KERN_NAME, SQ_PSN, TYPE, STATE).
+fn qp_dump_message(seq: u32, first: u32, n: u32) -> Vec<u8> {
+    use iser_guard::core::nldev::{encode, Nested, NldevAttribute as A, NldevNetlinkMessage};
+    use netlink_packet_core::{NetlinkHeader, NetlinkPayload};
+    let entries = (first..first + n)
+        .map(|lqpn| {
+            A::ResQpEntry(Nested::new(vec![
+                A::PortIndex(1),
+                A::ResLqpn(lqpn),
+                A::ResKernName("rdma_cm".into()),
+                A::ResSqPsn(lqpn * 7),
+                A::ResType(2),
+                A::ResState(3),
+            ]))
+        })
+        .collect();
+    let msg = NldevMessage::new(
+        NldevCommand::ResQpGet,
+        vec![
+            A::DevIndex(1),
+            A::DevName("rxe_tgt".into()),
+            A::ResQp(Nested::new(entries)),
+        ],
+    );
+    let mut header = NetlinkHeader::default();
+    header.flags = 2; // NLM_F_MULTI
+    header.sequence_number = seq;
+    encode(&NldevNetlinkMessage::new(
+        header,
+        NetlinkPayload::InnerMessage(msg),
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_datagram_larger_than_the_receive_buffer_is_read_whole() {
+    // The kernel caps one message at what a u16 nest length allows (~64 KiB) and splits big
+    // QP tables across messages; three ~28 KiB messages in one 84 KiB datagram exercise the
+    // receive buffer's growth (it starts at 64 KiB).
+    let (t, k) = pair();
+    let server = std::thread::spawn(move || {
+        let req = k.recv().unwrap();
+        let seq = seq_of(&req);
+        let mut d = Vec::new();
+        for part in 0..3 {
+            d.extend(qp_dump_message(seq, 2 + part * 500, 500));
+        }
+        assert!(d.len() > 64 * 1024, "{}", d.len());
+        k.send(&d);
+        k.send(&done(seq, 0));
+    });
+    let mut c = NldevClient::new(t);
+    let qps = c.qps(1, &mut Skips::default()).unwrap();
+    assert_eq!(qps.len(), 1500);
+    assert_eq!(qps[1499].lqpn, 1501);
+    assert_eq!(qps[1499].sq_psn, Some(1501 * 7));
+    server.join().unwrap();
+}
+
+#[test]
+fn the_watcher_subscribes_dumps_and_follows_events() {
+    use iser_guard::core::topology::MonitorSupport;
+    use iser_guard::io::netlink::NldevWatcher;
+    use std::cell::Cell;
+
+    let (t, h) = serve(Replay::default().moment("k612/nldev-1-loggedin"));
+    let (mon_t, mon_k) = pair();
+    let mut mon = Some(NldevMonitor::new(mon_t));
+    let empty_sysfs = tempfile::tempdir().unwrap();
+    let mut w = NldevWatcher::new(
+        NldevClient::new(t),
+        Box::new(move || mon.take().ok_or(NetlinkError::Closed)),
+        Duration::from_secs(5),
+        empty_sysfs.path().to_path_buf(),
+        Instant(0),
+    );
+    let now = Cell::new(0u64);
+    let clock = || Instant(now.get());
+
+    // First step: SYS_GET (6.12: monitor mode 1), subscribe, initial dump.
+    let ev = w.step(&clock, Duration::ZERO).unwrap();
+    assert_eq!(w.poller().monitor(), MonitorSupport::Supported);
+    let appeared: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            TopologyEvent::DeviceAppeared { device } => Some(device.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(appeared, ["rxe_ini", "rxe_tgt"]);
+    assert_eq!(w.poller().next_deadline(), Some(Instant(5_000)));
+
+    // The kernel says rxe_ini was unregistered (real 6.12 event bytes): the model follows
+    // and the next dump is brought forward.
+    mon_k.send(&monitor_events()[4]);
+    now.set(1_000);
+    let ev = w.step(&clock, Duration::from_secs(2)).unwrap();
+    assert!(
+        matches!(ev.as_slice(), [TopologyEvent::DeviceDisappeared { device }] if device.name == "rxe_ini"),
+        "{ev:#?}"
+    );
+    assert_eq!(w.poller().next_deadline(), Some(Instant(1_250)));
+    assert!(w.topology().device("rxe_ini").is_none());
+
+    // At the deadline the watcher dumps again (SYS_GET + 5 dump requests so far, then 5 more).
+    now.set(1_250);
+    w.step(&clock, Duration::ZERO).unwrap();
+    assert!(w.topology().device("rxe_ini").is_some());
+    assert!(w.last_error().is_none());
+    drop(w);
+    h.join().unwrap();
+}

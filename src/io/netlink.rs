@@ -38,10 +38,13 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many times an interrupted dump is tried before giving up.
 pub const DEFAULT_DUMP_ATTEMPTS: u32 = 3;
 
+use crate::core::nldev::MonitorEvent;
 use crate::core::nldev::{
     request, DeviceInfo, NldevError, NldevMessage, PortInfo, QpEntries, QpEntry, SysInfo,
 };
-use crate::core::topology::{DeviceObservation, Snapshot};
+use crate::core::topology::{
+    DeviceObservation, PollAction, Poller, Snapshot, Topology, TopologyEvent,
+};
 
 /// Netlink header length.
 const NLMSG_HDRLEN: usize = 16;
@@ -984,5 +987,190 @@ mod tests {
                 assert!(e.to_string().contains("RDMA netlink is not available"));
             }
         }
+    }
+}
+
+/// Opens the event socket when the poller asks for it.
+pub type MonitorOpener<M> = Box<dyn FnMut() -> Result<NldevMonitor<M>, NetlinkError> + Send>;
+
+/// The nldev side of the daemon in one blocking driver: asks SYS_GET about monitor events,
+/// subscribes when the kernel has them, dumps when the [`Poller`] says so (every interval as
+/// the safety net, sooner after an event, at once after an overflow), folds dumps and events
+/// into the [`Topology`] and returns the change events. Meant for a dedicated thread that
+/// forwards the events to the daemon's loop.
+pub struct NldevWatcher<T, M> {
+    client: NldevClient<T>,
+    monitor: Option<NldevMonitor<M>>,
+    open_monitor: MonitorOpener<M>,
+    poller: Poller,
+    topology: Topology,
+    sysfs_root: std::path::PathBuf,
+    started: bool,
+    last_error: Option<NetlinkError>,
+}
+
+impl NldevWatcher<FdTransport, FdTransport> {
+    /// The real thing: NETLINK_RDMA sockets, sysfs under `sysfs_root`, dumps every
+    /// `interval` (config `poll.netlink`).
+    pub fn open(
+        interval: Duration,
+        sysfs_root: std::path::PathBuf,
+        now: crate::core::time::Instant,
+    ) -> Result<Self, NetlinkError> {
+        Ok(NldevWatcher::new(
+            NldevClient::open()?,
+            Box::new(NldevMonitor::open),
+            interval,
+            sysfs_root,
+            now,
+        ))
+    }
+}
+
+impl<T: Transport, M: Transport> NldevWatcher<T, M> {
+    /// A watcher over the given client and event-socket opener.
+    pub fn new(
+        client: NldevClient<T>,
+        open_monitor: MonitorOpener<M>,
+        interval: Duration,
+        sysfs_root: std::path::PathBuf,
+        now: crate::core::time::Instant,
+    ) -> Self {
+        NldevWatcher {
+            client,
+            monitor: None,
+            open_monitor,
+            poller: Poller::new(interval, now),
+            topology: Topology::new(),
+            sysfs_root,
+            started: false,
+            last_error: None,
+        }
+    }
+
+    /// The model as of the last dump or event.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The poller (monitor support, next deadline).
+    pub fn poller(&self) -> &Poller {
+        &self.poller
+    }
+
+    /// Why the last dump failed, if it did (cleared by the next successful one).
+    pub fn last_error(&self) -> Option<&NetlinkError> {
+        self.last_error.as_ref()
+    }
+
+    /// Does what is due, then waits at most `max_wait` for device events (or sleeps until the
+    /// next dump when there is no event socket). `clock` gives the current instant.
+    ///
+    /// Fails only when RDMA netlink itself is gone ([`NetlinkError::Unavailable`] or a closed
+    /// socket); a failed dump is logged, kept in [`NldevWatcher::last_error`], and retried
+    /// at the next interval.
+    pub fn step(
+        &mut self,
+        clock: &dyn Fn() -> crate::core::time::Instant,
+        max_wait: Duration,
+    ) -> Result<Vec<TopologyEvent>, NetlinkError> {
+        let mut events = Vec::new();
+        if !self.started {
+            self.started = true;
+            for action in self.poller.start() {
+                self.act(action, clock, &mut events)?;
+            }
+        }
+        if let Some(action) = self.poller.poll(clock()) {
+            self.act(action, clock, &mut events)?;
+        }
+        let now = clock();
+        let until_dump = self
+            .poller
+            .next_deadline()
+            .map_or(max_wait, |d| d.since(now));
+        let wait = max_wait.min(until_dump);
+        match self.monitor.as_mut() {
+            Some(mon) => match mon.next::<NldevMessage>(wait) {
+                Ok(MonitorRead::Events(msgs)) => {
+                    for m in &msgs {
+                        match MonitorEvent::try_from(m) {
+                            Ok(ev) => {
+                                tracing::debug!(event = %ev.event, "RDMA device event");
+                                events.extend(self.topology.apply_monitor_event(&ev, clock()));
+                                self.poller.on_monitor_event(clock());
+                            }
+                            Err(e) => tracing::warn!(error = %e, "skipping an RDMA event"),
+                        }
+                    }
+                }
+                Ok(MonitorRead::Idle) => {}
+                Ok(MonitorRead::ResyncNeeded) => {
+                    tracing::warn!("RDMA event socket overflowed; resynchronising with a dump");
+                    self.poller.on_resync_needed(clock());
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "RDMA event socket failed; polling only");
+                    self.monitor = None;
+                    self.poller.on_monitor_failed();
+                }
+            },
+            None if !wait.is_zero() => std::thread::sleep(wait),
+            None => {}
+        }
+        Ok(events)
+    }
+
+    fn act(
+        &mut self,
+        action: PollAction,
+        clock: &dyn Fn() -> crate::core::time::Instant,
+        events: &mut Vec<TopologyEvent>,
+    ) -> Result<(), NetlinkError> {
+        match action {
+            PollAction::QuerySystem => {
+                let supports = match self.client.system_info() {
+                    Ok(s) => s.supports_monitor(),
+                    Err(e @ (NetlinkError::Unavailable | NetlinkError::Closed)) => return Err(e),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "SYS_GET failed; assuming no device events");
+                        false
+                    }
+                };
+                for next in self.poller.on_system_info(supports) {
+                    self.act(next, clock, events)?;
+                }
+            }
+            PollAction::SubscribeMonitor => match (self.open_monitor)() {
+                Ok(m) => self.monitor = Some(m),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot subscribe to RDMA device events; polling only");
+                    self.poller.on_monitor_failed();
+                }
+            },
+            PollAction::Dump(reason) => {
+                let scan = crate::io::sysfs::scan(&self.sysfs_root).unwrap_or_default();
+                let parent_of = |name: &str| scan.device(name).and_then(|d| d.parent.identity());
+                let result = self.client.snapshot(&parent_of);
+                self.poller.on_dump_done(clock());
+                match result {
+                    Ok(report) => {
+                        tracing::debug!(
+                            ?reason,
+                            devices = report.snapshot.devices.len(),
+                            "nldev dump"
+                        );
+                        events.extend(self.topology.apply_snapshot(report.snapshot, clock()));
+                        self.last_error = None;
+                    }
+                    Err(e @ (NetlinkError::Unavailable | NetlinkError::Closed)) => return Err(e),
+                    Err(e) => {
+                        tracing::warn!(error = %e, ?reason, "RDMA netlink dump failed; retrying at the next interval");
+                        self.last_error = Some(e);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
