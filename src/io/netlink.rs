@@ -912,84 +912,6 @@ impl<T: Transport> NldevMonitor<T> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn several_messages_per_datagram_are_split_on_4_byte_boundaries() {
-        // A 20-byte DONE and a 17-byte message padded to 20, as NLMSG_NEXT aligns them.
-        let mut d = Vec::new();
-        d.extend_from_slice(&[
-            17, 0, 0, 0, 1, 0x14, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0xaa, 0, 0, 0,
-        ]);
-        d.extend_from_slice(&[20, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-        let frames = split_datagram(&d).unwrap();
-        assert_eq!(frames.len(), 2);
-        assert_eq!(frames[0].header.message_type, 0x1401);
-        assert_eq!(frames[0].payload, &[0xaa]);
-        assert_eq!(frames[1].header.message_type, NLMSG_DONE);
-        assert_eq!(frames[1].payload, &[0, 0, 0, 0]);
-    }
-
-    #[test]
-    fn truncated_and_short_frames_are_errors_not_panics() {
-        assert!(split_datagram(&[1, 2, 3]).is_err());
-        // Length field says 40, only 20 bytes present.
-        let d = [40, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        assert!(split_datagram(&d).is_err());
-        // Length field below the header size.
-        let d = [8, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0];
-        assert!(split_datagram(&d).is_err());
-    }
-
-    #[test]
-    fn extended_ack_text_is_extracted() {
-        // captures/nldevcap-k612/nldev-1-loggedin/18-err-get-doit-devindex-2byte-extack.hex:
-        // the reply to a GET with a 2-byte DEV_INDEX on an ext-ack socket (error -22,
-        // ACK_TLVS, the whole request echoed, then MSG, OFFS and POLICY TLVs).
-        let whole = hex(concat!(
-            "8000000002000002fa0300008f010000eaffffff1800000001140500fa0300000000000006000100",
-            "0100000027000100417474726962757465206661696c656420706f6c6963792076616c6964617469",
-            "6f6e00000800020010000000240004800c00040000000000000000000c000500ffffffff00000000",
-            "0800010004000000"
-        ));
-        let frames = split_datagram(&whole).unwrap();
-        let (h, msg) = (&frames[0].header, frames[0].payload);
-        assert_eq!(h.flags, NLM_F_ACK_TLVS);
-        assert_eq!(leading_i32(msg), Some(-22));
-        assert_eq!(
-            ext_ack_message(h, msg).as_deref(),
-            Some("Attribute failed policy validation")
-        );
-        // Garbage after the echo never panics.
-        for cut in 0..msg.len() {
-            let _ = ext_ack_message(h, msg.get(..cut).unwrap());
-        }
-    }
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn this_kernel_without_rdma_netlink_gives_one_clear_error() {
-        // On a kernel with RDMA netlink the socket opens; both outcomes are legitimate, but a
-        // failure must be the typed Unavailable error, never a crash or an opaque OS error.
-        match FdTransport::open_requests() {
-            Ok(_) => {}
-            Err(e) => {
-                assert!(e.is_unavailable(), "{e}");
-                assert!(e.to_string().contains("RDMA netlink is not available"));
-            }
-        }
-    }
-}
-
 /// Opens the event socket when the poller asks for it.
 pub type MonitorOpener<M> = Box<dyn FnMut() -> Result<NldevMonitor<M>, NetlinkError> + Send>;
 
@@ -1172,5 +1094,83 @@ impl<T: Transport, M: Transport> NldevWatcher<T, M> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_messages_per_datagram_are_split_on_4_byte_boundaries() {
+        // A 20-byte DONE and a 17-byte message padded to 20, as NLMSG_NEXT aligns them.
+        let mut d = Vec::new();
+        d.extend_from_slice(&[
+            17, 0, 0, 0, 1, 0x14, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0xaa, 0, 0, 0,
+        ]);
+        d.extend_from_slice(&[20, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let frames = split_datagram(&d).unwrap();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0].header.message_type, 0x1401);
+        assert_eq!(frames[0].payload, &[0xaa]);
+        assert_eq!(frames[1].header.message_type, NLMSG_DONE);
+        assert_eq!(frames[1].payload, &[0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn truncated_and_short_frames_are_errors_not_panics() {
+        assert!(split_datagram(&[1, 2, 3]).is_err());
+        // Length field says 40, only 20 bytes present.
+        let d = [40, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(split_datagram(&d).is_err());
+        // Length field below the header size.
+        let d = [8, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0];
+        assert!(split_datagram(&d).is_err());
+    }
+
+    #[test]
+    fn extended_ack_text_is_extracted() {
+        // captures/nldevcap-k612/nldev-1-loggedin/18-err-get-doit-devindex-2byte-extack.hex:
+        // the reply to a GET with a 2-byte DEV_INDEX on an ext-ack socket (error -22,
+        // ACK_TLVS, the whole request echoed, then MSG, OFFS and POLICY TLVs).
+        let whole = hex(concat!(
+            "8000000002000002fa0300008f010000eaffffff1800000001140500fa0300000000000006000100",
+            "0100000027000100417474726962757465206661696c656420706f6c6963792076616c6964617469",
+            "6f6e00000800020010000000240004800c00040000000000000000000c000500ffffffff00000000",
+            "0800010004000000"
+        ));
+        let frames = split_datagram(&whole).unwrap();
+        let (h, msg) = (&frames[0].header, frames[0].payload);
+        assert_eq!(h.flags, NLM_F_ACK_TLVS);
+        assert_eq!(leading_i32(msg), Some(-22));
+        assert_eq!(
+            ext_ack_message(h, msg).as_deref(),
+            Some("Attribute failed policy validation")
+        );
+        // Garbage after the echo never panics.
+        for cut in 0..msg.len() {
+            let _ = ext_ack_message(h, msg.get(..cut).unwrap());
+        }
+    }
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn this_kernel_without_rdma_netlink_gives_one_clear_error() {
+        // On a kernel with RDMA netlink the socket opens; both outcomes are legitimate, but a
+        // failure must be the typed Unavailable error, never a crash or an opaque OS error.
+        match FdTransport::open_requests() {
+            Ok(_) => {}
+            Err(e) => {
+                assert!(e.is_unavailable(), "{e}");
+                assert!(e.to_string().contains("RDMA netlink is not available"));
+            }
+        }
     }
 }
