@@ -581,3 +581,127 @@ impl TryFrom<&NldevMessage> for MonitorEvent {
         Ok(ev)
     }
 }
+
+// Encoding the views back into messages, attribute by attribute in the order the kernel's
+// fill functions emit them (nldev.c: fill_dev_info, fill_port_info, fill_res_qp_entry,
+// nldev_sys_get_doit, rdma_nl_notify_event), so that a fake kernel or a benchmark built from
+// views sends what a real kernel would.
+
+impl DeviceInfo {
+    /// The GET reply for this device (`fill_dev_info` order).
+    pub fn to_message(&self) -> NldevMessage {
+        use NldevAttribute as A;
+        let mut a = vec![
+            A::DevIndex(self.index),
+            A::DevName(self.name.clone()),
+            A::PortIndex(self.port_count),
+        ];
+        a.extend(self.cap_flags.map(A::CapFlags));
+        a.extend(self.fw_version.clone().map(A::FwVersion));
+        a.extend(self.node_guid.map(A::NodeGuid));
+        a.extend(self.sys_image_guid.map(A::SysImageGuid));
+        a.extend(self.node_type.map(A::DevNodeType));
+        a.extend(self.dim.map(A::DevDim));
+        a.extend(self.dev_type.map(A::DevType));
+        a.extend(self.parent_name.clone().map(A::ParentName));
+        a.extend(self.name_assign_type.map(A::NameAssignType));
+        a.extend(self.protocol.clone().map(A::DevProtocol));
+        NldevMessage::new(NldevCommand::Get, a)
+    }
+}
+
+impl PortInfo {
+    /// The PORT_GET reply for this port (`fill_port_info` order).
+    pub fn to_message(&self) -> NldevMessage {
+        use NldevAttribute as A;
+        let mut a = vec![
+            A::DevIndex(self.dev_index),
+            A::DevName(self.dev_name.clone()),
+            A::PortIndex(self.port),
+        ];
+        a.extend(self.cap_flags.map(A::CapFlags));
+        a.extend(self.subnet_prefix.map(A::SubnetPrefix));
+        a.extend(self.lid.map(A::Lid));
+        a.extend(self.sm_lid.map(A::SmLid));
+        a.extend(self.lmc.map(A::Lmc));
+        a.push(A::PortState(self.state));
+        a.push(A::PortPhysState(self.phys_state));
+        a.extend(self.netdev_index.map(A::NdevIndex));
+        a.extend(self.netdev_name.clone().map(A::NdevName));
+        NldevMessage::new(NldevCommand::PortGet, a)
+    }
+}
+
+impl QpEntry {
+    /// The attributes of this QP's RES_QP_ENTRY nest (`fill_res_qp_entry` order: port,
+    /// lqpn, pdn, owner, then the queried rqpn, rq_psn, sq_psn, path_mig_state, type,
+    /// state). `dev_index`/`dev_name` belong to the message, not the entry.
+    pub fn to_attributes(&self) -> Vec<NldevAttribute> {
+        use NldevAttribute as A;
+        let mut a = Vec::with_capacity(10);
+        a.extend(self.port.map(A::PortIndex));
+        a.push(A::ResLqpn(self.lqpn));
+        a.extend(self.pdn.map(A::ResPdn));
+        a.extend(self.pid.map(A::ResPid));
+        a.extend(self.kern_name.clone().map(A::ResKernName));
+        a.extend(self.rqpn.map(A::ResRqpn));
+        a.extend(self.rq_psn.map(A::ResRqPsn));
+        a.extend(self.sq_psn.map(A::ResSqPsn));
+        a.extend(self.path_mig_state.map(A::ResPathMigState));
+        a.push(A::ResType(match self.qp_type {
+            QpTypeOrRaw::Known(t) => t as u8,
+            QpTypeOrRaw::Raw(v) => v,
+        }));
+        a.push(A::ResState(self.state as u8));
+        a
+    }
+
+    /// One RES_QP_GET dump message of device `dev_index`/`dev_name` holding `qps`, as
+    /// `res_get_common_dumpit` builds it: DEV_INDEX, DEV_NAME, then RES_QP with one
+    /// RES_QP_ENTRY per QP. (The kernel starts a new message when its buffer is full.)
+    pub fn dump_message(dev_index: u32, dev_name: &str, qps: &[QpEntry]) -> NldevMessage {
+        use NldevAttribute as A;
+        let entries = qps
+            .iter()
+            .map(|q| A::ResQpEntry(super::attribute::Nested::new(q.to_attributes())))
+            .collect();
+        NldevMessage::new(
+            NldevCommand::ResQpGet,
+            vec![
+                A::DevIndex(dev_index),
+                A::DevName(dev_name.to_string()),
+                A::ResQp(super::attribute::Nested::new(entries)),
+            ],
+        )
+    }
+}
+
+impl SysInfo {
+    /// The SYS_GET reply (`nldev_sys_get_doit` order: netns mode, privileged qkey mode,
+    /// monitor mode, copy-on-fork).
+    pub fn to_message(&self) -> NldevMessage {
+        use NldevAttribute as A;
+        let mut a = Vec::new();
+        a.extend(self.netns_mode.map(A::SysAttrNetnsMode));
+        a.extend(self.privileged_qkey_mode.map(A::SysAttrPrivilegedQkeyMode));
+        a.extend(self.monitor_mode.map(A::SysAttrMonitorMode));
+        a.extend(self.copy_on_fork.map(A::SysAttrCopyOnFork));
+        NldevMessage::new(NldevCommand::SysGet, a)
+    }
+}
+
+impl MonitorEvent {
+    /// The RDMA_NLDEV_CMD_MONITOR message of this event (`rdma_nl_notify_event` order:
+    /// device, port, netdev, then EVENT_TYPE last).
+    pub fn to_message(&self) -> NldevMessage {
+        use NldevAttribute as A;
+        let mut a = Vec::new();
+        a.extend(self.dev_index.map(A::DevIndex));
+        a.extend(self.dev_name.clone().map(A::DevName));
+        a.extend(self.port.map(A::PortIndex));
+        a.extend(self.netdev_index.map(A::NdevIndex));
+        a.extend(self.netdev_name.clone().map(A::NdevName));
+        a.push(A::EventType(u8::from(self.event)));
+        NldevMessage::new(NldevCommand::Monitor, a)
+    }
+}

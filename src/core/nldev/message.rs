@@ -464,3 +464,9 @@ pub fn inner(message: &NldevNetlinkMessage) -> Option<&NldevMessage> {
         _ => None,
     }
 }
+
+/// Whether the kernel flagged this dump message `NLM_F_DUMP_INTR`: the object list changed
+/// while the dump ran, so the dump is inconsistent and should be repeated.
+pub fn dump_interrupted(message: &NldevNetlinkMessage) -> bool {
+    message.header.flags & netlink_packet_core::NLM_F_DUMP_INTR != 0
+}

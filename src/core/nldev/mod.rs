@@ -21,8 +21,8 @@ pub use entries::{
 };
 pub use error::NldevError;
 pub use message::{
-    decode, encode, inner, DatagramMessages, NldevCommand, NldevMessage, NldevNetlinkMessage,
-    NLMSG_HDRLEN,
+    decode, dump_interrupted, encode, inner, DatagramMessages, NldevCommand, NldevMessage,
+    NldevNetlinkMessage, NLMSG_HDRLEN,
 };
 pub use state::{
     cm_state_name, path_mig_state_name, port_space_name, MonitorEventType, PhysState, PortState,

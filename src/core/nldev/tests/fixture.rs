@@ -9,7 +9,7 @@ pub fn root() -> PathBuf {
 
 /// Hex text to bytes. Panics on bad fixtures: a broken fixture is a test bug.
 pub fn unhex(s: &str) -> Vec<u8> {
-    let s = s.trim();
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
     assert!(s.len() % 2 == 0, "odd hex length in fixture");
     (0..s.len())
         .step_by(2)
