@@ -666,13 +666,20 @@ fn qp_changes(
     new: &[QpEntry],
     events: &mut Vec<TopologyEvent>,
 ) {
+    // Only QPs in ERR or SQE need their previous state; index the old table once so a dump
+    // with many failed QPs stays linear.
+    let mut before: Option<std::collections::HashMap<u32, QpState>> = None;
     for qp in new {
         if !matches!(qp.state, QpState::Err | QpState::Sqe) {
             continue;
         }
-        let previous = old
-            .and_then(|o| o.iter().find(|q| q.lqpn == qp.lqpn))
-            .map(|q| q.state);
+        let index = before.get_or_insert_with(|| {
+            old.unwrap_or_default()
+                .iter()
+                .map(|q| (q.lqpn, q.state))
+                .collect()
+        });
+        let previous = index.get(&qp.lqpn).copied();
         if previous != Some(qp.state) {
             events.push(TopologyEvent::QpError {
                 device: dev.reference(),
@@ -1428,5 +1435,81 @@ mod tests {
             p.poll(Instant(7_000)),
             Some(PollAction::Dump(DumpReason::Resync))
         );
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn arb_obs() -> impl Strategy<Value = DeviceObservation> {
+            (
+                0u32..6,
+                prop::sample::select(vec!["rocep2s0f0", "rocep2s0f1", "rxe_ini", "irdma0"]),
+                prop::option::of(prop::sample::select(vec![
+                    "pci:0000:02:00.0",
+                    "pci:0000:02:00.1",
+                ])),
+                prop::option::of(prop::sample::select(vec![(3u32, "ini0"), (5, "enp2s0f0")])),
+                any::<bool>(),
+                prop::sample::select(QpState::ALL.to_vec()),
+                any::<bool>(),
+            )
+                .prop_map(|(i, name, parent, netdev, active, gsi, dump_ok)| {
+                    let state = if active {
+                        PortState::Active
+                    } else {
+                        PortState::Down
+                    };
+                    let mut o = obs(i, name, parent, netdev, state, gsi, Some(QpState::Rts));
+                    if !dump_ok {
+                        o.qps = Err("refused".into());
+                    }
+                    o
+                })
+        }
+
+        fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
+            prop::collection::vec(arb_obs(), 0..4).prop_map(|mut devices| {
+                // The kernel never lists two devices with the same index or name.
+                let mut seen = Vec::new();
+                devices.retain(|d| {
+                    let k = (d.info.index, d.info.name.clone());
+                    let dup = seen
+                        .iter()
+                        .any(|(i, n): &(u32, String)| *i == k.0 || *n == k.1);
+                    seen.push(k);
+                    !dup
+                });
+                Snapshot { devices }
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn stuck_ports_always_match_the_tables(snaps in prop::collection::vec(arb_snapshot(), 1..8)) {
+                let mut t = Topology::new();
+                for (i, s) in snaps.into_iter().enumerate() {
+                    t.apply_snapshot(s, Instant(i as u64 * 5_000));
+                    let mut keys: Vec<_> = t.devices().iter().map(|d| d.key).collect();
+                    keys.sort();
+                    keys.dedup();
+                    prop_assert_eq!(keys.len(), t.devices().len(), "device keys are unique");
+                    let mut expected: Vec<(DeviceKey, u32)> = t
+                        .devices()
+                        .iter()
+                        .flat_map(|d| {
+                            d.qps.iter().flatten()
+                                .filter(|q| q.is_gsi() && q.state == QpState::Err)
+                                .filter_map(move |q| d.qp_port(q).map(|p| (d.key, p)))
+                        })
+                        .collect();
+                    expected.sort();
+                    let actual: Vec<(DeviceKey, u32)> =
+                        t.stuck_ports().map(|s| (s.device.key, s.port)).collect();
+                    prop_assert_eq!(actual, expected);
+                    prop_assert!(t.ghosts.len() <= GHOST_LIMIT);
+                }
+            }
+        }
     }
 }

@@ -230,11 +230,15 @@ impl FdTransport {
         })?;
         sock.bind(&SocketAddr::new(0, groups))
             .map_err(|source| NetlinkError::Os { op: "bind", source })?;
-        sock.connect(&SocketAddr::new(0, 0))
-            .map_err(|source| NetlinkError::Os {
-                op: "connect",
-                source,
-            })?;
+        if groups == 0 {
+            // Requests go to the kernel (port id 0); the event socket never sends and stays
+            // unconnected, as iproute2's `rdma monitor` does.
+            sock.connect(&SocketAddr::new(0, 0))
+                .map_err(|source| NetlinkError::Os {
+                    op: "connect",
+                    source,
+                })?;
+        }
         // Extended acks give error texts; a kernel without them just ignores the option.
         let _ = sock.set_ext_ack(true);
         if groups != 0 {
