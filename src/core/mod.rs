@@ -12,3 +12,4 @@ pub mod recovery;
 pub mod session_map;
 pub mod signatures;
 pub mod time;
+pub mod topology;

@@ -5,3 +5,5 @@ pub mod control;
 pub mod cursor;
 pub mod kmsg;
 pub mod netif;
+pub mod netlink;
+pub mod sysfs;
