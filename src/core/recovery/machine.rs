@@ -408,6 +408,16 @@ impl Engine {
             Observation::IoError { disk, kind } => self.on_io_error(&disk, kind, now),
             Observation::CmRejectedInvalidServiceId => self.on_cm_rejected(now),
             Observation::CmAddrError { status } => {
+                let explained = self.recreating.is_some()
+                    || self
+                        .ports
+                        .values()
+                        .any(|p| p.phase == Phase::AwaitingDevice);
+                if explained {
+                    // Expected while a device is being re-created or known to be gone.
+                    self.finish();
+                    return;
+                }
                 self.alert_coalesced(
                     now,
                     Severity::Error,
