@@ -1031,12 +1031,15 @@ impl SimHost {
         );
     }
 
-    /// Every session of the host is LOGGED_IN with running disks and not a zombie.
+    /// Every node that ever had a session has one LOGGED_IN, not a zombie, disks running.
     pub fn storage_ok(&self) -> bool {
-        self.sessions.values().all(|s| {
-            s.state == SessionState::LoggedIn
-                && !s.zombie
-                && s.disks.iter().all(DiskInfo::is_running)
+        self.node_ports.keys().all(|k| {
+            self.sessions.values().any(|s| {
+                &s.key == k
+                    && s.state == SessionState::LoggedIn
+                    && !s.zombie
+                    && s.disks.iter().all(DiskInfo::is_running)
+            })
         })
     }
 

@@ -356,7 +356,10 @@ fn pause_resume() -> (SimHost, Policy) {
 }
 
 fn reset_immediately() -> (SimHost, Policy) {
-    let (h, mut p) = field_incident();
+    let mut h = field_host();
+    power(&mut h, 60, false);
+    power(&mut h, 100, true);
+    let mut p = base_policy();
     p.reset_when = ResetWhen::Immediately;
     (h, p)
 }

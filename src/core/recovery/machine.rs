@@ -672,6 +672,9 @@ impl Engine {
             })
             .map(|p| p.id.clone())
             .collect();
+        if !pids.is_empty() {
+            self.mark_dirty("timers fired".into());
+        }
         for pid in pids {
             let wake = match self.ports.get_mut(&pid) {
                 Some(p) => match p.wake {
@@ -875,6 +878,13 @@ impl Engine {
         }
         rec.io_errors.retain(|t| now.since(*t) <= window);
         rec.io_errors.push(now);
+        let n_errors = rec.io_errors.len();
+        self.mark_dirty(format!(
+            "{disk}: I/O error {n_errors} on a LOGGED_IN session"
+        ));
+        let Some(rec) = self.sessions.get_mut(&key) else {
+            return;
+        };
         if rec.io_errors.len() >= threshold {
             let n = rec.io_errors.len();
             let sid = rec.sid.map(|s| s.to_string()).unwrap_or_else(|| "?".into());
@@ -968,6 +978,7 @@ impl Engine {
     }
 
     fn on_probe(&mut self, portal: &Portal, result: ProbeResult, now: Instant) {
+        self.mark_dirty(format!("probe of {portal}: {result:?}"));
         if let Some(r) = self.portals.get_mut(portal) {
             r.inflight = None;
             if result == ProbeResult::Reachable {
@@ -1367,6 +1378,8 @@ impl Engine {
                     p.fault = Some(Fault::GsiStuck { evidence });
                     p.needs_recreate = true;
                     p.listener_gone = false;
+                    let stuck_again = p.recreated;
+                    let attempts = p.attempts;
                     self.alert(
                         now,
                         Severity::Error,
@@ -1376,7 +1389,23 @@ impl Engine {
                         None,
                     );
                     self.transition(pid, Phase::AwaitingTarget, reason, now);
+                    if stuck_again {
+                        // QP 1 got stuck again after a re-creation: the target is not really
+                        // back. Probe it afresh (hysteresis) and back off before re-creating.
+                        for portal in self.down_portals_of(pid) {
+                            if let Some(r) = self.portals.get_mut(&portal) {
+                                r.consecutive_ok = 0;
+                            }
+                        }
+                    }
                     self.enter_awaiting_target(pid, now);
+                    if stuck_again && attempts > 0 {
+                        let j = self.jitter();
+                        let backoff = self.policy.backoff(attempts, j);
+                        if let Some(p) = self.ports.get_mut(pid) {
+                            p.wake = Some((TimerKind::Backoff, now.plus(backoff)));
+                        }
+                    }
                     self.evaluate(pid, now);
                 }
                 Fault::DeviceGone if p.phase != Phase::AwaitingDevice => {
@@ -1610,19 +1639,41 @@ impl Engine {
         if self.no_wait(pid) {
             return true;
         }
-        let portals = self.portals_of(pid);
+        // Every portal with a session to restore must answer: re-creating the device while
+        // one of them is still dead would only get QP 1 stuck again on the next CM retry.
+        let portals = self.down_portals_of(pid);
         if portals.is_empty() {
             return true; // Nothing to wait for.
         }
         let n = self.policy.probe_successes.max(1);
         portals
             .iter()
-            .any(|pt| self.portals.get(pt).is_some_and(|r| r.consecutive_ok >= n))
+            .all(|pt| self.portals.get(pt).is_some_and(|r| r.consecutive_ok >= n))
+    }
+
+    /// Portals of the sessions of this port that are not up (all portals if none is down).
+    fn down_portals_of(&self, pid: &PortId) -> Vec<Portal> {
+        let Some(p) = self.ports.get(pid) else {
+            return Vec::new();
+        };
+        let mut v: Vec<Portal> = p
+            .sessions
+            .iter()
+            .filter_map(|k| self.sessions.get(k))
+            .filter(|s| !s.is_up())
+            .map(|s| s.key.portal.clone())
+            .collect();
+        if v.is_empty() {
+            return self.portals_of(pid);
+        }
+        v.sort();
+        v.dedup();
+        v
     }
 
     fn start_probes(&mut self, pid: &PortId, now: Instant) {
         let timeout = self.policy.probe_timeout;
-        for portal in self.portals_of(pid) {
+        for portal in self.down_portals_of(pid) {
             let rec = self
                 .portals
                 .entry(portal.clone())
@@ -1662,6 +1713,8 @@ impl Engine {
         if let Some(p) = self.ports.get_mut(pid) {
             p.wake = Some((TimerKind::ProbeRound, now.plus(interval)));
         }
+        // Timers and probes in flight are journaled too: a restart must not replay them.
+        self.mark_dirty(format!("{pid}: probing"));
     }
 
     /// Why a destructive action may not run now, if it may not.
