@@ -544,6 +544,27 @@ impl Engine {
             let Some(p) = self.ports.get(&pid) else {
                 continue;
             };
+            if p.phase == Phase::Quarantined {
+                let unreported: Vec<String> = p
+                    .sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .filter(|s| !s.is_healthy() && !s.reported)
+                    .map(describe_session)
+                    .collect();
+                if !unreported.is_empty() {
+                    self.mark_reported(&pid);
+                    self.alert(
+                        now,
+                        Severity::Error,
+                        format!("quarantine-down:{pid}"),
+                        format!("{pid} is quarantined and more sessions are down"),
+                        format!("not restored automatically: {}", unreported.join("; ")),
+                        Some(format!("iser-guard recover {pid}")),
+                    );
+                }
+                continue;
+            }
             if p.phase == Phase::Healthy {
                 let down: Vec<String> = p
                     .sessions
@@ -925,8 +946,20 @@ impl Engine {
             let newly = self.ports.get_mut(&pid).is_some_and(|p| {
                 let n = !p.listener_gone;
                 p.listener_gone = true;
+                p.listener_rejected_at = Some(now);
                 n
             });
+            if newly && self.phase(&pid) != Some(Phase::AwaitingTarget) {
+                self.transition(
+                    &pid,
+                    Phase::AwaitingTarget,
+                    "the target rejects iSER connections (invalid service ID): waiting for the \
+                     target side to be fixed, probing meanwhile"
+                        .into(),
+                    now,
+                );
+                self.enter_awaiting_target(&pid, now);
+            }
             if newly {
                 self.mark_dirty(format!("{pid}: target listener gone"));
                 let targets = self.targets_of(&pid);
@@ -1478,6 +1511,22 @@ impl Engine {
                     );
                     return true;
                 }
+                if p.listener_gone && !p.needs_recreate {
+                    // Only the target side can fix a dead listener; iscsid keeps retrying.
+                    // Once no rejection came for a while, the listener is probably back.
+                    let quiet = self.policy.probe_interval.saturating_mul(3);
+                    let still = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
+                    if still {
+                        if let Some(p) = self.ports.get_mut(pid) {
+                            p.deadline = None;
+                        }
+                        return false;
+                    }
+                    if let Some(p) = self.ports.get_mut(pid) {
+                        p.listener_gone = false;
+                    }
+                    self.mark_dirty(format!("{pid}: no more rejections from the target"));
+                }
                 if self.target_back(pid) {
                     if let Some(p) = self.ports.get_mut(pid) {
                         p.deadline = None;
@@ -1501,7 +1550,11 @@ impl Engine {
                     );
                     return true;
                 }
-                if p.deadline.is_some_and(|d| d <= now) {
+                if self
+                    .ports
+                    .get(pid)
+                    .is_some_and(|p| p.deadline.is_some_and(|d| d <= now))
+                {
                     let waited = self.policy.target_wait_max.as_secs();
                     self.quarantine(
                         pid,
@@ -2439,14 +2492,14 @@ impl Engine {
     }
 
     fn mark_reported(&mut self, pid: &PortId) {
-        let keys = self
+        let (keys, targeted) = self
             .ports
             .get(pid)
-            .map(|p| p.sessions.clone())
+            .map(|p| (p.sessions.clone(), p.targeted.clone()))
             .unwrap_or_default();
         for k in keys {
             if let Some(s) = self.sessions.get_mut(&k) {
-                if !s.is_healthy() {
+                if !s.is_healthy() || targeted.contains(&k) {
                     s.reported = true;
                 }
             }

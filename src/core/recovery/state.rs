@@ -198,6 +198,8 @@ pub struct PortRecord {
     pub target_back_at: Option<Instant>,
     /// The target answers TCP but rejects iSER connections: nothing local can fix it.
     pub listener_gone: bool,
+    /// When the last `invalid service ID` rejection was attributed to this port.
+    pub listener_rejected_at: Option<Instant>,
     /// The fault needs a device re-creation that has not happened yet.
     pub needs_recreate: bool,
     /// A re-creation completed in this episode (never repeat it after a restart).
@@ -237,6 +239,7 @@ impl PortRecord {
             deadline: None,
             target_back_at: None,
             listener_gone: false,
+            listener_rejected_at: None,
             needs_recreate: false,
             recreated: false,
             verify_recreate: false,
