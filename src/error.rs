@@ -58,6 +58,9 @@ pub enum Error {
     /// Input data that cannot be understood.
     #[error("{0}")]
     Data(String),
+    /// The recovery engine's state journal cannot be read or written.
+    #[error(transparent)]
+    Journal(#[from] crate::io::journal::JournalError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -84,6 +87,10 @@ impl Error {
             Error::Config(_) => EXIT_CONFIG,
             Error::Usage(_) => EXIT_USAGE,
             Error::Data(_) => EXIT_DATAERR,
+            Error::Journal(crate::io::journal::JournalError::Corrupt { .. }) => EXIT_DATAERR,
+            Error::Journal(crate::io::journal::JournalError::Io { source, .. }) => {
+                io_exit_code(source)
+            }
             Error::Io { source, .. } => io_exit_code(source),
         }
     }
