@@ -64,6 +64,9 @@ pub enum Error {
     /// RDMA netlink failed or is missing.
     #[error(transparent)]
     Netlink(#[from] crate::io::netlink::NetlinkError),
+    /// The recovery engine's state journal cannot be read or written.
+    #[error(transparent)]
+    Journal(#[from] crate::io::journal::JournalError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -99,6 +102,10 @@ impl Error {
                     KmsgError::BufferTooSmall { .. } => EXIT_SOFTWARE,
                     KmsgError::Read(_) | KmsgError::Closed => EXIT_IOERR,
                 }
+            }
+            Error::Journal(crate::io::journal::JournalError::Corrupt { .. }) => EXIT_DATAERR,
+            Error::Journal(crate::io::journal::JournalError::Io { source, .. }) => {
+                io_exit_code(source)
             }
             Error::Io { source, .. } => io_exit_code(source),
             Error::Netlink(e) => netlink_exit_code(e),

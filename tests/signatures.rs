@@ -675,7 +675,11 @@ fn fixture_field_incident_kmsg_dictionary_attribution() {
     let bytes = std::fs::read(path).expect("fixture");
     let mut n = 0;
     for entry in SavedLog::from_bytes(&bytes) {
-        let rec = entry.expect("parses").record.to_record().expect("kmsg record");
+        let rec = entry
+            .expect("parses")
+            .record
+            .to_record()
+            .expect("kmsg record");
         let ev = classify_record(&rec).expect("every record classifies");
         assert!(ev.trusted);
         assert!(ev.signature.kind.is_stuck_gsi());

@@ -3,6 +3,7 @@
 
 pub mod control;
 pub mod cursor;
+pub mod journal;
 pub mod kmsg;
 pub mod netif;
 pub mod netlink;
