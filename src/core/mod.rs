@@ -9,5 +9,6 @@ pub mod kmsg;
 pub mod nldev;
 pub mod qp;
 pub mod recovery;
+pub mod reset_plan;
 pub mod signatures;
 pub mod time;
