@@ -5,4 +5,5 @@ pub mod iscsiadm;
 pub mod lock;
 pub mod probe;
 pub mod process;
+pub mod reset;
 pub mod syslog;
