@@ -58,6 +58,18 @@ pub enum Error {
     /// Input data that cannot be understood.
     #[error("{0}")]
     Data(String),
+    /// Re-creating an RDMA device failed or was refused.
+    #[error(transparent)]
+    Reset(#[from] crate::io::reset::ResetError),
+    /// An iscsiadm operation failed.
+    #[error(transparent)]
+    Iscsiadm(#[from] crate::io::iscsiadm::IscsiadmError),
+    /// A portal probe could not be made.
+    #[error(transparent)]
+    Probe(#[from] crate::io::probe::ProbeError),
+    /// The recovery lock is held or unusable.
+    #[error(transparent)]
+    Lock(#[from] crate::io::lock::LockError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -85,6 +97,10 @@ impl Error {
             Error::Usage(_) => EXIT_USAGE,
             Error::Data(_) => EXIT_DATAERR,
             Error::Io { source, .. } => io_exit_code(source),
+            Error::Reset(e) => e.exit_code(),
+            Error::Iscsiadm(e) => e.exit_code_for_cli(),
+            Error::Probe(e) => e.exit_code(),
+            Error::Lock(e) => e.exit_code(),
         }
     }
 }

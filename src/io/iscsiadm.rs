@@ -146,6 +146,20 @@ impl IscsiadmError {
         }
     }
 
+    /// The documented exit code ([`crate::error`]) for a command that failed with this.
+    pub fn exit_code_for_cli(&self) -> u8 {
+        use crate::error::*;
+        match self {
+            IscsiadmError::BadArgument { .. } => EXIT_USAGE,
+            IscsiadmError::Run(_) => EXIT_SOFTWARE,
+            _ => match self.retry() {
+                Retry::Yes => EXIT_TEMPFAIL,
+                Retry::No => EXIT_CONFIG,
+                Retry::Operator => EXIT_UNAVAILABLE,
+            },
+        }
+    }
+
     /// True when iscsiadm found no node record for a login (exit 21): the record must be
     /// restored ([`IscsiAdm::create_node`]) before a login can work.
     pub fn is_no_record(&self) -> bool {
@@ -488,5 +502,122 @@ impl IscsiAdm for Iscsiadm {
             Exit::Code(code::SUCCESS) => Ok(NodeOutcome::Written),
             _ => Err(failed(command, &out)),
         }
+    }
+}
+
+/// One call seen by [`ScriptedIscsiAdm`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IscsiCall {
+    /// `sessions(detail)`.
+    Sessions(bool),
+    /// `login(node)`.
+    Login(NodeRef),
+    /// `logout(node)`.
+    Logout(NodeRef),
+    /// `rescan(sid)`.
+    Rescan(u32),
+    /// `create_node(node)`.
+    CreateNode(NodeRef),
+    /// `update_node(node, key, value)`.
+    UpdateNode(NodeRef, String, String),
+}
+
+/// A scripted [`IscsiAdm`] for the daemon's tests and the simulator. Records every call; each
+/// operation answers from its own queue, where `Err(code)` becomes
+/// [`IscsiadmError::Failed`] with that iscsiadm exit code. Empty queues answer success
+/// (`NoSessions`, `LoggedIn`, `LoggedOut`, `Ok`, `Written`).
+#[derive(Debug, Default)]
+pub struct ScriptedIscsiAdm {
+    calls: std::sync::Mutex<Vec<IscsiCall>>,
+    script: std::sync::Mutex<Script>,
+}
+
+#[derive(Debug, Default)]
+struct Script {
+    sessions: std::collections::VecDeque<Result<SessionListing, i32>>,
+    login: std::collections::VecDeque<Result<LoginOutcome, i32>>,
+    logout: std::collections::VecDeque<Result<LogoutOutcome, i32>>,
+    rescan: std::collections::VecDeque<Result<(), i32>>,
+}
+
+impl ScriptedIscsiAdm {
+    fn script(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Queues the next `sessions` answer.
+    pub fn push_sessions(&self, a: Result<SessionListing, i32>) {
+        self.script().sessions.push_back(a);
+    }
+    /// Queues the next `login` answer.
+    pub fn push_login(&self, a: Result<LoginOutcome, i32>) {
+        self.script().login.push_back(a);
+    }
+    /// Queues the next `logout` answer.
+    pub fn push_logout(&self, a: Result<LogoutOutcome, i32>) {
+        self.script().logout.push_back(a);
+    }
+    /// Queues the next `rescan` answer.
+    pub fn push_rescan(&self, a: Result<(), i32>) {
+        self.script().rescan.push_back(a);
+    }
+    /// Every call so far, in order.
+    pub fn calls(&self) -> Vec<IscsiCall> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    fn record(&self, c: IscsiCall) {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+    }
+}
+
+fn scripted_failure(what: &str, code: i32) -> IscsiadmError {
+    IscsiadmError::Failed {
+        command: format!("iscsiadm (scripted) {what}"),
+        code,
+        retry: retry_for(code),
+        message: exit_name(code).to_string(),
+    }
+}
+
+impl IscsiAdm for ScriptedIscsiAdm {
+    fn sessions(&self, detail: bool) -> Result<SessionListing, IscsiadmError> {
+        self.record(IscsiCall::Sessions(detail));
+        let a = self.script().sessions.pop_front();
+        a.unwrap_or(Ok(SessionListing::NoSessions))
+            .map_err(|c| scripted_failure("sessions", c))
+    }
+    fn login(&self, node: &NodeRef) -> Result<LoginOutcome, IscsiadmError> {
+        self.record(IscsiCall::Login(node.clone()));
+        let a = self.script().login.pop_front();
+        a.unwrap_or(Ok(LoginOutcome::LoggedIn))
+            .map_err(|c| scripted_failure("login", c))
+    }
+    fn logout(&self, node: &NodeRef) -> Result<LogoutOutcome, IscsiadmError> {
+        self.record(IscsiCall::Logout(node.clone()));
+        let a = self.script().logout.pop_front();
+        a.unwrap_or(Ok(LogoutOutcome::LoggedOut))
+            .map_err(|c| scripted_failure("logout", c))
+    }
+    fn rescan(&self, sid: u32) -> Result<(), IscsiadmError> {
+        self.record(IscsiCall::Rescan(sid));
+        let a = self.script().rescan.pop_front();
+        a.unwrap_or(Ok(()))
+            .map_err(|c| scripted_failure("rescan", c))
+    }
+    fn create_node(&self, node: &NodeRef) -> Result<NodeOutcome, IscsiadmError> {
+        self.record(IscsiCall::CreateNode(node.clone()));
+        Ok(NodeOutcome::Written)
+    }
+    fn update_node(
+        &self,
+        node: &NodeRef,
+        key: &str,
+        value: &str,
+    ) -> Result<NodeOutcome, IscsiadmError> {
+        self.record(IscsiCall::UpdateNode(
+            node.clone(),
+            key.into(),
+            value.into(),
+        ));
+        Ok(NodeOutcome::Written)
     }
 }

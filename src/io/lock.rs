@@ -61,6 +61,17 @@ pub enum LockError {
     },
 }
 
+impl LockError {
+    /// The documented exit code ([`crate::error`]): 75 (EX_TEMPFAIL) while another recovery
+    /// holds the lock.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            LockError::Held { .. } => crate::error::EXIT_TEMPFAIL,
+            LockError::Io { source, .. } => crate::error::io_exit_code(source),
+        }
+    }
+}
+
 impl RecoveryLock {
     /// Tries to take the lock in `dir` without waiting. `purpose` (e.g. `"iser-guard recover
     /// rocep2s0f0"`) is recorded for whoever is refused next.

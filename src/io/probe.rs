@@ -110,6 +110,19 @@ fn hint(errno: Errno, op: &str) -> &'static str {
     }
 }
 
+impl ProbeError {
+    /// The documented exit code ([`crate::error`]) for a command that failed with this.
+    pub fn exit_code(&self) -> u8 {
+        use crate::error::*;
+        match self {
+            ProbeError::BadPortal { .. } => EXIT_USAGE,
+            ProbeError::FamilyMismatch { .. } => EXIT_CONFIG,
+            ProbeError::Socket { errno, .. } if *errno == Errno::EPERM => EXIT_NOPERM,
+            ProbeError::Socket { .. } => EXIT_OSERR,
+        }
+    }
+}
+
 /// Probes portals. The real one is [`TcpProber`].
 pub trait PortalProber: Send + Sync {
     /// One probe of `portal` from `source`, giving up after `timeout`.
@@ -258,4 +271,53 @@ fn classify(e: Errno, portal: SocketAddr) -> Result<ProbeResult, ProbeError> {
             })
         }
     })
+}
+
+/// A scripted [`PortalProber`] for the daemon's tests and the simulator: answers per portal
+/// from a queue ([`ProbeResult::Timeout`] when empty: a target that is away) and records
+/// every probe.
+#[derive(Debug, Default)]
+pub struct ScriptedProber {
+    answers: std::sync::Mutex<
+        std::collections::HashMap<SocketAddr, std::collections::VecDeque<ProbeResult>>,
+    >,
+    calls: std::sync::Mutex<Vec<(SocketAddr, ProbeSource)>>,
+}
+
+impl ScriptedProber {
+    /// Queues `results` for `portal`, answered in order.
+    pub fn push(&self, portal: SocketAddr, results: impl IntoIterator<Item = ProbeResult>) {
+        self.answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(portal)
+            .or_default()
+            .extend(results);
+    }
+
+    /// Every probe so far, in order.
+    pub fn calls(&self) -> Vec<(SocketAddr, ProbeSource)> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl PortalProber for ScriptedProber {
+    fn probe(
+        &self,
+        portal: SocketAddr,
+        source: &ProbeSource,
+        _timeout: Duration,
+    ) -> Result<ProbeResult, ProbeError> {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((portal, source.clone()));
+        let next = self
+            .answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(&portal)
+            .and_then(|q| q.pop_front());
+        Ok(next.unwrap_or(ProbeResult::Timeout))
+    }
 }

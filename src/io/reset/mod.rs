@@ -280,6 +280,19 @@ pub enum ResetError {
 }
 
 impl ResetError {
+    /// The documented exit code ([`crate::error`]) for a command that failed with this.
+    pub fn exit_code(&self) -> u8 {
+        use crate::error::*;
+        match self {
+            ResetError::NotAllowed { .. } => EXIT_NOPERM,
+            ResetError::NoSuchDevice { .. } => EXIT_NOINPUT,
+            ResetError::Sysfs { source, .. } => io_exit_code(source),
+            ResetError::NoMethod { .. } | ResetError::AllMethodsFailed { .. } => EXIT_UNAVAILABLE,
+            ResetError::DidNotDisappear { .. } => EXIT_TEMPFAIL,
+            ResetError::UpStepFailed { .. } | ResetError::DidNotReturn { .. } => EXIT_OSERR,
+        }
+    }
+
     /// True when the device may now be missing (the operator must look).
     pub fn device_may_be_gone(&self) -> bool {
         matches!(
