@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use iser_guard::config::Config;
 use iser_guard::error::{self, Error};
 use iser_guard::io::executors::Doubles;
-use iser_guard::io::iscsiadm::{IscsiCall, LoginOutcome, NodeRef, Retry, SessionListing};
+use iser_guard::io::iscsiadm::{IscsiCall, LoginOutcome, NodeId, SessionListing, StatusClass};
 use iser_guard::io::lock::RecoveryLock;
 use iser_guard::io::probe::{ProbeResult, ProbeSource};
 use iser_guard::io::reset::ResetOutcome;
@@ -31,14 +31,15 @@ fn scripted_executors_answer_in_order_and_record_calls() {
     );
     assert_eq!(d.prober.calls().len(), 2);
 
-    let node = NodeRef {
+    let node = NodeId {
         target: "iqn.2003-01.org.example.lab:tgt0".into(),
-        portal: "192.0.2.2:3260".into(),
+        address: "192.0.2.2".into(),
+        port: 3260,
         iface: Some("iser".into()),
     };
     d.iscsi.push_login(Err(24));
     let err = ex.iscsi.login(&node).unwrap_err();
-    assert_eq!(err.retry(), Retry::No);
+    assert_eq!(err.class(), StatusClass::Permanent);
     assert_eq!(ex.iscsi.login(&node).unwrap(), LoginOutcome::LoggedIn);
     assert_eq!(ex.iscsi.sessions(true).unwrap(), SessionListing::NoSessions);
     assert_eq!(
@@ -85,15 +86,16 @@ fn executor_errors_map_to_documented_exit_codes() {
 
     let d = Doubles::default();
     let ex = d.executors(&Config::default());
-    let node = NodeRef {
+    let node = NodeId {
         target: "iqn.x:y".into(),
-        portal: "192.0.2.2".into(),
+        address: "192.0.2.2".into(),
+        port: 3260,
         iface: None,
     };
     for (code, exit) in [
         (8, error::EXIT_TEMPFAIL),
         (24, error::EXIT_CONFIG),
-        (20, error::EXIT_UNAVAILABLE),
+        (21, error::EXIT_NOINPUT),
     ] {
         d.iscsi.push_login(Err(code));
         let e: Error = ex.iscsi.login(&node).unwrap_err().into();

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use iser_guard::core::iscsi::{SessionState, Transport};
 use iser_guard::io::iscsiadm::{
-    IscsiAdm, Iscsiadm, IscsiadmError, LoginOutcome, LogoutOutcome, NodeOutcome, NodeRef, Retry,
-    SessionListing,
+    IscsiAdm, Iscsiadm, IscsiadmError, IscsiadmStatus, LoginOutcome, LogoutOutcome, NodeId,
+    NodeOutcome, SessionListing, StatusClass,
 };
 
 const TARGET: &str = "iqn.2003-01.org.example.lab:tgt0";
@@ -44,10 +45,11 @@ impl Stub {
     }
 }
 
-fn node() -> NodeRef {
-    NodeRef {
+fn node() -> NodeId {
+    NodeId {
         target: TARGET.into(),
-        portal: "192.0.2.2:3260".into(),
+        address: "192.0.2.2".into(),
+        port: 3260,
         iface: Some("iser".into()),
     }
 }
@@ -66,6 +68,26 @@ fn session_listing_passes_the_real_text_through() {
         other => panic!("{other:?}"),
     }
     assert_eq!(s.argv(), ["-m session -P 3", "-m session"]);
+}
+
+#[test]
+fn parsed_listings_come_from_the_core_parsers() {
+    let s = Stub::new("failed");
+    let details = s.adm(T).session_details().unwrap();
+    assert!(details.is_clean(), "{:?}", details.skipped);
+    let [d] = details.items.as_slice() else {
+        panic!("{:?}", details.items)
+    };
+    assert_eq!(d.sid, 2);
+    assert_eq!(d.session_state, Some(SessionState::Failed));
+    assert_eq!(d.node_id(), Some(node()));
+    let flat = s.adm(T).session_summaries().unwrap();
+    assert_eq!(flat.items.len(), 1);
+    assert_eq!(flat.items[0].transport, Transport::Iser);
+    // And the node id from a parsed session drives a login.
+    let s = Stub::new("none");
+    assert!(s.adm(T).session_details().unwrap().items.is_empty());
+    assert_eq!(s.adm(T).login(&node()).unwrap(), LoginOutcome::LoggedIn);
 }
 
 #[test]
@@ -114,30 +136,38 @@ fn logout_and_logout_without_session() {
 
 #[test]
 fn login_failures_are_typed_with_retry_advice() {
-    for (scenario, code, retry, words) in [
-        ("auth", 24, Retry::No, "authorization failure"),
-        ("timeout", 8, Retry::Yes, "connection timed out"),
-        ("reqtimeout", 33, Retry::Yes, "iscsid request timed out"),
+    for (scenario, code, class, words) in [
+        ("auth", 24, StatusClass::Permanent, "authorization failure"),
+        ("timeout", 8, StatusClass::Transient, "connection timed out"),
+        (
+            "reqtimeout",
+            33,
+            StatusClass::Transient,
+            "iscsid request timed out",
+        ),
         (
             "nodaemon",
             20,
-            Retry::Operator,
+            StatusClass::Transient,
             "could not connect to iscsid",
         ),
-        ("norecord", 21, Retry::No, "No records found"),
+        ("norecord", 21, StatusClass::NotFound, "No records found"),
     ] {
         let s = Stub::new(scenario);
         let err = s.adm(T).login(&node()).unwrap_err();
-        assert_eq!(err.exit_code(), Some(code), "{scenario}: {err}");
-        assert_eq!(err.retry(), retry, "{scenario}");
+        assert_eq!(
+            err.status(),
+            Some(IscsiadmStatus::from_code(code)),
+            "{scenario}: {err}"
+        );
+        assert_eq!(err.class(), class, "{scenario}");
         let msg = err.to_string();
         // "Could not log into all portals" is the last line for most; the message keeps the
         // last stderr line, and Display names the code.
-        assert!(msg.contains(&format!("exit code {code}")), "{msg}");
+        assert!(msg.contains(&format!("exit code {code} (")), "{msg}");
         assert_eq!(err.is_no_record(), scenario == "norecord");
-        if scenario == "norecord" {
-            assert!(msg.contains(words), "{msg}");
-        }
+        // The message is iscsiadm's reported error, not its last line.
+        assert!(msg.contains(words), "{msg}");
     }
     let msg = Stub::new("auth")
         .adm(T)
@@ -171,13 +201,14 @@ fn rescan_and_node_record_restore() {
     );
     // An unknown session: the stub answers like an unknown command (exit 7, ISCSI_ERR_INVAL).
     let err = adm.rescan(9).unwrap_err();
-    assert_eq!(err.retry(), Retry::No);
+    assert_eq!(err.status(), Some(IscsiadmStatus::Inval));
+    assert_eq!(err.class(), StatusClass::Permanent);
 }
 
 #[test]
 fn option_like_names_are_refused_before_running() {
     let s = Stub::new("none");
-    let bad = NodeRef {
+    let bad = NodeId {
         target: "--op=delete".into(),
         ..node()
     };
@@ -194,7 +225,7 @@ fn missing_binary_is_not_runnable() {
     let adm = Iscsiadm::new("/nonexistent/iscsiadm", T);
     let err = adm.sessions(true).unwrap_err();
     assert!(matches!(err, IscsiadmError::NotRunnable { .. }), "{err:?}");
-    assert_eq!(err.retry(), Retry::Operator);
+    assert_eq!(err.class(), StatusClass::Permanent);
 }
 
 fn process_state(pid: &str) -> Option<char> {
@@ -211,7 +242,7 @@ fn hung_iscsiadm_and_its_helpers_are_killed_and_reaped() {
     let err = s.adm(timeout).login(&node()).unwrap_err();
     let took = start.elapsed();
     assert!(matches!(err, IscsiadmError::Hung { .. }), "{err:?}");
-    assert_eq!(err.retry(), Retry::Yes);
+    assert_eq!(err.class(), StatusClass::Transient);
     // A correctness bound, not a speed claim: without the kill this would take 600 s.
     assert!(took < timeout + Duration::from_secs(10), "{took:?}");
 

@@ -9,27 +9,21 @@
 //! ISCSI_ERR_SESS_EXISTS) is [`LoginOutcome::AlreadyLoggedIn`], logging out of a node without
 //! one (exit 21, ISCSI_ERR_NO_OBJS_FOUND) is [`LogoutOutcome::NotLoggedIn`], and "no sessions"
 //! (exit 21) is an empty listing, never an error. Everything else is an [`IscsiadmError`] whose
-//! [`Retry`] says whether trying again can help.
+//! [`IscsiadmError::class`] says whether trying again can help.
 //!
-//! Exit codes: open-iscsi `include/iscsi_err.h` (reference/kernel-facts.md §4.1).
+//! Exit codes: open-iscsi `include/iscsi_err.h` (reference/kernel-facts.md §4.1), as
+//! [`IscsiadmStatus`] from the core.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::core::iscsi::{
+    parse_session_list, parse_session_tree, Parsed, SessionDetail, SessionSummary,
+};
+pub use crate::core::iscsi::{IscsiadmStatus, NodeId, StatusClass};
 use crate::io::process::{Exit, Invocation, Output, RunError, Runner, SystemRunner};
-
-/// A node record: target IQN, portal, and optionally the iface (`iser`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct NodeRef {
-    /// Target name, e.g. `iqn.2003-01.org.example.lab:tgt0`.
-    pub target: String,
-    /// Portal as iscsiadm takes it: `192.0.2.2:3260` or `[fe80::1]:3260`.
-    pub portal: String,
-    /// The iface record (`-I`), e.g. `iser`; `None` lets iscsiadm use every bound iface.
-    pub iface: Option<String>,
-}
 
 /// What `-m session` / `-m session -P 3` returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,19 +59,6 @@ pub enum NodeOutcome {
     Written,
 }
 
-/// Whether repeating the operation can help.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retry {
-    /// Transient (timeouts, connection failures, busy): back off and retry.
-    Yes,
-    /// Repeating it will fail the same way (bad credentials, non-retryable login failure,
-    /// invalid request): do not retry; alert.
-    No,
-    /// The host is not set up to do it (iscsid not running, transport module missing, not
-    /// root): an operator must fix something first.
-    Operator,
-}
-
 /// Why an iscsiadm operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum IscsiadmError {
@@ -101,14 +82,12 @@ pub enum IscsiadmError {
         timeout: Duration,
     },
     /// iscsiadm exited with a code that means failure for this operation.
-    #[error("`{command}` failed with exit code {code} ({}): {message}{}", exit_name(*code), advice(*code))]
+    #[error("`{command}` failed with exit code {status}: {message}{}", advice(*status))]
     Failed {
         /// The command line.
         command: String,
         /// The exit code.
-        code: i32,
-        /// Whether retrying can help.
-        retry: Retry,
+        status: IscsiadmStatus,
         /// iscsiadm's own last words (last line of stderr, or stdout).
         message: String,
     },
@@ -135,15 +114,33 @@ pub enum IscsiadmError {
 }
 
 impl IscsiadmError {
-    /// Whether retrying can help ([`Retry::Yes`] for hangs; [`Retry::Operator`] when iscsiadm
-    /// is missing).
-    pub fn retry(&self) -> Retry {
+    /// How to react: [`StatusClass::Transient`] (retry with back-off; also for a hang),
+    /// [`StatusClass::Permanent`] (an operator must fix something; also when iscsiadm is
+    /// missing), [`StatusClass::NotFound`] (no such session or node record),
+    /// [`StatusClass::Unclassified`].
+    pub fn class(&self) -> StatusClass {
         match self {
-            IscsiadmError::Failed { retry, .. } => *retry,
-            IscsiadmError::Hung { .. } | IscsiadmError::Signaled { .. } => Retry::Yes,
-            IscsiadmError::NotRunnable { .. } | IscsiadmError::Run(_) => Retry::Operator,
-            IscsiadmError::BadArgument { .. } => Retry::No,
+            IscsiadmError::Failed { status, .. } => status.classify(),
+            IscsiadmError::Hung { .. } => StatusClass::Transient,
+            IscsiadmError::NotRunnable { .. } | IscsiadmError::BadArgument { .. } => {
+                StatusClass::Permanent
+            }
+            IscsiadmError::Signaled { .. } | IscsiadmError::Run(_) => StatusClass::Unclassified,
         }
+    }
+
+    /// The iscsiadm exit status, when it exited.
+    pub fn status(&self) -> Option<IscsiadmStatus> {
+        match self {
+            IscsiadmError::Failed { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// True when iscsiadm found no node record for a login (exit 21): the record must be
+    /// restored ([`IscsiAdm::create_node`]) before a login can work.
+    pub fn is_no_record(&self) -> bool {
+        self.status() == Some(IscsiadmStatus::NoObjsFound)
     }
 
     /// The documented exit code ([`crate::error`]) for a command that failed with this.
@@ -151,147 +148,27 @@ impl IscsiadmError {
         use crate::error::*;
         match self {
             IscsiadmError::BadArgument { .. } => EXIT_USAGE,
-            IscsiadmError::Run(_) => EXIT_SOFTWARE,
-            _ => match self.retry() {
-                Retry::Yes => EXIT_TEMPFAIL,
-                Retry::No => EXIT_CONFIG,
-                Retry::Operator => EXIT_UNAVAILABLE,
+            IscsiadmError::NotRunnable { .. } => EXIT_UNAVAILABLE,
+            _ => match self.class() {
+                StatusClass::Transient => EXIT_TEMPFAIL,
+                StatusClass::Permanent => EXIT_CONFIG,
+                StatusClass::NotFound => EXIT_NOINPUT,
+                _ => EXIT_FINDING,
             },
         }
     }
-
-    /// True when iscsiadm found no node record for a login (exit 21): the record must be
-    /// restored ([`IscsiAdm::create_node`]) before a login can work.
-    pub fn is_no_record(&self) -> bool {
-        self.exit_code() == Some(code::NO_OBJS_FOUND)
-    }
-
-    /// The iscsiadm exit code, when it exited.
-    pub fn exit_code(&self) -> Option<i32> {
-        match self {
-            IscsiadmError::Failed { code, .. } => Some(*code),
-            _ => None,
-        }
-    }
 }
 
-/// open-iscsi exit codes (`include/iscsi_err.h`) that change what we do.
-pub mod code {
-    /// ISCSI_SUCCESS
-    pub const SUCCESS: i32 = 0;
-    /// ISCSI_ERR_SESS_NOT_FOUND
-    pub const SESS_NOT_FOUND: i32 = 2;
-    /// ISCSI_ERR_TRANS: "encountered connection failure"
-    pub const TRANS: i32 = 4;
-    /// ISCSI_ERR_LOGIN: "encountered iSCSI login failure"
-    pub const LOGIN: i32 = 5;
-    /// ISCSI_ERR_INVAL
-    pub const INVAL: i32 = 7;
-    /// ISCSI_ERR_TRANS_TIMEOUT
-    pub const TRANS_TIMEOUT: i32 = 8;
-    /// ISCSI_ERR_PDU_TIMEOUT
-    pub const PDU_TIMEOUT: i32 = 11;
-    /// ISCSI_ERR_TRANS_NOT_FOUND (transport module, e.g. ib_iser, not loaded)
-    pub const TRANS_NOT_FOUND: i32 = 12;
-    /// ISCSI_ERR_ACCESS
-    pub const ACCESS: i32 = 13;
-    /// ISCSI_ERR_SESS_EXISTS
-    pub const SESS_EXISTS: i32 = 15;
-    /// ISCSI_ERR_ISCSID_COMM_ERR
-    pub const ISCSID_COMM_ERR: i32 = 18;
-    /// ISCSI_ERR_FATAL_LOGIN (non-retryable)
-    pub const FATAL_LOGIN: i32 = 19;
-    /// ISCSI_ERR_ISCSID_NOTCONN
-    pub const ISCSID_NOTCONN: i32 = 20;
-    /// ISCSI_ERR_NO_OBJS_FOUND
-    pub const NO_OBJS_FOUND: i32 = 21;
-    /// ISCSI_ERR_LOGIN_AUTH_FAILED
-    pub const LOGIN_AUTH_FAILED: i32 = 24;
-    /// ISCSI_ERR_BUSY
-    pub const BUSY: i32 = 28;
-    /// ISCSI_ERR_AGAIN
-    pub const AGAIN: i32 = 29;
-    /// ISCSI_ERR_SESSION_NOT_CONNECTED
-    pub const SESSION_NOT_CONNECTED: i32 = 32;
-    /// ISCSI_ERR_REQ_TIMEDOUT
-    pub const REQ_TIMEDOUT: i32 = 33;
-}
-
-/// The open-iscsi name of an exit code.
-pub fn exit_name(c: i32) -> &'static str {
-    match c {
-        0 => "ISCSI_SUCCESS",
-        1 => "ISCSI_ERR",
-        2 => "ISCSI_ERR_SESS_NOT_FOUND",
-        3 => "ISCSI_ERR_NOMEM",
-        4 => "ISCSI_ERR_TRANS",
-        5 => "ISCSI_ERR_LOGIN",
-        6 => "ISCSI_ERR_IDBM",
-        7 => "ISCSI_ERR_INVAL",
-        8 => "ISCSI_ERR_TRANS_TIMEOUT",
-        9 => "ISCSI_ERR_INTERNAL",
-        10 => "ISCSI_ERR_LOGOUT",
-        11 => "ISCSI_ERR_PDU_TIMEOUT",
-        12 => "ISCSI_ERR_TRANS_NOT_FOUND",
-        13 => "ISCSI_ERR_ACCESS",
-        14 => "ISCSI_ERR_TRANS_CAPS",
-        15 => "ISCSI_ERR_SESS_EXISTS",
-        16 => "ISCSI_ERR_INVALID_MGMT_REQ",
-        17 => "ISCSI_ERR_ISNS_UNAVAILABLE",
-        18 => "ISCSI_ERR_ISCSID_COMM_ERR",
-        19 => "ISCSI_ERR_FATAL_LOGIN",
-        20 => "ISCSI_ERR_ISCSID_NOTCONN",
-        21 => "ISCSI_ERR_NO_OBJS_FOUND",
-        22 => "ISCSI_ERR_SYSFS_LOOKUP",
-        23 => "ISCSI_ERR_HOST_NOT_FOUND",
-        24 => "ISCSI_ERR_LOGIN_AUTH_FAILED",
-        25 => "ISCSI_ERR_ISNS_QUERY",
-        26 => "ISCSI_ERR_ISNS_REG_FAILED",
-        27 => "ISCSI_ERR_OP_NOT_SUPP",
-        28 => "ISCSI_ERR_BUSY",
-        29 => "ISCSI_ERR_AGAIN",
-        30 => "ISCSI_ERR_UNKNOWN_DISCOVERY_TYPE",
-        31 => "ISCSI_ERR_CHILD_TERMINATED",
-        32 => "ISCSI_ERR_SESSION_NOT_CONNECTED",
-        33 => "ISCSI_ERR_REQ_TIMEDOUT",
-        _ => "unknown code",
-    }
-}
-
-/// Whether a failure with exit code `c` is worth retrying.
-pub fn retry_for(c: i32) -> Retry {
-    use code::*;
-    match c {
-        TRANS
-        | LOGIN
-        | TRANS_TIMEOUT
-        | PDU_TIMEOUT
-        | BUSY
-        | AGAIN
-        | REQ_TIMEDOUT
-        | SESSION_NOT_CONNECTED
-        | 1
-        | 9
-        | 10
-        | 31 => Retry::Yes,
-        LOGIN_AUTH_FAILED | FATAL_LOGIN | INVAL | NO_OBJS_FOUND | 16 | 27 => Retry::No,
-        TRANS_NOT_FOUND | ACCESS | ISCSID_COMM_ERR | ISCSID_NOTCONN | 3 | 6 | 14 | 22 | 23 => {
-            Retry::Operator
-        }
-        _ => Retry::Yes,
-    }
-}
-
-fn advice(c: i32) -> &'static str {
-    use code::*;
-    match c {
-        LOGIN_AUTH_FAILED => "; the target rejected the CHAP credentials: fix node.session.auth.* (retrying will not help)",
-        FATAL_LOGIN => "; the target refused the login for good: check its ACLs and the initiator name",
-        ISCSID_COMM_ERR | ISCSID_NOTCONN => "; iscsid is not reachable: start it (`systemctl start iscsid`)",
-        TRANS_NOT_FOUND => "; the transport is not available: load ib_iser (`modprobe ib_iser`)",
-        ACCESS => "; iscsiadm needs root",
-        TRANS_TIMEOUT | REQ_TIMEDOUT | PDU_TIMEOUT => "; timed out: is the target reachable over the RDMA port?",
-        NO_OBJS_FOUND => "; no such node record: it may need to be re-created (discovery or -o new)",
+fn advice(status: IscsiadmStatus) -> &'static str {
+    use IscsiadmStatus::*;
+    match status {
+        LoginAuthFailed => "; the target rejected the CHAP credentials: fix node.session.auth.* (retrying will not help)",
+        FatalLogin => "; the target refused the login for good: check its ACLs and the initiator name",
+        IscsidCommErr | IscsidNotconn => "; iscsid is not reachable: start it (`systemctl start iscsid`)",
+        TransNotFound => "; the transport is not available: load ib_iser (`modprobe ib_iser`)",
+        Access => "; iscsiadm needs root",
+        TransTimeout | ReqTimedout | PduTimeout => "; timed out: is the target reachable over the RDMA port?",
+        NoObjsFound => "; no such session or node record (a login may need the record re-created: -o new)",
         _ => "",
     }
 }
@@ -302,21 +179,38 @@ pub trait IscsiAdm: Send + Sync {
     /// `iscsiadm -m session` (flat), or `-m session -P 3` when `detail`.
     fn sessions(&self, detail: bool) -> Result<SessionListing, IscsiadmError>;
     /// `iscsiadm -m node -T IQN -p PORTAL [-I IFACE] --login`.
-    fn login(&self, node: &NodeRef) -> Result<LoginOutcome, IscsiadmError>;
+    fn login(&self, node: &NodeId) -> Result<LoginOutcome, IscsiadmError>;
     /// `iscsiadm -m node -T IQN -p PORTAL [-I IFACE] --logout`.
-    fn logout(&self, node: &NodeRef) -> Result<LogoutOutcome, IscsiadmError>;
+    fn logout(&self, node: &NodeId) -> Result<LogoutOutcome, IscsiadmError>;
     /// `iscsiadm -m session -r SID --rescan`: rescan the LUNs of one session.
     fn rescan(&self, sid: u32) -> Result<(), IscsiadmError>;
     /// `iscsiadm -m node -T IQN -p PORTAL -I IFACE -o new`: restore a forgotten node record
     /// (discovery over iSER can fail under load; see reference/lab.md).
-    fn create_node(&self, node: &NodeRef) -> Result<NodeOutcome, IscsiadmError>;
+    fn create_node(&self, node: &NodeId) -> Result<NodeOutcome, IscsiadmError>;
     /// `iscsiadm -m node -T IQN -p PORTAL [-I IFACE] -o update -n KEY -v VALUE`.
     fn update_node(
         &self,
-        node: &NodeRef,
+        node: &NodeId,
         key: &str,
         value: &str,
     ) -> Result<NodeOutcome, IscsiadmError>;
+
+    /// `-m session -P 3`, parsed ([`parse_session_tree`]); no sessions is an empty list.
+    /// Skipped lines are in [`Parsed::skipped`] for the caller to log and count.
+    fn session_details(&self) -> Result<Parsed<SessionDetail>, IscsiadmError> {
+        Ok(match self.sessions(true)? {
+            SessionListing::NoSessions => Parsed::default(),
+            SessionListing::Text(t) => parse_session_tree(&t),
+        })
+    }
+
+    /// `-m session`, parsed ([`parse_session_list`]); no sessions is an empty list.
+    fn session_summaries(&self) -> Result<Parsed<SessionSummary>, IscsiadmError> {
+        Ok(match self.sessions(false)? {
+            SessionListing::NoSessions => Parsed::default(),
+            SessionListing::Text(t) => parse_session_list(&t),
+        })
+    }
 }
 
 /// The real [`IscsiAdm`]: runs the configured binary through a [`Runner`].
@@ -378,16 +272,16 @@ impl Iscsiadm {
         }
     }
 
-    fn node_args(node: &NodeRef, extra: &[&str]) -> Result<Vec<OsString>, IscsiadmError> {
+    fn node_args(node: &NodeId, extra: &[&str]) -> Result<Vec<OsString>, IscsiadmError> {
         check_arg("target", &node.target)?;
-        check_arg("portal", &node.portal)?;
+        check_arg("portal", &node.address)?;
         let mut a: Vec<OsString> = vec![
             "-m".into(),
             "node".into(),
             "-T".into(),
             node.target.clone().into(),
             "-p".into(),
-            node.portal.clone().into(),
+            node.portal_arg().into(),
         ];
         if let Some(iface) = &node.iface {
             check_arg("iface", iface)?;
@@ -416,10 +310,19 @@ fn failed(command: String, out: &Output) -> IscsiadmError {
     };
     IscsiadmError::Failed {
         command,
-        code,
-        retry: retry_for(code),
-        message: out.last_words(),
+        status: IscsiadmStatus::from_code(code),
+        message: reported_error(out).unwrap_or_else(|| out.last_words()),
     }
+}
+
+/// iscsiadm's own explanation, `iscsiadm: initiator reported error (24 - …)`, which is more
+/// telling than its last line ("Could not log into all portals").
+fn reported_error(out: &Output) -> Option<String> {
+    out.stderr
+        .lines()
+        .chain(out.stdout.lines())
+        .find(|l| l.contains("reported error ("))
+        .map(|l| l.trim().trim_start_matches("iscsiadm: ").to_string())
 }
 
 impl IscsiAdm for Iscsiadm {
@@ -430,26 +333,30 @@ impl IscsiAdm for Iscsiadm {
         }
         let (command, out) = self.exec(args)?;
         match out.exit {
-            Exit::Code(code::SUCCESS) => Ok(SessionListing::Text(out.stdout)),
-            Exit::Code(code::NO_OBJS_FOUND) => Ok(SessionListing::NoSessions),
+            Exit::Code(0) => Ok(SessionListing::Text(out.stdout)),
+            Exit::Code(c) if IscsiadmStatus::from_code(c).no_objects() => {
+                Ok(SessionListing::NoSessions)
+            }
             _ => Err(failed(command, &out)),
         }
     }
 
-    fn login(&self, node: &NodeRef) -> Result<LoginOutcome, IscsiadmError> {
+    fn login(&self, node: &NodeId) -> Result<LoginOutcome, IscsiadmError> {
         let (command, out) = self.exec(Self::node_args(node, &["--login"])?)?;
         match out.exit {
-            Exit::Code(code::SUCCESS) => Ok(LoginOutcome::LoggedIn),
-            Exit::Code(code::SESS_EXISTS) => Ok(LoginOutcome::AlreadyLoggedIn),
+            Exit::Code(0) => Ok(LoginOutcome::LoggedIn),
+            Exit::Code(c) if IscsiadmStatus::from_code(c).is_already_logged_in() => {
+                Ok(LoginOutcome::AlreadyLoggedIn)
+            }
             _ => Err(failed(command, &out)),
         }
     }
 
-    fn logout(&self, node: &NodeRef) -> Result<LogoutOutcome, IscsiadmError> {
+    fn logout(&self, node: &NodeId) -> Result<LogoutOutcome, IscsiadmError> {
         let (command, out) = self.exec(Self::node_args(node, &["--logout"])?)?;
         match out.exit {
-            Exit::Code(code::SUCCESS) => Ok(LogoutOutcome::LoggedOut),
-            Exit::Code(code::NO_OBJS_FOUND) | Exit::Code(code::SESS_NOT_FOUND) => {
+            Exit::Code(0) => Ok(LogoutOutcome::LoggedOut),
+            Exit::Code(c) if IscsiadmStatus::from_code(c).classify() == StatusClass::NotFound => {
                 Ok(LogoutOutcome::NotLoggedIn)
             }
             _ => Err(failed(command, &out)),
@@ -466,22 +373,22 @@ impl IscsiAdm for Iscsiadm {
         ];
         let (command, out) = self.exec(args)?;
         match out.exit {
-            Exit::Code(code::SUCCESS) => Ok(()),
+            Exit::Code(0) => Ok(()),
             _ => Err(failed(command, &out)),
         }
     }
 
-    fn create_node(&self, node: &NodeRef) -> Result<NodeOutcome, IscsiadmError> {
+    fn create_node(&self, node: &NodeId) -> Result<NodeOutcome, IscsiadmError> {
         let (command, out) = self.exec(Self::node_args(node, &["-o", "new"])?)?;
         match out.exit {
-            Exit::Code(code::SUCCESS) => Ok(NodeOutcome::Written),
+            Exit::Code(0) => Ok(NodeOutcome::Written),
             _ => Err(failed(command, &out)),
         }
     }
 
     fn update_node(
         &self,
-        node: &NodeRef,
+        node: &NodeId,
         key: &str,
         value: &str,
     ) -> Result<NodeOutcome, IscsiadmError> {
@@ -499,7 +406,7 @@ impl IscsiAdm for Iscsiadm {
             &["-o", "update", "-n", key, "-v", value],
         )?)?;
         match out.exit {
-            Exit::Code(code::SUCCESS) => Ok(NodeOutcome::Written),
+            Exit::Code(0) => Ok(NodeOutcome::Written),
             _ => Err(failed(command, &out)),
         }
     }
@@ -511,15 +418,15 @@ pub enum IscsiCall {
     /// `sessions(detail)`.
     Sessions(bool),
     /// `login(node)`.
-    Login(NodeRef),
+    Login(NodeId),
     /// `logout(node)`.
-    Logout(NodeRef),
+    Logout(NodeId),
     /// `rescan(sid)`.
     Rescan(u32),
     /// `create_node(node)`.
-    CreateNode(NodeRef),
+    CreateNode(NodeId),
     /// `update_node(node, key, value)`.
-    UpdateNode(NodeRef, String, String),
+    UpdateNode(NodeId, String, String),
 }
 
 /// A scripted [`IscsiAdm`] for the daemon's tests and the simulator. Records every call; each
@@ -570,11 +477,11 @@ impl ScriptedIscsiAdm {
 }
 
 fn scripted_failure(what: &str, code: i32) -> IscsiadmError {
+    let status = IscsiadmStatus::from_code(code);
     IscsiadmError::Failed {
         command: format!("iscsiadm (scripted) {what}"),
-        code,
-        retry: retry_for(code),
-        message: exit_name(code).to_string(),
+        status,
+        message: status.message().to_string(),
     }
 }
 
@@ -585,13 +492,13 @@ impl IscsiAdm for ScriptedIscsiAdm {
         a.unwrap_or(Ok(SessionListing::NoSessions))
             .map_err(|c| scripted_failure("sessions", c))
     }
-    fn login(&self, node: &NodeRef) -> Result<LoginOutcome, IscsiadmError> {
+    fn login(&self, node: &NodeId) -> Result<LoginOutcome, IscsiadmError> {
         self.record(IscsiCall::Login(node.clone()));
         let a = self.script().login.pop_front();
         a.unwrap_or(Ok(LoginOutcome::LoggedIn))
             .map_err(|c| scripted_failure("login", c))
     }
-    fn logout(&self, node: &NodeRef) -> Result<LogoutOutcome, IscsiadmError> {
+    fn logout(&self, node: &NodeId) -> Result<LogoutOutcome, IscsiadmError> {
         self.record(IscsiCall::Logout(node.clone()));
         let a = self.script().logout.pop_front();
         a.unwrap_or(Ok(LogoutOutcome::LoggedOut))
@@ -603,13 +510,13 @@ impl IscsiAdm for ScriptedIscsiAdm {
         a.unwrap_or(Ok(()))
             .map_err(|c| scripted_failure("rescan", c))
     }
-    fn create_node(&self, node: &NodeRef) -> Result<NodeOutcome, IscsiadmError> {
+    fn create_node(&self, node: &NodeId) -> Result<NodeOutcome, IscsiadmError> {
         self.record(IscsiCall::CreateNode(node.clone()));
         Ok(NodeOutcome::Written)
     }
     fn update_node(
         &self,
-        node: &NodeRef,
+        node: &NodeId,
         key: &str,
         value: &str,
     ) -> Result<NodeOutcome, IscsiadmError> {
