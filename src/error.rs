@@ -67,6 +67,18 @@ pub enum Error {
     /// The recovery engine's state journal cannot be read or written.
     #[error(transparent)]
     Journal(#[from] crate::io::journal::JournalError),
+    /// Re-creating an RDMA device failed or was refused.
+    #[error(transparent)]
+    Reset(#[from] crate::io::reset::ResetError),
+    /// An iscsiadm operation failed.
+    #[error(transparent)]
+    Iscsiadm(#[from] crate::io::iscsiadm::IscsiadmError),
+    /// A portal probe could not be made.
+    #[error(transparent)]
+    Probe(#[from] crate::io::probe::ProbeError),
+    /// The recovery lock is held or unusable.
+    #[error(transparent)]
+    Lock(#[from] crate::io::lock::LockError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -109,6 +121,10 @@ impl Error {
             }
             Error::Io { source, .. } => io_exit_code(source),
             Error::Netlink(e) => netlink_exit_code(e),
+            Error::Reset(e) => e.exit_code(),
+            Error::Iscsiadm(e) => e.exit_code_for_cli(),
+            Error::Probe(e) => e.exit_code(),
+            Error::Lock(e) => e.exit_code(),
         }
     }
 }

@@ -3,8 +3,15 @@
 
 pub mod control;
 pub mod cursor;
+pub mod executors;
+pub mod iscsiadm;
 pub mod journal;
 pub mod kmsg;
+pub mod lock;
 pub mod netif;
 pub mod netlink;
+pub mod probe;
+pub mod process;
+pub mod reset;
 pub mod sysfs;
+pub mod syslog;

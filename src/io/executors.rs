@@ -1,0 +1,94 @@
+//! The executors the daemon (and the standalone manual commands) run the engine's actions
+//! with, bundled: one field per action family, each a small trait object so tests and the
+//! simulator pass doubles in, never switched by `cfg!(test)`.
+//!
+//! | engine action | call | outcome |
+//! |---|---|---|
+//! | re-create device | [`DeviceResetter::recreate`] | [`crate::io::reset::ResetOutcome`] / [`crate::io::reset::ResetError`] |
+//! | iSCSI login / logout / rescan | [`IscsiAdm`] methods | `LoginOutcome`, `LogoutOutcome`, `()` / [`crate::io::iscsiadm::IscsiadmError`] (with `retry()`) |
+//! | list sessions | [`IscsiAdm::sessions`] | raw text for [`crate::core::iscsi`] |
+//! | probe portal | [`PortalProber::probe`] | [`crate::io::probe::ProbeResult`] |
+//! | alert | [`AlertSink::send`] | `()` / [`crate::io::syslog::SyslogError`] (log "unavailable" once) |
+//!
+//! Every call blocks (subprocesses, sysfs polling, a TCP connect with a deadline); the tokio
+//! daemon runs them with `spawn_blocking`, one device at a time, under
+//! [`crate::io::lock::RecoveryLock`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::io::iscsiadm::{IscsiAdm, Iscsiadm, ScriptedIscsiAdm};
+use crate::io::probe::{PortalProber, ScriptedProber, TcpProber};
+use crate::io::reset::{DeviceResetter, ResetConfig, ScriptedResetter, SysfsResetter};
+use crate::io::syslog::{AlertSink, RecordingSink, SyslogSink};
+
+/// The executors, as trait objects.
+#[derive(Clone)]
+pub struct Executors {
+    /// Device re-creation.
+    pub resetter: Arc<dyn DeviceResetter>,
+    /// iscsiadm.
+    pub iscsi: Arc<dyn IscsiAdm>,
+    /// Portal probes.
+    pub prober: Arc<dyn PortalProber>,
+    /// Alerts; `None` when `alerts.syslog` is off.
+    pub alerts: Option<Arc<dyn AlertSink>>,
+    /// `recovery.probe-timeout`.
+    pub probe_timeout: Duration,
+    /// `recovery.probe-port`, for portals that name none.
+    pub probe_port: u16,
+}
+
+impl std::fmt::Debug for Executors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executors")
+            .field("probe_timeout", &self.probe_timeout)
+            .field("probe_port", &self.probe_port)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executors {
+    /// The real executors, configured from `cfg`.
+    pub fn from_config(cfg: &Config) -> Self {
+        Executors {
+            resetter: Arc::new(SysfsResetter::new(ResetConfig::from_config(cfg))),
+            iscsi: Arc::new(Iscsiadm::from_config(cfg)),
+            prober: Arc::new(TcpProber),
+            alerts: cfg
+                .alerts
+                .syslog
+                .then(|| Arc::new(SyslogSink::from_config(&cfg.alerts)) as Arc<dyn AlertSink>),
+            probe_timeout: cfg.recovery.probe_timeout,
+            probe_port: cfg.recovery.probe_port,
+        }
+    }
+}
+
+/// The doubles behind an [`Executors`], kept so a test can script and inspect them.
+#[derive(Debug, Clone, Default)]
+pub struct Doubles {
+    /// The scripted resetter.
+    pub resetter: Arc<ScriptedResetter>,
+    /// The scripted iscsiadm.
+    pub iscsi: Arc<ScriptedIscsiAdm>,
+    /// The scripted prober.
+    pub prober: Arc<ScriptedProber>,
+    /// The recording alert sink.
+    pub alerts: Arc<RecordingSink>,
+}
+
+impl Doubles {
+    /// Executors backed by these doubles.
+    pub fn executors(&self, cfg: &Config) -> Executors {
+        Executors {
+            resetter: self.resetter.clone(),
+            iscsi: self.iscsi.clone(),
+            prober: self.prober.clone(),
+            alerts: Some(self.alerts.clone()),
+            probe_timeout: cfg.recovery.probe_timeout,
+            probe_port: cfg.recovery.probe_port,
+        }
+    }
+}

@@ -1,0 +1,759 @@
+//! Re-creates one RDMA device, so that its ports get a fresh GSI QP (QP 1).
+//!
+//! Owns executing a [`crate::core::reset_plan`] plan on the real host: the devlink, rdma and
+//! modprobe invocations, the sysfs `unbind`/`bind` writes, and verifying that the device really
+//! went away and came back (found again by parent PCI function and netdev, since it returns
+//! with a new ib index and possibly a temporary name until udev's `rdma_rename` renames it).
+//!
+//! Guarantees:
+//! - one device per call, and only a device listed in `devices.allow` ([`ResetError::NotAllowed`]);
+//! - dry-run (config `recovery.dry-run` or per call) returns the plan and touches nothing;
+//! - methods are tried least disruptive first; a method that fails *before changing anything*
+//!   (tool missing, parameter off, command refused while the device stayed) falls through to the
+//!   next; once a device has gone away, no other method is tried: the outcome is reported.
+//!
+//! Why the iproute2 `devlink` binary rather than generic-netlink devlink: the devlink family
+//! needs a genetlink resolver, the DEVLINK_ATTR_PARAM_* nest encoding and per-type value
+//! attributes (a flag for booleans), none of which the crate carries; iproute2 is installed
+//! wherever devlink parameters exist, its JSON output is stable, and it is used twice per
+//! recovery, so a process spawn costs nothing that matters. The same goes for `rdma link`
+//! (RDMA netlink NEWLINK/DELLINK in our nldev codec is the future path for rxe/siw).
+//!
+//! Blocking code: the daemon runs it in `spawn_blocking`.
+
+pub mod sysfs;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::core::reset_plan::{self, DeviceFacts, DeviceIdentity, PlanOptions, ResetMethod};
+use crate::io::process::{is_executable, Exit, Invocation, RunError, Runner, SystemRunner};
+
+pub use sysfs::Sysfs;
+
+/// How a re-creation is verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyPolicy {
+    /// How long the device may take to disappear after the "down" step.
+    pub gone_timeout: Duration,
+    /// How long it may take to come back after the "up" step (irdma probe takes seconds).
+    pub back_timeout: Duration,
+    /// After it is back under another name, how long to wait for udev to rename it back.
+    pub rename_grace: Duration,
+    /// Sysfs poll interval.
+    pub poll_interval: Duration,
+}
+
+impl Default for VerifyPolicy {
+    fn default() -> Self {
+        VerifyPolicy {
+            gone_timeout: Duration::from_secs(15),
+            back_timeout: Duration::from_secs(60),
+            rename_grace: Duration::from_secs(5),
+            poll_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Everything the resetter needs from the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResetConfig {
+    /// `paths.sysfs-root`.
+    pub sysfs_root: PathBuf,
+    /// The iproute2 `devlink` binary.
+    pub devlink: PathBuf,
+    /// The iproute2 `rdma` binary.
+    pub rdma: PathBuf,
+    /// The `modprobe` binary.
+    pub modprobe: PathBuf,
+    /// `devices.allow`: the only devices that may be re-created.
+    pub allow: Vec<String>,
+    /// `recovery.allow-module-reload`.
+    pub allow_module_reload: bool,
+    /// `recovery.dry-run`: never act.
+    pub dry_run: bool,
+    /// Deadline of one devlink/rdma/modprobe invocation.
+    pub command_timeout: Duration,
+    /// Verification timing.
+    pub verify: VerifyPolicy,
+}
+
+/// Default path of iproute2's devlink (merged-/usr Debian and Ubuntu).
+pub const DEFAULT_DEVLINK: &str = "/usr/sbin/devlink";
+/// Default path of iproute2's rdma.
+pub const DEFAULT_RDMA: &str = "/usr/bin/rdma";
+/// Default path of kmod's modprobe.
+pub const DEFAULT_MODPROBE: &str = "/usr/sbin/modprobe";
+
+impl ResetConfig {
+    /// From the configuration; tool paths are the defaults above (see notes/executors.md for
+    /// the `paths.devlink`/`paths.rdma`/`paths.modprobe` keys).
+    pub fn from_config(cfg: &crate::config::Config) -> Self {
+        ResetConfig {
+            sysfs_root: cfg.paths.sysfs_root.clone(),
+            devlink: PathBuf::from(DEFAULT_DEVLINK),
+            rdma: PathBuf::from(DEFAULT_RDMA),
+            modprobe: PathBuf::from(DEFAULT_MODPROBE),
+            allow: cfg.devices.allow.clone(),
+            allow_module_reload: cfg.recovery.allow_module_reload,
+            dry_run: cfg.recovery.dry_run,
+            command_timeout: Duration::from_secs(30),
+            verify: VerifyPolicy::default(),
+        }
+    }
+}
+
+/// One method of a plan with the concrete steps it would take.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedMethod {
+    /// The method.
+    pub method: ResetMethod,
+    /// Its steps, as they would run (command lines and sysfs writes).
+    pub steps: Vec<String>,
+}
+
+/// What would be done to one device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResetPlan {
+    /// The device.
+    pub device: String,
+    /// What sysfs said about it.
+    pub facts: DeviceFacts,
+    /// Methods in the order they would be tried.
+    pub methods: Vec<PlannedMethod>,
+    /// Methods left out and why.
+    pub skipped: Vec<String>,
+}
+
+/// A successful re-creation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recreated {
+    /// The method that worked.
+    pub method: ResetMethod,
+    /// Name before.
+    pub old_name: String,
+    /// Name after (normally the same, once udev has renamed it back).
+    pub new_name: String,
+    /// From the first step to the device being back, in milliseconds.
+    pub took_ms: u64,
+    /// Methods tried before that failed without changing anything.
+    pub failed_before: Vec<MethodFailure>,
+}
+
+/// The result of [`DeviceResetter::recreate`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum ResetOutcome {
+    /// Dry-run: nothing was done; this is what would have been.
+    DryRun(ResetPlan),
+    /// The device went away and came back.
+    Recreated(Recreated),
+}
+
+/// A method that failed without taking the device down.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MethodFailure {
+    /// The method.
+    pub method: ResetMethod,
+    /// What went wrong.
+    pub error: String,
+}
+
+/// Why one step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The tool could not be run or hung.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The tool ran and refused.
+    #[error("`{command}` exited with {exit}: {message}")]
+    Exit {
+        /// The command line.
+        command: String,
+        /// Exit status.
+        exit: String,
+        /// Its last words on stderr.
+        message: String,
+    },
+    /// A sysfs write failed.
+    #[error("writing {value:?} to {path} failed: {source}")]
+    Write {
+        /// The sysfs file.
+        path: PathBuf,
+        /// What was written.
+        value: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The devlink parameter is not on, so toggling it would not re-create anything.
+    #[error("devlink parameter {param} of {handle} is {state}, not true: RDMA on this function is off or in the other mode")]
+    ParamNotOn {
+        /// devlink handle.
+        handle: String,
+        /// The parameter.
+        param: String,
+        /// What was read.
+        state: String,
+    },
+}
+
+/// Why a device could not be re-created.
+#[derive(Debug, thiserror::Error)]
+pub enum ResetError {
+    /// The device is not in `devices.allow`.
+    #[error("refusing to re-create {device}: it is not in devices.allow ({}); add it there to allow recovery", if allowed.is_empty() { "empty: automatic recovery is off".to_string() } else { allowed.join(", ") })]
+    NotAllowed {
+        /// The device.
+        device: String,
+        /// The allow-list.
+        allowed: Vec<String>,
+    },
+    /// No such RDMA device under the sysfs root.
+    #[error("no RDMA device {device} under {}/class/infiniband; check `rdma dev`", root.display())]
+    NoSuchDevice {
+        /// The device.
+        device: String,
+        /// The sysfs root.
+        root: PathBuf,
+    },
+    /// Sysfs could not be read.
+    #[error("reading sysfs under {}: {source}", root.display())]
+    Sysfs {
+        /// The sysfs root.
+        root: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No method applies to this device.
+    #[error("no way to re-create {device}: {}", reasons.join("; "))]
+    NoMethod {
+        /// The device.
+        device: String,
+        /// Why each method was left out.
+        reasons: Vec<String>,
+    },
+    /// Every method failed before changing anything; the device is as it was.
+    #[error("every method failed for {device}, the device is unchanged: {}", failures.iter().map(|f| format!("{}: {}", f.method, f.error)).collect::<Vec<_>>().join("; "))]
+    AllMethodsFailed {
+        /// The device.
+        device: String,
+        /// Each method's failure.
+        failures: Vec<MethodFailure>,
+    },
+    /// The "down" step ran but the device never went away (its "up" step was still run to
+    /// restore the intended setting); the port is still stuck.
+    #[error("{method} ran but {device} did not disappear within {:.1} s; the port is still stuck", waited.as_secs_f64())]
+    DidNotDisappear {
+        /// The device.
+        device: String,
+        /// The method.
+        method: ResetMethod,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// The device went away and its "up" step failed: it is gone now.
+    #[error("{device} was removed by {method} but bringing it back failed: {error}. The device is GONE: run the step by hand or reload the driver")]
+    UpStepFailed {
+        /// The device.
+        device: String,
+        /// The method.
+        method: ResetMethod,
+        /// The step's error.
+        error: String,
+    },
+    /// The device went away and did not come back in time.
+    #[error("{device} was removed by {method} and did not come back within {:.1} s; check `dmesg` and `rdma dev`", waited.as_secs_f64())]
+    DidNotReturn {
+        /// The device.
+        device: String,
+        /// The method.
+        method: ResetMethod,
+        /// How long we waited.
+        waited: Duration,
+    },
+}
+
+impl ResetError {
+    /// The documented exit code ([`crate::error`]) for a command that failed with this.
+    pub fn exit_code(&self) -> u8 {
+        use crate::error::*;
+        match self {
+            ResetError::NotAllowed { .. } => EXIT_NOPERM,
+            ResetError::NoSuchDevice { .. } => EXIT_NOINPUT,
+            ResetError::Sysfs { source, .. } => io_exit_code(source),
+            ResetError::NoMethod { .. } | ResetError::AllMethodsFailed { .. } => EXIT_UNAVAILABLE,
+            ResetError::DidNotDisappear { .. } => EXIT_TEMPFAIL,
+            ResetError::UpStepFailed { .. } | ResetError::DidNotReturn { .. } => EXIT_OSERR,
+        }
+    }
+
+    /// True when the device may now be missing (the operator must look).
+    pub fn device_may_be_gone(&self) -> bool {
+        matches!(
+            self,
+            ResetError::UpStepFailed { .. } | ResetError::DidNotReturn { .. }
+        )
+    }
+}
+
+/// Re-creates RDMA devices. The real one is [`SysfsResetter`]; [`ScriptedResetter`] is the
+/// double for the daemon's tests and the simulator.
+pub trait DeviceResetter: Send + Sync {
+    /// What [`DeviceResetter::recreate`] would do, without doing it.
+    fn plan(&self, device: &str) -> Result<ResetPlan, ResetError>;
+    /// Re-creates `device` (see the module doc); with `dry_run` (or config dry-run) returns
+    /// [`ResetOutcome::DryRun`] and does nothing.
+    fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError>;
+}
+
+/// One concrete step.
+#[derive(Debug, Clone)]
+enum Step {
+    Run(Invocation),
+    Write { path: PathBuf, value: String },
+}
+
+impl Step {
+    fn describe(&self) -> String {
+        match self {
+            Step::Run(inv) => inv.display(),
+            Step::Write { path, value } => format!("echo {value} > {}", path.display()),
+        }
+    }
+}
+
+/// A method's steps: an optional precondition check, then down, then up.
+struct MethodSteps {
+    check: Option<Invocation>,
+    down: Step,
+    up: Step,
+}
+
+enum MethodError {
+    /// Nothing changed: try the next method.
+    Skip(StepError),
+    /// Something changed: stop and report.
+    Fatal(ResetError),
+}
+
+/// The real resetter: sysfs, devlink, rdma, modprobe.
+pub struct SysfsResetter {
+    cfg: ResetConfig,
+    sysfs: Sysfs,
+    runner: Arc<dyn Runner>,
+}
+
+impl std::fmt::Debug for SysfsResetter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SysfsResetter")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SysfsResetter {
+    /// A resetter with the real process runner.
+    pub fn new(cfg: ResetConfig) -> Self {
+        Self::with_runner(cfg, Arc::new(SystemRunner))
+    }
+
+    /// A resetter with another [`Runner`].
+    pub fn with_runner(cfg: ResetConfig, runner: Arc<dyn Runner>) -> Self {
+        SysfsResetter {
+            sysfs: Sysfs::new(cfg.sysfs_root.clone()),
+            cfg,
+            runner,
+        }
+    }
+
+    fn sysfs_err(&self, source: std::io::Error) -> ResetError {
+        ResetError::Sysfs {
+            root: self.cfg.sysfs_root.clone(),
+            source,
+        }
+    }
+
+    fn check_allowed(&self, device: &str) -> Result<(), ResetError> {
+        if self.cfg.allow.iter().any(|a| a == device) {
+            Ok(())
+        } else {
+            Err(ResetError::NotAllowed {
+                device: device.to_string(),
+                allowed: self.cfg.allow.clone(),
+            })
+        }
+    }
+
+    fn build_plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
+        let facts = self
+            .sysfs
+            .facts(device)
+            .map_err(|e| self.sysfs_err(e))?
+            .ok_or_else(|| ResetError::NoSuchDevice {
+                device: device.to_string(),
+                root: self.cfg.sysfs_root.clone(),
+            })?;
+        let same_module_devices = self.same_module_devices(&facts)?;
+        let opts = PlanOptions {
+            allow_module_reload: self.cfg.allow_module_reload,
+            devlink_available: is_executable(&self.cfg.devlink),
+            rdma_available: is_executable(&self.cfg.rdma),
+            same_module_devices,
+        };
+        let plan = reset_plan::plan(&facts, &opts);
+        if plan.methods.is_empty() {
+            return Err(ResetError::NoMethod {
+                device: device.to_string(),
+                reasons: plan.skipped,
+            });
+        }
+        let methods = plan
+            .methods
+            .into_iter()
+            .map(|m| {
+                let s = self.steps(&m);
+                let mut steps: Vec<String> = s.check.iter().map(Invocation::display).collect();
+                steps.push(s.down.describe());
+                steps.push("wait until the device is gone".into());
+                steps.push(s.up.describe());
+                steps.push("wait until it is back (followed by parent and netdev)".into());
+                PlannedMethod { method: m, steps }
+            })
+            .collect();
+        Ok(ResetPlan {
+            device: device.to_string(),
+            facts,
+            methods,
+            skipped: plan.skipped,
+        })
+    }
+
+    fn same_module_devices(&self, facts: &DeviceFacts) -> Result<Vec<String>, ResetError> {
+        let module = |f: &DeviceFacts| f.aux.as_ref().and_then(|a| a.module.clone());
+        let Some(m) = module(facts) else {
+            return Ok(Vec::new());
+        };
+        let all = self.sysfs.all_facts().map_err(|e| self.sysfs_err(e))?;
+        Ok(all
+            .iter()
+            .filter(|f| module(f).as_deref() == Some(m.as_str()))
+            .map(|f| f.name.clone())
+            .collect())
+    }
+
+    fn inv<I, S>(&self, program: &std::path::Path, args: I) -> Invocation
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        Invocation::new(program, args, self.cfg.command_timeout)
+    }
+
+    fn steps(&self, m: &ResetMethod) -> MethodSteps {
+        match m {
+            ResetMethod::DevlinkToggle { handle, param } => {
+                let set = |v: &str| {
+                    Step::Run(self.inv(
+                        &self.cfg.devlink,
+                        [
+                            "dev",
+                            "param",
+                            "set",
+                            handle,
+                            "name",
+                            param.name(),
+                            "value",
+                            v,
+                            "cmode",
+                            "runtime",
+                        ],
+                    ))
+                };
+                MethodSteps {
+                    check: Some(self.inv(
+                        &self.cfg.devlink,
+                        ["dev", "param", "show", handle, "name", param.name(), "-j"],
+                    )),
+                    down: set("false"),
+                    up: set("true"),
+                }
+            }
+            ResetMethod::AuxRebind { device, driver } => {
+                let dir = self.sysfs.aux_driver_dir(driver);
+                MethodSteps {
+                    check: None,
+                    down: Step::Write {
+                        path: dir.join("unbind"),
+                        value: device.clone(),
+                    },
+                    up: Step::Write {
+                        path: dir.join("bind"),
+                        value: device.clone(),
+                    },
+                }
+            }
+            ResetMethod::RdmaLinkReadd { name, kind, netdev } => MethodSteps {
+                check: None,
+                down: Step::Run(self.inv(&self.cfg.rdma, ["link", "delete", name])),
+                up: Step::Run(self.inv(
+                    &self.cfg.rdma,
+                    ["link", "add", name, "type", kind.name(), "netdev", netdev],
+                )),
+            },
+            ResetMethod::ModuleReload { module, .. } => MethodSteps {
+                check: None,
+                down: Step::Run(self.inv(&self.cfg.modprobe, ["-r", module])),
+                up: Step::Run(self.inv(&self.cfg.modprobe, [module])),
+            },
+        }
+    }
+
+    fn run_inv(&self, inv: &Invocation) -> Result<String, StepError> {
+        let out = self.runner.run(inv)?;
+        if out.success() {
+            return Ok(out.stdout);
+        }
+        Err(StepError::Exit {
+            command: inv.display(),
+            exit: match out.exit {
+                Exit::Code(c) => format!("code {c}"),
+                Exit::Signal(s) => format!("signal {s}"),
+            },
+            message: out.last_words(),
+        })
+    }
+
+    fn do_step(&self, step: &Step) -> Result<(), StepError> {
+        match step {
+            Step::Run(inv) => self.run_inv(inv).map(drop),
+            Step::Write { path, value } => {
+                let werr = |source| StepError::Write {
+                    path: path.clone(),
+                    value: value.clone(),
+                    source,
+                };
+                // Never create: a missing sysfs file means a wrong driver folder, not a file
+                // to make.
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(werr)?;
+                f.write_all(value.as_bytes()).map_err(werr)
+            }
+        }
+    }
+
+    /// The device matching `id`, if present now.
+    fn find(&self, id: &DeviceIdentity) -> Result<Option<DeviceFacts>, ResetError> {
+        // The old name first: the common case, and one read instead of a scan.
+        if let Some(f) = self.sysfs.facts(&id.name).map_err(|e| self.sysfs_err(e))? {
+            if id.matches(&f) {
+                return Ok(Some(f));
+            }
+        }
+        let all = self.sysfs.all_facts().map_err(|e| self.sysfs_err(e))?;
+        Ok(all.into_iter().find(|f| id.matches(f)))
+    }
+
+    /// Polls until `done(found)` or the deadline; returns the last observation and whether
+    /// the condition was met.
+    fn poll_until(
+        &self,
+        id: &DeviceIdentity,
+        timeout: Duration,
+        done: impl Fn(&Option<DeviceFacts>) -> bool,
+    ) -> Result<(Option<DeviceFacts>, bool), ResetError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let found = self.find(id)?;
+            if done(&found) {
+                return Ok((found, true));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok((found, false));
+            }
+            std::thread::sleep(self.cfg.verify.poll_interval.min(deadline - now));
+        }
+    }
+
+    fn run_method(&self, m: &ResetMethod, id: &DeviceIdentity) -> Result<String, MethodError> {
+        let fatal = MethodError::Fatal;
+        let steps = self.steps(m);
+        if let (Some(check), ResetMethod::DevlinkToggle { handle, param }) = (&steps.check, m) {
+            let json = self.run_inv(check).map_err(MethodError::Skip)?;
+            match reset_plan::parse_devlink_param(&json, param.name()) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(MethodError::Skip(StepError::ParamNotOn {
+                        handle: handle.clone(),
+                        param: param.name().into(),
+                        state: "false".into(),
+                    }))
+                }
+                Err(detail) => {
+                    return Err(MethodError::Skip(StepError::ParamNotOn {
+                        handle: handle.clone(),
+                        param: param.name().into(),
+                        state: format!("unreadable ({detail})"),
+                    }))
+                }
+            }
+        }
+        if let Err(e) = self.do_step(&steps.down) {
+            // A refused step normally changed nothing; but if the device is gone anyway, the
+            // step took effect and the method must be finished.
+            if self.find(id).map_err(fatal)?.is_some() {
+                return Err(MethodError::Skip(e));
+            }
+        }
+        let gone_timeout = self.cfg.verify.gone_timeout;
+        let (_, gone) = self
+            .poll_until(id, gone_timeout, |f| f.is_none())
+            .map_err(fatal)?;
+        if !gone {
+            // Restore the intended setting (e.g. enable_roce true) before reporting.
+            let _ = self.do_step(&steps.up);
+            return Err(fatal(ResetError::DidNotDisappear {
+                device: id.name.clone(),
+                method: m.clone(),
+                waited: gone_timeout,
+            }));
+        }
+        if let Err(e) = self.do_step(&steps.up) {
+            return Err(fatal(ResetError::UpStepFailed {
+                device: id.name.clone(),
+                method: m.clone(),
+                error: e.to_string(),
+            }));
+        }
+        let back_timeout = self.cfg.verify.back_timeout;
+        let (found, back) = self
+            .poll_until(id, back_timeout, |f| f.is_some())
+            .map_err(fatal)?;
+        let (Some(found), true) = (found, back) else {
+            return Err(fatal(ResetError::DidNotReturn {
+                device: id.name.clone(),
+                method: m.clone(),
+                waited: back_timeout,
+            }));
+        };
+        if found.name == id.name {
+            return Ok(found.name);
+        }
+        // Back under a kernel name (e.g. irdma1): give udev's rdma_rename a moment.
+        let want = id.name.clone();
+        let (renamed, _) = self
+            .poll_until(id, self.cfg.verify.rename_grace, |f| {
+                f.as_ref().is_some_and(|f| f.name == want)
+            })
+            .map_err(fatal)?;
+        Ok(renamed.map(|f| f.name).unwrap_or(found.name))
+    }
+}
+
+impl DeviceResetter for SysfsResetter {
+    fn plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
+        self.check_allowed(device)?;
+        self.build_plan(device)
+    }
+
+    fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError> {
+        let plan = self.plan(device)?;
+        if dry_run || self.cfg.dry_run {
+            return Ok(ResetOutcome::DryRun(plan));
+        }
+        let id = DeviceIdentity::of(&plan.facts);
+        let start = Instant::now();
+        let mut failures = Vec::new();
+        for pm in plan.methods {
+            match self.run_method(&pm.method, &id) {
+                Ok(new_name) => {
+                    return Ok(ResetOutcome::Recreated(Recreated {
+                        method: pm.method,
+                        old_name: device.to_string(),
+                        new_name,
+                        took_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                        failed_before: failures,
+                    }))
+                }
+                Err(MethodError::Skip(e)) => failures.push(MethodFailure {
+                    method: pm.method,
+                    error: e.to_string(),
+                }),
+                Err(MethodError::Fatal(e)) => return Err(e),
+            }
+        }
+        Err(ResetError::AllMethodsFailed {
+            device: device.to_string(),
+            failures,
+        })
+    }
+}
+
+/// A scripted [`DeviceResetter`] for the daemon's tests and the simulator: records every
+/// call and answers from a queue (or "recreated by aux-rebind in 0 ms" when the queue is empty).
+#[derive(Debug, Default)]
+pub struct ScriptedResetter {
+    calls: Mutex<Vec<(String, bool)>>,
+    answers: Mutex<std::collections::VecDeque<Result<ResetOutcome, String>>>,
+}
+
+impl ScriptedResetter {
+    /// Queues the next answer; `Err(text)` becomes [`ResetError::NoMethod`] with that reason.
+    pub fn push(&self, answer: Result<ResetOutcome, String>) {
+        self.answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(answer);
+    }
+
+    /// Every `(device, dry_run)` passed to `recreate`, in order.
+    pub fn calls(&self) -> Vec<(String, bool)> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl DeviceResetter for ScriptedResetter {
+    fn plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
+        Err(ResetError::NoMethod {
+            device: device.to_string(),
+            reasons: vec!["scripted resetter has no plans".into()],
+        })
+    }
+
+    fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError> {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((device.to_string(), dry_run));
+        let next = self
+            .answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        match next {
+            Some(Ok(o)) => Ok(o),
+            Some(Err(reason)) => Err(ResetError::NoMethod {
+                device: device.to_string(),
+                reasons: vec![reason],
+            }),
+            None => Ok(ResetOutcome::Recreated(Recreated {
+                method: ResetMethod::AuxRebind {
+                    device: format!("{device}.aux"),
+                    driver: "scripted".into(),
+                },
+                old_name: device.to_string(),
+                new_name: device.to_string(),
+                took_ms: 0,
+                failed_before: Vec::new(),
+            })),
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The doubles behind `Executors` (what the daemon's tests and the simulator use) and the
+//! exit codes each executor error maps to.
+
+use std::net::SocketAddr;
+
+use iser_guard::config::Config;
+use iser_guard::error::{self, Error};
+use iser_guard::io::executors::Doubles;
+use iser_guard::io::iscsiadm::{IscsiCall, LoginOutcome, NodeId, SessionListing, StatusClass};
+use iser_guard::io::lock::RecoveryLock;
+use iser_guard::io::probe::{ProbeResult, ProbeSource};
+use iser_guard::io::reset::ResetOutcome;
+use iser_guard::io::syslog::{Alert, Severity};
+
+#[test]
+fn scripted_executors_answer_in_order_and_record_calls() {
+    let d = Doubles::default();
+    let ex = d.executors(&Config::default());
+    let portal: SocketAddr = "192.0.2.2:3260".parse().unwrap();
+
+    d.prober.push(portal, [ProbeResult::Refused]);
+    let src = ProbeSource::default();
+    let t = ex.probe_timeout;
+    assert_eq!(
+        ex.prober.probe(portal, &src, t).unwrap(),
+        ProbeResult::Refused
+    );
+    assert_eq!(
+        ex.prober.probe(portal, &src, t).unwrap(),
+        ProbeResult::Timeout
+    );
+    assert_eq!(d.prober.calls().len(), 2);
+
+    let node = NodeId {
+        target: "iqn.2003-01.org.example.lab:tgt0".into(),
+        address: "192.0.2.2".into(),
+        port: 3260,
+        iface: Some("iser".into()),
+    };
+    d.iscsi.push_login(Err(24));
+    let err = ex.iscsi.login(&node).unwrap_err();
+    assert_eq!(err.class(), StatusClass::Permanent);
+    assert_eq!(ex.iscsi.login(&node).unwrap(), LoginOutcome::LoggedIn);
+    assert_eq!(ex.iscsi.sessions(true).unwrap(), SessionListing::NoSessions);
+    assert_eq!(
+        d.iscsi.calls(),
+        [
+            IscsiCall::Login(node.clone()),
+            IscsiCall::Login(node),
+            IscsiCall::Sessions(true)
+        ]
+    );
+
+    assert!(matches!(
+        ex.resetter.recreate("rocep2s0f0", false).unwrap(),
+        ResetOutcome::Recreated(_)
+    ));
+    d.resetter.push(Err("no way".into()));
+    assert!(ex.resetter.recreate("rocep2s0f0", true).is_err());
+    assert_eq!(
+        d.resetter.calls(),
+        [
+            ("rocep2s0f0".to_string(), false),
+            ("rocep2s0f0".to_string(), true)
+        ]
+    );
+
+    let a = Alert {
+        severity: Severity::Alert,
+        what: "w".into(),
+        why: "y".into(),
+        todo: "t".into(),
+    };
+    ex.alerts.as_ref().unwrap().send(&a).unwrap();
+    assert_eq!(d.alerts.alerts(), [a]);
+}
+
+#[test]
+fn executor_errors_map_to_documented_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let _held = RecoveryLock::try_acquire(dir.path(), "first").unwrap();
+    let e: Error = RecoveryLock::try_acquire(dir.path(), "second")
+        .unwrap_err()
+        .into();
+    assert_eq!(e.exit_code(), error::EXIT_TEMPFAIL);
+
+    let d = Doubles::default();
+    let ex = d.executors(&Config::default());
+    let node = NodeId {
+        target: "iqn.x:y".into(),
+        address: "192.0.2.2".into(),
+        port: 3260,
+        iface: None,
+    };
+    for (code, exit) in [
+        (8, error::EXIT_TEMPFAIL),
+        (24, error::EXIT_CONFIG),
+        (21, error::EXIT_NOINPUT),
+    ] {
+        d.iscsi.push_login(Err(code));
+        let e: Error = ex.iscsi.login(&node).unwrap_err().into();
+        assert_eq!(e.exit_code(), exit, "iscsiadm exit {code}");
+    }
+
+    let cfg = iser_guard::io::reset::ResetConfig::from_config(&Config::default());
+    let r = iser_guard::io::reset::SysfsResetter::new(cfg);
+    use iser_guard::io::reset::DeviceResetter;
+    let e: Error = r.recreate("rocep2s0f0", false).unwrap_err().into();
+    // The default allow-list is empty: refused by policy.
+    assert_eq!(e.exit_code(), error::EXIT_NOPERM);
+    assert!(e.to_string().contains("automatic recovery is off"), "{e}");
+}

@@ -1,0 +1,698 @@
+//! Device re-creation against a fake sysfs tree in a temporary directory.
+//!
+//! The tree mirrors the real layout (kernel-facts §2): PCI functions under `devices/`, their
+//! RDMA auxiliary devices (`ice.roce.0`, `mlx5_core.rdma.0`) with `subsystem`/`driver` links,
+//! `bus/auxiliary/{devices,drivers}`, ib_devices under `<parent>/infiniband/<name>` with a
+//! `device` link, and `class/infiniband/<name>` links. A watcher thread plays the kernel for
+//! writes to `unbind`/`bind` (and udev's rename); stub `devlink`/`rdma`/`modprobe` scripts
+//! (tests/fixtures/stubs) log their argv and move devices in and out of the tree.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use iser_guard::core::reset_plan::{DevlinkParam, ResetMethod, SoftType};
+use iser_guard::io::reset::{
+    DeviceResetter, ResetConfig, ResetError, ResetOutcome, SysfsResetter, VerifyPolicy,
+};
+
+fn stubs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stubs")
+}
+
+struct Fake {
+    t: tempfile::TempDir,
+}
+
+impl Fake {
+    fn new() -> Fake {
+        let t = tempfile::tempdir().unwrap();
+        let f = Fake { t };
+        for d in [
+            "sys/class/infiniband",
+            "sys/bus/pci/drivers",
+            "sys/bus/auxiliary/devices",
+            "sys/bus/auxiliary/drivers",
+            "sys/devices/pci0000:00",
+            "sys/devices/virtual/infiniband",
+            "sys/module",
+            "bin",
+        ] {
+            fs::create_dir_all(f.t.path().join(d)).unwrap();
+        }
+        for tool in ["devlink", "rdma", "modprobe"] {
+            fs::copy(stubs().join(tool), f.bin().join(tool)).unwrap();
+        }
+        f
+    }
+    fn sys(&self) -> PathBuf {
+        self.t.path().join("sys")
+    }
+    fn bin(&self) -> PathBuf {
+        self.t.path().join("bin")
+    }
+    fn scenario(&self, s: &str) {
+        fs::write(self.bin().join("scenario"), s).unwrap();
+    }
+    fn argv(&self) -> Vec<String> {
+        fs::read_to_string(self.bin().join("argv.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// A PCI function bound to `driver`.
+    fn pci(&self, bdf: &str, driver: &str) -> PathBuf {
+        let dir = self.sys().join("devices/pci0000:00").join(bdf);
+        fs::create_dir_all(&dir).unwrap();
+        fs::create_dir_all(self.sys().join("bus/pci/drivers").join(driver)).unwrap();
+        symlink(self.sys().join("bus/pci"), dir.join("subsystem")).unwrap();
+        symlink(
+            self.sys().join("bus/pci/drivers").join(driver),
+            dir.join("driver"),
+        )
+        .unwrap();
+        dir
+    }
+
+    /// An auxiliary device under `pci`, bound to driver folder `driver_dir` of `module`.
+    /// `driver_link` false leaves out the device's own `driver` link (detection must then
+    /// list the driver folders). `bind_files` false leaves out unbind/bind.
+    fn aux(
+        &self,
+        pci: &Path,
+        name: &str,
+        driver_dir: &str,
+        module: &str,
+        driver_link: bool,
+        bind_files: bool,
+    ) -> PathBuf {
+        let dir = pci.join(name);
+        fs::create_dir_all(&dir).unwrap();
+        symlink(self.sys().join("bus/auxiliary"), dir.join("subsystem")).unwrap();
+        symlink(&dir, self.sys().join("bus/auxiliary/devices").join(name)).unwrap();
+        let drv = self.sys().join("bus/auxiliary/drivers").join(driver_dir);
+        if !drv.exists() {
+            fs::create_dir_all(&drv).unwrap();
+            fs::create_dir_all(self.sys().join("module").join(module)).unwrap();
+            symlink(self.sys().join("module").join(module), drv.join("module")).unwrap();
+            if bind_files {
+                fs::write(drv.join("bind"), "").unwrap();
+                fs::write(drv.join("unbind"), "").unwrap();
+            }
+        }
+        symlink(&dir, drv.join(name)).unwrap();
+        if driver_link {
+            symlink(&drv, dir.join("driver")).unwrap();
+        }
+        dir
+    }
+
+    /// An ib_device under `parent` (or virtual), with port 1 on `netdev`.
+    fn ib(&self, parent: Option<&Path>, name: &str, netdev: &str, node_type: &str, desc: &str) {
+        let dir = match parent {
+            Some(p) => p.join("infiniband").join(name),
+            None => self.sys().join("devices/virtual/infiniband").join(name),
+        };
+        fs::create_dir_all(dir.join("ports/1/gid_attrs/ndevs")).unwrap();
+        fs::write(dir.join("ports/1/gid_attrs/ndevs/0"), format!("{netdev}\n")).unwrap();
+        fs::write(dir.join("node_type"), format!("{node_type}\n")).unwrap();
+        fs::write(dir.join("node_desc"), format!("{desc}\n")).unwrap();
+        match parent {
+            Some(p) => symlink(p, dir.join("device")).unwrap(),
+            // rxe's own attribute naming its netdev.
+            None if desc == "rxe" => fs::write(dir.join("parent"), format!("{netdev}\n")).unwrap(),
+            None => {}
+        }
+        symlink(&dir, self.sys().join("class/infiniband").join(name)).unwrap();
+    }
+
+    fn config(&self, allow: &[&str]) -> ResetConfig {
+        ResetConfig {
+            sysfs_root: self.sys(),
+            devlink: self.bin().join("devlink"),
+            rdma: self.bin().join("rdma"),
+            modprobe: self.bin().join("modprobe"),
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            allow_module_reload: false,
+            dry_run: false,
+            command_timeout: Duration::from_secs(20),
+            verify: VerifyPolicy {
+                gone_timeout: Duration::from_secs(5),
+                back_timeout: Duration::from_secs(5),
+                rename_grace: Duration::from_secs(5),
+                poll_interval: Duration::from_millis(5),
+            },
+        }
+    }
+
+    /// Every path in the tree with its content or link target: to prove nothing changed.
+    fn snapshot(&self) -> BTreeMap<PathBuf, String> {
+        fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
+            for e in fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                let ft = e.file_type().unwrap();
+                if ft.is_symlink() {
+                    out.insert(
+                        p.clone(),
+                        format!("-> {}", fs::read_link(&p).unwrap().display()),
+                    );
+                } else if ft.is_dir() {
+                    out.insert(p.clone(), "dir".into());
+                    walk(&p, out);
+                } else {
+                    out.insert(p.clone(), fs::read_to_string(&p).unwrap());
+                }
+            }
+        }
+        let mut m = BTreeMap::new();
+        walk(self.t.path(), &mut m);
+        m
+    }
+}
+
+/// Plays the kernel for one aux device: a write of its name to the driver folder's `unbind`
+/// removes the ib_devices under its PCI function; a write to `bind` re-creates them, first
+/// under `temp_name` (a new ib index), then renamed back after a moment (udev's rdma_rename).
+struct Watcher {
+    stop: Arc<AtomicBool>,
+    handle: Option<thread::JoinHandle<()>>,
+}
+
+impl Watcher {
+    fn start(
+        sys: PathBuf,
+        aux: &str,
+        driver_dir: &str,
+        pci: PathBuf,
+        temp_name: Option<&str>,
+        never_back: bool,
+    ) -> Watcher {
+        Self::start_with_rename_delay(sys, aux, driver_dir, pci, temp_name, never_back, 20)
+    }
+
+    /// As `start`; udev renames after `rename_ticks` polls of 5 ms (`u32::MAX`: never).
+    fn start_with_rename_delay(
+        sys: PathBuf,
+        aux: &str,
+        driver_dir: &str,
+        pci: PathBuf,
+        temp_name: Option<&str>,
+        never_back: bool,
+        rename_ticks: u32,
+    ) -> Watcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let aux = aux.to_string();
+        let drv = sys.join("bus/auxiliary/drivers").join(driver_dir);
+        let temp = temp_name.map(str::to_owned);
+        let stash = sys.parent().unwrap().join("watcher-stash");
+        fs::create_dir_all(&stash).unwrap();
+        let handle = thread::spawn(move || {
+            let class = sys.join("class/infiniband");
+            let mut pending_rename: Option<(String, String, u32)> = None;
+            while !s.load(Ordering::SeqCst) {
+                if fs::read_to_string(drv.join("unbind"))
+                    .unwrap_or_default()
+                    .trim()
+                    == aux
+                {
+                    fs::write(drv.join("unbind"), "").unwrap();
+                    for e in fs::read_dir(pci.join("infiniband")).unwrap().flatten() {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        fs::rename(e.path(), stash.join(&name)).unwrap();
+                        fs::remove_file(class.join(&name)).unwrap();
+                    }
+                    let _ = fs::remove_file(pci.join(&aux).join("driver"));
+                    let _ = fs::remove_file(drv.join(&aux));
+                }
+                if fs::read_to_string(drv.join("bind"))
+                    .unwrap_or_default()
+                    .trim()
+                    == aux
+                {
+                    fs::write(drv.join("bind"), "").unwrap();
+                    symlink(&drv, pci.join(&aux).join("driver")).unwrap();
+                    symlink(pci.join(&aux), drv.join(&aux)).unwrap();
+                    if !never_back {
+                        for e in fs::read_dir(&stash).unwrap().flatten() {
+                            let name = e.file_name().to_string_lossy().into_owned();
+                            let now = temp.clone().unwrap_or_else(|| name.clone());
+                            let dir = pci.join("infiniband").join(&now);
+                            fs::rename(e.path(), &dir).unwrap();
+                            symlink(&dir, class.join(&now)).unwrap();
+                            if now != name {
+                                pending_rename = Some((now, name, rename_ticks));
+                            }
+                        }
+                    }
+                }
+                if let Some((from, to, ticks)) = pending_rename.take() {
+                    if ticks == u32::MAX {
+                        // udev never renames it.
+                    } else if ticks == 0 {
+                        let old = pci.join("infiniband").join(&from);
+                        let new = pci.join("infiniband").join(&to);
+                        fs::rename(&old, &new).unwrap();
+                        fs::remove_file(class.join(&from)).unwrap();
+                        symlink(&new, class.join(&to)).unwrap();
+                    } else {
+                        pending_rename = Some((from, to, ticks - 1));
+                    }
+                }
+                thread::sleep(Duration::from_millis(5));
+            }
+        });
+        Watcher {
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Two E810 ports: rocep2s0f0 (the one to reset) and rocep2s0f1 (must stay untouched).
+fn e810(f: &Fake, driver_dir: &str) -> (PathBuf, PathBuf) {
+    let pf0 = f.pci("0000:02:00.0", "ice");
+    f.aux(&pf0, "ice.roce.0", driver_dir, "irdma", true, true);
+    f.ib(Some(&pf0), "rocep2s0f0", "ens1f0", "1: CA", "");
+    let pf1 = f.pci("0000:02:00.1", "ice");
+    f.aux(&pf1, "ice.roce.1", driver_dir, "irdma", true, true);
+    f.ib(Some(&pf1), "rocep2s0f1", "ens1f1", "1: CA", "");
+    (pf0, pf1)
+}
+
+fn recreated(o: ResetOutcome) -> iser_guard::io::reset::Recreated {
+    match o {
+        ResetOutcome::Recreated(r) => r,
+        other => panic!("expected Recreated, got {other:?}"),
+    }
+}
+
+#[test]
+fn ice_uses_devlink_enable_roce_and_touches_only_that_pf() {
+    let f = Fake::new();
+    let (_, pf1) = e810(&f, "irdma");
+    let other_before = fs::read_link(f.sys().join("class/infiniband/rocep2s0f1")).unwrap();
+    let r = SysfsResetter::new(f.config(&["rocep2s0f0"]));
+    let out = recreated(r.recreate("rocep2s0f0", false).unwrap());
+    assert_eq!(
+        out.method,
+        ResetMethod::DevlinkToggle {
+            handle: "pci/0000:02:00.0".into(),
+            param: DevlinkParam::EnableRoce
+        }
+    );
+    assert_eq!(
+        (out.old_name.as_str(), out.new_name.as_str()),
+        ("rocep2s0f0", "rocep2s0f0")
+    );
+    assert!(out.failed_before.is_empty());
+    assert_eq!(
+        f.argv(),
+        [
+            "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime",
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime",
+        ]
+    );
+    assert!(f
+        .sys()
+        .join("class/infiniband/rocep2s0f0/node_type")
+        .exists());
+    assert_eq!(
+        fs::read_link(f.sys().join("class/infiniband/rocep2s0f1")).unwrap(),
+        other_before
+    );
+    assert!(pf1.join("infiniband/rocep2s0f1").exists());
+}
+
+#[test]
+fn ice_with_roce_param_off_falls_back_to_aux_rebind_in_irdma_gen_2() {
+    let f = Fake::new();
+    let (pf0, _) = e810(&f, "irdma.gen_2");
+    fs::write(f.bin().join("devlink.enable_roce"), "false").unwrap();
+    let _w = Watcher::start(f.sys(), "ice.roce.0", "irdma.gen_2", pf0, None, false);
+    let r = SysfsResetter::new(f.config(&["rocep2s0f0"]));
+    let out = recreated(r.recreate("rocep2s0f0", false).unwrap());
+    assert_eq!(
+        out.method,
+        ResetMethod::AuxRebind {
+            device: "ice.roce.0".into(),
+            driver: "irdma.gen_2".into()
+        }
+    );
+    assert_eq!(out.failed_before.len(), 1);
+    assert!(
+        out.failed_before[0].error.contains("enable_roce"),
+        "{:?}",
+        out.failed_before
+    );
+    // Only the read: nothing was set.
+    assert_eq!(
+        f.argv(),
+        ["devlink dev param show pci/0000:02:00.0 name enable_roce -j"]
+    );
+}
+
+#[test]
+fn irdma_without_devlink_uses_aux_rebind_found_by_listing_driver_folders() {
+    // X722: i40e PF, aux i40e.iwarp.0 bound to irdma.gen_1, and no `driver` link on the aux
+    // device, so the folder must be found by listing bus/auxiliary/drivers.
+    let f = Fake::new();
+    let pf = f.pci("0000:3d:00.0", "i40e");
+    f.aux(&pf, "i40e.iwarp.0", "irdma.gen_1", "irdma", false, true);
+    f.ib(Some(&pf), "iwp61s0f0", "eno1", "4: RNIC", "");
+    let _w = Watcher::start(f.sys(), "i40e.iwarp.0", "irdma.gen_1", pf, None, false);
+    let mut cfg = f.config(&["iwp61s0f0"]);
+    cfg.devlink = f.bin().join("no-devlink-here");
+    let out = recreated(
+        SysfsResetter::new(cfg)
+            .recreate("iwp61s0f0", false)
+            .unwrap(),
+    );
+    assert_eq!(
+        out.method,
+        ResetMethod::AuxRebind {
+            device: "i40e.iwarp.0".into(),
+            driver: "irdma.gen_1".into()
+        }
+    );
+    assert!(f.argv().is_empty());
+}
+
+#[test]
+fn mlx5_rebind_follows_the_renamed_device_back_to_its_name() {
+    let f = Fake::new();
+    let pf = f.pci("0000:08:00.0", "mlx5_core");
+    // The Ethernet aux device of the same function must be ignored.
+    f.aux(
+        &pf,
+        "mlx5_core.eth.0",
+        "mlx5_core.eth",
+        "mlx5_core",
+        true,
+        true,
+    );
+    f.aux(
+        &pf,
+        "mlx5_core.rdma.0",
+        "mlx5_ib.rdma",
+        "mlx5_ib",
+        true,
+        true,
+    );
+    f.ib(Some(&pf), "mlx5_0", "enp8s0f0np0", "1: CA", "");
+    // The device comes back as mlx5_1 (new index) and is renamed to mlx5_0 a moment later.
+    let _w = Watcher::start(
+        f.sys(),
+        "mlx5_core.rdma.0",
+        "mlx5_ib.rdma",
+        pf,
+        Some("mlx5_1"),
+        false,
+    );
+    let out = recreated(
+        SysfsResetter::new(f.config(&["mlx5_0"]))
+            .recreate("mlx5_0", false)
+            .unwrap(),
+    );
+    assert_eq!(
+        out.method,
+        ResetMethod::AuxRebind {
+            device: "mlx5_core.rdma.0".into(),
+            driver: "mlx5_ib.rdma".into()
+        }
+    );
+    assert_eq!(out.new_name, "mlx5_0");
+}
+
+#[test]
+fn renamed_device_that_udev_never_renames_is_reported_under_its_new_name() {
+    let f = Fake::new();
+    let pf = f.pci("0000:08:00.0", "mlx5_core");
+    f.aux(
+        &pf,
+        "mlx5_core.rdma.0",
+        "mlx5_ib.rdma",
+        "mlx5_ib",
+        true,
+        true,
+    );
+    f.ib(Some(&pf), "mlx5_0", "enp8s0f0np0", "1: CA", "");
+    let _w = Watcher::start_with_rename_delay(
+        f.sys(),
+        "mlx5_core.rdma.0",
+        "mlx5_ib.rdma",
+        pf,
+        Some("mlx5_7"),
+        false,
+        u32::MAX,
+    );
+    let mut cfg = f.config(&["mlx5_0"]);
+    cfg.verify.rename_grace = Duration::from_millis(100);
+    let out = recreated(SysfsResetter::new(cfg).recreate("mlx5_0", false).unwrap());
+    assert_eq!(out.new_name, "mlx5_7");
+}
+
+#[test]
+fn rxe_deletes_and_readds_the_link_on_the_same_netdev() {
+    let f = Fake::new();
+    f.ib(None, "rxe_ini", "ini0", "1: CA", "rxe");
+    f.ib(None, "rxe_tgt", "tgt0", "1: CA", "rxe");
+    let out = recreated(
+        SysfsResetter::new(f.config(&["rxe_ini"]))
+            .recreate("rxe_ini", false)
+            .unwrap(),
+    );
+    assert_eq!(
+        out.method,
+        ResetMethod::RdmaLinkReadd {
+            name: "rxe_ini".into(),
+            kind: SoftType::Rxe,
+            netdev: "ini0".into()
+        }
+    );
+    assert_eq!(
+        f.argv(),
+        [
+            "rdma link delete rxe_ini",
+            "rdma link add rxe_ini type rxe netdev ini0"
+        ]
+    );
+    assert!(f.sys().join("class/infiniband/rxe_tgt").exists());
+}
+
+#[test]
+fn device_outside_the_allow_list_is_refused_and_nothing_runs() {
+    let f = Fake::new();
+    e810(&f, "irdma");
+    let before = f.snapshot();
+    for allow in [&[][..], &["rocep2s0f1"][..]] {
+        let err = SysfsResetter::new(f.config(allow))
+            .recreate("rocep2s0f0", false)
+            .unwrap_err();
+        assert!(matches!(err, ResetError::NotAllowed { .. }), "{err:?}");
+        assert!(err.to_string().contains("devices.allow"), "{err}");
+    }
+    assert!(f.argv().is_empty());
+    assert_eq!(before, f.snapshot());
+}
+
+#[test]
+fn dry_run_returns_the_plan_and_writes_nothing() {
+    let f = Fake::new();
+    let (pf0, _) = e810(&f, "irdma.gen_2");
+    // A watcher is running: if anything were written to unbind/bind, the tree would change.
+    let _w = Watcher::start(f.sys(), "ice.roce.0", "irdma.gen_2", pf0, None, false);
+    let before = f.snapshot();
+    let mut cfg = f.config(&["rocep2s0f0"]);
+    cfg.allow_module_reload = true;
+    let r = SysfsResetter::new(cfg.clone());
+    let plan = match r.recreate("rocep2s0f0", true).unwrap() {
+        ResetOutcome::DryRun(p) => p,
+        other => panic!("{other:?}"),
+    };
+    let kinds: Vec<_> = plan.methods.iter().map(|m| m.method.kind()).collect();
+    assert_eq!(kinds, ["devlink-toggle", "aux-rebind", "module-reload"]);
+    assert_eq!(
+        plan.methods[1].steps[0],
+        format!(
+            "echo ice.roce.0 > {}",
+            f.sys()
+                .join("bus/auxiliary/drivers/irdma.gen_2/unbind")
+                .display()
+        )
+    );
+    match &plan.methods[2].method {
+        ResetMethod::ModuleReload {
+            module,
+            also_affects,
+        } => {
+            assert_eq!(module, "irdma");
+            assert_eq!(also_affects, &["rocep2s0f1".to_string()]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Config dry-run does the same without the flag.
+    cfg.dry_run = true;
+    assert!(matches!(
+        SysfsResetter::new(cfg)
+            .recreate("rocep2s0f0", false)
+            .unwrap(),
+        ResetOutcome::DryRun(_)
+    ));
+    thread::sleep(Duration::from_millis(50));
+    assert!(f.argv().is_empty(), "dry-run ran {:?}", f.argv());
+    assert_eq!(before, f.snapshot());
+}
+
+#[test]
+fn device_that_never_comes_back_is_a_verification_timeout() {
+    let f = Fake::new();
+    let pf = f.pci("0000:08:00.0", "mlx5_core");
+    f.aux(
+        &pf,
+        "mlx5_core.rdma.0",
+        "mlx5_ib.rdma",
+        "mlx5_ib",
+        true,
+        true,
+    );
+    f.ib(Some(&pf), "mlx5_0", "enp8s0f0np0", "1: CA", "");
+    let _w = Watcher::start(f.sys(), "mlx5_core.rdma.0", "mlx5_ib.rdma", pf, None, true);
+    let mut cfg = f.config(&["mlx5_0"]);
+    cfg.verify.back_timeout = Duration::from_millis(200);
+    let err = SysfsResetter::new(cfg)
+        .recreate("mlx5_0", false)
+        .unwrap_err();
+    assert!(matches!(err, ResetError::DidNotReturn { .. }), "{err:?}");
+    assert!(err.device_may_be_gone());
+}
+
+#[test]
+fn devlink_that_changes_nothing_is_did_not_disappear_and_the_param_is_restored() {
+    let f = Fake::new();
+    e810(&f, "irdma");
+    f.scenario("noop");
+    let mut cfg = f.config(&["rocep2s0f0"]);
+    cfg.verify.gone_timeout = Duration::from_millis(200);
+    let err = SysfsResetter::new(cfg)
+        .recreate("rocep2s0f0", false)
+        .unwrap_err();
+    assert!(matches!(err, ResetError::DidNotDisappear { .. }), "{err:?}");
+    assert!(!err.device_may_be_gone());
+    assert_eq!(
+        f.argv().last().map(String::as_str),
+        Some("devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime")
+    );
+}
+
+#[test]
+fn refused_devlink_falls_through_then_module_reload_when_allowed() {
+    // devlink refuses, the aux driver folder has no unbind/bind files (write fails, device
+    // stays), so the last resort, module reload, runs — only because it is allowed.
+    let f = Fake::new();
+    let pf0 = f.pci("0000:02:00.0", "ice");
+    f.aux(&pf0, "ice.roce.0", "irdma", "irdma", true, false);
+    f.ib(Some(&pf0), "rocep2s0f0", "ens1f0", "1: CA", "");
+    f.scenario("refuse");
+    fs::write(
+        f.bin().join("modprobe.devices"),
+        format!("{}\n", pf0.join("infiniband/rocep2s0f0").display()),
+    )
+    .unwrap();
+
+    let err = SysfsResetter::new(f.config(&["rocep2s0f0"]))
+        .recreate("rocep2s0f0", false)
+        .unwrap_err();
+    match &err {
+        ResetError::AllMethodsFailed { failures, .. } => {
+            assert_eq!(failures.len(), 2);
+            assert!(
+                failures[0].error.contains("Operation not supported"),
+                "{failures:?}"
+            );
+            assert!(failures[1].error.contains("unbind"), "{failures:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let mut cfg = f.config(&["rocep2s0f0"]);
+    cfg.allow_module_reload = true;
+    let out = recreated(
+        SysfsResetter::new(cfg)
+            .recreate("rocep2s0f0", false)
+            .unwrap(),
+    );
+    assert_eq!(
+        out.method,
+        ResetMethod::ModuleReload {
+            module: "irdma".into(),
+            also_affects: vec![]
+        }
+    );
+    assert_eq!(out.failed_before.len(), 2);
+    let argv = f.argv();
+    assert_eq!(
+        argv[argv.len() - 2..],
+        ["modprobe -r irdma", "modprobe irdma"]
+    );
+}
+
+#[test]
+fn failing_up_step_after_removal_reports_the_device_gone() {
+    let f = Fake::new();
+    f.ib(None, "rxe_ini", "ini0", "1: CA", "rxe");
+    f.scenario("add-fails");
+    let err = SysfsResetter::new(f.config(&["rxe_ini"]))
+        .recreate("rxe_ini", false)
+        .unwrap_err();
+    assert!(matches!(err, ResetError::UpStepFailed { .. }), "{err:?}");
+    assert!(err.device_may_be_gone());
+    assert!(err.to_string().contains("No such device"), "{err}");
+}
+
+#[test]
+fn unknown_device_and_unknown_driver_are_typed() {
+    let f = Fake::new();
+    let err = SysfsResetter::new(f.config(&["nope0"]))
+        .recreate("nope0", false)
+        .unwrap_err();
+    assert!(matches!(err, ResetError::NoSuchDevice { .. }), "{err:?}");
+
+    // A PCI-bound device with no auxiliary device: no method (the PCI driver is never
+    // reloaded, it is the network driver).
+    let pf = f.pci("0000:05:00.0", "qede");
+    f.ib(Some(&pf), "qedr0", "ens5", "1: CA", "");
+    let mut cfg = f.config(&["qedr0"]);
+    cfg.allow_module_reload = true;
+    let err = SysfsResetter::new(cfg)
+        .recreate("qedr0", false)
+        .unwrap_err();
+    match err {
+        ResetError::NoMethod { reasons, .. } => {
+            assert!(
+                reasons
+                    .iter()
+                    .any(|r| r.contains("no RDMA auxiliary device")),
+                "{reasons:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
