@@ -913,3 +913,23 @@ mod props {
         }
     }
 }
+
+#[test]
+fn decoded_record_text_is_not_decoded_twice() {
+    // The kernel wrote "\x5cx41" for a literal backslash followed by "x41"; the reader
+    // decoded it to "\x41", which must stay as it is.
+    let rec = Record {
+        facility: 0,
+        level: 6,
+        seq: 1,
+        usec: 1,
+        continuation: false,
+        text: "infiniband rxe\\x41: set down".into(),
+        dict: vec![],
+    };
+    let ev = classify_record(&rec).expect("classified");
+    assert_eq!(ev.signature.device.rdma_dev.as_deref(), Some("rxe\\x41"));
+    // The escaped form, through `classify`, decodes once to the same.
+    let s = classify("infiniband rxe\\x5cx41: set down", None).expect("classified");
+    assert_eq!(s.device.rdma_dev.as_deref(), Some("rxe\\x41"));
+}
