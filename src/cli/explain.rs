@@ -388,7 +388,7 @@ impl Report {
         let raw = trim_cr(&buf[start..end]);
         let text = String::from_utf8_lossy(raw);
         let mut next = (end + 1).min(buf.len().max(end));
-        let rec = match parse_saved_line(&text) {
+        let rec = match parse_saved_line(strip_log_prefix(&text)) {
             Ok(r) => r,
             Err(e) => {
                 self.unparsable += 1;
@@ -769,6 +769,33 @@ fn severity_name(s: Severity) -> &'static str {
     }
 }
 
+/// Strips what syslog, journald and `dmesg -T` put before the kernel's text, so lines pasted
+/// from /var/log/kern.log, `journalctl -k` or `dmesg -T` parse like `dmesg` output:
+/// `Nov 29 14:00:00 host kernel: [ 5123.456789] text`, `2026-11-29T14:00:00+00:00 host
+/// kernel: text`, `[Sun Nov 29 14:00:00 2026] text`.
+fn strip_log_prefix(line: &str) -> &str {
+    // syslog/journal: "... <host> kernel: " within the first few words.
+    if let Some(i) = line
+        .get(..line.len().min(96))
+        .and_then(|h| h.find(" kernel: "))
+    {
+        let head = &line[..i];
+        if head.split(' ').filter(|w| !w.is_empty()).count() <= 5 {
+            return &line[i + " kernel: ".len()..];
+        }
+    }
+    // dmesg -T: "[Www Mmm dd hh:mm:ss yyyy] ".
+    if let Some(rest) = line.strip_prefix('[') {
+        if let Some((ts, text)) = rest.split_once("] ") {
+            let words: Vec<&str> = ts.split(' ').filter(|w| !w.is_empty()).collect();
+            if words.len() == 5 && words[3].matches(':').count() == 2 {
+                return text;
+            }
+        }
+    }
+    line
+}
+
 /// Bytes read per chunk of a saved log.
 const CHUNK: usize = 1 << 20;
 
@@ -827,6 +854,30 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn syslog_journal_and_dmesg_t_prefixes_are_stripped() {
+        let t = "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, \
+                 new_state=0x3";
+        for line in [
+            format!("Nov 29 14:00:00 host kernel: [ 5123.456789] {t}"),
+            format!("Nov  9 14:00:00 host kernel: {t}"),
+            format!("2026-11-29T14:00:00.123456+00:00 host kernel: {t}"),
+            format!("[Sun Nov 29 14:00:00 2026] {t}"),
+        ] {
+            let r = Report::scan(line.as_bytes(), true);
+            assert_eq!(r.recognised, 1, "{line}");
+            let d = &r.groups[0].signature.device;
+            assert_eq!(d.pci.as_deref(), Some("0000:02:00.0"), "{line}");
+            assert_eq!(d.rdma_dev.as_deref(), Some("rocep2s0f0"), "{line}");
+        }
+        // Not a log prefix: left alone.
+        assert_eq!(strip_log_prefix("[   1.000000] x"), "[   1.000000] x");
+        assert_eq!(
+            strip_log_prefix("a b c d e f g kernel: x"),
+            "a b c d e f g kernel: x"
+        );
     }
 
     #[test]
