@@ -625,3 +625,311 @@ fn json_shape_is_tagged() {
     let back: Signature = serde_json::from_value(v).expect("round trip");
     assert_eq!(back, s);
 }
+
+// ---- fixtures ----------------------------------------------------------------------------
+
+use std::collections::BTreeMap;
+
+use iser_guard::core::kmsg::SavedLog;
+
+/// Classifies every record of a fixture (through the kmsg saved-log parser, dictionary
+/// attached) and counts `kind@device-label`.
+fn census(name: &str) -> BTreeMap<String, usize> {
+    let path = format!("{}/tests/fixtures/kmsg/{name}", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut out = BTreeMap::new();
+    for entry in SavedLog::from_bytes(&bytes) {
+        let entry = entry.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let rec = entry.record;
+        if let Some(s) = classify(rec.text, rec.dict_value("DEVICE")) {
+            *out.entry(format!("{}@{}", s.kind.name(), s.device.label()))
+                .or_default() += 1;
+        }
+    }
+    out
+}
+
+fn expect(name: &str, want: &[(&str, usize)]) {
+    let got = census(name);
+    let want: BTreeMap<String, usize> = want.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+    assert_eq!(got, want, "{name}");
+}
+
+#[test]
+fn fixture_field_incident_all_formats() {
+    let want = [
+        ("stuck_qp_transition@rocep2s0f0", 12),
+        ("mad_rts_failed@rocep2s0f0", 12),
+    ];
+    expect("field-incident.dmesg", &want);
+    expect("field-incident-raw.dmesg", &want);
+    expect("field-incident.kmsg", &want);
+}
+
+#[test]
+fn fixture_field_incident_kmsg_dictionary_attribution() {
+    let path = format!(
+        "{}/tests/fixtures/kmsg/field-incident.kmsg",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(path).expect("fixture");
+    let mut n = 0;
+    for entry in SavedLog::from_bytes(&bytes) {
+        let rec = entry
+            .expect("parses")
+            .record
+            .to_record()
+            .expect("kmsg record");
+        let ev = classify_record(&rec).expect("every record classifies");
+        assert!(ev.trusted);
+        assert!(ev.signature.kind.is_stuck_gsi());
+        assert_eq!(ev.signature.device.rdma_dev.as_deref(), Some("rocep2s0f0"));
+        if matches!(ev.signature.kind, SignatureKind::StuckQpTransition { .. }) {
+            assert_eq!(ev.signature.device.pci.as_deref(), Some("0000:02:00.0"));
+            assert_eq!(ev.level, 4);
+        } else {
+            assert_eq!(ev.level, 3);
+        }
+        n += 1;
+    }
+    assert_eq!(n, 24);
+}
+
+// Expected counts cross-checked with `grep -c` of each message on the fixture.
+
+#[test]
+fn fixture_linkdown40() {
+    // captures/linkdown40: target link down 40 s, then up; every later I/O fails.
+    expect(
+        "linkdown40.dmesg",
+        &[
+            ("block_io_error@sda", 11),
+            ("ib_port_active@rxe_ini", 2),
+            ("ib_port_active@rxe_tgt", 3),
+            ("ib_port_down@rxe_ini", 1),
+            ("ib_port_down@rxe_tgt", 1),
+            ("iscsi_nopout_failed@connection2:0", 39),
+            ("iser_port_active@rxe_ini/1", 1),
+            ("iser_port_error@rxe_ini/1", 1),
+            ("iser_task_init_failed@-", 55),
+            ("scsi_command_failed@sda (0:0:0:0)", 11),
+        ],
+    );
+}
+
+#[test]
+fn fixture_linkdown1() {
+    // captures/linkdown1: target link down 150 s (dmesg at 150 s, before the crash).
+    expect(
+        "linkdown1.dmesg",
+        &[
+            ("ib_port_active@rxe_ini", 1),
+            ("ib_port_active@rxe_tgt", 1),
+            ("ib_port_down@rxe_ini", 1),
+            ("ib_port_down@rxe_tgt", 1),
+            ("iscsi_conn_error@connection3:0", 2),
+            ("iscsi_nopout_failed@connection3:0", 58),
+            ("iscsi_tmf_failed@connection3:0", 1),
+            ("iser_port_error@rxe_ini/1", 1),
+            ("iser_task_init_failed@-", 59),
+        ],
+    );
+}
+
+#[test]
+fn fixture_blackhole1() {
+    // captures/blackhole1: 100 % packet loss 40 s and 150 s.
+    expect(
+        "blackhole1.dmesg",
+        &[
+            ("block_io_error@sda", 1),
+            ("ib_port_active@rxe_ini", 1),
+            ("ib_port_active@rxe_tgt", 1),
+            ("iscsi_conn_error@connection2:0", 2),
+            ("iscsi_ping_timeout@connection2:0", 2),
+            ("iscsi_session_recovery_timed_out@session2", 1),
+            ("scsi_rejecting_offline@0:0:0:0", 1),
+        ],
+    );
+}
+
+#[test]
+fn fixture_rxeflap_dyndbg() {
+    // captures/rxeflap-dyndbg: rxe devices deleted and re-added, dynamic debug on.
+    expect(
+        "rxeflap-dyndbg.dmesg",
+        &[
+            ("block_io_error@sda", 1),
+            ("ib_port_active@rxe_ini", 3),
+            ("ib_port_active@rxe_tgt", 3),
+            ("iscsi_conn_error@connection5:0", 1),
+            ("iscsi_session_recovery_timed_out@session5", 1),
+            ("rdma_cm_addr_error@-", 7),
+            ("rdma_cm_rejected@-", 78),
+            ("rxe_qp_state@-", 249),
+            ("scsi_rejecting_offline@0:0:0:0", 1),
+        ],
+    );
+}
+
+#[test]
+fn fixture_rxeflap2_nptoggle() {
+    expect(
+        "rxeflap2-nptoggle.dmesg",
+        &[
+            ("ib_port_active@rxe_ini", 2),
+            ("ib_port_active@rxe_tgt", 2),
+            ("iscsi_conn_error@connection2:0", 2),
+        ],
+    );
+}
+
+#[test]
+fn fixture_nldevcap_kmsg_dumps() {
+    // captures/nldevcap-k61 and -k612: raw `cat /dev/kmsg`, dictionaries attached.
+    let want = [
+        ("ib_port_active@rxe_ini", 2),
+        ("ib_port_active@rxe_tgt", 1),
+        ("iscsi_conn_error@connection2:0", 1),
+    ];
+    expect("raw/nldevcap-k61.kmsg", &want);
+    expect("raw/nldevcap-k612.kmsg", &want);
+}
+
+#[test]
+fn fixture_kmsg_dictionary_names_the_device() {
+    let path = format!(
+        "{}/tests/fixtures/kmsg/raw/nldevcap-k612.kmsg",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(path).expect("fixture");
+    let mut seen = 0;
+    for entry in SavedLog::from_bytes(&bytes) {
+        let rec = entry.expect("parses").record;
+        if let Some(s) = classify(rec.text, rec.dict_value("DEVICE")) {
+            if s.kind == SignatureKind::IbPortActive {
+                // Both the prefix and DEVICE=+infiniband:… name it.
+                assert_eq!(
+                    rec.dict_value("DEVICE"),
+                    Some(format!("+infiniband:{}", s.device.label()).as_str())
+                );
+                seen += 1;
+            }
+        }
+    }
+    assert_eq!(seen, 3);
+}
+
+// ---- properties ---------------------------------------------------------------------------
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn state() -> impl Strategy<Value = QpState> {
+        prop::sample::select(vec![
+            QpState::Reset,
+            QpState::Init,
+            QpState::Rtr,
+            QpState::Rts,
+            QpState::Sqd,
+            QpState::Sqe,
+            QpState::Err,
+        ])
+    }
+
+    fn devname() -> impl Strategy<Value = String> {
+        "[a-z][a-z0-9_]{0,14}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any text: no panic, and nothing classifies that the prefilter rejected.
+        #[test]
+        fn arbitrary_text_never_panics(text in any::<String>(), dict in proptest::option::of(any::<String>())) {
+            let sig = classify(&text, dict.as_deref());
+            if !prefilter(text.as_bytes()) {
+                prop_assert!(sig.is_none());
+            }
+        }
+
+        /// Kernel-shaped noise around the anchors: no panic.
+        #[test]
+        fn anchor_soup_never_panics(parts in proptest::collection::vec(
+            prop_oneof![
+                Just("modify_qp invalid for qp_id=".to_string()),
+                Just(" - ib_modify_qp to RTS".to_string()),
+                Just("curr_qp_state=".to_string()),
+                Just("old_qp_state=".to_string()),
+                Just("qpn=".to_string()),
+                Just("RDMA CM: ".to_string()),
+                Just("iser_event_handler: async event ".to_string()),
+                Just(": set down".to_string()),
+                Just("\\x".to_string()),
+                "[ -~]{0,12}",
+            ], 0..8)) {
+            let text: String = parts.concat();
+            let _ = classify(&text, None);
+            let _ = classify(&text, Some(&text));
+        }
+
+        /// The irdma line round-trips: printing (qp, from, to) the way the kernel does and
+        /// classifying it gives them back, with the device from the prefix.
+        #[test]
+        fn irdma_line_round_trips(qp in any::<u32>().prop_map(|q| q % 0x7fff_ffff), from in state(), to in state(), dev in devname()) {
+            let line = format!(
+                "ice 0000:02:00.0 {dev}: modify_qp invalid for qp_id={qp}, old_state={:#x}, new_state={:#x}",
+                from as u32, to as u32
+            );
+            let s = classify(&line, None).expect("classified");
+            prop_assert_eq!(s.kind, SignatureKind::StuckQpTransition { qp, from, to });
+            prop_assert_eq!(s.device.rdma_dev.as_deref(), Some(dev.as_str()));
+            prop_assert_eq!(s.device.pci.as_deref(), Some("0000:02:00.0"));
+        }
+
+        /// The same through /dev/kmsg escaping of the whole text (every byte as \xNN).
+        #[test]
+        fn fully_escaped_text_classifies_alike(errno in 1i32..200, dev in devname()) {
+            let line = format!("infiniband {dev}: ib_mad_send_error - ib_modify_qp to RTS: -{errno}");
+            let escaped: String = line.bytes().map(|b| format!("\\x{b:02x}")).collect();
+            let a = classify(&line, None).expect("plain");
+            // Fully escaped text has no anchor bytes left: the prefilter must not see one.
+            prop_assert!(classify(&escaped, None).is_none());
+            // Escaping only the device name keeps the anchors intact.
+            let edev: String = dev.bytes().map(|b| format!("\\x{b:02x}")).collect();
+            let partly = format!("infiniband {edev}: ib_mad_send_error - ib_modify_qp to RTS: -{errno}");
+            let b = classify(&partly, None).expect("partly escaped");
+            prop_assert_eq!(a, b);
+        }
+
+        /// iSCSI conn error codes and ids round-trip.
+        #[test]
+        fn conn_error_round_trips(sid in any::<u32>(), cid in any::<u32>(), code in 1000u32..1100) {
+            let s = classify(&format!(" connection{sid}:{cid}: detected conn error ({code})"), None)
+                .expect("classified");
+            prop_assert_eq!(s.kind, SignatureKind::IscsiConnError { code: IscsiErr(code) });
+            prop_assert_eq!((s.device.iscsi_session, s.device.iscsi_conn), (Some(sid), Some(cid)));
+        }
+    }
+}
+
+#[test]
+fn decoded_record_text_is_not_decoded_twice() {
+    // The kernel wrote "\x5cx41" for a literal backslash followed by "x41"; the reader
+    // decoded it to "\x41", which must stay as it is.
+    let rec = Record {
+        facility: 0,
+        level: 6,
+        seq: 1,
+        usec: 1,
+        continuation: false,
+        text: "infiniband rxe\\x41: set down".into(),
+        dict: vec![],
+    };
+    let ev = classify_record(&rec).expect("classified");
+    assert_eq!(ev.signature.device.rdma_dev.as_deref(), Some("rxe\\x41"));
+    // The escaped form, through `classify`, decodes once to the same.
+    let s = classify("infiniband rxe\\x5cx41: set down", None).expect("classified");
+    assert_eq!(s.device.rdma_dev.as_deref(), Some("rxe\\x41"));
+}

@@ -13,7 +13,7 @@ pub const SMI_QPN: u32 = 0;
 
 /// One classified kernel record: what it says ([`SignatureKind`]) and about which device
 /// ([`DeviceRef`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Signature {
     /// What the kernel reported.
     pub kind: SignatureKind,
@@ -78,7 +78,7 @@ impl std::fmt::Display for RdmaDriver {
 
 /// What a kernel record says. Numbers keep the kernel's meaning (QP numbers, errnos as
 /// printed, i.e. negative; iSCSI error codes as in open-iscsi's `iscsi_if.h`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SignatureKind {
     // ---- QP state machine ----------------------------------------------------------------
