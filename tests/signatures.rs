@@ -819,3 +819,117 @@ fn fixture_kmsg_dictionary_names_the_device() {
     }
     assert_eq!(seen, 3);
 }
+
+// ---- properties ---------------------------------------------------------------------------
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn state() -> impl Strategy<Value = QpState> {
+        prop::sample::select(vec![
+            QpState::Reset,
+            QpState::Init,
+            QpState::Rtr,
+            QpState::Rts,
+            QpState::Sqd,
+            QpState::Sqe,
+            QpState::Err,
+        ])
+    }
+
+    fn devname() -> impl Strategy<Value = String> {
+        "[a-z][a-z0-9_]{0,14}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any text: no panic, and nothing classifies that the prefilter rejected.
+        #[test]
+        fn arbitrary_text_never_panics(text in any::<String>(), dict in proptest::option::of(any::<String>())) {
+            let sig = classify(&text, dict.as_deref());
+            if !prefilter(text.as_bytes()) {
+                prop_assert!(sig.is_none());
+            }
+        }
+
+        /// Kernel-shaped noise around the anchors: no panic.
+        #[test]
+        fn anchor_soup_never_panics(parts in proptest::collection::vec(
+            prop_oneof![
+                Just("modify_qp invalid for qp_id=".to_string()),
+                Just(" - ib_modify_qp to RTS".to_string()),
+                Just("curr_qp_state=".to_string()),
+                Just("old_qp_state=".to_string()),
+                Just("qpn=".to_string()),
+                Just("RDMA CM: ".to_string()),
+                Just("iser_event_handler: async event ".to_string()),
+                Just(": set down".to_string()),
+                Just("\\x".to_string()),
+                "[ -~]{0,12}",
+            ], 0..8)) {
+            let text: String = parts.concat();
+            let _ = classify(&text, None);
+            let _ = classify(&text, Some(&text));
+        }
+
+        /// The irdma line round-trips: printing (qp, from, to) the way the kernel does and
+        /// classifying it gives them back, with the device from the prefix.
+        #[test]
+        fn irdma_line_round_trips(qp in any::<u32>().prop_map(|q| q % 0x7fff_ffff), from in state(), to in state(), dev in devname()) {
+            let line = format!(
+                "ice 0000:02:00.0 {dev}: modify_qp invalid for qp_id={qp}, old_state={:#x}, new_state={:#x}",
+                from as u32, to as u32
+            );
+            let s = classify(&line, None).expect("classified");
+            prop_assert_eq!(s.kind, SignatureKind::StuckQpTransition { qp, from, to });
+            prop_assert_eq!(s.device.rdma_dev.as_deref(), Some(dev.as_str()));
+            prop_assert_eq!(s.device.pci.as_deref(), Some("0000:02:00.0"));
+        }
+
+        /// The same through /dev/kmsg escaping of the whole text (every byte as \xNN).
+        #[test]
+        fn fully_escaped_text_classifies_alike(errno in 1i32..200, dev in devname()) {
+            let line = format!("infiniband {dev}: ib_mad_send_error - ib_modify_qp to RTS: -{errno}");
+            let escaped: String = line.bytes().map(|b| format!("\\x{b:02x}")).collect();
+            let a = classify(&line, None).expect("plain");
+            // Fully escaped text has no anchor bytes left: the prefilter must not see one.
+            prop_assert!(classify(&escaped, None).is_none());
+            // Escaping only the device name keeps the anchors intact.
+            let edev: String = dev.bytes().map(|b| format!("\\x{b:02x}")).collect();
+            let partly = format!("infiniband {edev}: ib_mad_send_error - ib_modify_qp to RTS: -{errno}");
+            let b = classify(&partly, None).expect("partly escaped");
+            prop_assert_eq!(a, b);
+        }
+
+        /// iSCSI conn error codes and ids round-trip.
+        #[test]
+        fn conn_error_round_trips(sid in any::<u32>(), cid in any::<u32>(), code in 1000u32..1100) {
+            let s = classify(&format!(" connection{sid}:{cid}: detected conn error ({code})"), None)
+                .expect("classified");
+            prop_assert_eq!(s.kind, SignatureKind::IscsiConnError { code: IscsiErr(code) });
+            prop_assert_eq!((s.device.iscsi_session, s.device.iscsi_conn), (Some(sid), Some(cid)));
+        }
+    }
+}
+
+#[test]
+fn decoded_record_text_is_not_decoded_twice() {
+    // The kernel wrote "\x5cx41" for a literal backslash followed by "x41"; the reader
+    // decoded it to "\x41", which must stay as it is.
+    let rec = Record {
+        facility: 0,
+        level: 6,
+        seq: 1,
+        usec: 1,
+        continuation: false,
+        text: "infiniband rxe\\x41: set down".into(),
+        dict: vec![],
+    };
+    let ev = classify_record(&rec).expect("classified");
+    assert_eq!(ev.signature.device.rdma_dev.as_deref(), Some("rxe\\x41"));
+    // The escaped form, through `classify`, decodes once to the same.
+    let s = classify("infiniband rxe\\x5cx41: set down", None).expect("classified");
+    assert_eq!(s.device.rdma_dev.as_deref(), Some("rxe\\x41"));
+}

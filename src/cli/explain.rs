@@ -90,9 +90,10 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
         let (report, input) = match (&args.file, args.lines.as_slice()) {
             (Some(p), _) if p.as_os_str() == "-" => (scan_stdin()?, "stdin".to_string()),
             (Some(p), _) => {
-                let bytes = std::fs::read(p)
-                    .map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
-                (Report::scan(&bytes, false), p.display().to_string())
+                let ctx = || format!("cannot read {}", p.display());
+                let f = std::fs::File::open(p).map_err(|e| Error::io(ctx(), e))?;
+                let report = Report::scan_reader(f).map_err(|e| Error::io(ctx(), e))?;
+                (report, p.display().to_string())
             }
             (None, [one]) if one == "-" => (scan_stdin()?, "stdin".to_string()),
             (None, []) => {
@@ -123,12 +124,8 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
 }
 
 fn scan_stdin() -> Result<Report, Error> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .lock()
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io("cannot read standard input", e))?;
-    Ok(Report::scan(&bytes, false))
+    Report::scan_reader(std::io::stdin().lock())
+        .map_err(|e| Error::io("cannot read standard input", e))
 }
 
 // ---- --transition --------------------------------------------------------------------------
@@ -216,6 +213,8 @@ struct Unrecognised {
 struct Report {
     /// Lines in the input (non-empty ones, for arguments).
     lines: usize,
+    /// Newlines consumed so far while scanning in chunks.
+    newlines: usize,
     /// Lines that classified.
     recognised: u64,
     /// Lines whose format could not be parsed although they carried an anchor.
@@ -246,8 +245,10 @@ impl Report {
                 let line = trim_cr(&buf[pos..end]);
                 if !line.iter().all(u8::is_ascii_whitespace) {
                     r.lines += 1;
-                    let next = r.line(buf, pos, end, line_no, &mut scratch);
-                    if !next.1 {
+                    let recognised = r
+                        .line(buf, pos, end, line_no, true, &mut scratch)
+                        .is_some_and(|(_, ok)| ok);
+                    if !recognised {
                         r.unrecognised.push(Unrecognised {
                             line: line_no,
                             text: String::from_utf8_lossy(line).into_owned(),
@@ -259,22 +260,92 @@ impl Report {
             r.enrich();
             return r;
         }
-        // Whole-log scan: jump from anchor to anchor; count lines in between.
+        // Whole-log scan of an in-memory log: the same path as a file.
+        Report::scan_reader(buf).unwrap_or_else(|_| unreachable_read_error())
+    }
+
+    /// Scans a log from a reader in large chunks: the anchor search runs over each chunk
+    /// as a whole (like grep), and only lines holding an anchor are parsed. Memory stays at
+    /// about one chunk whatever the log's size.
+    fn scan_reader<R: Read>(src: R) -> std::io::Result<Report> {
+        Report::scan_reader_chunked(src, CHUNK)
+    }
+
+    fn scan_reader_chunked<R: Read>(mut src: R, chunk: usize) -> std::io::Result<Report> {
+        let mut r = Report::default();
+        let mut scratch = String::new();
+        let mut chunk = chunk.max(1);
+        let mut buf: Vec<u8> = Vec::with_capacity(chunk);
+        let mut eof = false;
+        let mut last_byte = None;
+        loop {
+            while !eof && buf.len() < chunk {
+                let len = buf.len();
+                buf.resize(chunk, 0);
+                match src.read(&mut buf[len..]) {
+                    Ok(0) => {
+                        buf.truncate(len);
+                        eof = true;
+                    }
+                    Ok(n) => buf.truncate(len + n),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(len),
+                    Err(e) => return Err(e),
+                }
+            }
+            // Process whole lines only, unless the input has ended.
+            let limit = if eof {
+                buf.len()
+            } else {
+                match memchr::memrchr(b'\n', &buf) {
+                    Some(i) => i + 1,
+                    None => {
+                        // One line longer than the chunk: read more of it.
+                        chunk = chunk.saturating_mul(2);
+                        continue;
+                    }
+                }
+            };
+            let consumed = r.scan_chunk(&buf[..limit], eof, &mut scratch);
+            if let Some(b) = buf[..consumed].last() {
+                last_byte = Some(*b);
+            }
+            buf.drain(..consumed);
+            if eof {
+                break;
+            }
+            if consumed == 0 {
+                // A record whose dictionary continues past the chunk: read more.
+                chunk = chunk.saturating_mul(2);
+            }
+        }
+        r.lines = r.newlines + usize::from(last_byte.is_some_and(|b| b != b'\n'));
+        r.enrich();
+        Ok(r)
+    }
+
+    /// Scans one chunk of whole lines (the input's tail when `eof`). Returns how many bytes
+    /// were consumed: all of them, or up to the start of a /dev/kmsg record whose dictionary
+    /// lines may continue in the next chunk.
+    fn scan_chunk(&mut self, buf: &[u8], eof: bool, scratch: &mut String) -> usize {
         let mut pos = 0;
-        let mut counted = 0; // bytes [0, counted) have been counted
-        let mut newlines = 0usize; // newlines in [0, counted)
-        while let Some(hit) = signatures::next_anchor(buf, pos) {
+        let mut counted = 0; // newlines in [0, counted) are in `nl`
+        let mut nl = 0usize;
+        let consumed = loop {
+            let Some(hit) = signatures::next_anchor(buf, pos) else {
+                break buf.len();
+            };
             let start = memchr::memrchr(b'\n', &buf[..hit]).map_or(0, |i| i + 1);
             let end = memchr::memchr(b'\n', &buf[hit..]).map_or(buf.len(), |i| hit + i);
-            newlines += count_newlines(&buf[counted..start]);
+            nl += count_newlines(&buf[counted..start]);
             counted = start;
-            let (next, _) = r.line(buf, start, end, newlines + 1, &mut scratch);
-            pos = next;
-        }
-        newlines += count_newlines(&buf[counted..]);
-        r.lines = newlines + usize::from(buf.last().is_some_and(|b| *b != b'\n'));
-        r.enrich();
-        r
+            match self.line(buf, start, end, self.newlines + nl + 1, eof, scratch) {
+                Some((next, _)) => pos = next,
+                None => break start,
+            }
+        };
+        nl += count_newlines(&buf[counted..consumed]);
+        self.newlines += nl;
+        consumed
     }
 
     /// Completes the device attribution of groups from other groups naming the same RDMA
@@ -311,19 +382,20 @@ impl Report {
         start: usize,
         end: usize,
         line_no: usize,
+        eof: bool,
         scratch: &mut String,
-    ) -> (usize, bool) {
+    ) -> Option<(usize, bool)> {
         let raw = trim_cr(&buf[start..end]);
         let text = String::from_utf8_lossy(raw);
         let mut next = (end + 1).min(buf.len().max(end));
-        let rec = match parse_saved_line(&text) {
+        let rec = match parse_saved_line(strip_log_prefix(&text)) {
             Ok(r) => r,
             Err(e) => {
                 self.unparsable += 1;
                 if self.first_parse_error.is_none() {
                     self.first_parse_error = Some(format!("line {line_no}: {e}"));
                 }
-                return (next, false);
+                return Some((next, false));
             }
         };
         // A /dev/kmsg record: its ` KEY=VALUE` dictionary lines follow.
@@ -341,6 +413,10 @@ impl Report {
                     }
                     None => break,
                 }
+            }
+            if next >= buf.len() && !eof {
+                // The dictionary may go on in the next chunk: come back with more input.
+                return None;
             }
         }
         scratch.clear();
@@ -388,7 +464,7 @@ impl Report {
             }
         };
         let Some(i) = slot else {
-            return (next, false);
+            return Some((next, false));
         };
         self.recognised += 1;
         if let Some(g) = self.groups.get_mut(i) {
@@ -402,7 +478,7 @@ impl Report {
                 g.untrusted += 1;
             }
         }
-        (next, true)
+        Some((next, true))
     }
 
     fn finding(&self) -> bool {
@@ -693,6 +769,42 @@ fn severity_name(s: Severity) -> &'static str {
     }
 }
 
+/// Strips what syslog, journald and `dmesg -T` put before the kernel's text, so lines pasted
+/// from /var/log/kern.log, `journalctl -k` or `dmesg -T` parse like `dmesg` output:
+/// `Nov 29 14:00:00 host kernel: [ 5123.456789] text`, `2026-11-29T14:00:00+00:00 host
+/// kernel: text`, `[Sun Nov 29 14:00:00 2026] text`.
+fn strip_log_prefix(line: &str) -> &str {
+    // syslog/journal: "... <host> kernel: " within the first few words.
+    if let Some(i) = line
+        .get(..line.len().min(96))
+        .and_then(|h| h.find(" kernel: "))
+    {
+        let head = &line[..i];
+        if head.split(' ').filter(|w| !w.is_empty()).count() <= 5 {
+            return &line[i + " kernel: ".len()..];
+        }
+    }
+    // dmesg -T: "[Www Mmm dd hh:mm:ss yyyy] ".
+    if let Some(rest) = line.strip_prefix('[') {
+        if let Some((ts, text)) = rest.split_once("] ") {
+            let words: Vec<&str> = ts.split(' ').filter(|w| !w.is_empty()).collect();
+            if words.len() == 5 && words[3].matches(':').count() == 2 {
+                return text;
+            }
+        }
+    }
+    line
+}
+
+/// Bytes read per chunk of a saved log.
+const CHUNK: usize = 1 << 20;
+
+#[cold]
+fn unreachable_read_error() -> Report {
+    // Reading from a byte slice cannot fail; an empty report rather than a panic.
+    Report::default()
+}
+
 fn trim_cr(l: &[u8]) -> &[u8] {
     l.strip_suffix(b"\r").unwrap_or(l)
 }
@@ -711,4 +823,99 @@ fn plural(n: u64) -> &'static str {
 
 fn secs(usec: u64) -> String {
     format!("{}.{:06}s", usec / 1_000_000, usec % 1_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out at most `n` bytes per read, like a pipe.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn summary(r: &Report) -> Vec<(String, u64, usize, usize, Option<String>)> {
+        r.groups
+            .iter()
+            .map(|g| {
+                (
+                    g.signature.kind.name().to_string(),
+                    g.count,
+                    g.first_line,
+                    g.last_line,
+                    g.signature.device.pci.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn syslog_journal_and_dmesg_t_prefixes_are_stripped() {
+        let t = "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, \
+                 new_state=0x3";
+        for line in [
+            format!("Nov 29 14:00:00 host kernel: [ 5123.456789] {t}"),
+            format!("Nov  9 14:00:00 host kernel: {t}"),
+            format!("2026-11-29T14:00:00.123456+00:00 host kernel: {t}"),
+            format!("[Sun Nov 29 14:00:00 2026] {t}"),
+        ] {
+            let r = Report::scan(line.as_bytes(), true);
+            assert_eq!(r.recognised, 1, "{line}");
+            let d = &r.groups[0].signature.device;
+            assert_eq!(d.pci.as_deref(), Some("0000:02:00.0"), "{line}");
+            assert_eq!(d.rdma_dev.as_deref(), Some("rocep2s0f0"), "{line}");
+        }
+        // Not a log prefix: left alone.
+        assert_eq!(strip_log_prefix("[   1.000000] x"), "[   1.000000] x");
+        assert_eq!(
+            strip_log_prefix("a b c d e f g kernel: x"),
+            "a b c d e f g kernel: x"
+        );
+    }
+
+    #[test]
+    fn chunk_boundaries_do_not_change_the_result() {
+        let mut log = String::new();
+        for i in 0..40u32 {
+            log.push_str(&format!("6,{i},{i}000,-;unrelated line number {i}\n"));
+            log.push_str(&format!(
+                "4,{},{i}001,-;rocep2s0f0: modify_qp invalid for qp_id=1, \
+                 old_state=0x6, new_state=0x3\n SUBSYSTEM=pci\n DEVICE=+pci:0000:02:00.0\n",
+                i + 1000
+            ));
+        }
+        log.push_str("[   1.000000] infiniband rocep2s0f0: set down"); // no final newline
+        let whole = Report::scan_reader_chunked(log.as_bytes(), 1 << 20).expect("reads");
+        assert_eq!(whole.lines, 161);
+        assert_eq!(whole.recognised, 41);
+        for chunk in [1, 7, 50, 64, 97, 300, 4096] {
+            for trickle in [1, 13, 1 << 20] {
+                let r = Report::scan_reader_chunked(Trickle(log.as_bytes(), trickle), chunk)
+                    .expect("reads");
+                assert_eq!(r.lines, whole.lines, "chunk {chunk} trickle {trickle}");
+                assert_eq!(r.recognised, whole.recognised, "chunk {chunk}");
+                assert_eq!(
+                    summary(&r),
+                    summary(&whole),
+                    "chunk {chunk} trickle {trickle}"
+                );
+            }
+        }
+        // The dictionary was attached every time: the PCI function comes only from DEVICE=.
+        assert_eq!(whole.groups.len(), 2);
+        assert_eq!(
+            whole.groups[0].signature.device.pci.as_deref(),
+            Some("0000:02:00.0")
+        );
+        assert_eq!(whole.groups[0].count, 40);
+        assert_eq!(whole.groups[0].first_line, 2);
+        assert_eq!(whole.groups[0].last_line, 158);
+    }
 }

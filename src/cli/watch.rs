@@ -198,7 +198,8 @@ fn classify(view: &View<'_>) -> Option<(String, serde_json::Value)> {
         .iter()
         .find(|(k, _)| *k == "DEVICE")
         .map(|(_, v)| v.as_ref());
-    let sig = signatures::classify(&view.text, device)?;
+    // The view holds decoded text: decoding it again would misread a literal `\x41`.
+    let sig = signatures::classify_decoded(&view.text, device)?;
     Some((summary(&sig), event_json(&sig)))
 }
 

@@ -141,13 +141,27 @@ pub fn classify(text: &str, dict_device: Option<&str>) -> Option<Signature> {
 /// [`classify`] on raw bytes (lines read from a file need not be UTF-8; invalid bytes only
 /// matter inside a recognised line, where they are replaced).
 pub fn classify_bytes(text: &[u8], dict_device: Option<&[u8]>) -> Option<Signature> {
+    classify_inner(text, dict_device, true)
+}
+
+/// [`classify`] for text whose `\xNN` escapes are already decoded (a parsed
+/// [`crate::core::kmsg::Record`]): a literal `\x41` in it stays as it is.
+pub fn classify_decoded(text: &str, dict_device: Option<&str>) -> Option<Signature> {
+    classify_inner(text.as_bytes(), dict_device.map(str::as_bytes), false)
+}
+
+fn classify_inner(text: &[u8], dict_device: Option<&[u8]>, escaped: bool) -> Option<Signature> {
     let ac = automaton();
     if !ac.is_match(text) {
         return None;
     }
     // Slow path from here on: the record contains an anchor. Search again on the decoded
     // text (escapes move offsets) and parse every anchor found; the best-ranked parse wins.
-    let decoded = decode(text);
+    let decoded = if escaped {
+        decode(text)
+    } else {
+        String::from_utf8_lossy(text)
+    };
     let s: &str = &decoded;
     let mut best: Option<(u8, Parsed)> = None;
     let mut unknown: Option<&'static str> = None;
@@ -194,8 +208,12 @@ pub fn classify_bytes(text: &[u8], dict_device: Option<&[u8]>) -> Option<Signatu
         }
     };
     if let Some(d) = dict_device {
-        let d = String::from_utf8_lossy(d);
-        apply_dict_device(&decode(d.as_bytes()), &mut device);
+        let d = if escaped {
+            decode(d)
+        } else {
+            String::from_utf8_lossy(d)
+        };
+        apply_dict_device(&d, &mut device);
     }
     Some(Signature { kind, device })
 }

@@ -21,6 +21,7 @@
 //! [`prefilter`]); nothing is allocated or decoded for it.
 //!
 //! Entry points: [`classify`] (text + optional `DEVICE=` value), [`classify_bytes`],
+//! [`classify_decoded`],
 //! [`classify_record`] (a parsed /dev/kmsg [`Record`]), and for scanning whole saved logs
 //! [`prefilter`] / [`next_anchor`].
 
@@ -29,7 +30,7 @@ mod device;
 pub mod explain;
 mod types;
 
-pub use classify::{anchors, classify, classify_bytes, next_anchor, prefilter};
+pub use classify::{anchors, classify, classify_bytes, classify_decoded, next_anchor, prefilter};
 pub use explain::{explain, Explanation, Severity};
 pub use types::{
     DeviceRef, IscsiErr, KernelEvent, RdmaDriver, Signature, SignatureKind, GSI_QPN, SMI_QPN,
@@ -40,7 +41,8 @@ use crate::core::kmsg::Record;
 /// Classifies a /dev/kmsg record: its text with its `DEVICE=` dictionary value. Records
 /// written by userspace (facility ≠ 0) are classified too, but marked untrusted.
 pub fn classify_record(record: &Record) -> Option<KernelEvent> {
-    let signature = classify(&record.text, record.dict_value("DEVICE"))?;
+    // The reader has decoded the escapes already: do not decode twice.
+    let signature = classify_decoded(&record.text, record.dict_value("DEVICE"))?;
     Some(KernelEvent {
         seq: record.seq,
         usec: record.usec,
