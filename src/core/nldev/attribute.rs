@@ -534,6 +534,14 @@ impl NldevAttribute {
         let payload = whole.get(NLA_HEADER_SIZE..).unwrap_or_default();
         let kind = raw_kind & NLA_TYPE_MASK;
         let nested_flag = raw_kind & NLA_F_NESTED != 0;
+        if nested_flag && raw_kind & NLA_F_NET_BYTEORDER != 0 {
+            // netlink-packet-core's emitter drops NLA_F_NET_BYTEORDER when both flags are
+            // set, so such an attribute could not be re-encoded; the kernel never sends one.
+            return Err(format!(
+                "attribute type {kind} has both NLA_F_NESTED and NLA_F_NET_BYTEORDER set"
+            )
+            .into());
+        }
         // A flag the kernel never sets on this attribute: keep it verbatim, uninterpreted.
         if raw_kind & NLA_F_NET_BYTEORDER != 0 || (nested_flag && !is_nest_kind(kind)) {
             return Ok(Other(DefaultNla::parse(&NlaBuffer::new(whole))?));
