@@ -19,9 +19,8 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use netlink_packet_core::{
-    emit_i32, emit_i64, emit_u32, emit_u64, parse_i32, parse_i64, parse_u32, parse_u64, parse_u8,
-    DecodeError, DefaultNla, Emitable, ErrorContext, Nla, NlaBuffer, Parseable, NLA_F_NESTED,
-    NLA_HEADER_SIZE, NLA_TYPE_MASK,
+    emit_i32, emit_i64, emit_u32, emit_u64, DecodeError, DefaultNla, Emitable, ErrorContext, Nla,
+    NlaBuffer, Parseable, NLA_F_NESTED, NLA_F_NET_BYTEORDER, NLA_HEADER_SIZE, NLA_TYPE_MASK,
 };
 
 use super::constants::*;
@@ -525,16 +524,27 @@ fn is_nest_kind(kind: u16) -> bool {
 
 impl NldevAttribute {
     /// Decodes one attribute, following nests down to [`MAX_NEST_DEPTH`] levels below `depth`.
-    pub fn parse_at_depth(
-        buf: &NlaBuffer<&[u8]>,
-        depth: usize,
-    ) -> Result<NldevAttribute, DecodeError> {
+    /// `whole` is the attribute with its header, cut to `nla_len` (>= 4, checked by the caller).
+    fn parse_at_depth(whole: &[u8], depth: usize) -> Result<NldevAttribute, DecodeError> {
         use NldevAttribute::*;
-        let payload = buf.value();
-        let kind = buf.kind();
+        let raw_kind = u16::from_ne_bytes([
+            whole.get(2).copied().unwrap_or_default(),
+            whole.get(3).copied().unwrap_or_default(),
+        ]);
+        let payload = whole.get(NLA_HEADER_SIZE..).unwrap_or_default();
+        let kind = raw_kind & NLA_TYPE_MASK;
+        let nested_flag = raw_kind & NLA_F_NESTED != 0;
+        if nested_flag && raw_kind & NLA_F_NET_BYTEORDER != 0 {
+            // netlink-packet-core's emitter drops NLA_F_NET_BYTEORDER when both flags are
+            // set, so such an attribute could not be re-encoded; the kernel never sends one.
+            return Err(format!(
+                "attribute type {kind} has both NLA_F_NESTED and NLA_F_NET_BYTEORDER set"
+            )
+            .into());
+        }
         // A flag the kernel never sets on this attribute: keep it verbatim, uninterpreted.
-        if buf.network_byte_order_flag() || (buf.nested_flag() && !is_nest_kind(kind)) {
-            return Ok(Other(DefaultNla::parse(buf)?));
+        if raw_kind & NLA_F_NET_BYTEORDER != 0 || (nested_flag && !is_nest_kind(kind)) {
+            return Ok(Other(DefaultNla::parse(&NlaBuffer::new(whole))?));
         }
         let nest = |name: &str| -> Result<Nested, DecodeError> {
             if depth >= MAX_NEST_DEPTH {
@@ -547,194 +557,123 @@ impl NldevAttribute {
                 .with_context(|| format!("invalid {name} value"))?;
             Ok(Nested {
                 attributes,
-                nla_f_nested: buf.nested_flag(),
+                nla_f_nested: nested_flag,
             })
         };
-        macro_rules! ctx {
-            ($parsed:expr, $name:literal) => {
-                $parsed
-                    .with_context(|| format!(concat!("invalid ", $name, " value {:?}"), payload))?
-            };
-        }
         Ok(match kind {
-            RDMA_NLDEV_ATTR_DEV_INDEX => {
-                DevIndex(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_DEV_INDEX"))
-            }
-            RDMA_NLDEV_ATTR_DEV_NAME => DevName(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_DEV_NAME"
-            )),
-            RDMA_NLDEV_ATTR_PORT_INDEX => {
-                PortIndex(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_PORT_INDEX"))
-            }
-            RDMA_NLDEV_ATTR_CAP_FLAGS => {
-                CapFlags(ctx!(parse_u64(payload), "RDMA_NLDEV_ATTR_CAP_FLAGS"))
-            }
-            RDMA_NLDEV_ATTR_FW_VERSION => FwVersion(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_FW_VERSION"
-            )),
-            RDMA_NLDEV_ATTR_NODE_GUID => {
-                NodeGuid(ctx!(parse_u64(payload), "RDMA_NLDEV_ATTR_NODE_GUID"))
-            }
+            RDMA_NLDEV_ATTR_DEV_INDEX => DevIndex(u32v(payload, "RDMA_NLDEV_ATTR_DEV_INDEX")?),
+            RDMA_NLDEV_ATTR_DEV_NAME => DevName(strv(payload, "RDMA_NLDEV_ATTR_DEV_NAME")?),
+            RDMA_NLDEV_ATTR_PORT_INDEX => PortIndex(u32v(payload, "RDMA_NLDEV_ATTR_PORT_INDEX")?),
+            RDMA_NLDEV_ATTR_CAP_FLAGS => CapFlags(u64v(payload, "RDMA_NLDEV_ATTR_CAP_FLAGS")?),
+            RDMA_NLDEV_ATTR_FW_VERSION => FwVersion(strv(payload, "RDMA_NLDEV_ATTR_FW_VERSION")?),
+            RDMA_NLDEV_ATTR_NODE_GUID => NodeGuid(u64v(payload, "RDMA_NLDEV_ATTR_NODE_GUID")?),
             RDMA_NLDEV_ATTR_SYS_IMAGE_GUID => {
-                SysImageGuid(ctx!(parse_u64(payload), "RDMA_NLDEV_ATTR_SYS_IMAGE_GUID"))
+                SysImageGuid(u64v(payload, "RDMA_NLDEV_ATTR_SYS_IMAGE_GUID")?)
             }
             RDMA_NLDEV_ATTR_SUBNET_PREFIX => {
-                SubnetPrefix(ctx!(parse_u64(payload), "RDMA_NLDEV_ATTR_SUBNET_PREFIX"))
+                SubnetPrefix(u64v(payload, "RDMA_NLDEV_ATTR_SUBNET_PREFIX")?)
             }
-            RDMA_NLDEV_ATTR_LID => Lid(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_LID")),
-            RDMA_NLDEV_ATTR_SM_LID => SmLid(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_SM_LID")),
-            RDMA_NLDEV_ATTR_LMC => Lmc(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_LMC")),
+            RDMA_NLDEV_ATTR_LID => Lid(u32v(payload, "RDMA_NLDEV_ATTR_LID")?),
+            RDMA_NLDEV_ATTR_SM_LID => SmLid(u32v(payload, "RDMA_NLDEV_ATTR_SM_LID")?),
+            RDMA_NLDEV_ATTR_LMC => Lmc(u8v(payload, "RDMA_NLDEV_ATTR_LMC")?),
             RDMA_NLDEV_ATTR_PORT_STATE => {
-                PortState(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_PORT_STATE").into())
+                PortState(u8v(payload, "RDMA_NLDEV_ATTR_PORT_STATE")?.into())
             }
             RDMA_NLDEV_ATTR_PORT_PHYS_STATE => {
-                PortPhysState(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_PORT_PHYS_STATE").into())
+                PortPhysState(u8v(payload, "RDMA_NLDEV_ATTR_PORT_PHYS_STATE")?.into())
             }
             RDMA_NLDEV_ATTR_DEV_NODE_TYPE => {
-                DevNodeType(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_DEV_NODE_TYPE"))
+                DevNodeType(u8v(payload, "RDMA_NLDEV_ATTR_DEV_NODE_TYPE")?)
             }
             RDMA_NLDEV_ATTR_RES_SUMMARY => ResSummary(nest("RDMA_NLDEV_ATTR_RES_SUMMARY")?),
             RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY => {
                 ResSummaryEntry(nest("RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY")?)
             }
-            RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME => ResSummaryEntryName(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME"
-            )),
-            RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR => ResSummaryEntryCurr(ctx!(
-                parse_u64(payload),
-                "RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR"
-            )),
+            RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME => {
+                ResSummaryEntryName(strv(payload, "RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME")?)
+            }
+            RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR => {
+                ResSummaryEntryCurr(u64v(payload, "RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR")?)
+            }
             RDMA_NLDEV_ATTR_RES_QP => ResQp(nest("RDMA_NLDEV_ATTR_RES_QP")?),
             RDMA_NLDEV_ATTR_RES_QP_ENTRY => ResQpEntry(nest("RDMA_NLDEV_ATTR_RES_QP_ENTRY")?),
-            RDMA_NLDEV_ATTR_RES_LQPN => {
-                ResLqpn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_LQPN"))
+            RDMA_NLDEV_ATTR_RES_LQPN => ResLqpn(u32v(payload, "RDMA_NLDEV_ATTR_RES_LQPN")?),
+            RDMA_NLDEV_ATTR_RES_RQPN => ResRqpn(u32v(payload, "RDMA_NLDEV_ATTR_RES_RQPN")?),
+            RDMA_NLDEV_ATTR_RES_RQ_PSN => ResRqPsn(u32v(payload, "RDMA_NLDEV_ATTR_RES_RQ_PSN")?),
+            RDMA_NLDEV_ATTR_RES_SQ_PSN => ResSqPsn(u32v(payload, "RDMA_NLDEV_ATTR_RES_SQ_PSN")?),
+            RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE => {
+                ResPathMigState(u8v(payload, "RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE")?)
             }
-            RDMA_NLDEV_ATTR_RES_RQPN => {
-                ResRqpn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_RQPN"))
+            RDMA_NLDEV_ATTR_RES_TYPE => ResType(u8v(payload, "RDMA_NLDEV_ATTR_RES_TYPE")?),
+            RDMA_NLDEV_ATTR_RES_STATE => ResState(u8v(payload, "RDMA_NLDEV_ATTR_RES_STATE")?),
+            RDMA_NLDEV_ATTR_RES_PID => ResPid(u32v(payload, "RDMA_NLDEV_ATTR_RES_PID")?),
+            RDMA_NLDEV_ATTR_RES_KERN_NAME => {
+                ResKernName(strv(payload, "RDMA_NLDEV_ATTR_RES_KERN_NAME")?)
             }
-            RDMA_NLDEV_ATTR_RES_RQ_PSN => {
-                ResRqPsn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_RQ_PSN"))
-            }
-            RDMA_NLDEV_ATTR_RES_SQ_PSN => {
-                ResSqPsn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_SQ_PSN"))
-            }
-            RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE => ResPathMigState(ctx!(
-                parse_u8(payload),
-                "RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE"
-            )),
-            RDMA_NLDEV_ATTR_RES_TYPE => {
-                ResType(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_RES_TYPE"))
-            }
-            RDMA_NLDEV_ATTR_RES_STATE => {
-                ResState(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_RES_STATE"))
-            }
-            RDMA_NLDEV_ATTR_RES_PID => ResPid(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_PID")),
-            RDMA_NLDEV_ATTR_RES_KERN_NAME => ResKernName(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_RES_KERN_NAME"
-            )),
             RDMA_NLDEV_ATTR_RES_CM_ID => ResCmId(nest("RDMA_NLDEV_ATTR_RES_CM_ID")?),
             RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY => {
                 ResCmIdEntry(nest("RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY")?)
             }
-            RDMA_NLDEV_ATTR_RES_PS => ResPs(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_PS")),
-            RDMA_NLDEV_ATTR_RES_SRC_ADDR => ResSrcAddr(ctx!(
-                SockAddr::from_bytes(payload),
-                "RDMA_NLDEV_ATTR_RES_SRC_ADDR"
-            )),
-            RDMA_NLDEV_ATTR_RES_DST_ADDR => ResDstAddr(ctx!(
-                SockAddr::from_bytes(payload),
-                "RDMA_NLDEV_ATTR_RES_DST_ADDR"
-            )),
-            RDMA_NLDEV_ATTR_NDEV_INDEX => {
-                NdevIndex(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_NDEV_INDEX"))
+            RDMA_NLDEV_ATTR_RES_PS => ResPs(u32v(payload, "RDMA_NLDEV_ATTR_RES_PS")?),
+            RDMA_NLDEV_ATTR_RES_SRC_ADDR => {
+                ResSrcAddr(addrv(payload, "RDMA_NLDEV_ATTR_RES_SRC_ADDR")?)
             }
-            RDMA_NLDEV_ATTR_NDEV_NAME => NdevName(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_NDEV_NAME"
-            )),
+            RDMA_NLDEV_ATTR_RES_DST_ADDR => {
+                ResDstAddr(addrv(payload, "RDMA_NLDEV_ATTR_RES_DST_ADDR")?)
+            }
+            RDMA_NLDEV_ATTR_NDEV_INDEX => NdevIndex(u32v(payload, "RDMA_NLDEV_ATTR_NDEV_INDEX")?),
+            RDMA_NLDEV_ATTR_NDEV_NAME => NdevName(strv(payload, "RDMA_NLDEV_ATTR_NDEV_NAME")?),
             RDMA_NLDEV_ATTR_DRIVER => Driver(nest("RDMA_NLDEV_ATTR_DRIVER")?),
             RDMA_NLDEV_ATTR_DRIVER_ENTRY => DriverEntry(nest("RDMA_NLDEV_ATTR_DRIVER_ENTRY")?),
-            RDMA_NLDEV_ATTR_DRIVER_STRING => DriverString(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_DRIVER_STRING"
-            )),
+            RDMA_NLDEV_ATTR_DRIVER_STRING => {
+                DriverString(strv(payload, "RDMA_NLDEV_ATTR_DRIVER_STRING")?)
+            }
             RDMA_NLDEV_ATTR_DRIVER_PRINT_TYPE => {
-                DriverPrintType(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_DRIVER_PRINT_TYPE"))
+                DriverPrintType(u8v(payload, "RDMA_NLDEV_ATTR_DRIVER_PRINT_TYPE")?)
             }
-            RDMA_NLDEV_ATTR_DRIVER_S32 => {
-                DriverS32(ctx!(parse_i32(payload), "RDMA_NLDEV_ATTR_DRIVER_S32"))
-            }
-            RDMA_NLDEV_ATTR_DRIVER_U32 => {
-                DriverU32(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_DRIVER_U32"))
-            }
-            RDMA_NLDEV_ATTR_DRIVER_S64 => {
-                DriverS64(ctx!(parse_i64(payload), "RDMA_NLDEV_ATTR_DRIVER_S64"))
-            }
-            RDMA_NLDEV_ATTR_DRIVER_U64 => {
-                DriverU64(ctx!(parse_u64(payload), "RDMA_NLDEV_ATTR_DRIVER_U64"))
-            }
-            RDMA_NLDEV_ATTR_RES_PDN => ResPdn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_PDN")),
-            RDMA_NLDEV_ATTR_RES_CQN => ResCqn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_CQN")),
-            RDMA_NLDEV_ATTR_RES_MRN => ResMrn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_MRN")),
-            RDMA_NLDEV_ATTR_RES_CM_IDN => {
-                ResCmIdn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_CM_IDN"))
-            }
-            RDMA_NLDEV_ATTR_RES_CTXN => {
-                ResCtxn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_CTXN"))
-            }
-            RDMA_NLDEV_ATTR_LINK_TYPE => LinkType(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_LINK_TYPE"
-            )),
+            RDMA_NLDEV_ATTR_DRIVER_S32 => DriverS32(i32v(payload, "RDMA_NLDEV_ATTR_DRIVER_S32")?),
+            RDMA_NLDEV_ATTR_DRIVER_U32 => DriverU32(u32v(payload, "RDMA_NLDEV_ATTR_DRIVER_U32")?),
+            RDMA_NLDEV_ATTR_DRIVER_S64 => DriverS64(i64v(payload, "RDMA_NLDEV_ATTR_DRIVER_S64")?),
+            RDMA_NLDEV_ATTR_DRIVER_U64 => DriverU64(u64v(payload, "RDMA_NLDEV_ATTR_DRIVER_U64")?),
+            RDMA_NLDEV_ATTR_RES_PDN => ResPdn(u32v(payload, "RDMA_NLDEV_ATTR_RES_PDN")?),
+            RDMA_NLDEV_ATTR_RES_CQN => ResCqn(u32v(payload, "RDMA_NLDEV_ATTR_RES_CQN")?),
+            RDMA_NLDEV_ATTR_RES_MRN => ResMrn(u32v(payload, "RDMA_NLDEV_ATTR_RES_MRN")?),
+            RDMA_NLDEV_ATTR_RES_CM_IDN => ResCmIdn(u32v(payload, "RDMA_NLDEV_ATTR_RES_CM_IDN")?),
+            RDMA_NLDEV_ATTR_RES_CTXN => ResCtxn(u32v(payload, "RDMA_NLDEV_ATTR_RES_CTXN")?),
+            RDMA_NLDEV_ATTR_LINK_TYPE => LinkType(strv(payload, "RDMA_NLDEV_ATTR_LINK_TYPE")?),
             RDMA_NLDEV_SYS_ATTR_NETNS_MODE => {
-                SysAttrNetnsMode(ctx!(parse_u8(payload), "RDMA_NLDEV_SYS_ATTR_NETNS_MODE"))
+                SysAttrNetnsMode(u8v(payload, "RDMA_NLDEV_SYS_ATTR_NETNS_MODE")?)
             }
-            RDMA_NLDEV_ATTR_DEV_PROTOCOL => DevProtocol(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_DEV_PROTOCOL"
-            )),
-            RDMA_NLDEV_NET_NS_FD => NetNsFd(ctx!(parse_u32(payload), "RDMA_NLDEV_NET_NS_FD")),
-            RDMA_NLDEV_ATTR_DEV_DIM => DevDim(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_DEV_DIM")),
-            RDMA_NLDEV_ATTR_RES_SRQN => {
-                ResSrqn(ctx!(parse_u32(payload), "RDMA_NLDEV_ATTR_RES_SRQN"))
+            RDMA_NLDEV_ATTR_DEV_PROTOCOL => {
+                DevProtocol(strv(payload, "RDMA_NLDEV_ATTR_DEV_PROTOCOL")?)
             }
+            RDMA_NLDEV_NET_NS_FD => NetNsFd(u32v(payload, "RDMA_NLDEV_NET_NS_FD")?),
+            RDMA_NLDEV_ATTR_DEV_DIM => DevDim(u8v(payload, "RDMA_NLDEV_ATTR_DEV_DIM")?),
+            RDMA_NLDEV_ATTR_RES_SRQN => ResSrqn(u32v(payload, "RDMA_NLDEV_ATTR_RES_SRQN")?),
             RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK => {
-                SysAttrCopyOnFork(ctx!(parse_u8(payload), "RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK"))
+                SysAttrCopyOnFork(u8v(payload, "RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK")?)
             }
-            RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE => SysAttrPrivilegedQkeyMode(ctx!(
-                parse_u8(payload),
-                "RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE"
-            )),
+            RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE => {
+                SysAttrPrivilegedQkeyMode(u8v(payload, "RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE")?)
+            }
             RDMA_NLDEV_ATTR_DRIVER_DETAILS => {
-                DriverDetails(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_DRIVER_DETAILS"))
+                DriverDetails(u8v(payload, "RDMA_NLDEV_ATTR_DRIVER_DETAILS")?)
             }
-            RDMA_NLDEV_ATTR_RES_SUBTYPE => ResSubtype(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_RES_SUBTYPE"
-            )),
-            RDMA_NLDEV_ATTR_DEV_TYPE => {
-                DevType(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_DEV_TYPE"))
+            RDMA_NLDEV_ATTR_RES_SUBTYPE => {
+                ResSubtype(strv(payload, "RDMA_NLDEV_ATTR_RES_SUBTYPE")?)
             }
-            RDMA_NLDEV_ATTR_PARENT_NAME => ParentName(ctx!(
-                parse_kernel_string(payload),
-                "RDMA_NLDEV_ATTR_PARENT_NAME"
-            )),
+            RDMA_NLDEV_ATTR_DEV_TYPE => DevType(u8v(payload, "RDMA_NLDEV_ATTR_DEV_TYPE")?),
+            RDMA_NLDEV_ATTR_PARENT_NAME => {
+                ParentName(strv(payload, "RDMA_NLDEV_ATTR_PARENT_NAME")?)
+            }
             RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE => {
-                NameAssignType(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE"))
+                NameAssignType(u8v(payload, "RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE")?)
             }
-            RDMA_NLDEV_ATTR_EVENT_TYPE => {
-                EventType(ctx!(parse_u8(payload), "RDMA_NLDEV_ATTR_EVENT_TYPE"))
-            }
+            RDMA_NLDEV_ATTR_EVENT_TYPE => EventType(u8v(payload, "RDMA_NLDEV_ATTR_EVENT_TYPE")?),
             RDMA_NLDEV_SYS_ATTR_MONITOR_MODE => {
-                SysAttrMonitorMode(ctx!(parse_u8(payload), "RDMA_NLDEV_SYS_ATTR_MONITOR_MODE"))
+                SysAttrMonitorMode(u8v(payload, "RDMA_NLDEV_SYS_ATTR_MONITOR_MODE")?)
             }
-            _ => {
-                Other(DefaultNla::parse(buf).with_context(|| format!("invalid attribute {kind}"))?)
-            }
+            _ => Other(DefaultNla::parse(&NlaBuffer::new(whole))?),
         })
     }
 }
@@ -744,8 +683,27 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for NldevAttribute
         let bytes: &[u8] = (*buf).into_inner().as_ref();
         let buf = NlaBuffer::new_checked(bytes)?;
         let len = usize::from(buf.length());
-        let exact = NlaBuffer::new(bytes.get(..len).unwrap_or_default());
-        NldevAttribute::parse_at_depth(&exact, 0)
+        NldevAttribute::parse_at_depth(bytes.get(..len).unwrap_or_default(), 0)
+    }
+}
+
+/// `nla_len` of the attribute at the start of `rest`, checked as `NlaBuffer::new_checked`
+/// does (header present, 4 <= nla_len <= bytes left).
+#[inline]
+fn nla_len(rest: &[u8]) -> Result<usize, DecodeError> {
+    let (Some(&l0), Some(&l1), Some(_)) = (rest.first(), rest.get(1), rest.get(3)) else {
+        return Err(DecodeError::nla_buffer_too_small(
+            rest.len(),
+            NLA_HEADER_SIZE,
+        ));
+    };
+    let len = usize::from(u16::from_ne_bytes([l0, l1]));
+    if len > rest.len() {
+        Err(DecodeError::nla_length_mismatch(rest.len(), len))
+    } else if len < NLA_HEADER_SIZE {
+        Err(DecodeError::nla_invalid_length(rest.len(), len))
+    } else {
+        Ok(len)
     }
 }
 
@@ -754,34 +712,129 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for NldevAttribute
 ///
 /// `depth` is the nesting level of `bytes` (0 for a message body).
 pub fn parse_attributes(bytes: &[u8], depth: usize) -> Result<Vec<NldevAttribute>, DecodeError> {
-    let mut attributes = Vec::new();
+    // Count first so the vector is allocated once (this runs for every QP of a dump).
+    let mut count = 0;
+    let mut offset = 0;
+    while let Some(Ok(len)) = bytes.get(offset..).filter(|r| !r.is_empty()).map(nla_len) {
+        count += 1;
+        offset += len.div_ceil(4) * 4;
+    }
+    let mut attributes = Vec::with_capacity(count);
+    walk_attributes(bytes, |whole| {
+        attributes.push(NldevAttribute::parse_at_depth(whole, depth)?);
+        Ok(())
+    })?;
+    Ok(attributes)
+}
+
+/// The framing half of [`parse_attributes`]: checks every attribute header and its padding
+/// and hands each attribute (header included, cut to `nla_len`) to `each`, in order.
+pub(crate) fn walk_attributes<'a>(
+    bytes: &'a [u8],
+    mut each: impl FnMut(&'a [u8]) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
     let mut offset = 0;
     while offset < bytes.len() {
         let rest = bytes.get(offset..).unwrap_or_default();
-        let nla = NlaBuffer::new_checked(rest)
-            .with_context(|| format!("invalid attribute at offset {offset}"))?;
-        let len = usize::from(nla.length());
+        let len = nla_len(rest).with_context(|| format!("invalid attribute at offset {offset}"))?;
         let aligned = len.div_ceil(4) * 4;
-        let kind_raw = nla.kind();
         let Some(padding) = rest.get(len..aligned) else {
-            return Err(format!(
-                "attribute type {kind_raw} at offset {offset}: its padding runs past the end \
-                 (nla_len {len}, {} bytes left)",
-                rest.len()
-            )
-            .into());
+            return Err(padding_error(rest, offset, len, None));
         };
         if padding.iter().any(|&b| b != 0) {
-            return Err(format!(
-                "attribute type {kind_raw} at offset {offset}: non-zero padding {padding:?}"
-            )
-            .into());
+            return Err(padding_error(rest, offset, len, Some(padding)));
         }
-        let one = NlaBuffer::new(rest.get(..len).unwrap_or_default());
-        attributes.push(NldevAttribute::parse_at_depth(&one, depth)?);
+        each(rest.get(..len).unwrap_or_default())?;
         offset += aligned;
     }
-    Ok(attributes)
+    Ok(())
+}
+
+/// Type (flags masked) and payload of an attribute handed out by [`walk_attributes`], and
+/// whether [`NldevAttribute::parse_at_depth`] would decode it as a typed nest of that type
+/// (no NLA_F_NET_BYTEORDER; NLA_F_NESTED allowed).
+pub(crate) fn split_attribute(whole: &[u8]) -> (u16, &[u8], bool) {
+    let raw_kind = u16::from_ne_bytes([
+        whole.get(2).copied().unwrap_or_default(),
+        whole.get(3).copied().unwrap_or_default(),
+    ]);
+    let kind = raw_kind & NLA_TYPE_MASK;
+    let typed_nest = raw_kind & NLA_F_NET_BYTEORDER == 0 && is_nest_kind(kind);
+    (
+        kind,
+        whole.get(NLA_HEADER_SIZE..).unwrap_or_default(),
+        typed_nest,
+    )
+}
+
+/// Decodes one attribute (header included) at nesting level `depth`; see
+/// [`parse_attributes`].
+pub(crate) fn parse_attribute(whole: &[u8], depth: usize) -> Result<NldevAttribute, DecodeError> {
+    NldevAttribute::parse_at_depth(whole, depth)
+}
+
+#[cold]
+fn padding_error(rest: &[u8], offset: usize, len: usize, padding: Option<&[u8]>) -> DecodeError {
+    let kind = match rest.get(2..4) {
+        Some(&[a, b]) => u16::from_ne_bytes([a, b]) & NLA_TYPE_MASK,
+        _ => 0,
+    };
+    match padding {
+        None => format!(
+            "attribute type {kind} at offset {offset}: its padding runs past the end \
+             (nla_len {len}, {} bytes left)",
+            rest.len()
+        ),
+        Some(p) => format!("attribute type {kind} at offset {offset}: non-zero padding {p:?}"),
+    }
+    .into()
+}
+
+/// The error of an attribute value that does not decode, with the attribute's kernel name.
+#[cold]
+fn invalid_value(name: &str, payload: &[u8], cause: DecodeError) -> DecodeError {
+    cause.context(format!("invalid {name} value {payload:?}"))
+}
+
+#[inline]
+fn fixed<const N: usize>(payload: &[u8], name: &str) -> Result<[u8; N], DecodeError> {
+    payload
+        .try_into()
+        .map_err(|_| invalid_value(name, payload, DecodeError::invalid_number(N, payload.len())))
+}
+
+#[inline]
+fn u8v(payload: &[u8], name: &str) -> Result<u8, DecodeError> {
+    fixed::<1>(payload, name).map(|[b]| b)
+}
+
+#[inline]
+fn u32v(payload: &[u8], name: &str) -> Result<u32, DecodeError> {
+    fixed(payload, name).map(u32::from_ne_bytes)
+}
+
+#[inline]
+fn i32v(payload: &[u8], name: &str) -> Result<i32, DecodeError> {
+    fixed(payload, name).map(i32::from_ne_bytes)
+}
+
+#[inline]
+fn u64v(payload: &[u8], name: &str) -> Result<u64, DecodeError> {
+    fixed(payload, name).map(u64::from_ne_bytes)
+}
+
+#[inline]
+fn i64v(payload: &[u8], name: &str) -> Result<i64, DecodeError> {
+    fixed(payload, name).map(i64::from_ne_bytes)
+}
+
+#[inline]
+fn strv(payload: &[u8], name: &str) -> Result<String, DecodeError> {
+    parse_kernel_string(payload).map_err(|e| invalid_value(name, payload, e))
+}
+
+fn addrv(payload: &[u8], name: &str) -> Result<SockAddr, DecodeError> {
+    SockAddr::from_bytes(payload).map_err(|e| invalid_value(name, payload, e))
 }
 
 /// Bytes of an attribute list; fails if some attribute or nest exceeds netlink's 16-bit

@@ -245,72 +245,107 @@ impl QpEntry {
         dev_name: &str,
         entry: &[NldevAttribute],
     ) -> Result<Self, NldevError> {
-        const WHAT: &str = "RDMA_NLDEV_ATTR_RES_QP_ENTRY";
-        let mut qp = QpEntry {
-            dev_index,
-            dev_name: dev_name.to_string(),
-            port: None,
-            lqpn: 0,
-            rqpn: None,
-            qp_type: QpTypeOrRaw::Raw(0),
-            state: QpState::Unknown,
-            pid: None,
-            kern_name: None,
-            sq_psn: None,
-            rq_psn: None,
-            path_mig_state: None,
-            pdn: None,
-        };
-        let (mut lqpn, mut qp_type, mut state) = (None, None, None);
-        // One pass, first occurrence wins: this runs for every QP of a dump.
+        let mut builder = QpEntryBuilder::default();
         for attr in entry {
-            match attr {
-                NldevAttribute::PortIndex(v) => {
-                    qp.port.get_or_insert(*v);
-                }
-                NldevAttribute::ResLqpn(v) => {
-                    lqpn.get_or_insert(*v);
-                }
-                NldevAttribute::ResRqpn(v) => {
-                    qp.rqpn.get_or_insert(*v);
-                }
-                NldevAttribute::ResType(v) => {
-                    qp_type.get_or_insert(*v);
-                }
-                NldevAttribute::ResState(v) => {
-                    state.get_or_insert(*v);
-                }
-                NldevAttribute::ResPid(v) => {
-                    qp.pid.get_or_insert(*v);
-                }
-                NldevAttribute::ResKernName(v) if qp.kern_name.is_none() => {
-                    qp.kern_name = Some(v.clone());
-                }
-                NldevAttribute::ResSqPsn(v) => {
-                    qp.sq_psn.get_or_insert(*v);
-                }
-                NldevAttribute::ResRqPsn(v) => {
-                    qp.rq_psn.get_or_insert(*v);
-                }
-                NldevAttribute::ResPathMigState(v) => {
-                    qp.path_mig_state.get_or_insert(*v);
-                }
-                NldevAttribute::ResPdn(v) => {
-                    qp.pdn.get_or_insert(*v);
-                }
-                _ => {}
-            }
+            builder.add(attr);
         }
-        qp.lqpn = require(lqpn, WHAT, "RDMA_NLDEV_ATTR_RES_LQPN")?;
-        qp.qp_type = QpTypeOrRaw::from(require(qp_type, WHAT, "RDMA_NLDEV_ATTR_RES_TYPE")?);
-        let state = require(state, WHAT, "RDMA_NLDEV_ATTR_RES_STATE")?;
-        qp.state = QpState::from_kernel(u32::from(state)).unwrap_or(QpState::Unknown);
-        Ok(qp)
+        builder.finish(dev_index, dev_name)
     }
 
     /// The kernel's GSI QP (QP 1 of type GSI): the one whose ERR state means a stuck port.
     pub fn is_gsi(&self) -> bool {
         self.lqpn == 1 && self.qp_type == QpTypeOrRaw::Known(QpType::Gsi)
+    }
+}
+
+/// Collects one RES_QP_ENTRY's attributes into a [`QpEntry`]; the first occurrence of an
+/// attribute wins. Shared by [`QpEntry::from_entry`] and the streaming `QpDump` reader so
+/// both read entries the same way.
+#[derive(Debug, Default)]
+pub(crate) struct QpEntryBuilder {
+    port: Option<u32>,
+    lqpn: Option<u32>,
+    rqpn: Option<u32>,
+    qp_type: Option<u8>,
+    state: Option<u8>,
+    pid: Option<u32>,
+    kern_name: Option<String>,
+    sq_psn: Option<u32>,
+    rq_psn: Option<u32>,
+    path_mig_state: Option<u8>,
+    pdn: Option<u32>,
+}
+
+impl QpEntryBuilder {
+    /// Takes note of `attr` (attributes a QP entry does not use are ignored).
+    pub(crate) fn add(&mut self, attr: &NldevAttribute) {
+        match attr {
+            NldevAttribute::PortIndex(v) => {
+                self.port.get_or_insert(*v);
+            }
+            NldevAttribute::ResLqpn(v) => {
+                self.lqpn.get_or_insert(*v);
+            }
+            NldevAttribute::ResRqpn(v) => {
+                self.rqpn.get_or_insert(*v);
+            }
+            NldevAttribute::ResType(v) => {
+                self.qp_type.get_or_insert(*v);
+            }
+            NldevAttribute::ResState(v) => {
+                self.state.get_or_insert(*v);
+            }
+            NldevAttribute::ResPid(v) => {
+                self.pid.get_or_insert(*v);
+            }
+            NldevAttribute::ResKernName(v) if self.kern_name.is_none() => {
+                self.kern_name = Some(v.clone());
+            }
+            NldevAttribute::ResSqPsn(v) => {
+                self.sq_psn.get_or_insert(*v);
+            }
+            NldevAttribute::ResRqPsn(v) => {
+                self.rq_psn.get_or_insert(*v);
+            }
+            NldevAttribute::ResPathMigState(v) => {
+                self.path_mig_state.get_or_insert(*v);
+            }
+            NldevAttribute::ResPdn(v) => {
+                self.pdn.get_or_insert(*v);
+            }
+            _ => {}
+        }
+    }
+
+    /// Like [`add`](Self::add), moving the owner name instead of copying it.
+    pub(crate) fn add_owned(&mut self, attr: NldevAttribute) {
+        match attr {
+            NldevAttribute::ResKernName(v) if self.kern_name.is_none() => self.kern_name = Some(v),
+            other => self.add(&other),
+        }
+    }
+
+    /// The entry, or the first required attribute it lacks.
+    pub(crate) fn finish(self, dev_index: u32, dev_name: &str) -> Result<QpEntry, NldevError> {
+        const WHAT: &str = "RDMA_NLDEV_ATTR_RES_QP_ENTRY";
+        let lqpn = require(self.lqpn, WHAT, "RDMA_NLDEV_ATTR_RES_LQPN")?;
+        let qp_type = require(self.qp_type, WHAT, "RDMA_NLDEV_ATTR_RES_TYPE")?;
+        let state = require(self.state, WHAT, "RDMA_NLDEV_ATTR_RES_STATE")?;
+        Ok(QpEntry {
+            dev_index,
+            dev_name: dev_name.to_string(),
+            port: self.port,
+            lqpn,
+            rqpn: self.rqpn,
+            qp_type: QpTypeOrRaw::from(qp_type),
+            state: QpState::from_kernel(u32::from(state)).unwrap_or(QpState::Unknown),
+            pid: self.pid,
+            kern_name: self.kern_name,
+            sq_psn: self.sq_psn,
+            rq_psn: self.rq_psn,
+            path_mig_state: self.path_mig_state,
+            pdn: self.pdn,
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 //! names kept ([`constants`]), a typed attribute enum with a pass-through variant
 //! ([`NldevAttribute`]), context on every parse error, request builders ([`request`]) and
 //! typed views for consumers ([`DeviceInfo`], [`PortInfo`], [`QpEntry`], [`SysInfo`],
-//! [`MonitorEvent`]). The decoder is canonical: whatever it decodes, [`encode`] turns back
+//! [`MonitorEvent`]), and a streaming reader for big QP dumps ([`QpDump`]). The decoder is canonical: whatever it decodes, [`encode`] turns back
 //! into the same bytes.
 
 mod attribute;
@@ -12,6 +12,7 @@ pub mod constants;
 mod entries;
 mod error;
 mod message;
+mod qp_dump;
 pub mod request;
 mod state;
 
@@ -24,6 +25,7 @@ pub use message::{
     decode, dump_interrupted, encode, inner, DatagramMessages, NldevCommand, NldevMessage,
     NldevNetlinkMessage, NLMSG_HDRLEN,
 };
+pub use qp_dump::QpDump;
 pub use state::{
     cm_state_name, path_mig_state_name, port_space_name, MonitorEventType, PhysState, PortState,
 };

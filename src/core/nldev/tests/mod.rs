@@ -2,6 +2,7 @@
 //! from the uapi layout (`synthetic`), and property tests (`roundtrip`).
 
 mod captures;
+mod equivalence;
 mod fixture;
 mod roundtrip;
 mod synthetic;

@@ -235,3 +235,21 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn streaming_qp_reader_agrees_with_the_tree(m in netlink_message(), qps in proptest::collection::vec(qp_entry(), 0..10)) {
+        // Random messages (mostly other commands), and random QP dumps with random extra
+        // attributes mixed into the table.
+        super::equivalence::assert_equivalent(&encode(&m).unwrap());
+        let mut msg = QpEntry::dump_message(3, "mlx5_0", &qps);
+        if let NetlinkPayload::InnerMessage(extra) = &m.payload {
+            if let Some(NldevAttribute::ResQp(table)) = msg.attributes.get_mut(2) {
+                table.attributes.extend(extra.attributes.iter().take(2).cloned());
+            }
+            msg.attributes.extend(extra.attributes.iter().take(2).cloned());
+        }
+        let nl = request::request(msg.command, msg.attributes, 2, 5);
+        super::equivalence::assert_equivalent(&encode(&nl).unwrap());
+    }
+}

@@ -461,3 +461,20 @@ fn oversized_nests_are_refused_by_encode() {
     let nl = request::request(msg.command, msg.attributes, DUMP_FLAGS, 1);
     assert!(matches!(encode(&nl), Err(NldevError::TooLarge { .. })));
 }
+
+#[test]
+fn both_type_flags_are_refused() {
+    // Found by the fuzz target: a RES_SUMMARY_ENTRY-sized attribute of type 0xec10 (unknown
+    // type 0x2c10 with NLA_F_NESTED and NLA_F_NET_BYTEORDER) cannot be re-encoded by
+    // netlink-packet-core, so it is rejected instead of silently changed.
+    let e = malformed(&unhex("0800 10ec 01000000"));
+    assert!(
+        e.contains("both NLA_F_NESTED and NLA_F_NET_BYTEORDER"),
+        "{e}"
+    );
+    // One flag alone is kept.
+    for t in ["10ac", "106c"] {
+        let bytes = message(RES_QP_GET, 0, 1, 1, &unhex(&format!("0800 {t} 01000000")));
+        assert_eq!(encode(&decode(&bytes).unwrap()).unwrap(), bytes);
+    }
+}
