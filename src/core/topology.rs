@@ -115,10 +115,6 @@ impl Device {
         self.ports.iter().find(|p| p.port == n)
     }
 
-    fn netdev_names(&self) -> impl Iterator<Item = &str> {
-        self.ports.iter().filter_map(Port::netdev_name)
-    }
-
     /// The port a QP belongs to: its PORT_INDEX, or the only port of a one-port device.
     pub fn qp_port(&self, qp: &QpEntry) -> Option<u32> {
         qp.port.or(match self.ports.as_slice() {
@@ -624,10 +620,13 @@ fn minimal_info(index: u32, name: String) -> DeviceInfo {
 fn same_device(d: &Device, o: &DeviceObservation, by: MatchedBy) -> bool {
     match by {
         MatchedBy::Parent => d.parent.is_some() && d.parent == o.parent,
-        MatchedBy::Netdev => {
-            let mut theirs = o.ports.iter().filter_map(|p| p.netdev_name.as_deref());
-            theirs.any(|n| d.netdev_names().any(|m| m == n))
-        }
+        // The netdev's ifindex survives a netdev rename, its name a netdev re-creation.
+        MatchedBy::Netdev => o.ports.iter().any(|p| {
+            d.ports.iter().filter_map(|q| q.netdev.as_ref()).any(|n| {
+                (p.netdev_index.is_some() && n.index == p.netdev_index)
+                    || (p.netdev_name.is_some() && n.name == p.netdev_name)
+            })
+        }),
         // By name only when neither side has a parent that says otherwise.
         MatchedBy::Name => {
             d.info.name == o.info.name
@@ -1073,6 +1072,39 @@ mod tests {
             }]
         );
         assert_eq!(t.device("rxe_ini").unwrap().key, key);
+    }
+
+    #[test]
+    fn a_recreated_device_whose_netdev_was_renamed_is_followed_by_the_netdev_index() {
+        let mut t = Topology::new();
+        t.apply_snapshot(
+            snap(vec![obs(
+                0,
+                "rxe_ini",
+                None,
+                Some((3, "ini0")),
+                ACTIVE,
+                QpState::Rts,
+                None,
+            )]),
+            Instant(0),
+        );
+        let key = t.device("rxe_ini").unwrap().key;
+        // Re-added under another name on the renamed netdev (same ifindex 3).
+        let ev = t.apply_snapshot(
+            snap(vec![obs(
+                2,
+                "rxe_new",
+                None,
+                Some((3, "ini0x")),
+                ACTIVE,
+                QpState::Rts,
+                None,
+            )]),
+            Instant(1),
+        );
+        assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceRecreated {
+            device, old_index: 0, matched_by: MatchedBy::Netdev, .. }] if device.key == key));
     }
 
     #[test]
