@@ -12,7 +12,7 @@
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use iser_guard::core::nldev::{
     decode, encode, inner, request, QpDump, QpEntries, QpEntry, QpTypeOrRaw,
 };
@@ -139,4 +139,54 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+/// On-CPU time of this thread (excludes time spent waiting for a CPU on a loaded machine).
+fn thread_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    std::time::Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// `NLDEV_CPU_ITERS=N cargo bench --bench nldev_decode`: instead of criterion's wall-clock
+/// figures, run each path N times and print the mean on-CPU time per 100k-QP dump. On a
+/// machine shared with other builds wall-clock time mostly measures the wait for a CPU.
+fn cpu_time_report(iterations: u32) {
+    let messages = dump();
+    type Path = fn(&[Vec<u8>]) -> Vec<QpEntry>;
+    let paths: [(&str, Path); 2] = [
+        ("qp_dump_stream_100k_to_qp_entries", stream_extract),
+        ("decode_tree_100k_then_qp_entries", decode_and_extract),
+    ];
+    for (name, path) in paths {
+        black_box(path(&messages)); // warm-up
+        let start = thread_cpu_time();
+        for _ in 0..iterations {
+            black_box(path(black_box(&messages)));
+        }
+        let per = (thread_cpu_time() - start) / iterations.max(1);
+        println!(
+            "{name}: {:.2} ms CPU per 100k-QP dump ({iterations} runs)",
+            per.as_secs_f64() * 1e3
+        );
+    }
+}
+
+fn main() {
+    if let Some(n) = std::env::var("NLDEV_CPU_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        cpu_time_report(n);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

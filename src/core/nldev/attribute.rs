@@ -525,6 +525,7 @@ fn is_nest_kind(kind: u16) -> bool {
 impl NldevAttribute {
     /// Decodes one attribute, following nests down to [`MAX_NEST_DEPTH`] levels below `depth`.
     /// `whole` is the attribute with its header, cut to `nla_len` (>= 4, checked by the caller).
+    #[inline]
     fn parse_at_depth(whole: &[u8], depth: usize) -> Result<NldevAttribute, DecodeError> {
         use NldevAttribute::*;
         let raw_kind = u16::from_ne_bytes([
@@ -729,6 +730,7 @@ pub fn parse_attributes(bytes: &[u8], depth: usize) -> Result<Vec<NldevAttribute
 
 /// The framing half of [`parse_attributes`]: checks every attribute header and its padding
 /// and hands each attribute (header included, cut to `nla_len`) to `each`, in order.
+#[inline]
 pub(crate) fn walk_attributes<'a>(
     bytes: &'a [u8],
     mut each: impl FnMut(&'a [u8]) -> Result<(), DecodeError>,
@@ -736,7 +738,10 @@ pub(crate) fn walk_attributes<'a>(
     let mut offset = 0;
     while offset < bytes.len() {
         let rest = bytes.get(offset..).unwrap_or_default();
-        let len = nla_len(rest).with_context(|| format!("invalid attribute at offset {offset}"))?;
+        let len = match nla_len(rest) {
+            Ok(len) => len,
+            Err(e) => return Err(at_offset(e, offset)),
+        };
         let aligned = len.div_ceil(4) * 4;
         let Some(padding) = rest.get(len..aligned) else {
             return Err(padding_error(rest, offset, len, None));
@@ -753,6 +758,7 @@ pub(crate) fn walk_attributes<'a>(
 /// Type (flags masked) and payload of an attribute handed out by [`walk_attributes`], and
 /// whether [`NldevAttribute::parse_at_depth`] would decode it as a typed nest of that type
 /// (no NLA_F_NET_BYTEORDER; NLA_F_NESTED allowed).
+#[inline]
 pub(crate) fn split_attribute(whole: &[u8]) -> (u16, &[u8], bool) {
     let raw_kind = u16::from_ne_bytes([
         whole.get(2).copied().unwrap_or_default(),
@@ -769,8 +775,14 @@ pub(crate) fn split_attribute(whole: &[u8]) -> (u16, &[u8], bool) {
 
 /// Decodes one attribute (header included) at nesting level `depth`; see
 /// [`parse_attributes`].
+#[inline]
 pub(crate) fn parse_attribute(whole: &[u8], depth: usize) -> Result<NldevAttribute, DecodeError> {
     NldevAttribute::parse_at_depth(whole, depth)
+}
+
+#[cold]
+fn at_offset(e: DecodeError, offset: usize) -> DecodeError {
+    e.context(format!("invalid attribute at offset {offset}"))
 }
 
 #[cold]

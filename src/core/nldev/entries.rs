@@ -278,6 +278,7 @@ pub(crate) struct QpEntryBuilder {
 
 impl QpEntryBuilder {
     /// Takes note of `attr` (attributes a QP entry does not use are ignored).
+    #[inline]
     pub(crate) fn add(&mut self, attr: &NldevAttribute) {
         match attr {
             NldevAttribute::PortIndex(v) => {
@@ -318,6 +319,7 @@ impl QpEntryBuilder {
     }
 
     /// Like [`add`](Self::add), moving the owner name instead of copying it.
+    #[inline]
     pub(crate) fn add_owned(&mut self, attr: NldevAttribute) {
         match attr {
             NldevAttribute::ResKernName(v) if self.kern_name.is_none() => self.kern_name = Some(v),
