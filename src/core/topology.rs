@@ -339,6 +339,7 @@ impl Topology {
         self.ghosts.extend(ghosts.into_iter().flatten());
 
         let mut devices = Vec::with_capacity(obs.len());
+        let mut recreated_keys = Vec::new();
         for (o, prev) in obs.into_iter().zip(prev) {
             let (key, before) = match prev {
                 Some((d, matched)) => {
@@ -364,6 +365,9 @@ impl Topology {
                     }
                     // A re-created device starts with a fresh QP table.
                     let recreated = matched.is_some();
+                    if recreated {
+                        recreated_keys.push(d.key);
+                    }
                     (d.key, Some((d, recreated)))
                 }
                 None => {
@@ -418,7 +422,7 @@ impl Topology {
         devices.sort_by_key(|d| d.info.index);
         self.devices = devices;
         self.trim_ghosts();
-        self.update_stuck(now, &mut events);
+        self.update_stuck(now, &recreated_keys, &mut events);
         events
     }
 
@@ -434,8 +438,15 @@ impl Topology {
         self.ghosts.drain(..excess);
     }
 
-    /// Recomputes the stuck ports from the QP tables.
-    fn update_stuck(&mut self, now: Instant, events: &mut Vec<TopologyEvent>) {
+    /// Recomputes the stuck ports from the QP tables. A device in `recreated` has a new GSI
+    /// QP: if that one is in ERR too, it is a new episode (a fresh [`TopologyEvent::PortStuck`]),
+    /// which tells the recovery logic that the re-creation did not help.
+    fn update_stuck(
+        &mut self,
+        now: Instant,
+        recreated: &[DeviceKey],
+        events: &mut Vec<TopologyEvent>,
+    ) {
         let mut current: BTreeMap<(DeviceKey, u32), (DeviceRef, Option<String>, QpEntry)> =
             BTreeMap::new();
         let mut gsi_listed: Vec<(DeviceKey, u32)> = Vec::new();
@@ -471,7 +482,8 @@ impl Topology {
             });
         }
         for (k, (device, netdev, qp)) in current {
-            let entry = match before.get(&k) {
+            let previous = before.get(&k).filter(|_| !recreated.contains(&k.0));
+            let entry = match previous {
                 Some(old) => StuckPort {
                     device,
                     netdev,
@@ -593,7 +605,7 @@ impl Topology {
             }
             MonitorEventType::Other(_) => {}
         }
-        self.update_stuck(now, &mut events);
+        self.update_stuck(now, &[], &mut events);
         events
     }
 }
@@ -1203,6 +1215,45 @@ mod tests {
                 TopologyEvent::PortActive { device: r, port: 1 },
             ]
         );
+    }
+
+    #[test]
+    fn a_gsi_still_in_err_after_recreation_is_a_new_stuck_episode() {
+        let mut t = Topology::new();
+        t.apply_snapshot(
+            snap(vec![obs(
+                0,
+                "rocep2s0f0",
+                E810,
+                None,
+                ACTIVE,
+                QpState::Err,
+                None,
+            )]),
+            Instant(0),
+        );
+        let ev = t.apply_snapshot(
+            snap(vec![obs(
+                7,
+                "rocep2s0f0",
+                E810,
+                None,
+                ACTIVE,
+                QpState::Err,
+                None,
+            )]),
+            Instant(9_000),
+        );
+        let stuck: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match e {
+                TopologyEvent::PortStuck(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stuck.len(), 1, "{ev:#?}");
+        assert_eq!((stuck[0].device.index, stuck[0].since), (7, Instant(9_000)));
+        assert_eq!(stuck[0].observations, 1);
     }
 
     #[test]
