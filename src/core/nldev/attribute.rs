@@ -816,12 +816,12 @@ fn fixed<const N: usize>(payload: &[u8], name: &str) -> Result<[u8; N], DecodeEr
 }
 
 #[inline]
-fn u8v(payload: &[u8], name: &str) -> Result<u8, DecodeError> {
+pub(crate) fn u8v(payload: &[u8], name: &str) -> Result<u8, DecodeError> {
     fixed::<1>(payload, name).map(|[b]| b)
 }
 
 #[inline]
-fn u32v(payload: &[u8], name: &str) -> Result<u32, DecodeError> {
+pub(crate) fn u32v(payload: &[u8], name: &str) -> Result<u32, DecodeError> {
     fixed(payload, name).map(u32::from_ne_bytes)
 }
 
@@ -841,7 +841,7 @@ fn i64v(payload: &[u8], name: &str) -> Result<i64, DecodeError> {
 }
 
 #[inline]
-fn strv(payload: &[u8], name: &str) -> Result<String, DecodeError> {
+pub(crate) fn strv(payload: &[u8], name: &str) -> Result<String, DecodeError> {
     parse_kernel_string(payload).map_err(|e| invalid_value(name, payload, e))
 }
 

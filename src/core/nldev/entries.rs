@@ -10,7 +10,10 @@ use std::net::SocketAddr;
 
 use crate::core::qp::{QpState, QpType};
 
-use super::attribute::{NldevAttribute, SockAddr};
+use netlink_packet_core::DecodeError;
+
+use super::attribute::{parse_attribute, strv, u32v, u8v, NldevAttribute, SockAddr};
+use super::constants::*;
 use super::error::NldevError;
 use super::message::{NldevCommand, NldevMessage};
 use super::state::{MonitorEventType, PhysState, PortState};
@@ -325,6 +328,71 @@ impl QpEntryBuilder {
             NldevAttribute::ResKernName(v) if self.kern_name.is_none() => self.kern_name = Some(v),
             other => self.add(&other),
         }
+    }
+
+    /// Takes note of one attribute straight from the wire (`whole` = header + payload, as
+    /// handed out by `walk_attributes`). The QP fields are decoded here, without building an
+    /// [`NldevAttribute`], by the same value decoders `parse_attributes` uses, and only when
+    /// the type carries no flag; everything else goes through the full attribute decoder.
+    /// So this accepts and rejects exactly what `parse_attributes` does, with the same
+    /// errors.
+    #[inline]
+    pub(crate) fn add_wire(&mut self, whole: &[u8], depth: usize) -> Result<(), DecodeError> {
+        let raw_kind = u16::from_ne_bytes([
+            whole.get(2).copied().unwrap_or_default(),
+            whole.get(3).copied().unwrap_or_default(),
+        ]);
+        let p = whole.get(4..).unwrap_or_default();
+        match raw_kind {
+            RDMA_NLDEV_ATTR_PORT_INDEX => {
+                let v = u32v(p, "RDMA_NLDEV_ATTR_PORT_INDEX")?;
+                self.port.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_LQPN => {
+                let v = u32v(p, "RDMA_NLDEV_ATTR_RES_LQPN")?;
+                self.lqpn.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_RQPN => {
+                let v = u32v(p, "RDMA_NLDEV_ATTR_RES_RQPN")?;
+                self.rqpn.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_RQ_PSN => {
+                let v = u32v(p, "RDMA_NLDEV_ATTR_RES_RQ_PSN")?;
+                self.rq_psn.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_SQ_PSN => {
+                let v = u32v(p, "RDMA_NLDEV_ATTR_RES_SQ_PSN")?;
+                self.sq_psn.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE => {
+                let v = u8v(p, "RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE")?;
+                self.path_mig_state.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_TYPE => {
+                let v = u8v(p, "RDMA_NLDEV_ATTR_RES_TYPE")?;
+                self.qp_type.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_STATE => {
+                let v = u8v(p, "RDMA_NLDEV_ATTR_RES_STATE")?;
+                self.state.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_PID => {
+                let v = u32v(p, "RDMA_NLDEV_ATTR_RES_PID")?;
+                self.pid.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_PDN => {
+                let v = u32v(p, "RDMA_NLDEV_ATTR_RES_PDN")?;
+                self.pdn.get_or_insert(v);
+            }
+            RDMA_NLDEV_ATTR_RES_KERN_NAME => {
+                let v = strv(p, "RDMA_NLDEV_ATTR_RES_KERN_NAME")?;
+                if self.kern_name.is_none() {
+                    self.kern_name = Some(v);
+                }
+            }
+            _ => self.add_owned(parse_attribute(whole, depth)?),
+        }
+        Ok(())
     }
 
     /// The entry, or the first required attribute it lacks.

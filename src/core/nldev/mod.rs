@@ -4,8 +4,8 @@
 //! names kept ([`constants`]), a typed attribute enum with a pass-through variant
 //! ([`NldevAttribute`]), context on every parse error, request builders ([`request`]) and
 //! typed views for consumers ([`DeviceInfo`], [`PortInfo`], [`QpEntry`], [`SysInfo`],
-//! [`MonitorEvent`]), and a streaming reader for big QP dumps ([`QpDump`]). The decoder is canonical: whatever it decodes, [`encode`] turns back
-//! into the same bytes.
+//! [`MonitorEvent`]), and a streaming reader for big QP dumps ([`QpDump`]). The decoder is
+//! canonical: whatever it decodes, [`encode`] turns back into the same bytes.
 
 mod attribute;
 pub mod constants;

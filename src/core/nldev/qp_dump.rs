@@ -133,11 +133,8 @@ fn read_table(
         let (kind, payload, typed_nest) = split_attribute(child);
         if kind == RDMA_NLDEV_ATTR_RES_QP_ENTRY && typed_nest {
             let mut builder = QpEntryBuilder::default();
-            walk_attributes(payload, |attr| {
-                builder.add_owned(parse_attribute(attr, 2)?);
-                Ok(())
-            })
-            .context("invalid RDMA_NLDEV_ATTR_RES_QP_ENTRY value")?;
+            walk_attributes(payload, |attr| builder.add_wire(attr, 2))
+                .context("invalid RDMA_NLDEV_ATTR_RES_QP_ENTRY value")?;
             entries.push(builder.finish(0, ""));
         } else {
             // Not a QP: decoded only to accept exactly what `decode` accepts.

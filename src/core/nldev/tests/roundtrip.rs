@@ -229,7 +229,9 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_bytes_never_panic_and_decoded_bytes_re_encode(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+    fn arbitrary_bytes_never_panic_and_decoded_bytes_re_encode(
+        bytes in proptest::collection::vec(any::<u8>(), 0..200),
+    ) {
         if let Ok(m) = decode(&bytes) {
             prop_assert_eq!(encode(&m).unwrap(), bytes);
         }
@@ -238,7 +240,10 @@ proptest! {
 
 proptest! {
     #[test]
-    fn streaming_qp_reader_agrees_with_the_tree(m in netlink_message(), qps in proptest::collection::vec(qp_entry(), 0..10)) {
+    fn streaming_qp_reader_agrees_with_the_tree(
+        m in netlink_message(),
+        qps in proptest::collection::vec(qp_entry(), 0..10),
+    ) {
         // Random messages (mostly other commands), and random QP dumps with random extra
         // attributes mixed into the table.
         super::equivalence::assert_equivalent(&encode(&m).unwrap());
