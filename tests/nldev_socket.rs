@@ -549,3 +549,50 @@ fn the_watcher_subscribes_dumps_and_follows_events() {
     drop(w);
     h.join().unwrap();
 }
+
+/// An event socket that overflows once, then fails for good.
+struct OverflowThenFail(u8);
+
+impl Transport for OverflowThenFail {
+    fn send(&mut self, _: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+    fn recv(&mut self, _: Duration) -> io::Result<Option<Vec<u8>>> {
+        self.0 += 1;
+        match self.0 {
+            1 => Err(io::Error::from_raw_os_error(libc::ENOBUFS)),
+            _ => Err(io::Error::from_raw_os_error(libc::EBADF)),
+        }
+    }
+}
+
+#[test]
+fn the_watcher_resyncs_after_an_overflow_and_falls_back_to_polling() {
+    use iser_guard::core::topology::MonitorSupport;
+    use iser_guard::io::netlink::NldevWatcher;
+    use std::cell::Cell;
+
+    let (t, h) = serve(Replay::default().moment("k612/nldev-1-loggedin"));
+    let mut mon = Some(NldevMonitor::new(OverflowThenFail(0)));
+    let empty_sysfs = tempfile::tempdir().unwrap();
+    let mut w = NldevWatcher::new(
+        NldevClient::new(t),
+        Box::new(move || mon.take().ok_or(NetlinkError::Closed)),
+        Duration::from_secs(5),
+        empty_sysfs.path().to_path_buf(),
+        Instant(0),
+    );
+    let now = Cell::new(0u64);
+    let clock = || Instant(now.get());
+    // Initial dump, then the event socket reports ENOBUFS: a dump is due at once.
+    w.step(&clock, Duration::from_secs(1)).unwrap();
+    assert_eq!(w.poller().next_deadline(), Some(Instant(0)));
+    // The resync dump; then the event socket fails: polling continues alone.
+    now.set(10);
+    w.step(&clock, Duration::from_secs(1)).unwrap();
+    assert_eq!(w.poller().monitor(), MonitorSupport::Unsupported);
+    assert_eq!(w.poller().next_deadline(), Some(Instant(5_010)));
+    assert_eq!(w.topology().devices().len(), 2);
+    drop(w);
+    h.join().unwrap();
+}

@@ -120,7 +120,8 @@ fn qps_json_uses_the_keys_and_values_of_rdma_resource_show_qp() {
         qp_table(Ok(c), &sysfs("rxe"), &Filter::default())
     })
     .map_err(|(e, _)| e)
-    .unwrap();
+    .unwrap()
+    .rows;
     let ours = serde_json::to_value(&rows).unwrap();
     let theirs: serde_json::Value = serde_json::from_str(
         std::fs::read_to_string(fixtures().join("k612/rdma-qp-json-1-loggedin.txt"))
@@ -158,7 +159,8 @@ fn qps_filters_by_device_state_and_type() {
         qp_table(Ok(c), &sysfs("rxe"), &filter)
     })
     .map_err(|(e, _)| e)
-    .unwrap();
+    .unwrap()
+    .rows;
     assert_eq!(rows.len(), 1);
     assert_eq!(
         rows[0].render_text(),
@@ -170,7 +172,8 @@ fn qps_filters_by_device_state_and_type() {
     };
     let rows = with_kernel(lab(), |c| qp_table(Ok(c), &sysfs("rxe"), &filter))
         .map_err(|(e, _)| e)
-        .unwrap();
+        .unwrap()
+        .rows;
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.ifname == "rxe_ini"));
 }
@@ -191,6 +194,21 @@ fn a_refused_qp_dump_is_shown_on_its_device_not_fatal() {
     );
     assert_eq!(tgt.links[0].qps, None);
     assert!(r.render_text().contains("rxe_tgt: QP table not read"));
+
+    // qps shows the other device's QPs and says which are missing.
+    let replay = lab().edit("k612/nldev-1-loggedin/09-res-qp-get-dump-dev1.hex", |r| {
+        let req = capture("k612/nldev-1-loggedin/09-res-qp-get-dump-dev1.hex").request;
+        *r = vec![error_reply(&req, -libc::EPERM)];
+    });
+    let table = with_kernel(replay, |c| {
+        qp_table(Ok(c), &sysfs("rxe"), &Filter::default())
+    })
+    .map_err(|(e, _)| e)
+    .unwrap();
+    assert_eq!(table.rows.len(), 2);
+    assert!(table.rows.iter().all(|r| r.ifname == "rxe_ini"));
+    assert_eq!(table.incomplete.len(), 1);
+    assert!(table.incomplete[0].starts_with("QPs of rxe_tgt not shown: the kernel refused"));
 }
 
 #[test]

@@ -54,13 +54,16 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
         state: args.state,
         qp_type: args.qp_type,
     };
-    let rows = match qp_table(NldevClient::open(), &root, &filter) {
-        Ok(rows) => rows,
+    let QpTable { rows, incomplete } = match qp_table(NldevClient::open(), &root, &filter) {
+        Ok(t) => t,
         Err((e, g)) => {
             explain_sysfs_only(&g);
             return Err(e.into());
         }
     };
+    for warning in &incomplete {
+        eprintln!("iser-guard: warning: {warning}");
+    }
     if args.json {
         println!("{}", to_json(&rows)?);
     } else {
@@ -71,21 +74,34 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The filtered QP table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QpTable {
+    /// The rows, device by device in kernel order.
+    pub rows: Vec<QpRow>,
+    /// Devices whose QPs are missing, with why (e.g. their QP dump was refused).
+    pub incomplete: Vec<String>,
+}
+
 /// Reads the QP table through `client` and filters it. On failure, returns the netlink error
 /// with what sysfs showed.
 pub fn qp_table<T: Transport>(
     client: Result<NldevClient<T>, NetlinkError>,
     sysfs_root: &Path,
     filter: &Filter,
-) -> Result<Vec<QpRow>, (NetlinkError, Box<Gathered>)> {
+) -> Result<QpTable, (NetlinkError, Box<Gathered>)> {
     let mut g = gather(client, sysfs_root);
     if let Some(e) = g.netlink_error.take() {
         return Err((e, Box::new(g)));
     }
     let mut rows = Vec::new();
+    let mut incomplete = Vec::new();
     for d in g.topology.iter().flat_map(|t| t.devices()) {
         if filter.dev.as_ref().is_some_and(|n| n != &d.info.name) {
             continue;
+        }
+        if let Some(e) = &d.qp_error {
+            incomplete.push(format!("QPs of {} not shown: {e}", d.info.name));
         }
         for q in d.qps.iter().flatten() {
             if filter.state.is_some_and(|s| s != q.state)
@@ -96,7 +112,7 @@ pub fn qp_table<T: Transport>(
             rows.push(QpRow::from_entry(q));
         }
     }
-    Ok(rows)
+    Ok(QpTable { rows, incomplete })
 }
 
 fn explain_sysfs_only(g: &Gathered) {

@@ -115,10 +115,6 @@ impl Device {
         self.ports.iter().find(|p| p.port == n)
     }
 
-    fn netdev_names(&self) -> impl Iterator<Item = &str> {
-        self.ports.iter().filter_map(Port::netdev_name)
-    }
-
     /// The port a QP belongs to: its PORT_INDEX, or the only port of a one-port device.
     pub fn qp_port(&self, qp: &QpEntry) -> Option<u32> {
         qp.port.or(match self.ports.as_slice() {
@@ -343,6 +339,7 @@ impl Topology {
         self.ghosts.extend(ghosts.into_iter().flatten());
 
         let mut devices = Vec::with_capacity(obs.len());
+        let mut recreated_keys = Vec::new();
         for (o, prev) in obs.into_iter().zip(prev) {
             let (key, before) = match prev {
                 Some((d, matched)) => {
@@ -368,6 +365,9 @@ impl Topology {
                     }
                     // A re-created device starts with a fresh QP table.
                     let recreated = matched.is_some();
+                    if recreated {
+                        recreated_keys.push(d.key);
+                    }
                     (d.key, Some((d, recreated)))
                 }
                 None => {
@@ -422,7 +422,7 @@ impl Topology {
         devices.sort_by_key(|d| d.info.index);
         self.devices = devices;
         self.trim_ghosts();
-        self.update_stuck(now, &mut events);
+        self.update_stuck(now, &recreated_keys, &mut events);
         events
     }
 
@@ -438,8 +438,15 @@ impl Topology {
         self.ghosts.drain(..excess);
     }
 
-    /// Recomputes the stuck ports from the QP tables.
-    fn update_stuck(&mut self, now: Instant, events: &mut Vec<TopologyEvent>) {
+    /// Recomputes the stuck ports from the QP tables. A device in `recreated` has a new GSI
+    /// QP: if that one is in ERR too, it is a new episode (a fresh [`TopologyEvent::PortStuck`]),
+    /// which tells the recovery logic that the re-creation did not help.
+    fn update_stuck(
+        &mut self,
+        now: Instant,
+        recreated: &[DeviceKey],
+        events: &mut Vec<TopologyEvent>,
+    ) {
         let mut current: BTreeMap<(DeviceKey, u32), (DeviceRef, Option<String>, QpEntry)> =
             BTreeMap::new();
         let mut gsi_listed: Vec<(DeviceKey, u32)> = Vec::new();
@@ -475,7 +482,8 @@ impl Topology {
             });
         }
         for (k, (device, netdev, qp)) in current {
-            let entry = match before.get(&k) {
+            let previous = before.get(&k).filter(|_| !recreated.contains(&k.0));
+            let entry = match previous {
                 Some(old) => StuckPort {
                     device,
                     netdev,
@@ -597,7 +605,7 @@ impl Topology {
             }
             MonitorEventType::Other(_) => {}
         }
-        self.update_stuck(now, &mut events);
+        self.update_stuck(now, &[], &mut events);
         events
     }
 }
@@ -624,10 +632,13 @@ fn minimal_info(index: u32, name: String) -> DeviceInfo {
 fn same_device(d: &Device, o: &DeviceObservation, by: MatchedBy) -> bool {
     match by {
         MatchedBy::Parent => d.parent.is_some() && d.parent == o.parent,
-        MatchedBy::Netdev => {
-            let mut theirs = o.ports.iter().filter_map(|p| p.netdev_name.as_deref());
-            theirs.any(|n| d.netdev_names().any(|m| m == n))
-        }
+        // The netdev's ifindex survives a netdev rename, its name a netdev re-creation.
+        MatchedBy::Netdev => o.ports.iter().any(|p| {
+            d.ports.iter().filter_map(|q| q.netdev.as_ref()).any(|n| {
+                (p.netdev_index.is_some() && n.index == p.netdev_index)
+                    || (p.netdev_name.is_some() && n.name == p.netdev_name)
+            })
+        }),
         // By name only when neither side has a parent that says otherwise.
         MatchedBy::Name => {
             d.info.name == o.info.name
@@ -1076,6 +1087,39 @@ mod tests {
     }
 
     #[test]
+    fn a_recreated_device_whose_netdev_was_renamed_is_followed_by_the_netdev_index() {
+        let mut t = Topology::new();
+        t.apply_snapshot(
+            snap(vec![obs(
+                0,
+                "rxe_ini",
+                None,
+                Some((3, "ini0")),
+                ACTIVE,
+                QpState::Rts,
+                None,
+            )]),
+            Instant(0),
+        );
+        let key = t.device("rxe_ini").unwrap().key;
+        // Re-added under another name on the renamed netdev (same ifindex 3).
+        let ev = t.apply_snapshot(
+            snap(vec![obs(
+                2,
+                "rxe_new",
+                None,
+                Some((3, "ini0x")),
+                ACTIVE,
+                QpState::Rts,
+                None,
+            )]),
+            Instant(1),
+        );
+        assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceRecreated {
+            device, old_index: 0, matched_by: MatchedBy::Netdev, .. }] if device.key == key));
+    }
+
+    #[test]
     fn a_recreated_pci_device_is_followed_by_parent_through_a_temporary_name() {
         let mut t = Topology::new();
         let nd = Some((5, "enp2s0f0"));
@@ -1171,6 +1215,45 @@ mod tests {
                 TopologyEvent::PortActive { device: r, port: 1 },
             ]
         );
+    }
+
+    #[test]
+    fn a_gsi_still_in_err_after_recreation_is_a_new_stuck_episode() {
+        let mut t = Topology::new();
+        t.apply_snapshot(
+            snap(vec![obs(
+                0,
+                "rocep2s0f0",
+                E810,
+                None,
+                ACTIVE,
+                QpState::Err,
+                None,
+            )]),
+            Instant(0),
+        );
+        let ev = t.apply_snapshot(
+            snap(vec![obs(
+                7,
+                "rocep2s0f0",
+                E810,
+                None,
+                ACTIVE,
+                QpState::Err,
+                None,
+            )]),
+            Instant(9_000),
+        );
+        let stuck: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match e {
+                TopologyEvent::PortStuck(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stuck.len(), 1, "{ev:#?}");
+        assert_eq!((stuck[0].device.index, stuck[0].since), (7, Instant(9_000)));
+        assert_eq!(stuck[0].observations, 1);
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub const DEFAULT_DUMP_ATTEMPTS: u32 = 3;
 
 use crate::core::nldev::MonitorEvent;
 use crate::core::nldev::{
-    request, DeviceInfo, NldevError, NldevMessage, PortInfo, QpEntries, QpEntry, SysInfo,
+    request, DeviceInfo, NldevError, NldevMessage, PortInfo, QpDump, QpEntry, SysInfo,
 };
 use crate::core::topology::{
     DeviceObservation, PollAction, Poller, Snapshot, Topology, TopologyEvent,
@@ -353,6 +353,8 @@ pub struct Frame<'a> {
     pub header: NetlinkHeader,
     /// The payload (after the 16-byte header, up to `nlmsg_len`).
     pub payload: &'a [u8],
+    /// The whole message, header included (`nlmsg_len` bytes).
+    pub message: &'a [u8],
 }
 
 /// Splits a datagram into netlink messages (aligned to 4 bytes, as `NLMSG_NEXT` does).
@@ -372,7 +374,12 @@ pub fn split_datagram(datagram: &[u8]) -> Result<Vec<Frame<'_>>, String> {
         header.sequence_number = buf.sequence_number();
         header.port_number = buf.port_number();
         let payload = rest.get(NLMSG_HDRLEN..len).ok_or("length out of range")?;
-        frames.push(Frame { header, payload });
+        let message = rest.get(..len).ok_or("length out of range")?;
+        frames.push(Frame {
+            header,
+            payload,
+            message,
+        });
         let next = len.div_ceil(4) * 4;
         rest = rest.get(next..).unwrap_or_default();
     }
@@ -503,12 +510,27 @@ impl<T: Transport> NldevClient<T> {
     where
         I: NetlinkSerializable + NetlinkDeserializable,
     {
+        self.dump_with(request, |f| {
+            I::deserialize(&f.header, f.payload).map_err(|e| e.to_string())
+        })
+    }
+
+    /// [`NldevClient::dump`] with a caller-chosen decoder for each reply message (given the
+    /// whole message), e.g. the codec's streaming `QpDump::decode` for big QP tables.
+    pub fn dump_with<I, R>(
+        &mut self,
+        request: NetlinkMessage<I>,
+        mut decode: impl FnMut(&Frame<'_>) -> Result<R, String>,
+    ) -> Result<Vec<R>, NetlinkError>
+    where
+        I: NetlinkSerializable,
+    {
         let what = format!("{} dump", describe_type(request.header.message_type));
         let mut bytes = encode(request, NLM_F_REQUEST | NLM_F_DUMP);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.exchange(&mut bytes, &what, true) {
+            match self.exchange(&mut bytes, &what, true, &mut decode) {
                 Ok(Outcome::Complete(msgs)) => return Ok(msgs),
                 Ok(Outcome::Interrupted) | Err(NetlinkError::Overrun)
                     if attempt < self.dump_attempts =>
@@ -535,7 +557,9 @@ impl<T: Transport> NldevClient<T> {
     {
         let what = describe_type(request.header.message_type);
         let mut bytes = encode(request, NLM_F_REQUEST | NLM_F_ACK);
-        match self.exchange(&mut bytes, &what, false)? {
+        let mut decode =
+            |f: &Frame<'_>| I::deserialize(&f.header, f.payload).map_err(|e| e.to_string());
+        match self.exchange(&mut bytes, &what, false, &mut decode)? {
             Outcome::Complete(msgs) => Ok(msgs),
             Outcome::Interrupted => Err(NetlinkError::Interrupted {
                 request: what,
@@ -544,15 +568,13 @@ impl<T: Transport> NldevClient<T> {
         }
     }
 
-    fn exchange<I>(
+    fn exchange<R>(
         &mut self,
         bytes: &mut [u8],
         what: &str,
         dump: bool,
-    ) -> Result<Outcome<I>, NetlinkError>
-    where
-        I: NetlinkDeserializable,
-    {
+        decode: &mut dyn FnMut(&Frame<'_>) -> Result<R, String>,
+    ) -> Result<Outcome<R>, NetlinkError> {
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1).max(1);
         if let Some(field) = bytes.get_mut(8..12) {
@@ -636,7 +658,7 @@ impl<T: Transport> NldevClient<T> {
                     }
                     NLMSG_OVERRUN => return Err(NetlinkError::Overrun),
                     _ => {
-                        let msg = I::deserialize(h, frame.payload).map_err(|e| {
+                        let msg = decode(&frame).map_err(|e| {
                             malformed(
                                 what,
                                 format!("cannot decode {}: {e}", describe_type(h.message_type)),
@@ -711,21 +733,19 @@ impl<T: Transport> NldevClient<T> {
         Ok(views(&replies, "port", skips))
     }
 
-    /// RES_QP_GET dump of one device: its QP table with live states.
+    /// RES_QP_GET dump of one device: its QP table with live states. Decoded with the codec's
+    /// streaming [`QpDump`] reader (no attribute tree: the table can hold 100 000 QPs).
     pub fn qps(&mut self, dev_index: u32, skips: &mut Skips) -> Result<Vec<QpEntry>, NetlinkError> {
-        let replies = self.dump(request::res_qp_get_dump(0, dev_index, None))?;
+        let parts = self.dump_with(request::res_qp_get_dump(0, dev_index, None), |f| {
+            QpDump::decode(f.message).map_err(|e| e.to_string())
+        })?;
         let mut out = Vec::new();
-        for msg in &replies {
-            match QpEntries::new(msg) {
-                Ok(entries) => {
-                    for entry in entries {
-                        match entry {
-                            Ok(qp) => out.push(qp),
-                            Err(e) => skips.note(format!("QP entry of device {dev_index}"), e),
-                        }
-                    }
+        for part in parts {
+            for entry in part.entries {
+                match entry {
+                    Ok(qp) => out.push(qp),
+                    Err(e) => skips.note(format!("QP entry of device {dev_index}"), e),
                 }
-                Err(e) => skips.note(format!("QP message of device {dev_index}"), e),
             }
         }
         Ok(out)
