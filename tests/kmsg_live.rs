@@ -459,8 +459,13 @@ fn watch_stops_on_sigterm_while_idle_and_during_a_burst() {
 
 /// `watch --file` replays a saved log; no root needed.
 fn replay(file: &str) -> (std::process::Output, Vec<Value>) {
+    // An empty configuration file (all defaults); the loader refuses /dev/null, which is
+    // not a regular file.
+    let config = tempfile::NamedTempFile::new().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
-        .args(["--config", "/dev/null", "watch", "--json", "--file", file])
+        .arg("--config")
+        .arg(config.path())
+        .args(["watch", "--json", "--file", file])
         .output()
         .unwrap();
     let lines = String::from_utf8(out.stdout.clone())
