@@ -58,6 +58,15 @@ pub enum Error {
     /// Input data that cannot be understood.
     #[error("{0}")]
     Data(String),
+    /// The kernel log reader failed.
+    #[error(transparent)]
+    Kmsg(#[from] crate::io::kmsg::KmsgError),
+    /// RDMA netlink failed or is missing.
+    #[error(transparent)]
+    Netlink(#[from] crate::io::netlink::NetlinkError),
+    /// The recovery engine's state journal cannot be read or written.
+    #[error(transparent)]
+    Journal(#[from] crate::io::journal::JournalError),
     /// Re-creating an RDMA device failed or was refused.
     #[error(transparent)]
     Reset(#[from] crate::io::reset::ResetError),
@@ -96,12 +105,48 @@ impl Error {
             Error::Config(_) => EXIT_CONFIG,
             Error::Usage(_) => EXIT_USAGE,
             Error::Data(_) => EXIT_DATAERR,
+            Error::Kmsg(e) => {
+                use crate::io::kmsg::KmsgError;
+                match e {
+                    KmsgError::Open { source, .. } | KmsgError::Seek { source, .. } => {
+                        io_exit_code(source)
+                    }
+                    KmsgError::BufferTooSmall { .. } => EXIT_SOFTWARE,
+                    KmsgError::Read(_) | KmsgError::Closed => EXIT_IOERR,
+                }
+            }
+            Error::Journal(crate::io::journal::JournalError::Corrupt { .. }) => EXIT_DATAERR,
+            Error::Journal(crate::io::journal::JournalError::Io { source, .. }) => {
+                io_exit_code(source)
+            }
             Error::Io { source, .. } => io_exit_code(source),
+            Error::Netlink(e) => netlink_exit_code(e),
             Error::Reset(e) => e.exit_code(),
             Error::Iscsiadm(e) => e.exit_code_for_cli(),
             Error::Probe(e) => e.exit_code(),
             Error::Lock(e) => e.exit_code(),
         }
+    }
+}
+
+/// Maps an RDMA netlink failure to the closest exit code: 69 when the kernel has no RDMA
+/// netlink, 75 for what may pass (timeout, interrupted dump, overrun), 77 for EPERM/EACCES,
+/// 65 for replies that cannot be decoded, 71 for other OS and kernel errors.
+pub fn netlink_exit_code(e: &crate::io::netlink::NetlinkError) -> u8 {
+    use crate::io::netlink::NetlinkError as N;
+    match e {
+        N::Unavailable => EXIT_UNAVAILABLE,
+        N::Timeout { .. } | N::Interrupted { .. } | N::Overrun => EXIT_TEMPFAIL,
+        N::Malformed { .. } => EXIT_DATAERR,
+        N::Kernel { errno, .. } | N::DumpFailed { errno, .. }
+            if *errno == libc::EPERM || *errno == libc::EACCES =>
+        {
+            EXIT_NOPERM
+        }
+        N::Os { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+            EXIT_NOPERM
+        }
+        N::Kernel { .. } | N::DumpFailed { .. } | N::Os { .. } | N::Closed => EXIT_OSERR,
     }
 }
 

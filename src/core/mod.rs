@@ -10,5 +10,7 @@ pub mod nldev;
 pub mod qp;
 pub mod recovery;
 pub mod reset_plan;
+pub mod session_map;
 pub mod signatures;
 pub mod time;
+pub mod topology;

@@ -1,1 +1,3 @@
 //! The event loop: feeds the core with inputs and executes its actions.
+
+pub mod notify;

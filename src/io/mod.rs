@@ -1,10 +1,17 @@
 //! Thin shells over OS facilities, one facility per module. Everything here is small and
 //! does no deciding: it turns the OS into typed inputs for the core and executes its actions.
 
+pub mod control;
+pub mod cursor;
 pub mod executors;
 pub mod iscsiadm;
+pub mod journal;
+pub mod kmsg;
 pub mod lock;
+pub mod netif;
+pub mod netlink;
 pub mod probe;
 pub mod process;
 pub mod reset;
+pub mod sysfs;
 pub mod syslog;

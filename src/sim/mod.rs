@@ -1,1 +1,15 @@
 //! The simulated host driven by tests and `iser-guard simulate`.
+//!
+//! [`host::SimHost`] models RDMA devices (QP 1 gets stuck on irdma exactly as in the field),
+//! targets, iscsid, iscsiadm and the kernel log in virtual time; [`harness::Harness`] runs the
+//! real [`Engine`](crate::core::recovery::Engine) against it the way the daemon will, journal
+//! included; [`scenarios`] names the incidents. Nothing here touches the real host.
+
+pub mod harness;
+pub mod host;
+pub mod kernel;
+pub mod scenarios;
+
+pub use harness::{render, Entry, Harness, SimError};
+pub use host::{Delivery, Driver, HostEvent, IscsiadmPlan, RecreatePlan, SimHost};
+pub use scenarios::Scenario;

@@ -1,1 +1,32 @@
-//! The per-port recovery state machine.
+//! The per-port recovery state machine: pure, deterministic, driven from outside.
+//!
+//! [`Engine`] takes typed inputs plus `now` ([`crate::core::time::Instant`]) and produces
+//! [`Action`]s as data: probe a portal, re-create a device, run iscsiadm, alert, journal its
+//! state. It performs no I/O, reads no clock, and draws randomness (back-off jitter) only from
+//! a seed stored in its own state, so every incident can be replayed exactly.
+//!
+//! Per port: Healthy → Faulted → AwaitingTarget → ResettingDevice → Reconnecting → Verifying
+//! → Healthy, with AwaitingDevice (the local device vanished) and Quarantined (attempts
+//! exhausted; an operator must act). See [`Engine`] for the call order.
+
+mod action;
+mod alerts;
+mod input;
+mod machine;
+mod policy;
+mod state;
+
+pub use action::{
+    Action, ActionId, ActionKind, Alert, IscsiNode, Origin, RecreateMethod, Severity,
+};
+pub use input::{
+    DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId,
+    Portal, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence,
+    Trust,
+};
+pub use machine::{CommandError, Engine, ResumeError};
+pub use policy::Policy;
+pub use state::{
+    DeviceRecord, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Phase, PortRecord,
+    PortalRecord, Recreation, RecreationState, SessionOp, SessionRecord, TimerKind, Transition,
+};

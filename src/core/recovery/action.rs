@@ -1,0 +1,221 @@
+//! What the engine asks the daemon (or the simulator) to do. Actions are data: the engine
+//! never performs them, and each carries an id so its outcome can be reported back.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::input::{PortId, Portal, SessionKey};
+
+/// Correlates an action with its outcome. Unique for the life of the journal.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+pub struct ActionId(pub u64);
+
+impl fmt::Display for ActionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// Who asked for an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Origin {
+    /// The engine decided on its own (subject to allow-list, dry-run and pause).
+    Automatic,
+    /// An operator command asked for it.
+    Operator,
+}
+
+/// How urgent an alert is (maps to syslog severities).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Severity {
+    /// Informational: storage is back, no action was needed.
+    Info,
+    /// Something is wrong and being handled.
+    Warning,
+    /// Storage is down and the engine is acting or waiting.
+    Error,
+    /// Automatic recovery stopped: an operator must act.
+    Critical,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+            Severity::Critical => "critical",
+        })
+    }
+}
+
+/// An alert for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Alert {
+    /// Severity.
+    pub severity: Severity,
+    /// One line.
+    pub summary: String,
+    /// What happened and why, in operator words.
+    pub detail: String,
+    /// What the operator can run, if anything (an exact command line).
+    pub remedy: Option<String>,
+    /// How many identical occurrences this alert stands for (storm deduplication).
+    pub count: u64,
+    /// Identical alerts share this key.
+    pub key: String,
+}
+
+/// A hint for the executor on how to re-create the device; it still picks the least
+/// disruptive method that works for what sysfs shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecreateMethod {
+    /// Let the executor choose (devlink `enable_roce` toggle, aux unbind/bind, link re-add).
+    Auto,
+    /// The device is gone: bring it back through its parent (PCI function / netdev).
+    FromParent,
+}
+
+/// The iSCSI node an iscsiadm action addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IscsiNode {
+    /// Target, portal and iface.
+    pub key: SessionKey,
+    /// iface transport (`iser`).
+    pub transport: String,
+}
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ActionKind {
+    /// TCP-connect to a portal and report [`ProbeResult`](super::ProbeResult). Harmless.
+    ProbePortal {
+        /// The portal.
+        portal: Portal,
+        /// Give up after this long.
+        timeout: Duration,
+    },
+    /// Re-create the RDMA device (all its ports): destructive. Always preceded by a
+    /// [`ActionKind::PersistState`] in the same batch (write-ahead).
+    RecreateDevice {
+        /// The device.
+        device: String,
+        /// Its parent (PCI function), if known: find it again by this after re-creation.
+        parent: Option<String>,
+        /// Its driver, if known.
+        driver: Option<String>,
+        /// Method hint.
+        method: RecreateMethod,
+        /// Which attempt this is (from 1).
+        attempt: u32,
+    },
+    /// `iscsiadm -m node -T target -p portal -I iface --login`.
+    IscsiLogin {
+        /// The node.
+        node: IscsiNode,
+        /// Kill iscsiadm after this long and report a timeout.
+        timeout: Duration,
+    },
+    /// `iscsiadm -m session -r SID --logout`.
+    IscsiLogout {
+        /// The session id to log out.
+        sid: u32,
+        /// The node (for the message).
+        node: IscsiNode,
+        /// Kill iscsiadm after this long.
+        timeout: Duration,
+    },
+    /// `iscsiadm -m session -r SID --rescan`.
+    IscsiRescan {
+        /// The session id.
+        sid: u32,
+        /// The node.
+        node: IscsiNode,
+        /// Kill iscsiadm after this long.
+        timeout: Duration,
+    },
+    /// Run `iscsiadm -m session -P 3` now and feed the result to `handle_sessions`.
+    /// No outcome is expected.
+    RefreshSessions,
+    /// Dump the RDMA devices, ports and QP table now and feed the facts to
+    /// `handle_observation`. No outcome is expected.
+    RefreshTopology,
+    /// Tell the operator (syslog, log, metrics). No outcome is expected.
+    Alert(Alert),
+    /// Write `Engine::snapshot()` to the journal (atomic write + fsync) before executing the
+    /// next action. Reports [`Outcome::PersistFailed`](super::Outcome::PersistFailed) only on
+    /// failure.
+    PersistState {
+        /// Why (e.g. "about to re-create rocep2s0f0, attempt 1").
+        reason: String,
+    },
+}
+
+impl ActionKind {
+    /// Changes the host (device re-creation, login, logout, rescan): subject to dry-run,
+    /// pause and the allow-list.
+    pub fn is_destructive(&self) -> bool {
+        matches!(
+            self,
+            ActionKind::RecreateDevice { .. }
+                | ActionKind::IscsiLogin { .. }
+                | ActionKind::IscsiLogout { .. }
+                | ActionKind::IscsiRescan { .. }
+        )
+    }
+
+    /// The executor reports an outcome for this action.
+    pub fn expects_outcome(&self) -> bool {
+        matches!(
+            self,
+            ActionKind::ProbePortal { .. }
+                | ActionKind::RecreateDevice { .. }
+                | ActionKind::IscsiLogin { .. }
+                | ActionKind::IscsiLogout { .. }
+                | ActionKind::IscsiRescan { .. }
+        )
+    }
+}
+
+/// One action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Action {
+    /// Correlation id for the outcome.
+    pub id: ActionId,
+    /// The port this is for, if any.
+    pub port: Option<PortId>,
+    /// The device it touches, if any (destructive actions always name one).
+    pub device: Option<String>,
+    /// Who asked.
+    pub origin: Origin,
+    /// Why, in operator words.
+    pub reason: String,
+    /// What.
+    pub kind: ActionKind,
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ActionKind::ProbePortal { portal, .. } => write!(f, "probe portal {portal}"),
+            ActionKind::RecreateDevice {
+                device, attempt, ..
+            } => write!(f, "re-create RDMA device {device} (attempt {attempt})"),
+            ActionKind::IscsiLogin { node, .. } => {
+                write!(f, "iscsiadm --login {}", node.key)
+            }
+            ActionKind::IscsiLogout { sid, node, .. } => {
+                write!(f, "iscsiadm --logout [sid: {sid}] {}", node.key)
+            }
+            ActionKind::IscsiRescan { sid, .. } => write!(f, "iscsiadm --rescan [sid: {sid}]"),
+            ActionKind::RefreshSessions => f.write_str("refresh iscsiadm session list"),
+            ActionKind::RefreshTopology => f.write_str("refresh RDMA devices and QP table"),
+            ActionKind::Alert(a) => write!(f, "alert ({}): {}", a.severity, a.summary),
+            ActionKind::PersistState { reason } => write!(f, "journal state: {reason}"),
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! What the engine is told: kernel-log and netlink observations, iscsiadm session snapshots,
+//! outcomes of the actions it asked for, and operator commands.
+//!
+//! These are the engine's own types. Adapters from the parsers (`core::signatures`,
+//! `core::nldev`, `core::iscsi`) are small pure functions that build them; the engine never
+//! sees raw text.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::qp::QpState;
+
+/// One RDMA port: the unit the state machine works on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PortId {
+    /// The RDMA device name, e.g. `rocep2s0f0` (follow renames with
+    /// [`Observation::DeviceRenamed`]; never identify devices by index).
+    pub device: String,
+    /// The port number, from 1.
+    pub port: u32,
+}
+
+impl PortId {
+    /// A port id.
+    pub fn new(device: impl Into<String>, port: u32) -> Self {
+        PortId {
+            device: device.into(),
+            port,
+        }
+    }
+}
+
+impl fmt::Display for PortId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.device, self.port)
+    }
+}
+
+/// A target portal (`ip:port`, IPv6 addresses in brackets as iscsiadm prints them).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Portal {
+    /// The address as iscsiadm prints it, without brackets.
+    pub address: String,
+    /// The TCP port (3260 by default).
+    pub port: u16,
+}
+
+impl Portal {
+    /// A portal.
+    pub fn new(address: impl Into<String>, port: u16) -> Self {
+        Portal {
+            address: address.into(),
+            port,
+        }
+    }
+}
+
+impl fmt::Display for Portal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.address.contains(':') {
+            write!(f, "[{}]:{}", self.address, self.port)
+        } else {
+            write!(f, "{}:{}", self.address, self.port)
+        }
+    }
+}
+
+/// What identifies an iSCSI session across reconnects: the node record iscsiadm logs in with.
+/// The session id (SID) changes when iscsid drops and re-creates a session; this does not.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SessionKey {
+    /// Target IQN.
+    pub target: String,
+    /// Target portal.
+    pub portal: Portal,
+    /// iscsiadm iface name (e.g. `iser`).
+    pub iface: String,
+}
+
+impl fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[iface: {}, target: {}, portal: {}]",
+            self.iface, self.target, self.portal
+        )
+    }
+}
+
+/// `iSCSI Session State` as iscsiadm `-P 3` prints it (sysfs `iscsi_session/state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SessionState {
+    /// `LOGGED_IN`.
+    LoggedIn,
+    /// `FAILED`: the connection failed; iscsid is reconnecting.
+    Failed,
+    /// `FREE`: recovery timed out or the session is being torn down.
+    Free,
+    /// Anything else.
+    Unknown,
+}
+
+impl SessionState {
+    /// The word iscsiadm prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionState::LoggedIn => "LOGGED_IN",
+            SessionState::Failed => "FAILED",
+            SessionState::Free => "FREE",
+            SessionState::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+/// One SCSI disk of a session, with its sysfs device state (`running`, `transport-offline`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DiskInfo {
+    /// Block device name, e.g. `sda`.
+    pub name: String,
+    /// sysfs device state as iscsiadm prints it.
+    pub state: String,
+}
+
+impl DiskInfo {
+    /// A disk.
+    pub fn new(name: impl Into<String>, state: impl Into<String>) -> Self {
+        DiskInfo {
+            name: name.into(),
+            state: state.into(),
+        }
+    }
+
+    /// The disk accepts I/O.
+    pub fn is_running(&self) -> bool {
+        self.state == "running"
+    }
+}
+
+/// One session from `iscsiadm -m session -P 3`, mapped to its RDMA port by the daemon
+/// (iface transport iser, local address → netdev → RDMA device and port).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Session id (`SID:`).
+    pub sid: u32,
+    /// Target, portal and iface.
+    pub key: SessionKey,
+    /// iface transport (`iser`, `tcp`, …).
+    pub transport: String,
+    /// Local netdev, if known.
+    pub netdev: Option<String>,
+    /// Local IP address, if known.
+    pub local_ip: Option<String>,
+    /// The RDMA port the session runs on; `None` if the daemon could not map it (then the
+    /// engine only counts it).
+    pub rdma: Option<PortId>,
+    /// iSCSI session state.
+    pub state: SessionState,
+    /// Attached disks.
+    pub disks: Vec<DiskInfo>,
+}
+
+/// Whether a kernel-log record may trigger actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Trust {
+    /// Written by the kernel (facility 0), or learned from RDMA netlink or iscsiadm.
+    Trusted,
+    /// Written by userspace into /dev/kmsg: anyone with write access could forge it.
+    Untrusted,
+}
+
+/// How a stuck GSI QP was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StuckEvidence {
+    /// `modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3` (irdma).
+    ModifyQpInvalid,
+    /// `ib_mad_send_error - ib_modify_qp to RTS: -22`.
+    MadRtsFailed,
+    /// `Fatal error (N) on MAD QP (1)`.
+    MadQpFatal,
+    /// The QP table (RDMA netlink): QP 1, type GSI, state ERR.
+    QpTable,
+}
+
+impl StuckEvidence {
+    /// The words an operator recognises.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StuckEvidence::ModifyQpInvalid => {
+                "the driver refused ERR->RTS for QP 1 (modify_qp invalid)"
+            }
+            StuckEvidence::MadRtsFailed => "the MAD layer cannot move QP 1 back to RTS (-22)",
+            StuckEvidence::MadQpFatal => "a fatal error was reported on MAD QP 1",
+            StuckEvidence::QpTable => "the QP table shows QP 1 (GSI) in ERR",
+        }
+    }
+}
+
+/// Why an I/O on a disk failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IoErrorKind {
+    /// `FAILED Result: hostbyte=DID_ABORT`.
+    DidAbort,
+    /// `I/O error, dev sda, sector …`.
+    IoError,
+    /// `rejecting I/O to offline device`.
+    Offline,
+}
+
+/// A fact from the kernel log or RDMA netlink, already classified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Observation {
+    /// QP 1 (GSI) of a device is in ERR and cannot return to RTS. `port` is `None` when the
+    /// line does not name one (the irdma and MAD lines never do).
+    GsiQpStuck {
+        /// RDMA device.
+        device: String,
+        /// Port, if known.
+        port: Option<u32>,
+        /// How it was seen.
+        evidence: StuckEvidence,
+    },
+    /// The QP table shows QP 1 (GSI) of a port in this state (RDMA netlink poll).
+    GsiQpState {
+        /// RDMA device.
+        device: String,
+        /// Port.
+        port: u32,
+        /// Live state.
+        state: QpState,
+    },
+    /// The port went down (netlink port state, or `iser_event_handler: async event port error`).
+    PortDown {
+        /// RDMA device.
+        device: String,
+        /// Port.
+        port: u32,
+    },
+    /// The port became active again.
+    PortUp {
+        /// RDMA device.
+        device: String,
+        /// Port.
+        port: u32,
+    },
+    /// The RDMA device disappeared (netlink UNREGISTER, or missing from a dump).
+    DeviceGone {
+        /// RDMA device.
+        device: String,
+    },
+    /// An RDMA device (re)appeared (netlink REGISTER, or present in a dump).
+    DeviceAppeared {
+        /// RDMA device.
+        device: String,
+        /// Parent (PCI function, e.g. `0000:02:00.0`), if known.
+        parent: Option<String>,
+        /// Kernel driver (e.g. `irdma`, `rxe`), if known.
+        driver: Option<String>,
+        /// Number of ports.
+        ports: u32,
+    },
+    /// An RDMA device was renamed (udev renames a re-created device back).
+    DeviceRenamed {
+        /// Old name.
+        from: String,
+        /// New name.
+        to: String,
+    },
+    /// ` connectionS:C: detected conn error (CODE)`.
+    ConnError {
+        /// Session id (the S of `connectionS:C`).
+        sid: u32,
+        /// iSCSI error code (1011, 1020, 1022, …).
+        code: u32,
+    },
+    /// ` sessionS: session recovery timed out after N secs`.
+    SessionRecoveryTimedOut {
+        /// Session id.
+        sid: u32,
+    },
+    /// An I/O on a disk failed.
+    IoError {
+        /// Block device name, e.g. `sda`.
+        disk: String,
+        /// How.
+        kind: IoErrorKind,
+    },
+    /// `RDMA CM: REJECTED: invalid service ID`: the target refused the RDMA CM connection
+    /// because nothing listens on the iSER service there.
+    CmRejectedInvalidServiceId,
+    /// `RDMA CM: ADDR_ERROR: failed to acquire device. status -19`: no local RDMA device for
+    /// the source address.
+    CmAddrError {
+        /// The status (-19 = ENODEV).
+        status: i32,
+    },
+}
+
+impl Observation {
+    /// A key grouping identical observations, for storm deduplication.
+    pub fn dedup_key(&self) -> String {
+        match self {
+            Observation::GsiQpStuck {
+                device, evidence, ..
+            } => format!("gsi-stuck:{device}:{evidence:?}"),
+            Observation::GsiQpState {
+                device,
+                port,
+                state,
+            } => format!("gsi-state:{device}/{port}:{state}"),
+            Observation::PortDown { device, port } => format!("port-down:{device}/{port}"),
+            Observation::PortUp { device, port } => format!("port-up:{device}/{port}"),
+            Observation::DeviceGone { device } => format!("device-gone:{device}"),
+            Observation::DeviceAppeared { device, .. } => format!("device-appeared:{device}"),
+            Observation::DeviceRenamed { from, to } => format!("device-renamed:{from}:{to}"),
+            Observation::ConnError { sid, code } => format!("conn-error:{sid}:{code}"),
+            Observation::SessionRecoveryTimedOut { sid } => format!("recovery-timeout:{sid}"),
+            Observation::IoError { disk, kind } => format!("io-error:{disk}:{kind:?}"),
+            Observation::CmRejectedInvalidServiceId => "cm-rejected".to_string(),
+            Observation::CmAddrError { status } => format!("cm-addr-error:{status}"),
+        }
+    }
+
+    /// A short description for alerts and the timeline.
+    pub fn describe(&self) -> String {
+        match self {
+            Observation::GsiQpStuck {
+                device, evidence, ..
+            } => format!("{device}: {}", evidence.describe()),
+            Observation::GsiQpState {
+                device,
+                port,
+                state,
+            } => format!("{device}/{port}: GSI QP 1 is {state}"),
+            Observation::PortDown { device, port } => format!("{device}/{port}: port down"),
+            Observation::PortUp { device, port } => format!("{device}/{port}: port active"),
+            Observation::DeviceGone { device } => format!("RDMA device {device} disappeared"),
+            Observation::DeviceAppeared { device, .. } => format!("RDMA device {device} appeared"),
+            Observation::DeviceRenamed { from, to } => {
+                format!("RDMA device {from} was renamed to {to}")
+            }
+            Observation::ConnError { sid, code } => {
+                format!("iSCSI connection of session {sid} failed (error {code})")
+            }
+            Observation::SessionRecoveryTimedOut { sid } => {
+                format!("session {sid}: recovery timed out, its disks now fail I/O")
+            }
+            Observation::IoError { disk, kind } => format!("{disk}: I/O failed ({kind:?})"),
+            Observation::CmRejectedInvalidServiceId => {
+                "RDMA CM connection rejected by the target: invalid service ID".to_string()
+            }
+            Observation::CmAddrError { status } => {
+                format!("RDMA CM cannot acquire a local RDMA device (status {status})")
+            }
+        }
+    }
+}
+
+/// Result of a TCP probe of a portal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProbeResult {
+    /// The portal accepted a TCP connection.
+    Reachable,
+    /// The host answered with a reset: it is up but nothing listens on the port.
+    Refused,
+    /// No answer within the timeout (host down or path broken).
+    Unreachable,
+}
+
+/// Result of re-creating an RDMA device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecreateResult {
+    /// The device went away and came back with a new GSI QP in RTS (verified by the
+    /// executor); `name` is its name now (normally unchanged after udev's rename).
+    Recreated {
+        /// The device name after re-creation.
+        name: String,
+    },
+    /// The re-creation failed; the device state is whatever the executor saw.
+    Failed {
+        /// What went wrong, in operator words.
+        reason: String,
+    },
+    /// No re-creation method applies to this device (driver not supported, module reload
+    /// not allowed).
+    Unsupported {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Typed result of one iscsiadm invocation (exit codes from open-iscsi's iscsi_err.h).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IscsiadmStatus {
+    /// Exit 0.
+    Success,
+    /// Exit 15 (ISCSI_ERR_SESS_EXISTS): already logged in. Counts as success for a login.
+    AlreadyLoggedIn,
+    /// Exit 21 (ISCSI_ERR_NO_OBJS_FOUND) or 2 (SESS_NOT_FOUND): no such session. Counts as
+    /// success for a logout.
+    NotFound,
+    /// Exit 8, 11 or 33 (transport, PDU or iscsid request timeout), or the child was killed
+    /// after the configured timeout.
+    Timeout,
+    /// Exit 24 (ISCSI_ERR_LOGIN_AUTH_FAILED) or 19 (FATAL_LOGIN): retrying will not help.
+    AuthFailed,
+    /// Anything else.
+    Other {
+        /// Exit code (`None` if killed by a signal).
+        code: Option<i32>,
+        /// The last line iscsiadm printed.
+        message: String,
+    },
+}
+
+impl IscsiadmStatus {
+    /// Maps an iscsiadm exit code (and its last output line) to a status.
+    pub fn from_exit_code(code: i32, message: &str) -> Self {
+        match code {
+            0 => IscsiadmStatus::Success,
+            15 => IscsiadmStatus::AlreadyLoggedIn,
+            2 | 21 => IscsiadmStatus::NotFound,
+            8 | 11 | 33 => IscsiadmStatus::Timeout,
+            19 | 24 => IscsiadmStatus::AuthFailed,
+            _ => IscsiadmStatus::Other {
+                code: Some(code),
+                message: message.to_string(),
+            },
+        }
+    }
+}
+
+/// The outcome of an action, reported by the executor with the action's id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// For [`ActionKind::ProbePortal`](super::ActionKind::ProbePortal).
+    Probe(ProbeResult),
+    /// For [`ActionKind::RecreateDevice`](super::ActionKind::RecreateDevice).
+    Recreate(RecreateResult),
+    /// For the iscsiadm actions.
+    Iscsiadm(IscsiadmStatus),
+    /// For [`ActionKind::PersistState`](super::ActionKind::PersistState): the journal
+    /// could not be written. The executor must then not run the destructive actions that
+    /// follow and report [`Outcome::NotRun`] for each.
+    PersistFailed {
+        /// The OS error, in words.
+        reason: String,
+    },
+    /// The executor did not run the action (journal write failed, shutting down).
+    NotRun {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What an operator asked for (CLI through the control socket).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OperatorCommand {
+    /// Stop automatic actions everywhere (maintenance); detection and alerts continue.
+    Pause,
+    /// Resume automatic actions.
+    Resume,
+    /// `iser-guard recover DEVICE[/PORT]`: check the target, re-create the device, reconnect,
+    /// verify. Lifts quarantine and the other-sessions hold for that port; the operator's
+    /// word also overrides the allow-list.
+    Recover {
+        /// Device.
+        device: String,
+        /// Port; `None` = every port of the device.
+        port: Option<u32>,
+    },
+    /// `iser-guard reset-device DEVICE`: re-create the device now, then reconnect.
+    ResetDevice {
+        /// Device.
+        device: String,
+    },
+    /// `iser-guard reconnect [--target IQN] [--portal ADDR]`: log matching sessions out and in.
+    Reconnect {
+        /// Only sessions of this target.
+        target: Option<String>,
+        /// Only sessions to this portal.
+        portal: Option<Portal>,
+    },
+}
+
+/// Any input, for callers that queue inputs (the simulator, fuzzing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Input {
+    /// A classified kernel-log record or netlink fact.
+    Observation {
+        /// The fact.
+        observation: Observation,
+        /// Whether it may trigger actions.
+        trust: Trust,
+    },
+    /// A full `iscsiadm -m session -P 3` snapshot.
+    Sessions(Vec<SessionInfo>),
+    /// The outcome of an action.
+    Outcome {
+        /// The action's id.
+        id: super::ActionId,
+        /// What happened.
+        outcome: Outcome,
+    },
+    /// An operator command.
+    Command(OperatorCommand),
+    /// Time passed (`handle_timeout`).
+    Timeout,
+}

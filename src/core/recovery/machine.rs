@@ -1,0 +1,2752 @@
+//! The engine: inputs and `now` in, actions out.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::time::Duration;
+
+use super::action::{
+    Action, ActionId, ActionKind, Alert, IscsiNode, Origin, RecreateMethod, Severity,
+};
+use super::alerts::AlertGate;
+use super::input::{
+    Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
+    ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
+};
+use super::policy::Policy;
+use super::state::{
+    DeviceRecord, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Phase, PortRecord,
+    PortalRecord, Recreation, RecreationState, SessionOp, SessionRecord, TimerKind, Transition,
+};
+use crate::config::{OtherSessions, ProbeMethod, ResetWhen};
+use crate::core::qp::QpState;
+use crate::core::time::Instant;
+
+/// How long to wait for the QP table after a re-creation whose outcome was lost.
+const VERIFY_RECREATE_WINDOW: Duration = Duration::from_secs(30);
+/// Session-list refreshes the engine asks for are at least this far apart.
+const REFRESH_MIN_GAP: Duration = Duration::from_secs(1);
+/// Bound on re-evaluating one port within one input (each step changes the phase).
+const MAX_STEPS_PER_EVALUATION: usize = 16;
+
+/// Why a journal snapshot cannot be resumed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResumeError {
+    /// The snapshot was written by an incompatible version.
+    #[error(
+        "the journal has format version {found}, this iser-guard reads version {expected}; \
+         move the journal aside to start afresh (remembered sessions are then re-learned)"
+    )]
+    Version {
+        /// Found.
+        found: u32,
+        /// Expected.
+        expected: u32,
+    },
+}
+
+/// Why an operator command was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// No such device is known.
+    #[error("no RDMA device named {0} is known; `iser-guard status` lists the devices")]
+    UnknownDevice(String),
+    /// No remembered session matches.
+    #[error("no remembered iSCSI session matches; `iscsiadm -m session` lists the sessions")]
+    NoMatchingSessions,
+}
+
+/// Counters for `status` and metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Observations handled.
+    pub observations: u64,
+    /// Userspace-written records ignored.
+    pub ignored_untrusted: u64,
+    /// Outcomes for unknown or finished actions.
+    pub stale_outcomes: u64,
+    /// Sessions the daemon could not map to an RDMA port in the last snapshot.
+    pub unmapped_sessions: u64,
+}
+
+/// The recovery engine for every RDMA port of the host.
+///
+/// # Call order
+///
+/// The engine is a pure state machine (quinn style). The caller owns the clock and the
+/// executors, and loops:
+///
+/// 1. feed every input that arrived, each with the current time:
+///    [`handle_observation`](Engine::handle_observation) (kernel log, RDMA netlink),
+///    [`handle_sessions`](Engine::handle_sessions) (a full iscsiadm snapshot),
+///    [`handle_outcome`](Engine::handle_outcome) (an action finished),
+///    [`handle_command`](Engine::handle_command) (operator);
+/// 2. when [`next_timeout`](Engine::next_timeout) is due, call
+///    [`handle_timeout`](Engine::handle_timeout);
+/// 3. drain [`poll_action`](Engine::poll_action) and execute the actions **in order**: a
+///    [`ActionKind::PersistState`] writes [`snapshot`](Engine::snapshot) to the journal
+///    before the destructive action that follows it may start (write-ahead); if the write
+///    fails, report [`Outcome::PersistFailed`] and [`Outcome::NotRun`] for the destructive
+///    actions of that batch;
+/// 4. drain [`poll_transition`](Engine::poll_transition) into the log;
+/// 5. sleep until `next_timeout()` or the next input.
+///
+/// After a restart, build the engine with [`Engine::resume`] from the journal: a device
+/// re-creation that completed is never repeated, and one that was in flight is verified
+/// (QP table), not repeated.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    policy: Policy,
+    ports: BTreeMap<PortId, PortRecord>,
+    sessions: BTreeMap<SessionKey, SessionRecord>,
+    devices: BTreeMap<String, DeviceRecord>,
+    portals: BTreeMap<Portal, PortalRecord>,
+    inflight: BTreeMap<ActionId, InFlight>,
+    by_sid: HashMap<u32, SessionKey>,
+    by_disk: HashMap<String, SessionKey>,
+    recreating: Option<String>,
+    paused: bool,
+    next_id: u64,
+    rng: u64,
+    now: Instant,
+    last_sessions_at: Option<Instant>,
+    last_sessions_request: Option<Instant>,
+    last_topology_request: Option<Instant>,
+    actions: VecDeque<Action>,
+    transitions: VecDeque<Transition>,
+    gate: AlertGate,
+    dirty: Option<String>,
+    stats: EngineStats,
+}
+
+impl Engine {
+    /// A fresh engine (no journal). `seed` drives back-off jitter only.
+    pub fn new(policy: Policy, seed: u64) -> Self {
+        Engine {
+            policy,
+            ports: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            devices: BTreeMap::new(),
+            portals: BTreeMap::new(),
+            inflight: BTreeMap::new(),
+            by_sid: HashMap::new(),
+            by_disk: HashMap::new(),
+            recreating: None,
+            paused: false,
+            next_id: 1,
+            rng: seed,
+            now: Instant::ZERO,
+            last_sessions_at: None,
+            last_sessions_request: None,
+            last_topology_request: None,
+            actions: VecDeque::new(),
+            transitions: VecDeque::new(),
+            gate: AlertGate::default(),
+            dirty: None,
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// Resumes from a journal snapshot. A re-creation that was in flight is verified through
+    /// the QP table (a [`ActionKind::RefreshTopology`] is queued), never blindly repeated.
+    pub fn resume(
+        snapshot: EngineSnapshot,
+        policy: Policy,
+        now: Instant,
+    ) -> Result<Self, ResumeError> {
+        if snapshot.version != EngineSnapshot::VERSION {
+            return Err(ResumeError::Version {
+                found: snapshot.version,
+                expected: EngineSnapshot::VERSION,
+            });
+        }
+        let mut e = Engine::new(policy, snapshot.rng);
+        e.now = now;
+        e.next_id = snapshot.next_id.max(1);
+        e.paused = snapshot.paused;
+        e.recreating = snapshot.recreating;
+        e.ports = snapshot
+            .ports
+            .into_iter()
+            .map(|p| (p.id.clone(), p))
+            .collect();
+        e.sessions = snapshot
+            .sessions
+            .into_iter()
+            .map(|s| (s.key.clone(), s))
+            .collect();
+        e.devices = snapshot
+            .devices
+            .into_iter()
+            .map(|d| (d.name.clone(), d))
+            .collect();
+        e.portals = snapshot
+            .portals
+            .into_iter()
+            .map(|p| (p.portal.clone(), p))
+            .collect();
+        e.inflight = snapshot.inflight.into_iter().map(|i| (i.id, i)).collect();
+        e.rebuild_indexes();
+        let mut verify = false;
+        let in_flight_devices: Vec<String> = e
+            .devices
+            .values()
+            .filter(|d| {
+                d.recreation
+                    .as_ref()
+                    .is_some_and(|r| r.state == RecreationState::InFlight)
+            })
+            .map(|d| d.name.clone())
+            .collect();
+        for dev in in_flight_devices {
+            for pid in e.ports_of_device(&dev) {
+                if let Some(p) = e.ports.get_mut(&pid) {
+                    if p.phase == Phase::ResettingDevice {
+                        p.verify_recreate = true;
+                        p.deadline = Some(now.plus(VERIFY_RECREATE_WINDOW));
+                        verify = true;
+                    }
+                }
+            }
+        }
+        if verify {
+            e.push(None, None, Origin::Automatic, "resumed from the journal with a device re-creation in flight: checking the QP table instead of repeating it".into(), ActionKind::RefreshTopology);
+        }
+        Ok(e)
+    }
+
+    /// The journal snapshot of the current state.
+    pub fn snapshot(&self) -> EngineSnapshot {
+        EngineSnapshot {
+            version: EngineSnapshot::VERSION,
+            taken_at: self.now,
+            next_id: self.next_id,
+            rng: self.rng,
+            paused: self.paused,
+            recreating: self.recreating.clone(),
+            ports: self.ports.values().cloned().collect(),
+            sessions: self.sessions.values().cloned().collect(),
+            devices: self.devices.values().cloned().collect(),
+            portals: self.portals.values().cloned().collect(),
+            inflight: self.inflight.values().cloned().collect(),
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Replaces the policy (configuration reload); every port is re-evaluated.
+    pub fn set_policy(&mut self, policy: Policy, now: Instant) {
+        self.now = now;
+        self.policy = policy;
+        self.evaluate_all(now);
+        self.finish();
+    }
+
+    /// Every port.
+    pub fn ports(&self) -> impl Iterator<Item = &PortRecord> {
+        self.ports.values()
+    }
+
+    /// One port.
+    pub fn port(&self, id: &PortId) -> Option<&PortRecord> {
+        self.ports.get(id)
+    }
+
+    /// Every remembered session.
+    pub fn sessions(&self) -> impl Iterator<Item = &SessionRecord> {
+        self.sessions.values()
+    }
+
+    /// Every known device.
+    pub fn devices(&self) -> impl Iterator<Item = &DeviceRecord> {
+        self.devices.values()
+    }
+
+    /// Automatic actions are paused.
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// The device being re-created, if any.
+    pub fn recreating(&self) -> Option<&str> {
+        self.recreating.as_deref()
+    }
+
+    /// The next action to execute.
+    #[must_use]
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The next phase change to log.
+    #[must_use]
+    pub fn poll_transition(&mut self) -> Option<Transition> {
+        self.transitions.pop_front()
+    }
+
+    /// When [`handle_timeout`](Engine::handle_timeout) must be called next.
+    #[must_use]
+    pub fn next_timeout(&self) -> Option<Instant> {
+        let ports = self
+            .ports
+            .values()
+            .flat_map(|p| [p.wake.map(|(_, at)| at), p.deadline])
+            .flatten();
+        let inflight = self.inflight.values().map(|i| i.deadline);
+        ports.chain(inflight).chain(self.gate.next_timeout()).min()
+    }
+
+    /// Dispatches any input.
+    pub fn handle(&mut self, input: Input, now: Instant) {
+        match input {
+            Input::Observation { observation, trust } => {
+                self.handle_observation(observation, trust, now)
+            }
+            Input::Sessions(list) => self.handle_sessions(list, now),
+            Input::Outcome { id, outcome } => self.handle_outcome(id, outcome, now),
+            Input::Command(cmd) => {
+                // The reply matters to the CLI only; the state change is what counts here.
+                let _ = self.handle_command(cmd, now);
+            }
+            Input::Timeout => self.handle_timeout(now),
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Inputs
+    // ---------------------------------------------------------------------------------------
+
+    /// A kernel-log record or RDMA netlink fact.
+    pub fn handle_observation(&mut self, obs: Observation, trust: Trust, now: Instant) {
+        self.now = now;
+        self.stats.observations += 1;
+        if trust == Trust::Untrusted && !self.policy.trust_userspace {
+            self.stats.ignored_untrusted += 1;
+            let key = format!("untrusted:{}", obs.dedup_key());
+            self.alert_coalesced(
+                now,
+                Severity::Warning,
+                key,
+                format!(
+                    "ignored a kernel-log record written by userspace: {}",
+                    obs.describe()
+                ),
+                "it looks like a fault, but it was written into /dev/kmsg by a process, not by \
+                 the kernel, so it cannot trigger recovery (kmsg.trust-userspace-records = false). \
+                 Find out who writes such records."
+                    .to_string(),
+                None,
+            );
+            self.finish();
+            return;
+        }
+        match obs {
+            Observation::GsiQpStuck {
+                device,
+                port,
+                evidence,
+            } => self.on_gsi_stuck(&device, port, evidence, now),
+            Observation::GsiQpState {
+                device,
+                port,
+                state,
+            } => {
+                if state == QpState::Err {
+                    self.on_gsi_stuck(&device, Some(port), StuckEvidence::QpTable, now);
+                } else if state == QpState::Rts {
+                    self.on_gsi_rts(&PortId::new(device, port), now);
+                }
+            }
+            Observation::PortDown { device, port } => {
+                if let Some(p) = self.ports.get_mut(&PortId::new(device, port)) {
+                    p.link_up = false;
+                }
+            }
+            Observation::PortUp { device, port } => {
+                if let Some(p) = self.ports.get_mut(&PortId::new(device, port)) {
+                    p.link_up = true;
+                }
+            }
+            Observation::DeviceGone { device } => self.on_device_gone(&device, now),
+            Observation::DeviceAppeared {
+                device,
+                parent,
+                driver,
+                ports: _,
+            } => self.on_device_appeared(&device, parent, driver, now),
+            Observation::DeviceRenamed { from, to } => self.rename_device(&from, &to, now),
+            Observation::ConnError { .. } => self.request_sessions(now, false),
+            Observation::SessionRecoveryTimedOut { sid } => {
+                if let Some(key) = self.by_sid.get(&sid).cloned() {
+                    let mut pid = None;
+                    if let Some(rec) = self.sessions.get_mut(&key) {
+                        rec.state = SessionState::Free;
+                        pid = Some(rec.port.clone());
+                    }
+                    if let Some(pid) = pid {
+                        if self.phase(&pid) == Some(Phase::Healthy) {
+                            self.enter_fault(
+                                &pid,
+                                Fault::SessionsDown,
+                                format!(
+                                    "session {sid} ({key}) gave up recovering (iscsid's \
+                                     replacement_timeout expired): its disks now fail I/O"
+                                ),
+                                now,
+                            );
+                        }
+                    }
+                }
+                self.request_sessions(now, true);
+            }
+            Observation::IoError { disk, kind } => self.on_io_error(&disk, kind, now),
+            Observation::CmRejectedInvalidServiceId => self.on_cm_rejected(now),
+            Observation::CmAddrError { status } => {
+                let explained = self.recreating.is_some()
+                    || self
+                        .ports
+                        .values()
+                        .any(|p| p.phase == Phase::AwaitingDevice);
+                if explained {
+                    // Expected while a device is being re-created or known to be gone.
+                    self.finish();
+                    return;
+                }
+                self.alert_coalesced(
+                    now,
+                    Severity::Error,
+                    format!("cm-addr-error:{status}"),
+                    format!(
+                        "RDMA CM cannot acquire a local RDMA device (status {status}): an \
+                         initiator RDMA device is missing"
+                    ),
+                    "iSCSI reconnects fail before leaving this host: the RDMA device that owns \
+                     the source address is gone. iser-guard waits for it to come back and \
+                     re-creates it if it does not."
+                        .to_string(),
+                    Some("rdma link show".to_string()),
+                );
+                self.request_topology(now);
+            }
+        }
+        self.finish();
+    }
+
+    /// A full `iscsiadm -m session -P 3` snapshot, sessions mapped to their RDMA ports.
+    pub fn handle_sessions(&mut self, list: Vec<SessionInfo>, now: Instant) {
+        self.now = now;
+        self.last_sessions_at = Some(now);
+        self.by_sid.clear();
+        self.by_disk.clear();
+        let mut unmapped = 0u64;
+        let mut seen: BTreeSet<SessionKey> = BTreeSet::new();
+        let mut touched: BTreeSet<PortId> = BTreeSet::new();
+        for info in list {
+            let Some(port) = info.rdma.clone() else {
+                unmapped += 1;
+                continue;
+            };
+            seen.insert(info.key.clone());
+            self.by_sid.insert(info.sid, info.key.clone());
+            for d in &info.disks {
+                self.by_disk.insert(d.name.clone(), info.key.clone());
+            }
+            match self.sessions.get_mut(&info.key) {
+                Some(rec) => {
+                    let moved = rec.port != port;
+                    let changed = moved
+                        || !rec.present
+                        || rec.state != info.state
+                        || rec.disks != info.disks
+                        || rec.sid != Some(info.sid);
+                    let old_port = rec.port.clone();
+                    rec.present = true;
+                    rec.state = info.state;
+                    rec.disks = info.disks;
+                    rec.sid = Some(info.sid);
+                    rec.transport = info.transport;
+                    if moved {
+                        rec.port = port.clone();
+                        if let Some(p) = self.ports.get_mut(&old_port) {
+                            p.sessions.retain(|k| k != &info.key);
+                        }
+                        self.port_or_create(&port, now)
+                            .sessions
+                            .push(info.key.clone());
+                        touched.insert(old_port);
+                    }
+                    if changed {
+                        touched.insert(port);
+                    }
+                }
+                None => {
+                    self.sessions.insert(
+                        info.key.clone(),
+                        SessionRecord {
+                            key: info.key.clone(),
+                            transport: info.transport,
+                            port: port.clone(),
+                            sid: Some(info.sid),
+                            present: true,
+                            state: info.state,
+                            disks: info.disks,
+                            io_errors: Vec::new(),
+                            op: None,
+                            reported: false,
+                        },
+                    );
+                    self.port_or_create(&port, now)
+                        .sessions
+                        .push(info.key.clone());
+                    self.mark_dirty(format!("remembered session {}", info.key));
+                    touched.insert(port);
+                }
+            }
+        }
+        self.stats.unmapped_sessions = unmapped;
+        // Sessions that vanished: a clean logout of a healthy session is forgotten; anything
+        // else (iscsid dropped a failing session) is kept so it can be restored.
+        let mut forget = Vec::new();
+        for rec in self.sessions.values_mut() {
+            if rec.present && !seen.contains(&rec.key) {
+                rec.present = false;
+                touched.insert(rec.port.clone());
+                let port_healthy = self
+                    .ports
+                    .get(&rec.port)
+                    .is_some_and(|p| p.phase == Phase::Healthy);
+                if rec.state == SessionState::LoggedIn && port_healthy && rec.op.is_none() {
+                    forget.push(rec.key.clone());
+                }
+            }
+        }
+        for key in forget {
+            if let Some(rec) = self.sessions.remove(&key) {
+                if let Some(p) = self.ports.get_mut(&rec.port) {
+                    p.sessions.retain(|k| k != &key);
+                }
+                self.mark_dirty(format!("forgot session {key}: logged out cleanly"));
+            }
+        }
+        // Ports waiting for a fresh list before logging sessions out and in.
+        for p in self.ports.values() {
+            if p.ops_not_before.is_some() || p.phase == Phase::Verifying {
+                touched.insert(p.id.clone());
+            }
+        }
+        for pid in touched {
+            let Some(p) = self.ports.get(&pid) else {
+                continue;
+            };
+            if p.phase == Phase::Quarantined {
+                let unreported: Vec<String> = p
+                    .sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .filter(|s| !s.is_healthy() && !s.reported)
+                    .map(describe_session)
+                    .collect();
+                if !unreported.is_empty() {
+                    self.mark_reported(&pid);
+                    self.alert(
+                        now,
+                        Severity::Error,
+                        format!("quarantine-down:{pid}"),
+                        format!("{pid} is quarantined and more sessions are down"),
+                        format!("not restored automatically: {}", unreported.join("; ")),
+                        Some(format!("iser-guard recover {pid}")),
+                    );
+                }
+                continue;
+            }
+            if p.phase == Phase::Healthy {
+                let down: Vec<String> = p
+                    .sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .filter(|s| !s.is_up())
+                    .map(describe_session)
+                    .collect();
+                if !down.is_empty() {
+                    self.enter_fault(
+                        &pid,
+                        Fault::SessionsDown,
+                        format!("session(s) down: {}", down.join("; ")),
+                        now,
+                    );
+                }
+            } else {
+                self.evaluate(&pid, now);
+            }
+        }
+        self.finish();
+    }
+
+    /// The outcome of an action the engine asked for.
+    pub fn handle_outcome(&mut self, id: ActionId, outcome: Outcome, now: Instant) {
+        self.now = now;
+        if let Outcome::PersistFailed { reason } = &outcome {
+            self.alert(
+                now,
+                Severity::Critical,
+                "journal-failed".to_string(),
+                format!("cannot write the state journal: {reason}"),
+                "iser-guard journals its state before every destructive action; until the \
+                 journal can be written, those actions are skipped."
+                    .to_string(),
+                Some("check the state directory (paths.state-dir): space, permissions".into()),
+            );
+            self.finish();
+            return;
+        }
+        let Some(inf) = self.inflight.remove(&id) else {
+            self.stats.stale_outcomes += 1;
+            self.finish();
+            return;
+        };
+        match (inf.kind, outcome) {
+            (InFlightKind::Probe(portal), Outcome::Probe(result)) => {
+                self.on_probe(&portal, result, now)
+            }
+            (InFlightKind::Probe(portal), _) => {
+                self.on_probe(&portal, ProbeResult::Unreachable, now)
+            }
+            (InFlightKind::Recreate(device), Outcome::Recreate(result)) => {
+                self.on_recreate_done(&device, result, now)
+            }
+            (InFlightKind::Recreate(device), Outcome::NotRun { reason }) => {
+                self.on_recreate_not_run(&device, &reason, now)
+            }
+            (InFlightKind::Recreate(device), other) => self.on_recreate_done(
+                &device,
+                RecreateResult::Failed {
+                    reason: format!("unexpected outcome {other:?}"),
+                },
+                now,
+            ),
+            (InFlightKind::Logout(key), outcome) => {
+                self.on_iscsiadm(&key, true, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::Login(key), outcome) => {
+                self.on_iscsiadm(&key, false, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::Rescan(key), _) => {
+                if let Some(pid) = self.sessions.get(&key).map(|s| s.port.clone()) {
+                    self.request_sessions(now, true);
+                    self.evaluate(&pid, now);
+                }
+            }
+        }
+        self.finish();
+    }
+
+    /// An operator command. Returns what will happen, in words.
+    pub fn handle_command(
+        &mut self,
+        cmd: OperatorCommand,
+        now: Instant,
+    ) -> Result<String, CommandError> {
+        self.now = now;
+        let r = self.command(cmd, now);
+        self.finish();
+        r
+    }
+
+    /// Time passed: fires due timers (probe rounds, back-off, grace, deadlines, alert flush).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        let due: Vec<ActionId> = self
+            .inflight
+            .values()
+            .filter(|i| i.deadline <= now)
+            .map(|i| i.id)
+            .collect();
+        for id in due {
+            let Some(inf) = self.inflight.remove(&id) else {
+                continue;
+            };
+            match inf.kind {
+                InFlightKind::Probe(portal) => {
+                    self.on_probe(&portal, ProbeResult::Unreachable, now)
+                }
+                InFlightKind::Recreate(device) => self.on_recreate_silent(&device, now),
+                InFlightKind::Logout(key) => {
+                    self.on_iscsiadm(&key, true, IscsiadmStatus::Timeout, now)
+                }
+                InFlightKind::Login(key) => {
+                    self.on_iscsiadm(&key, false, IscsiadmStatus::Timeout, now)
+                }
+                InFlightKind::Rescan(_) => {}
+            }
+        }
+        let pids: Vec<PortId> = self
+            .ports
+            .values()
+            .filter(|p| {
+                p.wake.is_some_and(|(_, at)| at <= now) || p.deadline.is_some_and(|d| d <= now)
+            })
+            .map(|p| p.id.clone())
+            .collect();
+        if !pids.is_empty() {
+            self.mark_dirty("timers fired".into());
+        }
+        for pid in pids {
+            let wake = match self.ports.get_mut(&pid) {
+                Some(p) => match p.wake {
+                    Some((kind, at)) if at <= now => {
+                        p.wake = None;
+                        Some(kind)
+                    }
+                    _ => None,
+                },
+                None => None,
+            };
+            let awaiting_target = self.phase(&pid) == Some(Phase::AwaitingTarget);
+            match wake {
+                Some(TimerKind::ProbeRound) if awaiting_target => self.start_probes(&pid, now),
+                Some(TimerKind::ProbeRound) => {}
+                Some(TimerKind::Backoff) => {
+                    if self.phase(&pid) == Some(Phase::AwaitingTarget) {
+                        self.start_probes(&pid, now);
+                    } else if let Some(p) = self.ports.get_mut(&pid) {
+                        p.ops_not_before = Some(now);
+                    }
+                }
+                Some(TimerKind::Grace) => {
+                    if let Some(p) = self.ports.get_mut(&pid) {
+                        p.ops_not_before = Some(now);
+                    }
+                }
+                Some(TimerKind::SessionRefresh) => self.request_sessions(now, true),
+                None => {}
+            }
+            self.evaluate(&pid, now);
+            // A deadline the phase did not consume must not fire again and again.
+            if let Some(p) = self.ports.get_mut(&pid) {
+                if p.deadline.is_some_and(|d| d <= now) {
+                    p.deadline = None;
+                }
+                if p.ops_not_before.is_some()
+                    && p.wake.is_none()
+                    && matches!(p.phase, Phase::Reconnecting)
+                {
+                    // Still waiting for a fresh session list: ask again later.
+                    p.wake = Some((
+                        TimerKind::SessionRefresh,
+                        now.plus(self.policy.session_refresh),
+                    ));
+                }
+            }
+        }
+        for alert in self.gate.due(now, self.policy.alert_repeat_interval) {
+            self.push_alert(alert);
+        }
+        self.finish();
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Observation handlers
+    // ---------------------------------------------------------------------------------------
+
+    fn on_gsi_stuck(
+        &mut self,
+        device: &str,
+        port: Option<u32>,
+        evidence: StuckEvidence,
+        now: Instant,
+    ) {
+        let pids = match port {
+            Some(p) => vec![PortId::new(device, p)],
+            None => {
+                let known: Vec<PortId> = self
+                    .ports_of_device(device)
+                    .into_iter()
+                    .filter(|pid| self.ports.get(pid).is_some_and(|p| !p.sessions.is_empty()))
+                    .collect();
+                if known.is_empty() {
+                    let all = self.ports_of_device(device);
+                    if all.is_empty() {
+                        vec![PortId::new(device, 1)]
+                    } else {
+                        all
+                    }
+                } else {
+                    known
+                }
+            }
+        };
+        for pid in pids {
+            let reason = format!(
+                "{}: QP 1 (GSI) carries the RDMA CM handshakes every iSER login needs, so no \
+                 session can reconnect on {pid} until the device is re-created",
+                evidence.describe()
+            );
+            self.enter_fault(&pid, Fault::GsiStuck { evidence }, reason, now);
+        }
+    }
+
+    fn on_gsi_rts(&mut self, pid: &PortId, now: Instant) {
+        let Some(p) = self.ports.get_mut(pid) else {
+            return;
+        };
+        if p.phase == Phase::ResettingDevice && p.verify_recreate {
+            let device = pid.device.clone();
+            self.on_recreate_done(
+                &device,
+                RecreateResult::Recreated {
+                    name: device.clone(),
+                },
+                now,
+            );
+            return;
+        }
+        if p.needs_recreate
+            && matches!(p.fault, Some(Fault::GsiStuck { .. }))
+            && matches!(p.phase, Phase::Faulted | Phase::AwaitingTarget)
+        {
+            p.needs_recreate = false;
+            p.fault = Some(Fault::SessionsDown);
+            p.reason = format!(
+                "QP 1 of {pid} is back in RTS without a re-creation (someone re-created the \
+                 device, or the driver recovered): no re-creation needed"
+            );
+            self.mark_dirty(format!("{pid}: QP 1 back in RTS"));
+            self.evaluate(pid, now);
+        }
+    }
+
+    fn on_device_gone(&mut self, device: &str, now: Instant) {
+        self.device_or_create(device).present = false;
+        if self.recreating.as_deref() == Some(device) {
+            return; // Expected: it is being re-created.
+        }
+        for pid in self.ports_of_device(device) {
+            let has_sessions = self.ports.get(&pid).is_some_and(|p| !p.sessions.is_empty());
+            if has_sessions {
+                self.enter_fault(
+                    &pid,
+                    Fault::DeviceGone,
+                    format!(
+                        "RDMA device {device} disappeared: its sessions cannot reconnect until \
+                         it is back"
+                    ),
+                    now,
+                );
+            }
+        }
+    }
+
+    fn on_device_appeared(
+        &mut self,
+        device: &str,
+        parent: Option<String>,
+        driver: Option<String>,
+        now: Instant,
+    ) {
+        let d = self.device_or_create(device);
+        let was_present = d.present;
+        d.present = true;
+        if parent.is_some() {
+            d.parent = parent;
+        }
+        if driver.is_some() {
+            d.driver = driver;
+        }
+        if was_present {
+            return;
+        }
+        for pid in self.ports_of_device(device) {
+            if self.phase(&pid) == Some(Phase::AwaitingDevice) {
+                self.start_reconnect(
+                    &pid,
+                    true,
+                    format!(
+                        "RDMA device {device} is back; giving iscsid its grace period to reconnect"
+                    ),
+                    now,
+                );
+                self.evaluate(&pid, now);
+            }
+        }
+    }
+
+    fn on_io_error(&mut self, disk: &str, kind: IoErrorKind, now: Instant) {
+        let Some(key) = self.by_disk.get(disk).cloned() else {
+            return;
+        };
+        if kind == IoErrorKind::Offline {
+            self.request_sessions(now, false);
+            return;
+        }
+        let window = self.policy.zombie_window;
+        let threshold = usize::try_from(self.policy.zombie_io_errors.max(1)).unwrap_or(usize::MAX);
+        let Some(rec) = self.sessions.get_mut(&key) else {
+            return;
+        };
+        let pid = rec.port.clone();
+        let port_healthy = self
+            .ports
+            .get(&pid)
+            .is_some_and(|p| p.phase == Phase::Healthy);
+        if !rec.is_up() || !port_healthy {
+            return; // Expected while the session is down; iscsid or the engine handles it.
+        }
+        rec.io_errors.retain(|t| now.since(*t) <= window);
+        rec.io_errors.push(now);
+        let n_errors = rec.io_errors.len();
+        self.mark_dirty(format!(
+            "{disk}: I/O error {n_errors} on a LOGGED_IN session"
+        ));
+        let Some(rec) = self.sessions.get_mut(&key) else {
+            return;
+        };
+        if rec.io_errors.len() >= threshold {
+            let n = rec.io_errors.len();
+            let sid = rec.sid.map(|s| s.to_string()).unwrap_or_else(|| "?".into());
+            let reason = format!(
+                "session {sid} {key} reports LOGGED_IN but {n} I/O errors on {disk} within {}s: \
+                 a zombie session iscsid will not repair; logging that one session out and in \
+                 (no device re-creation)",
+                window.as_secs()
+            );
+            self.enter_fault(&pid, Fault::Zombie { session: key }, reason, now);
+        }
+    }
+
+    fn on_cm_rejected(&mut self, now: Instant) {
+        let candidates: Vec<PortId> = self
+            .ports
+            .values()
+            .filter(|p| {
+                !p.needs_recreate
+                    && matches!(
+                        p.phase,
+                        Phase::AwaitingTarget | Phase::Reconnecting | Phase::Verifying
+                    )
+            })
+            .map(|p| p.id.clone())
+            .collect();
+        let mut marked = false;
+        for pid in candidates {
+            let reachable: Vec<Portal> = self
+                .portals_of(&pid)
+                .into_iter()
+                .filter(|pt| self.portals.get(pt).is_some_and(|r| r.consecutive_ok > 0))
+                .collect();
+            if reachable.is_empty() {
+                continue;
+            }
+            marked = true;
+            let newly = self.ports.get_mut(&pid).is_some_and(|p| {
+                let n = !p.listener_gone;
+                p.listener_gone = true;
+                p.listener_rejected_at = Some(now);
+                n
+            });
+            if newly && self.phase(&pid) != Some(Phase::AwaitingTarget) {
+                self.transition(
+                    &pid,
+                    Phase::AwaitingTarget,
+                    "the target rejects iSER connections (invalid service ID): waiting for the \
+                     target side to be fixed, probing meanwhile"
+                        .into(),
+                    now,
+                );
+                self.enter_awaiting_target(&pid, now);
+            }
+            if newly {
+                self.mark_dirty(format!("{pid}: target listener gone"));
+                let targets = self.targets_of(&pid);
+                let portals = reachable.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+                let remedy = format!(
+                    "on the target, re-enable iSER on the portal, e.g. with LIO: \
+                     echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser; \
+                     echo 1 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser",
+                    t = targets
+                        .first()
+                        .cloned()
+                        .unwrap_or_else(|| "TARGET_IQN".into()),
+                    p = portals.first().cloned().unwrap_or_else(|| "PORTAL".into()),
+                );
+                self.mark_reported(&pid);
+                self.alert(
+                    now,
+                    Severity::Error,
+                    format!("listener:{pid}"),
+                    format!(
+                        "target portal {} answers but its iSER listener is gone",
+                        portals.join(", ")
+                    ),
+                    format!(
+                        "the portal accepts TCP connections but rejects RDMA CM connections \
+                         with 'invalid service ID': the target's iSER listener died (for \
+                         example its RDMA device was re-created). Nothing on this host can fix \
+                         it, so iser-guard will not re-create {}; it keeps probing and iscsid \
+                         keeps retrying. Sessions waiting: {}",
+                        pid.device,
+                        self.down_sessions_text(&pid)
+                    ),
+                    Some(remedy),
+                );
+            }
+        }
+        if !marked {
+            self.alert_coalesced(
+                now,
+                Severity::Warning,
+                "cm-rejected".to_string(),
+                "a target rejected an RDMA CM connection: invalid service ID".to_string(),
+                "nothing listens on the iSER service at the target; if its portal answers TCP, \
+                 its iSER listener is gone"
+                    .to_string(),
+                None,
+            );
+        }
+    }
+
+    fn on_probe(&mut self, portal: &Portal, result: ProbeResult, now: Instant) {
+        self.mark_dirty(format!("probe of {portal}: {result:?}"));
+        if let Some(r) = self.portals.get_mut(portal) {
+            r.inflight = None;
+            if result == ProbeResult::Reachable {
+                r.consecutive_ok = r.consecutive_ok.saturating_add(1);
+            } else {
+                r.consecutive_ok = 0;
+            }
+        }
+        let users: Vec<PortId> = self
+            .ports
+            .values()
+            .filter(|p| p.phase != Phase::Healthy && p.phase != Phase::Quarantined)
+            .filter(|p| {
+                p.sessions.iter().any(|k| {
+                    self.sessions
+                        .get(k)
+                        .is_some_and(|s| &s.key.portal == portal)
+                })
+            })
+            .map(|p| p.id.clone())
+            .collect();
+        for pid in users {
+            self.evaluate(&pid, now);
+        }
+    }
+
+    fn on_recreate_done(&mut self, device: &str, result: RecreateResult, now: Instant) {
+        if self.recreating.as_deref() == Some(device) {
+            self.recreating = None;
+        }
+        self.inflight
+            .retain(|_, i| i.kind != InFlightKind::Recreate(device.to_string()));
+        let attempt = self
+            .devices
+            .get(device)
+            .and_then(|d| d.recreation.as_ref().map(|r| r.attempt))
+            .unwrap_or(0);
+        match result {
+            RecreateResult::Recreated { name } => {
+                if let Some(d) = self.devices.get_mut(device) {
+                    d.present = true;
+                    d.completed_recreations += 1;
+                    if let Some(r) = d.recreation.as_mut() {
+                        r.state = RecreationState::Completed;
+                    }
+                }
+                let device = if name != device && !name.is_empty() {
+                    self.rename_device(device, &name, now);
+                    name
+                } else {
+                    device.to_string()
+                };
+                for pid in self.ports_of_device(&device) {
+                    if self.phase(&pid) != Some(Phase::ResettingDevice) {
+                        continue;
+                    }
+                    if let Some(p) = self.ports.get_mut(&pid) {
+                        p.recreated = true;
+                        p.needs_recreate = false;
+                        p.verify_recreate = false;
+                    }
+                    let grace = self.policy.iscsid_grace.as_secs();
+                    self.start_reconnect(
+                        &pid,
+                        true,
+                        format!(
+                            "{device} re-created (attempt {attempt}): QP 1 is fresh; giving \
+                             iscsid {grace}s to reconnect before logging sessions in"
+                        ),
+                        now,
+                    );
+                }
+                self.persist(format!(
+                    "re-created {device} (attempt {attempt}): completed"
+                ));
+            }
+            RecreateResult::Failed { reason } => {
+                if let Some(r) = self
+                    .devices
+                    .get_mut(device)
+                    .and_then(|d| d.recreation.as_mut())
+                {
+                    r.state = RecreationState::Failed;
+                }
+                for pid in self.ports_of_device(device) {
+                    if self.phase(&pid) != Some(Phase::ResettingDevice) {
+                        continue;
+                    }
+                    self.after_failed_attempt(
+                        &pid,
+                        format!("re-creating {device} failed (attempt {attempt}): {reason}"),
+                        now,
+                    );
+                }
+            }
+            RecreateResult::Unsupported { reason } => {
+                if let Some(r) = self
+                    .devices
+                    .get_mut(device)
+                    .and_then(|d| d.recreation.as_mut())
+                {
+                    r.state = RecreationState::Failed;
+                }
+                for pid in self.ports_of_device(device) {
+                    if self.phase(&pid) != Some(Phase::ResettingDevice) {
+                        continue;
+                    }
+                    self.quarantine(
+                        &pid,
+                        format!("{device} cannot be re-created here: {reason}"),
+                        now,
+                    );
+                }
+            }
+        }
+        self.slot_freed(now);
+    }
+
+    fn on_recreate_not_run(&mut self, device: &str, reason: &str, now: Instant) {
+        if self.recreating.as_deref() == Some(device) {
+            self.recreating = None;
+        }
+        if let Some(d) = self.devices.get_mut(device) {
+            d.recreation = None;
+        }
+        for pid in self.ports_of_device(device) {
+            if self.phase(&pid) != Some(Phase::ResettingDevice) {
+                continue;
+            }
+            if let Some(p) = self.ports.get_mut(&pid) {
+                p.attempts = p.attempts.saturating_sub(1);
+            }
+            self.after_failed_attempt(&pid, format!("{device} was not re-created: {reason}"), now);
+        }
+        self.slot_freed(now);
+    }
+
+    /// The re-creation's outcome never came (timeout, or lost in a restart): verify through
+    /// the QP table instead of repeating it.
+    fn on_recreate_silent(&mut self, device: &str, now: Instant) {
+        let mut any = false;
+        for pid in self.ports_of_device(device) {
+            if let Some(p) = self.ports.get_mut(&pid) {
+                if p.phase == Phase::ResettingDevice {
+                    p.verify_recreate = true;
+                    p.deadline = Some(now.plus(VERIFY_RECREATE_WINDOW));
+                    any = true;
+                }
+            }
+        }
+        if any {
+            self.push(
+                None,
+                Some(device.to_string()),
+                Origin::Automatic,
+                format!("no outcome for the re-creation of {device}: checking the QP table"),
+                ActionKind::RefreshTopology,
+            );
+            self.last_topology_request = Some(now);
+        } else if self.recreating.as_deref() == Some(device) {
+            self.recreating = None;
+            self.slot_freed(now);
+        }
+    }
+
+    fn on_iscsiadm(
+        &mut self,
+        key: &SessionKey,
+        logout: bool,
+        status: IscsiadmStatus,
+        now: Instant,
+    ) {
+        let Some(rec) = self.sessions.get_mut(key) else {
+            return;
+        };
+        let pid = rec.port.clone();
+        let what = if logout { "logout" } else { "login" };
+        match (&status, logout) {
+            (IscsiadmStatus::Success | IscsiadmStatus::NotFound, true) => {
+                rec.op = Some(SessionOp::LoggedOut);
+            }
+            (IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn, false) => {
+                rec.op = Some(SessionOp::Done);
+                rec.io_errors.clear();
+                rec.reported = false;
+            }
+            (IscsiadmStatus::AuthFailed, _) => {
+                rec.op = Some(SessionOp::Failed("authentication failed".into()));
+                let k = key.clone();
+                self.quarantine(
+                    &pid,
+                    format!(
+                        "the target refused the {what} of {k}: authentication failed; retrying \
+                         cannot help. Fix the CHAP settings of the node record \
+                         (iscsiadm -m node -T {} -p {} -o update -n node.session.auth.…)",
+                        k.target, k.portal
+                    ),
+                    now,
+                );
+                return;
+            }
+            _ => {
+                rec.op = Some(SessionOp::Failed(format!("{what}: {status:?}")));
+            }
+        }
+        self.mark_dirty(format!("{key}: {what} {status:?}"));
+        if !logout {
+            self.request_sessions(now, true);
+        }
+        self.evaluate(&pid, now);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Operator commands
+    // ---------------------------------------------------------------------------------------
+
+    fn command(&mut self, cmd: OperatorCommand, now: Instant) -> Result<String, CommandError> {
+        match cmd {
+            OperatorCommand::Pause => {
+                self.paused = true;
+                self.mark_dirty("paused by the operator".into());
+                self.alert(
+                    now,
+                    Severity::Info,
+                    "paused".into(),
+                    "automatic recovery paused by the operator".into(),
+                    "detection and alerts continue; no device is re-created and no session is \
+                     logged out or in until `iser-guard resume`"
+                        .into(),
+                    Some("iser-guard resume".into()),
+                );
+                Ok("automatic actions paused; detection and alerts continue".into())
+            }
+            OperatorCommand::Resume => {
+                self.paused = false;
+                self.gate.reset("paused");
+                for p in self.ports.values_mut() {
+                    if p.hold == Some(Hold::Paused) {
+                        p.hold = None;
+                    }
+                }
+                self.mark_dirty("resumed by the operator".into());
+                self.evaluate_all(now);
+                Ok("automatic actions resumed".into())
+            }
+            OperatorCommand::Recover { device, port } => {
+                let pids = self.command_ports(&device, port)?;
+                for pid in &pids {
+                    self.operator_episode(pid, true, false, now);
+                }
+                Ok(format!(
+                    "recovering {}: check the target, re-create {device}, reconnect, verify",
+                    join_ports(&pids)
+                ))
+            }
+            OperatorCommand::ResetDevice { device } => {
+                let pids = self.command_ports(&device, None)?;
+                for pid in &pids {
+                    self.operator_episode(pid, true, true, now);
+                }
+                Ok(format!(
+                    "re-creating {device} now, then reconnecting its sessions"
+                ))
+            }
+            OperatorCommand::Reconnect { target, portal } => {
+                let keys: Vec<SessionKey> = self
+                    .sessions
+                    .values()
+                    .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
+                    .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
+                    .map(|s| s.key.clone())
+                    .collect();
+                if keys.is_empty() {
+                    return Err(CommandError::NoMatchingSessions);
+                }
+                let mut pids = BTreeSet::new();
+                for k in &keys {
+                    if let Some(s) = self.sessions.get_mut(k) {
+                        s.op = None;
+                        pids.insert(s.port.clone());
+                        if let Some(p) = self.ports.get_mut(&s.port) {
+                            if !p.targeted.contains(k) {
+                                p.targeted.push(k.clone());
+                            }
+                        }
+                    }
+                }
+                for pid in &pids {
+                    if let Some(p) = self.ports.get_mut(pid) {
+                        p.origin = Origin::Operator;
+                        p.attempts = 0;
+                        if matches!(p.phase, Phase::Healthy | Phase::Quarantined) {
+                            p.fault = Some(Fault::Operator);
+                            p.fault_since = Some(now);
+                        }
+                    }
+                    self.start_reconnect(
+                        pid,
+                        false,
+                        "operator asked: iser-guard reconnect".into(),
+                        now,
+                    );
+                    self.evaluate(pid, now);
+                }
+                Ok(format!("logging {} session(s) out and in", keys.len()))
+            }
+        }
+    }
+
+    fn command_ports(
+        &mut self,
+        device: &str,
+        port: Option<u32>,
+    ) -> Result<Vec<PortId>, CommandError> {
+        let known = self.ports_of_device(device);
+        let pids: Vec<PortId> = match port {
+            Some(n) => vec![PortId::new(device, n)],
+            None => known.clone(),
+        };
+        if known.is_empty() && !self.devices.contains_key(device) && port.is_none() {
+            return Err(CommandError::UnknownDevice(device.to_string()));
+        }
+        if pids.is_empty() {
+            return Ok(vec![PortId::new(device, 1)]);
+        }
+        Ok(pids)
+    }
+
+    fn operator_episode(&mut self, pid: &PortId, recreate: bool, skip_wait: bool, now: Instant) {
+        self.port_or_create(pid, now);
+        let Some(p) = self.ports.get_mut(pid) else {
+            return;
+        };
+        p.origin = Origin::Operator;
+        p.attempts = 0;
+        p.hold = None;
+        p.needs_recreate = recreate;
+        p.skip_target_wait = skip_wait;
+        p.fault = Some(Fault::Operator);
+        p.fault_since = Some(now);
+        if p.phase == Phase::ResettingDevice {
+            return; // Already being re-created.
+        }
+        let what = if skip_wait {
+            format!("operator asked: iser-guard reset-device {}", pid.device)
+        } else {
+            format!("operator asked: iser-guard recover {pid}")
+        };
+        self.transition(pid, Phase::Faulted, what, now);
+        self.evaluate(pid, now);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // The state machine proper
+    // ---------------------------------------------------------------------------------------
+
+    fn enter_fault(&mut self, pid: &PortId, fault: Fault, reason: String, now: Instant) {
+        self.port_or_create(pid, now);
+        let Some(p) = self.ports.get_mut(pid) else {
+            return;
+        };
+        p.evidence = p.evidence.saturating_add(1);
+        match p.phase {
+            Phase::Healthy => {
+                p.needs_recreate = matches!(fault, Fault::GsiStuck { .. } | Fault::Operator);
+                p.fault = Some(fault.clone());
+                p.fault_since = Some(now);
+                p.attempts = 0;
+                p.evidence = 1;
+                p.origin = Origin::Automatic;
+                p.recreated = false;
+                p.skip_target_wait = false;
+                p.listener_gone = false;
+                p.target_back_at = None;
+                p.targeted.clear();
+                if let Fault::Zombie { session } = &fault {
+                    p.targeted.push(session.clone());
+                }
+                self.transition(pid, Phase::Faulted, reason.clone(), now);
+                let severity = match fault {
+                    Fault::Zombie { .. } | Fault::SessionsDown => Severity::Warning,
+                    _ => Severity::Error,
+                };
+                self.alert(
+                    now,
+                    severity,
+                    format!("fault:{pid}"),
+                    format!("{pid}: {}", fault.describe()),
+                    reason,
+                    None,
+                );
+                self.evaluate(pid, now);
+            }
+            Phase::Quarantined | Phase::ResettingDevice => {}
+            _ => match fault {
+                Fault::GsiStuck { evidence } if !p.needs_recreate => {
+                    p.fault = Some(Fault::GsiStuck { evidence });
+                    p.needs_recreate = true;
+                    p.listener_gone = false;
+                    let stuck_again = p.recreated;
+                    let attempts = p.attempts;
+                    self.alert(
+                        now,
+                        Severity::Error,
+                        format!("fault:{pid}:gsi"),
+                        format!("{pid}: {}", Fault::GsiStuck { evidence }.describe()),
+                        reason.clone(),
+                        None,
+                    );
+                    self.transition(pid, Phase::AwaitingTarget, reason, now);
+                    if stuck_again {
+                        // QP 1 got stuck again after a re-creation: the target is not really
+                        // back. Probe it afresh (hysteresis) and back off before re-creating.
+                        for portal in self.down_portals_of(pid) {
+                            if let Some(r) = self.portals.get_mut(&portal) {
+                                r.consecutive_ok = 0;
+                            }
+                        }
+                    }
+                    self.enter_awaiting_target(pid, now);
+                    if stuck_again && attempts > 0 {
+                        let j = self.jitter();
+                        let backoff = self.policy.backoff(attempts, j);
+                        if let Some(p) = self.ports.get_mut(pid) {
+                            p.wake = Some((TimerKind::Backoff, now.plus(backoff)));
+                        }
+                    }
+                    self.evaluate(pid, now);
+                }
+                Fault::DeviceGone if p.phase != Phase::AwaitingDevice => {
+                    p.fault = Some(Fault::DeviceGone);
+                    self.transition(pid, Phase::AwaitingDevice, reason, now);
+                    self.enter_awaiting_device(pid, now);
+                }
+                _ => {}
+            },
+        }
+    }
+
+    fn evaluate_all(&mut self, now: Instant) {
+        let pids: Vec<PortId> = self
+            .ports
+            .values()
+            .filter(|p| p.phase != Phase::Healthy)
+            .map(|p| p.id.clone())
+            .collect();
+        for pid in pids {
+            self.evaluate(&pid, now);
+        }
+    }
+
+    fn evaluate(&mut self, pid: &PortId, now: Instant) {
+        for _ in 0..MAX_STEPS_PER_EVALUATION {
+            if !self.step(pid, now) {
+                return;
+            }
+        }
+    }
+
+    /// One decision for one port; true if its phase changed (evaluate again).
+    fn step(&mut self, pid: &PortId, now: Instant) -> bool {
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        match p.phase {
+            Phase::Healthy | Phase::Quarantined | Phase::ResettingDevice => {
+                if p.phase == Phase::ResettingDevice
+                    && p.verify_recreate
+                    && p.deadline.is_some_and(|d| d <= now)
+                {
+                    let device = pid.device.clone();
+                    self.on_recreate_done(
+                        &device,
+                        RecreateResult::Failed {
+                            reason: "could not verify that it completed (no outcome, QP table \
+                                     did not show QP 1 in RTS)"
+                                .into(),
+                        },
+                        now,
+                    );
+                    return true;
+                }
+                false
+            }
+            Phase::Faulted => {
+                self.decide(pid, now);
+                true
+            }
+            Phase::AwaitingTarget => {
+                if !p.needs_recreate && self.all_healthy(pid) {
+                    self.become_healthy(
+                        pid,
+                        "every session is logged in again: iscsid reconnected by itself, no \
+                         action was needed"
+                            .into(),
+                        now,
+                    );
+                    return true;
+                }
+                if p.listener_gone && !p.needs_recreate {
+                    // Only the target side can fix a dead listener; iscsid keeps retrying.
+                    // Once no rejection came for a while, the listener is probably back.
+                    let quiet = self.policy.probe_interval.saturating_mul(3);
+                    let still = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
+                    if still {
+                        if let Some(p) = self.ports.get_mut(pid) {
+                            p.deadline = None;
+                        }
+                        return false;
+                    }
+                    if let Some(p) = self.ports.get_mut(pid) {
+                        p.listener_gone = false;
+                    }
+                    self.mark_dirty(format!("{pid}: no more rejections from the target"));
+                }
+                if self.target_back(pid) {
+                    if let Some(p) = self.ports.get_mut(pid) {
+                        p.deadline = None;
+                        if p.target_back_at.is_none() {
+                            p.target_back_at = Some(now);
+                        }
+                    }
+                    if self.ports.get(pid).is_some_and(|p| p.needs_recreate) {
+                        return self.try_recreate(pid, now);
+                    }
+                    let grace = self.policy.iscsid_grace.as_secs();
+                    self.start_reconnect(
+                        pid,
+                        true,
+                        format!(
+                            "target answers again ({} consecutive probes); giving iscsid {grace}s \
+                             to reconnect by itself",
+                            self.policy.probe_successes
+                        ),
+                        now,
+                    );
+                    return true;
+                }
+                if self
+                    .ports
+                    .get(pid)
+                    .is_some_and(|p| p.deadline.is_some_and(|d| d <= now))
+                {
+                    let waited = self.policy.target_wait_max.as_secs();
+                    self.quarantine(
+                        pid,
+                        format!(
+                            "the target did not answer for {waited}s; automatic recovery gives up \
+                             waiting"
+                        ),
+                        now,
+                    );
+                    return true;
+                }
+                false
+            }
+            Phase::AwaitingDevice => {
+                let present = self.devices.get(&pid.device).is_none_or(|d| d.present);
+                if present {
+                    self.start_reconnect(
+                        pid,
+                        true,
+                        format!("RDMA device {} is present again", pid.device),
+                        now,
+                    );
+                    return true;
+                }
+                if p.deadline.is_some_and(|d| d <= now) || p.needs_recreate {
+                    if let Some(p) = self.ports.get_mut(pid) {
+                        p.deadline = None;
+                        p.needs_recreate = true;
+                    }
+                    return self.try_recreate(pid, now);
+                }
+                false
+            }
+            Phase::Reconnecting => self.step_reconnect(pid, now),
+            Phase::Verifying => {
+                let fresh = self.last_sessions_at.is_some_and(|t| t >= p.since);
+                if fresh && self.all_healthy(pid) {
+                    self.become_healthy(
+                        pid,
+                        "every session is logged in with its disks running".into(),
+                        now,
+                    );
+                    return true;
+                }
+                if p.deadline.is_some_and(|d| d <= now) {
+                    let n = self.down_sessions_text(pid);
+                    self.after_failed_attempt(
+                        pid,
+                        format!(
+                            "sessions not back within {}s after the reconnect: {n}",
+                            self.policy.verify_timeout.as_secs()
+                        ),
+                        now,
+                    );
+                    return true;
+                }
+                false
+            }
+        }
+    }
+
+    /// Phase Faulted: choose the repair.
+    fn decide(&mut self, pid: &PortId, now: Instant) {
+        let Some(p) = self.ports.get(pid) else {
+            return;
+        };
+        let fault = p.fault.clone().unwrap_or(Fault::SessionsDown);
+        match fault {
+            Fault::DeviceGone => {
+                let r = format!(
+                    "waiting up to {}s for {} to come back before re-creating it",
+                    self.policy.device_wait.as_secs(),
+                    pid.device
+                );
+                self.transition(pid, Phase::AwaitingDevice, r, now);
+                self.enter_awaiting_device(pid, now);
+            }
+            Fault::Zombie { .. } => {
+                self.start_reconnect(
+                    pid,
+                    false,
+                    "logging the zombie session out and in".into(),
+                    now,
+                );
+            }
+            Fault::Operator if !p.needs_recreate => {
+                self.start_reconnect(pid, false, "operator asked for a reconnect".into(), now);
+            }
+            Fault::GsiStuck { .. } | Fault::Operator | Fault::SessionsDown => {
+                let reason = if p.needs_recreate {
+                    if self.no_wait(pid) {
+                        "re-creating the device without waiting for the target".to_string()
+                    } else {
+                        format!(
+                            "waiting for the target to answer ({} consecutive probes) before \
+                             re-creating {} (recovery.reset-when = target-back)",
+                            self.policy.probe_successes, pid.device
+                        )
+                    }
+                } else {
+                    "probing the target; iscsid keeps retrying meanwhile".to_string()
+                };
+                self.transition(pid, Phase::AwaitingTarget, reason, now);
+                self.enter_awaiting_target(pid, now);
+            }
+        }
+    }
+
+    fn enter_awaiting_target(&mut self, pid: &PortId, now: Instant) {
+        let max = self.policy.target_wait_max;
+        if let Some(p) = self.ports.get_mut(pid) {
+            p.deadline = Some(now.plus(max));
+            p.target_back_at = None;
+        }
+        if !self.no_wait(pid) {
+            self.start_probes(pid, now);
+        }
+    }
+
+    fn enter_awaiting_device(&mut self, pid: &PortId, now: Instant) {
+        let wait = self.policy.device_wait;
+        if let Some(p) = self.ports.get_mut(pid) {
+            p.deadline = Some(now.plus(wait));
+        }
+        self.request_topology(now);
+    }
+
+    fn no_wait(&self, pid: &PortId) -> bool {
+        self.policy.reset_when == ResetWhen::Immediately
+            || self.policy.probe_method == ProbeMethod::None
+            || self.ports.get(pid).is_some_and(|p| p.skip_target_wait)
+    }
+
+    fn target_back(&self, pid: &PortId) -> bool {
+        if self.no_wait(pid) {
+            return true;
+        }
+        // Every portal with a session to restore must answer: re-creating the device while
+        // one of them is still dead would only get QP 1 stuck again on the next CM retry.
+        let portals = self.down_portals_of(pid);
+        if portals.is_empty() {
+            return true; // Nothing to wait for.
+        }
+        let n = self.policy.probe_successes.max(1);
+        portals
+            .iter()
+            .all(|pt| self.portals.get(pt).is_some_and(|r| r.consecutive_ok >= n))
+    }
+
+    /// Portals of the sessions of this port that are not up (all portals if none is down).
+    fn down_portals_of(&self, pid: &PortId) -> Vec<Portal> {
+        let Some(p) = self.ports.get(pid) else {
+            return Vec::new();
+        };
+        let mut v: Vec<Portal> = p
+            .sessions
+            .iter()
+            .filter_map(|k| self.sessions.get(k))
+            .filter(|s| !s.is_up())
+            .map(|s| s.key.portal.clone())
+            .collect();
+        if v.is_empty() {
+            return self.portals_of(pid);
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    fn start_probes(&mut self, pid: &PortId, now: Instant) {
+        let timeout = self.policy.probe_timeout;
+        for portal in self.down_portals_of(pid) {
+            let rec = self
+                .portals
+                .entry(portal.clone())
+                .or_insert_with(|| PortalRecord {
+                    portal: portal.clone(),
+                    consecutive_ok: 0,
+                    inflight: None,
+                });
+            if rec.inflight.is_some() {
+                continue;
+            }
+            let id = self.alloc_id();
+            if let Some(rec) = self.portals.get_mut(&portal) {
+                rec.inflight = Some(id);
+            }
+            self.inflight.insert(
+                id,
+                InFlight {
+                    id,
+                    kind: InFlightKind::Probe(portal.clone()),
+                    deadline: now.plus(timeout + Duration::from_secs(1)),
+                },
+            );
+            self.push_with_id(
+                id,
+                Some(pid.clone()),
+                None,
+                Origin::Automatic,
+                format!("is the target at {portal} back?"),
+                ActionKind::ProbePortal {
+                    portal: portal.clone(),
+                    timeout,
+                },
+            );
+        }
+        let interval = self.policy.probe_interval;
+        if let Some(p) = self.ports.get_mut(pid) {
+            p.wake = Some((TimerKind::ProbeRound, now.plus(interval)));
+        }
+        // Timers and probes in flight are journaled too: a restart must not replay them.
+        self.mark_dirty(format!("{pid}: probing"));
+    }
+
+    /// Why a destructive action may not run now, if it may not.
+    fn destructive_hold(&self, origin: Origin, device: &str) -> Option<Hold> {
+        if self.policy.dry_run {
+            return Some(Hold::DryRun);
+        }
+        if origin == Origin::Automatic && self.paused {
+            return Some(Hold::Paused);
+        }
+        if origin == Origin::Automatic && !self.policy.allows(device) {
+            return Some(Hold::NotAllowed);
+        }
+        None
+    }
+
+    fn set_hold(&mut self, pid: &PortId, hold: Hold, what: &str, why: &str, now: Instant) {
+        let changed = self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.hold.as_ref() != Some(&hold));
+        if let Some(p) = self.ports.get_mut(pid) {
+            p.hold = Some(hold.clone());
+        }
+        let down = self.down_sessions_text(pid);
+        let device = &pid.device;
+        let (severity, kind, summary, remedy) = match &hold {
+            Hold::DryRun => (
+                Severity::Warning,
+                "dry-run",
+                format!("dry-run: would {what}"),
+                Some(format!(
+                    "set recovery.dry-run = false, or do it by hand: iser-guard recover {pid}"
+                )),
+            ),
+            Hold::Paused => (
+                Severity::Info,
+                "paused",
+                format!("paused: would {what}"),
+                Some("iser-guard resume".to_string()),
+            ),
+            Hold::NotAllowed => (
+                Severity::Error,
+                "not-allowed",
+                format!("{device} is not in devices.allow: will not {what}"),
+                Some(format!(
+                    "add \"{device}\" to devices.allow in the configuration, or run: \
+                     iser-guard recover {pid}"
+                )),
+            ),
+            Hold::OtherSessionsHealthy { sessions } => (
+                Severity::Error,
+                "other-sessions",
+                format!(
+                    "{pid}: re-creating {device} would drop {} healthy session(s); waiting for \
+                     the operator",
+                    sessions.len()
+                ),
+                Some(format!(
+                    "iser-guard recover {pid}   (or set recovery.other-sessions = \"proceed\")"
+                )),
+            ),
+            Hold::WaitingForSlot { busy } => (
+                Severity::Info,
+                "slot",
+                format!("{pid}: waiting for the re-creation of {busy} to finish (one at a time)"),
+                None,
+            ),
+        };
+        if changed {
+            self.mark_dirty(format!("{pid}: hold {kind}"));
+        }
+        let mut detail = format!("{why}. Sessions waiting: {down}");
+        if let Hold::OtherSessionsHealthy { sessions } = &hold {
+            let list: Vec<String> = sessions.iter().map(|k| k.to_string()).collect();
+            detail.push_str(&format!(
+                ". Healthy sessions that would drop: {}",
+                list.join("; ")
+            ));
+        }
+        self.mark_reported(pid);
+        self.alert(
+            now,
+            severity,
+            format!("hold:{pid}:{kind}"),
+            summary,
+            detail,
+            remedy,
+        );
+    }
+
+    /// Target back (or no wait): re-create the device if everything allows it.
+    fn try_recreate(&mut self, pid: &PortId, now: Instant) -> bool {
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        if p.wake
+            .is_some_and(|(k, at)| k == TimerKind::Backoff && at > now)
+        {
+            return false;
+        }
+        let device = pid.device.clone();
+        let origin = p.origin;
+        let attempt = p.attempts + 1;
+        if p.attempts >= self.policy.max_attempts && origin == Origin::Automatic {
+            let n = p.attempts;
+            self.quarantine(
+                pid,
+                format!("{n} re-creation attempt(s) of {device} did not bring the port back"),
+                now,
+            );
+            return true;
+        }
+        let why = p.reason.clone();
+        let what = format!("re-create RDMA device {device} (attempt {attempt})");
+        if let Some(hold) = self.destructive_hold(origin, &device) {
+            self.set_hold(pid, hold, &what, &why, now);
+            return false;
+        }
+        if origin == Origin::Automatic && self.policy.other_sessions == OtherSessions::Wait {
+            let others = self.healthy_sessions_of_device(&device);
+            if !others.is_empty() {
+                self.set_hold(
+                    pid,
+                    Hold::OtherSessionsHealthy { sessions: others },
+                    &what,
+                    &why,
+                    now,
+                );
+                return false;
+            }
+        }
+        if let Some(busy) = self.recreating.clone() {
+            if busy == device {
+                if let Some(p) = self.ports.get_mut(pid) {
+                    p.hold = None;
+                }
+                self.transition(
+                    pid,
+                    Phase::ResettingDevice,
+                    format!("joining the re-creation of {device} already in progress"),
+                    now,
+                );
+                return true;
+            }
+            if self.ports.get(pid).is_some_and(|p| p.hold.is_none()) {
+                self.set_hold(pid, Hold::WaitingForSlot { busy }, &what, &why, now);
+            }
+            return false;
+        }
+        // Go.
+        let id = self.alloc_id();
+        let present = self.devices.get(&device).is_none_or(|d| d.present);
+        let (parent, driver) = self
+            .devices
+            .get(&device)
+            .map(|d| (d.parent.clone(), d.driver.clone()))
+            .unwrap_or((None, None));
+        self.device_or_create(&device).recreation = Some(Recreation {
+            id,
+            attempt,
+            started: now,
+            state: RecreationState::InFlight,
+            origin,
+        });
+        self.recreating = Some(device.clone());
+        self.inflight.insert(
+            id,
+            InFlight {
+                id,
+                kind: InFlightKind::Recreate(device.clone()),
+                deadline: now.plus(self.policy.recreate_timeout),
+            },
+        );
+        let reason = format!("{why}; target reachable: re-creating {device} (attempt {attempt})");
+        for q in self.ports_of_device(&device) {
+            let join = q == *pid
+                || self.ports.get(&q).is_some_and(|r| {
+                    !r.sessions.is_empty()
+                        && !matches!(r.phase, Phase::ResettingDevice | Phase::Quarantined)
+                });
+            if !join {
+                continue;
+            }
+            if let Some(r) = self.ports.get_mut(&q) {
+                r.hold = None;
+                r.verify_recreate = false;
+                if q == *pid {
+                    r.attempts = attempt;
+                } else if r.phase == Phase::Healthy {
+                    r.fault = Some(Fault::SessionsDown);
+                    r.fault_since = Some(now);
+                    r.origin = origin;
+                }
+            }
+            let r = if q == *pid {
+                reason.clone()
+            } else {
+                format!("{device} is being re-created for {pid}: its sessions will reconnect")
+            };
+            self.transition(&q, Phase::ResettingDevice, r, now);
+        }
+        self.persist(format!("about to re-create {device}, attempt {attempt}"));
+        let method = if present {
+            RecreateMethod::Auto
+        } else {
+            RecreateMethod::FromParent
+        };
+        self.push_with_id(
+            id,
+            Some(pid.clone()),
+            Some(device.clone()),
+            origin,
+            reason.clone(),
+            ActionKind::RecreateDevice {
+                device: device.clone(),
+                parent,
+                driver,
+                method,
+                attempt,
+            },
+        );
+        let max = self.policy.max_attempts;
+        self.alert(
+            now,
+            Severity::Warning,
+            format!("recreate:{device}:{attempt}"),
+            format!("re-creating RDMA device {device} (attempt {attempt} of {max})"),
+            reason,
+            None,
+        );
+        true
+    }
+
+    fn start_reconnect(&mut self, pid: &PortId, grace: bool, reason: String, now: Instant) {
+        self.transition(pid, Phase::Reconnecting, reason, now);
+        let keys = self
+            .ports
+            .get(pid)
+            .map(|p| p.sessions.clone())
+            .unwrap_or_default();
+        for k in keys {
+            if let Some(s) = self.sessions.get_mut(&k) {
+                if !matches!(
+                    s.op,
+                    Some(SessionOp::LoggingIn(_) | SessionOp::LoggingOut(_))
+                ) {
+                    s.op = None;
+                }
+            }
+        }
+        let g = self.policy.iscsid_grace;
+        if let Some(p) = self.ports.get_mut(pid) {
+            if grace && !g.is_zero() {
+                p.wake = Some((TimerKind::Grace, now.plus(g)));
+                p.ops_not_before = None;
+            } else {
+                p.ops_not_before = Some(now);
+            }
+        }
+        self.request_sessions(now, true);
+    }
+
+    fn step_reconnect(&mut self, pid: &PortId, now: Instant) -> bool {
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        let mut inflight = 0usize;
+        let mut failed = 0usize;
+        let mut done = 0usize;
+        let mut need: Vec<SessionKey> = Vec::new();
+        for k in &p.sessions {
+            let Some(s) = self.sessions.get(k) else {
+                continue;
+            };
+            let targeted = p.targeted.contains(k);
+            match &s.op {
+                Some(SessionOp::LoggingIn(_) | SessionOp::LoggingOut(_)) => inflight += 1,
+                Some(SessionOp::Failed(_)) => failed += 1,
+                Some(SessionOp::Done) => done += 1,
+                Some(SessionOp::LoggedOut) => need.push(k.clone()),
+                None => {
+                    if !s.is_healthy() || targeted {
+                        need.push(k.clone());
+                    }
+                }
+            }
+        }
+        if inflight == 0
+            && failed == 0
+            && done == 0
+            && p.targeted.is_empty()
+            && self.all_healthy(pid)
+        {
+            self.become_healthy(
+                pid,
+                "every session is logged in again: iscsid reconnected them, no login was needed"
+                    .into(),
+                now,
+            );
+            return true;
+        }
+        if p.wake
+            .is_some_and(|(k, at)| matches!(k, TimerKind::Grace | TimerKind::Backoff) && at > now)
+        {
+            return false;
+        }
+        if need.is_empty() {
+            if inflight > 0 {
+                return false;
+            }
+            if failed > 0 {
+                let why = self
+                    .ports
+                    .get(pid)
+                    .map(|p| {
+                        p.sessions
+                            .iter()
+                            .filter_map(|k| self.sessions.get(k))
+                            .filter_map(|s| match &s.op {
+                                Some(SessionOp::Failed(e)) => Some(format!("{}: {e}", s.key)),
+                                _ => None,
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    })
+                    .unwrap_or_default();
+                self.after_failed_attempt(pid, format!("reconnect failed: {why}"), now);
+                return true;
+            }
+            let verify = self.policy.verify_timeout;
+            self.transition(
+                pid,
+                Phase::Verifying,
+                "logins done; waiting for the sessions to show LOGGED_IN with running disks".into(),
+                now,
+            );
+            if let Some(p) = self.ports.get_mut(pid) {
+                p.deadline = Some(now.plus(verify));
+            }
+            self.request_sessions(now, true);
+            return true;
+        }
+        // Only act on a session list taken after the grace period or back-off ended, so a
+        // session iscsid has just restored is never logged out.
+        let fresh = match p.ops_not_before {
+            Some(t) => self.last_sessions_at.is_some_and(|s| s >= t),
+            None => false,
+        };
+        if !fresh {
+            if p.ops_not_before.is_none() {
+                if let Some(p) = self.ports.get_mut(pid) {
+                    p.ops_not_before = Some(now);
+                }
+            }
+            self.request_sessions(now, false);
+            return false;
+        }
+        let origin = p.origin;
+        let listener_gone = p.listener_gone;
+        let targeted = p.targeted.clone();
+        let what = format!("log {} session(s) on {pid} out and in", need.len());
+        if let Some(hold) = self.destructive_hold(origin, &pid.device) {
+            let why = p.reason.clone();
+            self.set_hold(pid, hold, &what, &why, now);
+            return false;
+        }
+        if let Some(p) = self.ports.get_mut(pid) {
+            p.hold = None;
+        }
+        let timeout = self.policy.iscsiadm_timeout;
+        let mut batch = Vec::new();
+        for k in need {
+            let Some(s) = self.sessions.get(&k) else {
+                continue;
+            };
+            let is_targeted = targeted.contains(&k);
+            if listener_gone && s.present && !is_targeted && s.op.is_none() {
+                continue; // iscsid retries it; only the target side can fix the listener.
+            }
+            let node = IscsiNode {
+                key: k.clone(),
+                transport: s.transport.clone(),
+            };
+            let logout_first =
+                s.op.is_none() && s.present && (s.state != SessionState::LoggedIn || is_targeted);
+            let (sid, state_name) = (s.sid, s.state.name());
+            let id = self.alloc_id();
+            let (kind, op, inf, reason) = match (logout_first, sid) {
+                (true, Some(sid)) => (
+                    ActionKind::IscsiLogout { sid, node, timeout },
+                    SessionOp::LoggingOut(id),
+                    InFlightKind::Logout(k.clone()),
+                    format!(
+                        "session {sid} {k} is {} after the grace period: logging it out first",
+                        if is_targeted { "broken" } else { state_name }
+                    ),
+                ),
+                _ => (
+                    ActionKind::IscsiLogin { node, timeout },
+                    SessionOp::LoggingIn(id),
+                    InFlightKind::Login(k.clone()),
+                    format!("restoring session {k}"),
+                ),
+            };
+            if let Some(s) = self.sessions.get_mut(&k) {
+                s.op = Some(op);
+            }
+            self.inflight.insert(
+                id,
+                InFlight {
+                    id,
+                    kind: inf,
+                    deadline: now.plus(timeout + Duration::from_secs(10)),
+                },
+            );
+            batch.push((id, reason, kind));
+        }
+        if batch.is_empty() {
+            return false;
+        }
+        self.persist(format!(
+            "about to log {} session(s) on {pid} out/in",
+            batch.len()
+        ));
+        for (id, reason, kind) in batch {
+            self.push_with_id(
+                id,
+                Some(pid.clone()),
+                Some(pid.device.clone()),
+                origin,
+                reason,
+                kind,
+            );
+        }
+        false
+    }
+
+    /// An attempt failed: back off, or quarantine when attempts are exhausted.
+    fn after_failed_attempt(&mut self, pid: &PortId, reason: String, now: Instant) {
+        let Some(p) = self.ports.get_mut(pid) else {
+            return;
+        };
+        let was_reconnect = matches!(p.phase, Phase::Reconnecting | Phase::Verifying);
+        if was_reconnect {
+            p.attempts = p.attempts.saturating_add(1);
+        }
+        let attempts = p.attempts;
+        let keys = p.sessions.clone();
+        for k in keys {
+            if let Some(s) = self.sessions.get_mut(&k) {
+                if matches!(s.op, Some(SessionOp::Failed(_) | SessionOp::Done)) {
+                    s.op = None;
+                }
+            }
+        }
+        if attempts >= self.policy.max_attempts {
+            self.quarantine(
+                pid,
+                format!("{reason}; {attempts} attempt(s) exhausted"),
+                now,
+            );
+            return;
+        }
+        let j = self.jitter();
+        let backoff = self.policy.backoff(attempts.max(1), j);
+        let msg = format!("{reason}; next attempt in {}s", backoff.as_secs());
+        if was_reconnect {
+            self.transition(pid, Phase::Reconnecting, msg.clone(), now);
+        } else {
+            self.transition(pid, Phase::AwaitingTarget, msg.clone(), now);
+            let max = self.policy.target_wait_max;
+            if let Some(p) = self.ports.get_mut(pid) {
+                p.deadline = Some(now.plus(max));
+            }
+        }
+        if let Some(p) = self.ports.get_mut(pid) {
+            p.wake = Some((TimerKind::Backoff, now.plus(backoff)));
+        }
+        self.alert(
+            now,
+            Severity::Error,
+            format!("failed:{pid}:{attempts}"),
+            format!("{pid}: attempt {attempts} failed"),
+            msg,
+            None,
+        );
+    }
+
+    fn quarantine(&mut self, pid: &PortId, reason: String, now: Instant) {
+        let down = self.down_sessions_text(pid);
+        self.transition(pid, Phase::Quarantined, reason.clone(), now);
+        self.mark_reported(pid);
+        self.alert(
+            now,
+            Severity::Critical,
+            format!("quarantine:{pid}"),
+            format!("{pid}: automatic recovery stopped, an operator must act"),
+            format!("{reason}. Sessions not restored: {down}"),
+            Some(format!("iser-guard recover {pid}")),
+        );
+    }
+
+    fn become_healthy(&mut self, pid: &PortId, reason: String, now: Instant) {
+        let (since, evidence, recreated, attempts) = match self.ports.get(pid) {
+            Some(p) => (p.fault_since, p.evidence, p.recreated, p.attempts),
+            None => return,
+        };
+        let n = self.ports.get(pid).map(|p| p.sessions.len()).unwrap_or(0);
+        self.transition(pid, Phase::Healthy, reason.clone(), now);
+        let keys = self
+            .ports
+            .get(pid)
+            .map(|p| p.sessions.clone())
+            .unwrap_or_default();
+        for k in keys {
+            if let Some(s) = self.sessions.get_mut(&k) {
+                s.op = None;
+                s.reported = false;
+                s.io_errors.clear();
+            }
+        }
+        if let Some(p) = self.ports.get_mut(pid) {
+            p.fault = None;
+            p.fault_since = None;
+            p.attempts = 0;
+            p.targeted.clear();
+            p.listener_gone = false;
+            p.needs_recreate = false;
+            p.recreated = false;
+            p.verify_recreate = false;
+            p.skip_target_wait = false;
+            p.target_back_at = None;
+            p.origin = Origin::Automatic;
+            p.evidence = 0;
+        }
+        for prefix in ["fault:", "hold:", "listener:", "quarantine:", "failed:"] {
+            self.gate.reset(&format!("{prefix}{pid}"));
+        }
+        let down_for = since.map(|s| now.since(s).as_secs()).unwrap_or(0);
+        let how = if recreated {
+            format!("the device was re-created ({attempts} attempt(s))")
+        } else {
+            "no device re-creation was needed".to_string()
+        };
+        self.alert(
+            now,
+            Severity::Info,
+            format!("healthy:{pid}:{}", now.as_millis()),
+            format!("{pid}: storage is back ({n} session(s) logged in)"),
+            format!(
+                "{reason}. Down for {down_for}s; {how}; the fault was reported {evidence} time(s)."
+            ),
+            None,
+        );
+    }
+
+    fn slot_freed(&mut self, now: Instant) {
+        let waiting: Vec<PortId> = self
+            .ports
+            .values()
+            .filter(|p| matches!(p.hold, Some(Hold::WaitingForSlot { .. })))
+            .map(|p| p.id.clone())
+            .collect();
+        for pid in waiting {
+            if let Some(p) = self.ports.get_mut(&pid) {
+                p.hold = None;
+            }
+            self.evaluate(&pid, now);
+        }
+    }
+
+    fn rename_device(&mut self, from: &str, to: &str, now: Instant) {
+        if from == to {
+            return;
+        }
+        if let Some(mut d) = self.devices.remove(from) {
+            d.name = to.to_string();
+            self.devices.insert(to.to_string(), d);
+        }
+        if self.recreating.as_deref() == Some(from) {
+            self.recreating = Some(to.to_string());
+        }
+        for pid in self.ports_of_device(from) {
+            if let Some(mut p) = self.ports.remove(&pid) {
+                let new = PortId::new(to, pid.port);
+                p.id = new.clone();
+                for k in &p.sessions {
+                    if let Some(s) = self.sessions.get_mut(k) {
+                        s.port = new.clone();
+                    }
+                }
+                self.ports.insert(new, p);
+            }
+        }
+        for i in self.inflight.values_mut() {
+            if i.kind == InFlightKind::Recreate(from.to_string()) {
+                i.kind = InFlightKind::Recreate(to.to_string());
+            }
+        }
+        self.mark_dirty(format!("device {from} renamed to {to}"));
+        if !self.policy.allows(to) && self.policy.allows(from) {
+            self.alert(
+                now,
+                Severity::Warning,
+                format!("renamed:{from}:{to}"),
+                format!("RDMA device {from} is now named {to}, which is not in devices.allow"),
+                "udev normally renames a re-created device back; check the rdma-core naming \
+                 rules"
+                    .into(),
+                Some(format!(
+                    "add \"{to}\" to devices.allow if this name is permanent"
+                )),
+            );
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Helpers
+    // ---------------------------------------------------------------------------------------
+
+    fn phase(&self, pid: &PortId) -> Option<Phase> {
+        self.ports.get(pid).map(|p| p.phase)
+    }
+
+    fn port_or_create(&mut self, pid: &PortId, now: Instant) -> &mut PortRecord {
+        if !self.devices.contains_key(&pid.device) {
+            self.device_or_create(&pid.device);
+        }
+        self.ports
+            .entry(pid.clone())
+            .or_insert_with(|| PortRecord::new(pid.clone(), now))
+    }
+
+    fn device_or_create(&mut self, name: &str) -> &mut DeviceRecord {
+        self.devices
+            .entry(name.to_string())
+            .or_insert_with(|| DeviceRecord {
+                name: name.to_string(),
+                present: true,
+                parent: None,
+                driver: None,
+                recreation: None,
+                completed_recreations: 0,
+            })
+    }
+
+    fn ports_of_device(&self, device: &str) -> Vec<PortId> {
+        let start = PortId::new(device, 0);
+        self.ports
+            .range(start..)
+            .take_while(|(k, _)| k.device == device)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    fn portals_of(&self, pid: &PortId) -> Vec<Portal> {
+        let mut v: Vec<Portal> = self
+            .ports
+            .get(pid)
+            .map(|p| {
+                p.sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .map(|s| s.key.portal.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    fn targets_of(&self, pid: &PortId) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .ports
+            .get(pid)
+            .map(|p| p.sessions.iter().map(|k| k.target.clone()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    fn all_healthy(&self, pid: &PortId) -> bool {
+        self.ports.get(pid).is_some_and(|p| {
+            p.sessions
+                .iter()
+                .all(|k| self.sessions.get(k).is_some_and(SessionRecord::is_healthy))
+        })
+    }
+
+    fn healthy_sessions_of_device(&self, device: &str) -> Vec<SessionKey> {
+        self.ports_of_device(device)
+            .iter()
+            .filter_map(|pid| self.ports.get(pid))
+            .flat_map(|p| p.sessions.iter())
+            .filter_map(|k| self.sessions.get(k))
+            .filter(|s| s.is_up())
+            .map(|s| s.key.clone())
+            .collect()
+    }
+
+    fn down_sessions_text(&self, pid: &PortId) -> String {
+        let v: Vec<String> = self
+            .ports
+            .get(pid)
+            .map(|p| {
+                p.sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .filter(|s| !s.is_healthy() || p.targeted.contains(&s.key))
+                    .map(describe_session)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join("; ")
+        }
+    }
+
+    fn mark_reported(&mut self, pid: &PortId) {
+        let (keys, targeted) = self
+            .ports
+            .get(pid)
+            .map(|p| (p.sessions.clone(), p.targeted.clone()))
+            .unwrap_or_default();
+        for k in keys {
+            if let Some(s) = self.sessions.get_mut(&k) {
+                if !s.is_healthy() || targeted.contains(&k) {
+                    s.reported = true;
+                }
+            }
+        }
+    }
+
+    fn rebuild_indexes(&mut self) {
+        self.by_sid.clear();
+        self.by_disk.clear();
+        for s in self.sessions.values() {
+            if let Some(sid) = s.sid {
+                self.by_sid.insert(sid, s.key.clone());
+            }
+            for d in &s.disks {
+                self.by_disk.insert(d.name.clone(), s.key.clone());
+            }
+        }
+    }
+
+    fn transition(&mut self, pid: &PortId, to: Phase, reason: String, now: Instant) {
+        let Some(p) = self.ports.get_mut(pid) else {
+            return;
+        };
+        let from = p.phase;
+        p.phase = to;
+        p.since = now;
+        p.reason = reason.clone();
+        p.wake = None;
+        p.deadline = None;
+        p.hold = None;
+        p.ops_not_before = None;
+        self.transitions.push_back(Transition {
+            at: now,
+            port: pid.clone(),
+            from,
+            to,
+            reason,
+        });
+        self.mark_dirty(format!("{pid}: {from} -> {to}"));
+    }
+
+    fn request_sessions(&mut self, now: Instant, force: bool) {
+        let recent = self
+            .last_sessions_request
+            .is_some_and(|t| now.since(t) < REFRESH_MIN_GAP);
+        if recent && !force {
+            return;
+        }
+        if recent && self.last_sessions_request == Some(now) {
+            return; // Already asked at this very instant.
+        }
+        self.last_sessions_request = Some(now);
+        self.push(
+            None,
+            None,
+            Origin::Automatic,
+            "need the current session states".into(),
+            ActionKind::RefreshSessions,
+        );
+    }
+
+    fn request_topology(&mut self, now: Instant) {
+        if self
+            .last_topology_request
+            .is_some_and(|t| now.since(t) < self.policy.probe_interval)
+        {
+            return;
+        }
+        self.last_topology_request = Some(now);
+        self.push(
+            None,
+            None,
+            Origin::Automatic,
+            "need the current RDMA devices and QP table".into(),
+            ActionKind::RefreshTopology,
+        );
+    }
+
+    fn alloc_id(&mut self) -> ActionId {
+        let id = ActionId(self.next_id);
+        self.next_id = self.next_id.saturating_add(1);
+        id
+    }
+
+    fn jitter(&mut self) -> f64 {
+        // splitmix64: tiny, seedable, good enough for spreading retries.
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn push(
+        &mut self,
+        port: Option<PortId>,
+        device: Option<String>,
+        origin: Origin,
+        reason: String,
+        kind: ActionKind,
+    ) -> ActionId {
+        let id = self.alloc_id();
+        self.push_with_id(id, port, device, origin, reason, kind);
+        id
+    }
+
+    fn push_with_id(
+        &mut self,
+        id: ActionId,
+        port: Option<PortId>,
+        device: Option<String>,
+        origin: Origin,
+        reason: String,
+        kind: ActionKind,
+    ) {
+        self.actions.push_back(Action {
+            id,
+            port,
+            device,
+            origin,
+            reason,
+            kind,
+        });
+    }
+
+    fn alert(
+        &mut self,
+        now: Instant,
+        severity: Severity,
+        key: String,
+        summary: String,
+        detail: String,
+        remedy: Option<String>,
+    ) {
+        let alert = Alert {
+            severity,
+            summary,
+            detail,
+            remedy,
+            count: 1,
+            key,
+        };
+        if let Some(a) = self
+            .gate
+            .offer(alert, None, self.policy.alert_repeat_interval, now)
+        {
+            self.push_alert(a);
+        }
+    }
+
+    fn alert_coalesced(
+        &mut self,
+        now: Instant,
+        severity: Severity,
+        key: String,
+        summary: String,
+        detail: String,
+        remedy: Option<String>,
+    ) {
+        let alert = Alert {
+            severity,
+            summary,
+            detail,
+            remedy,
+            count: 1,
+            key,
+        };
+        if let Some(a) = self.gate.offer(
+            alert,
+            Some(self.policy.alert_coalesce),
+            self.policy.alert_repeat_interval,
+            now,
+        ) {
+            self.push_alert(a);
+        }
+    }
+
+    fn push_alert(&mut self, alert: Alert) {
+        self.push(
+            None,
+            None,
+            Origin::Automatic,
+            alert.summary.clone(),
+            ActionKind::Alert(alert),
+        );
+    }
+
+    fn mark_dirty(&mut self, reason: String) {
+        if self.dirty.is_none() {
+            self.dirty = Some(reason);
+        }
+    }
+
+    /// Queues a journal write now (write-ahead before a destructive action).
+    fn persist(&mut self, reason: String) {
+        self.dirty = None;
+        self.push(
+            None,
+            None,
+            Origin::Automatic,
+            reason.clone(),
+            ActionKind::PersistState { reason },
+        );
+    }
+
+    /// End of an input: journal what changed.
+    fn finish(&mut self) {
+        if let Some(reason) = self.dirty.take() {
+            self.push(
+                None,
+                None,
+                Origin::Automatic,
+                reason.clone(),
+                ActionKind::PersistState { reason },
+            );
+        }
+    }
+}
+
+fn iscsiadm_status(outcome: Outcome) -> IscsiadmStatus {
+    match outcome {
+        Outcome::Iscsiadm(s) => s,
+        Outcome::NotRun { reason } => IscsiadmStatus::Other {
+            code: None,
+            message: format!("not run: {reason}"),
+        },
+        other => IscsiadmStatus::Other {
+            code: None,
+            message: format!("unexpected outcome {other:?}"),
+        },
+    }
+}
+
+fn describe_session(s: &SessionRecord) -> String {
+    let sid = s.sid.map(|n| format!("sid {n} ")).unwrap_or_default();
+    let state = if s.present {
+        s.state.name()
+    } else {
+        "gone from iscsid"
+    };
+    format!("{sid}{} ({state})", s.key)
+}
+
+fn join_ports(pids: &[PortId]) -> String {
+    pids.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,392 @@
+//! The engine's state: per port, per remembered session, per device, and what is in flight.
+//! Everything here is serde-serializable: [`EngineSnapshot`] is what the journal holds.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::action::{ActionId, Origin};
+use super::input::{DiskInfo, PortId, Portal, SessionKey, SessionState, StuckEvidence};
+use crate::core::time::Instant;
+
+/// Where a port is in its recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    /// Sessions logged in, nothing wrong known.
+    Healthy,
+    /// A fault was just seen; the engine is deciding what to do.
+    Faulted,
+    /// Probing the portals of the sessions that lived on this port, waiting for the target.
+    AwaitingTarget,
+    /// The local RDMA device vanished; waiting for it to come back (bounded).
+    AwaitingDevice,
+    /// The RDMA device is being re-created.
+    ResettingDevice,
+    /// Giving iscsid its grace period, then logging sessions out and in.
+    Reconnecting,
+    /// Waiting for the sessions to show LOGGED_IN with running disks.
+    Verifying,
+    /// Attempts exhausted or retrying cannot help: automatic actions stopped for this port.
+    Quarantined,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Healthy => "Healthy",
+            Phase::Faulted => "Faulted",
+            Phase::AwaitingTarget => "AwaitingTarget",
+            Phase::AwaitingDevice => "AwaitingDevice",
+            Phase::ResettingDevice => "ResettingDevice",
+            Phase::Reconnecting => "Reconnecting",
+            Phase::Verifying => "Verifying",
+            Phase::Quarantined => "Quarantined",
+        })
+    }
+}
+
+/// Why a port is not healthy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fault {
+    /// QP 1 (GSI) is stuck in ERR: only re-creating the device helps.
+    GsiStuck {
+        /// How it was first seen.
+        evidence: StuckEvidence,
+    },
+    /// The initiator's RDMA device vanished.
+    DeviceGone,
+    /// Sessions are down with no local cause known (target or path side).
+    SessionsDown,
+    /// One session reports LOGGED_IN but its I/O keeps failing.
+    Zombie {
+        /// The session.
+        session: SessionKey,
+    },
+    /// An operator asked for recovery.
+    Operator,
+}
+
+impl Fault {
+    /// In operator words.
+    pub fn describe(&self) -> String {
+        match self {
+            Fault::GsiStuck { evidence } => format!(
+                "GSI QP 1 is stuck in ERR ({}); no new RDMA connection can be made on this \
+                 port until the device is re-created",
+                evidence.describe()
+            ),
+            Fault::DeviceGone => "the initiator's RDMA device is gone".to_string(),
+            Fault::SessionsDown => "iSCSI sessions on this port are down".to_string(),
+            Fault::Zombie { session } => {
+                format!("session {session} reports LOGGED_IN but I/O on its disks keeps failing")
+            }
+            Fault::Operator => "an operator asked for recovery".to_string(),
+        }
+    }
+}
+
+/// Why a port that wants to act does not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Hold {
+    /// `iser-guard pause` is in effect.
+    Paused,
+    /// `recovery.dry-run`: the engine decides and alerts only.
+    DryRun,
+    /// The device is not in `devices.allow`.
+    NotAllowed,
+    /// Re-creating the device would drop these healthy sessions; waiting for the operator.
+    OtherSessionsHealthy {
+        /// The sessions that would be disrupted.
+        sessions: Vec<SessionKey>,
+    },
+    /// Another device is being re-created; one at a time.
+    WaitingForSlot {
+        /// The device being re-created.
+        busy: String,
+    },
+}
+
+/// What a port timer means when it fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimerKind {
+    /// Start the next round of portal probes.
+    ProbeRound,
+    /// The back-off before the next attempt is over.
+    Backoff,
+    /// iscsid's grace period is over: log sessions out and in.
+    Grace,
+    /// Refresh the session list while recovering.
+    SessionRefresh,
+}
+
+/// Where one session is in its reconnect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionOp {
+    /// A logout is in flight.
+    LoggingOut(ActionId),
+    /// The logout succeeded; the login comes next.
+    LoggedOut,
+    /// A login is in flight.
+    LoggingIn(ActionId),
+    /// The login succeeded (or the session was already logged in).
+    Done,
+    /// The last logout or login failed.
+    Failed(String),
+}
+
+/// One remembered session: restored after a fault even if iscsid dropped it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Target, portal, iface.
+    pub key: SessionKey,
+    /// iface transport.
+    pub transport: String,
+    /// The port it runs on.
+    pub port: PortId,
+    /// Last known SID.
+    pub sid: Option<u32>,
+    /// Present in the last iscsiadm snapshot.
+    pub present: bool,
+    /// Last known state.
+    pub state: SessionState,
+    /// Last known disks.
+    pub disks: Vec<DiskInfo>,
+    /// I/O errors seen on its disks while LOGGED_IN (times, within the zombie window).
+    pub io_errors: Vec<Instant>,
+    /// Its reconnect in this episode.
+    pub op: Option<SessionOp>,
+    /// Named in an alert as not restored.
+    pub reported: bool,
+}
+
+impl SessionRecord {
+    /// Present in the last snapshot and LOGGED_IN.
+    pub fn is_up(&self) -> bool {
+        self.present && self.state == SessionState::LoggedIn
+    }
+
+    /// LOGGED_IN, present, and every disk running.
+    pub fn is_healthy(&self) -> bool {
+        self.is_up() && self.disks.iter().all(DiskInfo::is_running)
+    }
+}
+
+/// One RDMA port and its recovery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortRecord {
+    /// The port.
+    pub id: PortId,
+    /// Where it is.
+    pub phase: Phase,
+    /// Why it is not healthy.
+    pub fault: Option<Fault>,
+    /// The reason of the last transition, in operator words.
+    pub reason: String,
+    /// When the phase was entered.
+    pub since: Instant,
+    /// When this fault episode began.
+    pub fault_since: Option<Instant>,
+    /// Repair attempts (re-creations and reconnect rounds) in this episode.
+    pub attempts: u32,
+    /// Why it is not acting, if it wants to and may not.
+    pub hold: Option<Hold>,
+    /// The phase timer.
+    pub wake: Option<(TimerKind, Instant)>,
+    /// When the phase gives up (target wait, device wait, verify, re-creation).
+    pub deadline: Option<Instant>,
+    /// Since when the target counts as back (hysteresis met).
+    pub target_back_at: Option<Instant>,
+    /// The target answers TCP but rejects iSER connections: nothing local can fix it.
+    pub listener_gone: bool,
+    /// When the last `invalid service ID` rejection was attributed to this port.
+    pub listener_rejected_at: Option<Instant>,
+    /// The fault needs a device re-creation that has not happened yet.
+    pub needs_recreate: bool,
+    /// A re-creation completed in this episode (never repeat it after a restart).
+    pub recreated: bool,
+    /// A re-creation was in flight at a restart: verify it, do not repeat it.
+    pub verify_recreate: bool,
+    /// Kernel lines seen for this fault (storm counter).
+    pub evidence: u64,
+    /// Port link state as last seen.
+    pub link_up: bool,
+    /// Who drives this episode.
+    pub origin: Origin,
+    /// Do not wait for the target (operator `reset-device`).
+    pub skip_target_wait: bool,
+    /// Log sessions out and in only with a session list at least this recent (so a session
+    /// iscsid just restored is never disrupted).
+    pub ops_not_before: Option<Instant>,
+    /// The sessions remembered on this port.
+    pub sessions: Vec<SessionKey>,
+    /// Sessions to log out and in even though they look logged in (zombie, operator).
+    pub targeted: Vec<SessionKey>,
+}
+
+impl PortRecord {
+    /// A healthy port.
+    pub fn new(id: PortId, now: Instant) -> Self {
+        PortRecord {
+            id,
+            phase: Phase::Healthy,
+            fault: None,
+            reason: "first seen".to_string(),
+            since: now,
+            fault_since: None,
+            attempts: 0,
+            hold: None,
+            wake: None,
+            deadline: None,
+            target_back_at: None,
+            listener_gone: false,
+            listener_rejected_at: None,
+            needs_recreate: false,
+            recreated: false,
+            verify_recreate: false,
+            evidence: 0,
+            link_up: true,
+            origin: Origin::Automatic,
+            skip_target_wait: false,
+            ops_not_before: None,
+            sessions: Vec::new(),
+            targeted: Vec::new(),
+        }
+    }
+}
+
+/// A device re-creation and where it got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecreationState {
+    /// Started, outcome not known yet.
+    InFlight,
+    /// Completed (the device came back with QP 1 in RTS).
+    Completed,
+    /// Failed.
+    Failed,
+}
+
+/// The last re-creation of a device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recreation {
+    /// The action.
+    pub id: ActionId,
+    /// Attempt number.
+    pub attempt: u32,
+    /// When it started.
+    pub started: Instant,
+    /// Where it got.
+    pub state: RecreationState,
+    /// Who asked.
+    pub origin: Origin,
+}
+
+/// What the engine knows about an RDMA device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    /// Name.
+    pub name: String,
+    /// Present on the host as last seen.
+    pub present: bool,
+    /// Parent (PCI function), if known.
+    pub parent: Option<String>,
+    /// Driver, if known.
+    pub driver: Option<String>,
+    /// The last re-creation.
+    pub recreation: Option<Recreation>,
+    /// Completed re-creations since the journal began.
+    pub completed_recreations: u64,
+}
+
+/// What a portal's probes said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortalRecord {
+    /// The portal.
+    pub portal: Portal,
+    /// Consecutive successful probes.
+    pub consecutive_ok: u32,
+    /// The probe in flight.
+    pub inflight: Option<ActionId>,
+}
+
+/// What an in-flight action was for, so its outcome (or its silence) can be handled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InFlightKind {
+    /// A portal probe.
+    Probe(Portal),
+    /// A device re-creation.
+    Recreate(String),
+    /// A logout of a session.
+    Logout(SessionKey),
+    /// A login of a session.
+    Login(SessionKey),
+    /// A rescan of a session.
+    Rescan(SessionKey),
+}
+
+/// An action whose outcome is awaited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlight {
+    /// The action.
+    pub id: ActionId,
+    /// What for.
+    pub kind: InFlightKind,
+    /// No outcome by then = timed out (or lost in a restart).
+    pub deadline: Instant,
+}
+
+/// A change of phase, with its reason in operator words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transition {
+    /// When.
+    pub at: Instant,
+    /// Which port.
+    pub port: PortId,
+    /// From.
+    pub from: Phase,
+    /// To.
+    pub to: Phase,
+    /// Why.
+    pub reason: String,
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} -> {}: {}",
+            self.port, self.from, self.to, self.reason
+        )
+    }
+}
+
+/// The journal: everything needed to resume after a restart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineSnapshot {
+    /// Format version ([`EngineSnapshot::VERSION`]).
+    pub version: u32,
+    /// When it was taken.
+    pub taken_at: Instant,
+    /// The next action id.
+    pub next_id: u64,
+    /// Jitter generator state.
+    pub rng: u64,
+    /// Automatic actions paused by the operator.
+    pub paused: bool,
+    /// The device being re-created, if any.
+    pub recreating: Option<String>,
+    /// Ports.
+    pub ports: Vec<PortRecord>,
+    /// Remembered sessions.
+    pub sessions: Vec<SessionRecord>,
+    /// Devices.
+    pub devices: Vec<DeviceRecord>,
+    /// Portals being probed.
+    pub portals: Vec<PortalRecord>,
+    /// Actions awaiting an outcome.
+    pub inflight: Vec<InFlight>,
+}
+
+impl EngineSnapshot {
+    /// The current format version.
+    pub const VERSION: u32 = 1;
+}

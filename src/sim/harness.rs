@@ -1,0 +1,525 @@
+//! The harness: one engine against one simulated host, in virtual time.
+//!
+//! Each step delivers what the host produced up to `now`, runs the engine (its inputs, then
+//! its timers), executes its actions against the host exactly as the daemon would (journal
+//! writes included), then jumps to the next deadline of either side. [`Harness::run_until`]
+//! fails on livelock: too many steps, or too many steps without time moving.
+
+use std::time::Duration;
+
+use super::host::{Delivery, SimHost};
+use super::kernel;
+use crate::core::kmsg::KERNEL_FACILITY;
+use crate::core::recovery::{
+    Action, ActionKind, Alert, Engine, EngineSnapshot, Input, Policy, Transition, Trust,
+};
+use crate::core::time::Instant;
+
+/// One line of the timeline.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Entry {
+    /// What happened on the host (scenario script, iscsid).
+    Note {
+        /// When.
+        at: Instant,
+        /// What.
+        text: String,
+    },
+    /// What the kernel logged (the real line).
+    Kernel {
+        /// When.
+        at: Instant,
+        /// Syslog facility (0 = kernel).
+        facility: u8,
+        /// Text.
+        text: String,
+    },
+    /// What the agent decided, and why.
+    Decision {
+        /// When.
+        at: Instant,
+        /// The transition.
+        transition: Transition,
+    },
+    /// What the agent did.
+    Action {
+        /// When.
+        at: Instant,
+        /// The action.
+        action: Action,
+    },
+    /// What iscsiadm printed.
+    Iscsiadm {
+        /// When.
+        at: Instant,
+        /// Command line.
+        command: String,
+        /// Output.
+        output: String,
+        /// Exit code.
+        code: i32,
+    },
+    /// The agent restarted and resumed from its journal.
+    Restart {
+        /// When.
+        at: Instant,
+    },
+    /// Every session on the host is logged in with running disks again.
+    StorageBack {
+        /// When.
+        at: Instant,
+    },
+}
+
+/// The harness ran into a livelock.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// More steps than allowed.
+    #[error("livelock: {steps} steps without reaching {until} (virtual time stuck at {at})")]
+    TooManySteps {
+        /// Steps taken.
+        steps: usize,
+        /// Target time.
+        until: Instant,
+        /// Where time was.
+        at: Instant,
+    },
+    /// Many steps at one instant.
+    #[error("livelock: {steps} consecutive steps at {at} without time advancing")]
+    Stuck {
+        /// Steps at that instant.
+        steps: usize,
+        /// The instant.
+        at: Instant,
+    },
+    /// The journal did not resume.
+    #[error("resume from the journal failed: {0}")]
+    Resume(String),
+}
+
+/// Engine + host + virtual clock + timeline.
+#[derive(Debug)]
+pub struct Harness {
+    /// The simulated host.
+    pub host: SimHost,
+    /// The engine.
+    pub engine: Engine,
+    /// The policy (kept to resume the engine after a restart).
+    pub policy: Policy,
+    /// Virtual time.
+    pub now: Instant,
+    /// Everything that happened.
+    pub timeline: Vec<Entry>,
+    /// Every action the engine emitted.
+    pub actions: Vec<(Instant, Action)>,
+    /// Every alert.
+    pub alerts: Vec<(Instant, Alert)>,
+    /// Every transition.
+    pub transitions: Vec<Transition>,
+    /// The journal (JSON bytes of the last persisted snapshot).
+    pub journal: Option<Vec<u8>>,
+    /// Journal writes.
+    pub journal_writes: usize,
+    /// Restart the agent after every step (resume from the journal).
+    pub restart_every_step: bool,
+    /// Restarts done.
+    pub restarts: usize,
+    /// Steps taken.
+    pub steps: usize,
+    /// Destructive actions executed before their write-ahead journal entry.
+    pub unjournaled_destructive: usize,
+    storage_ok: bool,
+    journaled_since_last_destructive: bool,
+}
+
+impl Harness {
+    /// A harness at time zero; the host's polls start now.
+    pub fn new(mut host: SimHost, policy: Policy, seed: u64) -> Self {
+        host.iscsiadm_timeout = policy.iscsiadm_timeout;
+        host.start(Instant::ZERO);
+        let storage_ok = host.storage_ok();
+        Harness {
+            host,
+            engine: Engine::new(policy.clone(), seed),
+            policy,
+            now: Instant::ZERO,
+            timeline: Vec::new(),
+            actions: Vec::new(),
+            alerts: Vec::new(),
+            transitions: Vec::new(),
+            journal: None,
+            journal_writes: 0,
+            restart_every_step: false,
+            restarts: 0,
+            steps: 0,
+            unjournaled_destructive: 0,
+            storage_ok,
+            journaled_since_last_destructive: false,
+        }
+    }
+
+    /// Runs until `until` (virtual), at most `max_steps` steps.
+    pub fn run_until(&mut self, until: Instant, max_steps: usize) -> Result<(), SimError> {
+        let mut same_instant = 0usize;
+        loop {
+            if self.steps >= max_steps {
+                return Err(SimError::TooManySteps {
+                    steps: self.steps,
+                    until,
+                    at: self.now,
+                });
+            }
+            self.step()?;
+            let next = [self.host.next_event(), self.engine.next_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            match next {
+                Some(t) if t <= until => {
+                    if t <= self.now {
+                        same_instant += 1;
+                        if same_instant > 200 {
+                            return Err(SimError::Stuck {
+                                steps: same_instant,
+                                at: self.now,
+                            });
+                        }
+                    } else {
+                        same_instant = 0;
+                        self.now = t;
+                    }
+                }
+                _ => {
+                    self.now = until;
+                    self.step()?;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Runs for `d` more virtual time.
+    pub fn run_for(&mut self, d: Duration, max_steps: usize) -> Result<(), SimError> {
+        let until = self.now.plus(d);
+        self.run_until(until, max_steps)
+    }
+
+    /// One step at `self.now`.
+    pub fn step(&mut self) -> Result<(), SimError> {
+        self.steps += 1;
+        let now = self.now;
+        for _ in 0..64 {
+            let deliveries = self.host.advance(now);
+            let timer_due = self.engine.next_timeout().is_some_and(|t| t <= now);
+            if deliveries.is_empty() && !timer_due {
+                break;
+            }
+            for d in deliveries {
+                self.deliver(d, now);
+            }
+            if timer_due {
+                self.engine.handle_timeout(now);
+            }
+            self.execute_actions(now);
+        }
+        while let Some(t) = self.engine.poll_transition() {
+            self.timeline.push(Entry::Decision {
+                at: now,
+                transition: t.clone(),
+            });
+            self.transitions.push(t);
+        }
+        let ok = self.host.storage_ok();
+        if ok && !self.storage_ok {
+            self.timeline.push(Entry::StorageBack { at: now });
+        }
+        self.storage_ok = ok;
+        if self.restart_every_step {
+            self.restart()?;
+        }
+        Ok(())
+    }
+
+    /// Simulates a crash and restart of the agent: a new engine resumed from the journal
+    /// (or a fresh one if nothing was journaled yet).
+    pub fn restart(&mut self) -> Result<(), SimError> {
+        let engine = match &self.journal {
+            Some(bytes) => {
+                let snap: EngineSnapshot =
+                    serde_json::from_slice(bytes).map_err(|e| SimError::Resume(e.to_string()))?;
+                Engine::resume(snap, self.policy.clone(), self.now)
+                    .map_err(|e| SimError::Resume(e.to_string()))?
+            }
+            None => Engine::new(self.policy.clone(), 1),
+        };
+        self.engine = engine;
+        self.restarts += 1;
+        self.timeline.push(Entry::Restart { at: self.now });
+        // What the daemon does at start: a first scan.
+        let list = self.host.session_list();
+        for d in self.host.topology() {
+            self.deliver(d, self.now);
+        }
+        self.engine.handle_sessions(list, self.now);
+        self.execute_actions(self.now);
+        Ok(())
+    }
+
+    fn deliver(&mut self, d: Delivery, now: Instant) {
+        match d {
+            Delivery::Kmsg { facility, text } => {
+                self.timeline.push(Entry::Kernel {
+                    at: now,
+                    facility,
+                    text: text.clone(),
+                });
+                if let Some(obs) = kernel::classify(&text) {
+                    let trust = if facility == KERNEL_FACILITY {
+                        Trust::Trusted
+                    } else {
+                        Trust::Untrusted
+                    };
+                    self.engine.handle_observation(obs, trust, now);
+                }
+            }
+            Delivery::Netlink(obs) => self.engine.handle_observation(obs, Trust::Trusted, now),
+            Delivery::Sessions(list) => self.engine.handle_sessions(list, now),
+            Delivery::Outcome { id, outcome } => {
+                self.engine.handle(Input::Outcome { id, outcome }, now)
+            }
+            Delivery::Command(c) => {
+                self.timeline.push(Entry::Note {
+                    at: now,
+                    text: format!("operator: {c:?}"),
+                });
+                self.engine.handle(Input::Command(c), now)
+            }
+            Delivery::IscsiadmOutput {
+                command,
+                output,
+                code,
+            } => self.timeline.push(Entry::Iscsiadm {
+                at: now,
+                command,
+                output,
+                code,
+            }),
+            Delivery::Note(text) => self.timeline.push(Entry::Note { at: now, text }),
+        }
+    }
+
+    /// Executes queued actions the way the daemon does.
+    fn execute_actions(&mut self, now: Instant) {
+        // Decisions first: they explain the actions that follow.
+        while let Some(t) = self.engine.poll_transition() {
+            self.timeline.push(Entry::Decision {
+                at: now,
+                transition: t.clone(),
+            });
+            self.transitions.push(t);
+        }
+        while let Some(a) = self.engine.poll_action() {
+            self.actions.push((now, a.clone()));
+            if !matches!(a.kind, ActionKind::PersistState { .. }) {
+                self.timeline.push(Entry::Action {
+                    at: now,
+                    action: a.clone(),
+                });
+            }
+            if a.kind.is_destructive() {
+                if !self.journaled_since_last_destructive {
+                    self.unjournaled_destructive += 1;
+                }
+                self.journaled_since_last_destructive = false;
+            }
+            match &a.kind {
+                ActionKind::PersistState { .. } => {
+                    // The daemon writes the snapshot as it is when the action executes.
+                    if let Ok(bytes) = serde_json::to_vec(&self.engine.snapshot()) {
+                        self.journal = Some(bytes);
+                        self.journal_writes += 1;
+                        self.journaled_since_last_destructive = true;
+                    }
+                }
+                ActionKind::ProbePortal { portal, timeout } => {
+                    self.host.probe(portal, *timeout, a.id, now)
+                }
+                ActionKind::RecreateDevice { device, .. } => {
+                    let out = self.host.recreate(device, a.id, now);
+                    for d in out {
+                        self.deliver(d, now);
+                    }
+                }
+                ActionKind::IscsiLogin { node, .. } => self.host.login(&node.key, a.id, now),
+                ActionKind::IscsiLogout { sid, node, .. } => {
+                    self.host.logout(*sid, &node.key, a.id, now)
+                }
+                ActionKind::IscsiRescan { .. } => {}
+                ActionKind::RefreshSessions => {
+                    let at = now.plus(Duration::from_millis(50));
+                    self.host.schedule(at, super::host::HostEvent::DumpSessions);
+                }
+                ActionKind::RefreshTopology => {
+                    let at = now.plus(Duration::from_millis(20));
+                    self.host.schedule(at, super::host::HostEvent::DumpTopology);
+                }
+                ActionKind::Alert(alert) => self.alerts.push((now, alert.clone())),
+            }
+        }
+    }
+
+    /// Actions of one kind, e.g. `|k| matches!(k, ActionKind::RecreateDevice { .. })`.
+    pub fn count_actions(&self, f: impl Fn(&ActionKind) -> bool) -> usize {
+        self.actions.iter().filter(|(_, a)| f(&a.kind)).count()
+    }
+
+    /// Device re-creations the engine asked for.
+    pub fn recreations(&self) -> Vec<String> {
+        self.actions
+            .iter()
+            .filter_map(|(_, a)| match &a.kind {
+                ActionKind::RecreateDevice { device, .. } => Some(device.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// When storage was last back (every session logged in with running disks).
+    pub fn storage_back_at(&self) -> Option<Instant> {
+        self.timeline.iter().rev().find_map(|e| match e {
+            Entry::StorageBack { at } => Some(*at),
+            _ => None,
+        })
+    }
+
+    /// Renders the timeline for a terminal.
+    pub fn render(&self) -> String {
+        render(&self.timeline)
+    }
+}
+
+/// Renders a timeline: kernel lines as dmesg shows them, then decisions, actions, iscsiadm
+/// output, and when storage was back. Kernel lines and probes that repeat between two
+/// decisions are counted, not repeated.
+pub fn render(timeline: &[Entry]) -> String {
+    let mut s = String::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut repeats = 0usize;
+    let mut probes = 0usize;
+    let mut probe_printed = false;
+    let mut last_at = Instant::ZERO;
+    let blank = "";
+    for e in timeline {
+        match e {
+            Entry::Kernel { at, facility, text } => {
+                if seen.contains(text.as_str()) {
+                    repeats += 1;
+                    last_at = *at;
+                    continue;
+                }
+                seen.insert(text);
+                let who = if *facility == KERNEL_FACILITY {
+                    "kernel"
+                } else {
+                    "USER!"
+                };
+                s.push_str(&format!("{:>9}  {who:<8} {text}\n", at.to_string()));
+                continue;
+            }
+            Entry::Action { at, action } => {
+                if matches!(
+                    action.kind,
+                    ActionKind::RefreshSessions | ActionKind::RefreshTopology
+                ) {
+                    continue;
+                }
+                if matches!(action.kind, ActionKind::ProbePortal { .. }) {
+                    if probe_printed {
+                        probes += 1;
+                        last_at = *at;
+                        continue;
+                    }
+                    probe_printed = true;
+                }
+            }
+            _ => {}
+        }
+        if repeats > 0 || probes > 0 {
+            s.push_str(&format!(
+                "{blank:>9}  ...      until {last_at}: {repeats} repeated kernel line(s), {probes} more probe(s)\n"
+            ));
+            repeats = 0;
+            probes = 0;
+        }
+        if matches!(e, Entry::Decision { .. }) {
+            seen.clear();
+            probe_printed = false;
+        }
+        match e {
+            Entry::Note { at, text } => {
+                s.push_str(&format!("{:>9}  host     {text}\n", at.to_string()))
+            }
+            Entry::Decision { at, transition } => s.push_str(&format!(
+                "{:>9}  DECIDE   {}: {} -> {}\n{blank:>9}           why: {}\n",
+                at.to_string(),
+                transition.port,
+                transition.from,
+                transition.to,
+                transition.reason
+            )),
+            Entry::Action { at, action } => match &action.kind {
+                ActionKind::Alert(a) => {
+                    let count = if a.count > 1 {
+                        format!(" (x{})", a.count)
+                    } else {
+                        String::new()
+                    };
+                    s.push_str(&format!(
+                        "{:>9}  ALERT    [{}] {}{count}\n",
+                        at.to_string(),
+                        a.severity,
+                        a.summary
+                    ));
+                    if let Some(r) = &a.remedy {
+                        s.push_str(&format!("{blank:>9}           operator can run: {r}\n"));
+                    }
+                }
+                _ => s.push_str(&format!(
+                    "{:>9}  DO       {action}\n{blank:>9}           why: {}\n",
+                    at.to_string(),
+                    action.reason
+                )),
+            },
+            Entry::Iscsiadm {
+                at,
+                command,
+                output,
+                code,
+            } => {
+                s.push_str(&format!(
+                    "{:>9}  exec     {command}  (exit {code})\n",
+                    at.to_string()
+                ));
+                for l in output.lines() {
+                    s.push_str(&format!("{blank:>9}           | {l}\n"));
+                }
+            }
+            Entry::Restart { at } => s.push_str(&format!(
+                "{:>9}  agent    restarted, resumed from the journal\n",
+                at.to_string()
+            )),
+            Entry::StorageBack { at } => s.push_str(&format!(
+                "{:>9}  STORAGE  every session logged in, disks running\n",
+                at.to_string()
+            )),
+            Entry::Kernel { .. } => {}
+        }
+    }
+    if repeats > 0 || probes > 0 {
+        s.push_str(&format!(
+            "{blank:>9}  ...      until {last_at}: {repeats} repeated kernel line(s), {probes} more probe(s)\n"
+        ));
+    }
+    s
+}

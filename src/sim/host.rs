@@ -1,0 +1,1076 @@
+//! The simulated host: RDMA devices with ports and a GSI QP each, iSCSI targets, iscsid's
+//! sessions and its reconnect loop, an iscsiadm with its real output and exit codes, and the
+//! kernel log, all in virtual time.
+//!
+//! Physics kept from the real systems (reference kernel-facts.md, lab.md):
+//! - irdma: when iscsid's CM handshake goes to a target that vanished, QP 1 (GSI) goes to ERR
+//!   and stays there; every later MAD send logs the `modify_qp invalid` / `ib_mad_send_error`
+//!   pair, and no session can reconnect on that port until the device is re-created. rxe's
+//!   GSI QP never gets stuck.
+//! - NOP-Out 5 s + 5 s detects a dead target (conn error 1022); iscsid retries every 3 s;
+//!   after `replacement_timeout` (120 s) the session recovery times out and I/O fails.
+//! - A short target link outage leaves a zombie: LOGGED_IN, but every I/O fails with
+//!   DID_ABORT until the session is logged out and in.
+//! - A target whose iSER listener died rejects CM connections (`invalid service ID`) while
+//!   its portal still answers TCP. A missing initiator device gives `ADDR_ERROR … -19`.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::time::Duration;
+
+use super::kernel;
+use crate::core::qp::QpState;
+use crate::core::recovery::{
+    ActionId, DiskInfo, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
+    ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
+};
+use crate::core::time::Instant;
+
+/// NOP-Out interval + timeout: how long a dead target goes unnoticed.
+const NOP_DETECT: Duration = Duration::from_secs(10);
+/// iscsid's reconnect interval.
+const ISCSID_RETRY: Duration = Duration::from_secs(3);
+/// `node.session.timeo.replacement_timeout`.
+const REPLACEMENT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Device re-creation: the device is gone this long.
+const RECREATE_TIME: Duration = Duration::from_secs(3);
+/// iscsiadm login and logout durations (lab: login ~1.2 s, logout 0.2 s).
+const LOGIN_TIME: Duration = Duration::from_millis(1200);
+const LOGOUT_TIME: Duration = Duration::from_millis(200);
+/// Zombie I/O errors: one failed write every 350 ms, at most this many.
+const ZOMBIE_IO_PERIOD: Duration = Duration::from_millis(350);
+const ZOMBIE_IO_MAX: u32 = 60;
+
+/// The RDMA driver, which decides whether QP 1 gets stuck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// Intel E810 (ice + irdma): QP 1 gets stuck in ERR when its target vanishes.
+    Irdma,
+    /// Soft-RoCE: QP 1 never gets stuck.
+    Rxe,
+}
+
+/// What the next re-creation of a device does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecreatePlan {
+    /// Works.
+    Ok,
+    /// Fails with this message; the device is unchanged.
+    Fail(String),
+    /// Works, but the executor's outcome is lost (daemon crash): the engine must verify.
+    LoseOutcome,
+    /// No method applies.
+    Unsupported(String),
+}
+
+/// How iscsiadm behaves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IscsiadmPlan {
+    /// The next this many invocations hang; the daemon kills each after its timeout.
+    pub hang_next: u32,
+    /// Logins fail with exit 24 (authentication failed).
+    pub auth_fail: bool,
+}
+
+/// One simulated RDMA device.
+#[derive(Debug, Clone)]
+pub struct SimDevice {
+    /// Name.
+    pub name: String,
+    /// PCI function.
+    pub pci: String,
+    /// Driver.
+    pub driver: Driver,
+    /// Present.
+    pub present: bool,
+    /// GSI QP state per port (index 0 = port 1).
+    pub gsi: Vec<QpState>,
+    /// What the next re-creations do (front first); empty = Ok.
+    pub plans: VecDeque<RecreatePlan>,
+    /// Re-creations started.
+    pub recreations_started: u32,
+    /// Re-creations completed.
+    pub recreations_completed: u32,
+    /// Re-creation in progress.
+    pub recreating: bool,
+}
+
+/// One simulated target portal.
+#[derive(Debug, Clone)]
+pub struct SimTarget {
+    /// IQN.
+    pub iqn: String,
+    /// Portal.
+    pub portal: Portal,
+    /// Powered on.
+    pub powered: bool,
+    /// Link up.
+    pub link_up: bool,
+    /// iSER listener alive.
+    pub listener: bool,
+}
+
+impl SimTarget {
+    fn reachable(&self) -> bool {
+        self.powered && self.link_up
+    }
+}
+
+/// One iSCSI session as iscsid holds it.
+#[derive(Debug, Clone)]
+pub struct SimSession {
+    /// SID.
+    pub sid: u32,
+    /// Target, portal, iface.
+    pub key: SessionKey,
+    /// The RDMA port it runs on.
+    pub port: PortId,
+    /// State.
+    pub state: SessionState,
+    /// SCSI host number.
+    pub host: u32,
+    /// Disks.
+    pub disks: Vec<DiskInfo>,
+    /// LOGGED_IN but every I/O fails.
+    pub zombie: bool,
+    /// I/O errors emitted while a zombie.
+    pub zombie_errors: u32,
+    /// When the connection failed.
+    pub down_since: Option<Instant>,
+}
+
+/// What the host tells the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delivery {
+    /// A kernel-log record (`facility` 0 = kernel, anything else = written by userspace).
+    Kmsg {
+        /// Syslog facility.
+        facility: u8,
+        /// Text.
+        text: String,
+    },
+    /// An RDMA netlink fact.
+    Netlink(Observation),
+    /// A full iscsiadm session list.
+    Sessions(Vec<SessionInfo>),
+    /// An action's outcome.
+    Outcome {
+        /// Action.
+        id: ActionId,
+        /// Outcome.
+        outcome: Outcome,
+    },
+    /// An operator command.
+    Command(OperatorCommand),
+    /// iscsiadm printed this (for the timeline only).
+    IscsiadmOutput {
+        /// The command line.
+        command: String,
+        /// What it printed.
+        output: String,
+        /// Exit code.
+        code: i32,
+    },
+    /// A scenario note for the timeline ("target powered off").
+    Note(String),
+}
+
+/// Something scheduled on the host.
+#[derive(Debug, Clone)]
+pub enum HostEvent {
+    /// Power a target's portal off or on.
+    TargetPower {
+        /// Portal.
+        portal: Portal,
+        /// On.
+        on: bool,
+    },
+    /// The target's link goes down or up.
+    TargetLink {
+        /// Portal.
+        portal: Portal,
+        /// Up.
+        up: bool,
+    },
+    /// The target's iSER listener dies or is re-enabled.
+    TargetListener {
+        /// Portal.
+        portal: Portal,
+        /// Alive.
+        up: bool,
+    },
+    /// An initiator RDMA device is removed (e.g. `rdma link delete`) or added back.
+    InitiatorDevice {
+        /// Device.
+        device: String,
+        /// Present.
+        present: bool,
+    },
+    /// iscsid drops a session (e.g. an admin ran a logout by mistake while it was failing).
+    DropSession {
+        /// SID.
+        sid: u32,
+    },
+    /// Raw kernel-log lines (storms, forged records).
+    Lines {
+        /// Facility (0 kernel, 1 user).
+        facility: u8,
+        /// Texts.
+        lines: Vec<String>,
+    },
+    /// An operator command.
+    Command(OperatorCommand),
+    /// A note for the timeline.
+    Note(String),
+    /// Internal: a session's NOP-Out timed out.
+    NopTimeout(u32),
+    /// Internal: iscsid retries a session.
+    IscsidRetry(u32),
+    /// Internal: replacement_timeout of a session.
+    RecoveryTimeout(u32),
+    /// Internal: a zombie session's next failed I/O.
+    ZombieIo(u32),
+    /// Internal: a re-created device comes back.
+    RecreateDone {
+        /// Device.
+        device: String,
+        /// Action.
+        id: ActionId,
+        /// Report the outcome.
+        report: bool,
+    },
+    /// Internal: deliver to the agent.
+    Deliver(Box<Delivery>),
+    /// Internal: the periodic netlink dump.
+    NetlinkPoll,
+    /// Internal: a netlink dump the agent asked for (taken when it runs).
+    DumpTopology,
+    /// Internal: an `iscsiadm -m session -P 3` the agent asked for (taken when it runs).
+    DumpSessions,
+    /// Internal: the periodic iscsiadm session poll.
+    IscsiPoll,
+    /// Internal: an iscsiadm login finishes.
+    LoginDone {
+        /// Action.
+        id: ActionId,
+        /// Node.
+        key: SessionKey,
+        /// RDMA port of the iface.
+        port: PortId,
+    },
+}
+
+/// The whole simulated host.
+#[derive(Debug, Clone)]
+pub struct SimHost {
+    /// Devices by name.
+    pub devices: BTreeMap<String, SimDevice>,
+    /// Targets by portal.
+    pub targets: BTreeMap<Portal, SimTarget>,
+    /// iscsid's sessions by SID.
+    pub sessions: BTreeMap<u32, SimSession>,
+    /// Disk names per node, kept across re-logins.
+    pub node_disks: BTreeMap<SessionKey, (u32, Vec<String>)>,
+    /// The RDMA port each node's iface runs on.
+    pub node_ports: BTreeMap<SessionKey, PortId>,
+    /// iscsiadm behaviour.
+    pub iscsiadm: IscsiadmPlan,
+    /// Netlink dump interval.
+    pub netlink_poll: Duration,
+    /// Session poll interval.
+    pub iscsi_poll: Duration,
+    /// Kill a hung iscsiadm after this long (the daemon's timeout).
+    pub iscsiadm_timeout: Duration,
+    next_sid: u32,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(Instant, u64)>>,
+    events: BTreeMap<u64, HostEvent>,
+    /// Devices being re-created right now (the invariant: at most one).
+    pub concurrent_recreations: usize,
+    /// Highest number of concurrent re-creations seen.
+    pub max_concurrent_recreations: usize,
+    /// Re-creations started on a device while one was in progress on that same device.
+    pub overlapping_recreations: u32,
+}
+
+impl Default for SimHost {
+    fn default() -> Self {
+        SimHost::new()
+    }
+}
+
+impl SimHost {
+    /// An empty host.
+    pub fn new() -> Self {
+        SimHost {
+            devices: BTreeMap::new(),
+            targets: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            node_disks: BTreeMap::new(),
+            node_ports: BTreeMap::new(),
+            iscsiadm: IscsiadmPlan::default(),
+            netlink_poll: Duration::from_secs(5),
+            iscsi_poll: Duration::from_secs(10),
+            iscsiadm_timeout: Duration::from_secs(30),
+            next_sid: 1,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            events: BTreeMap::new(),
+            concurrent_recreations: 0,
+            max_concurrent_recreations: 0,
+            overlapping_recreations: 0,
+        }
+    }
+
+    /// Adds a device with `ports` ports, QP 1 in RTS on each.
+    pub fn add_device(&mut self, name: &str, pci: &str, driver: Driver, ports: u32) {
+        self.devices.insert(
+            name.to_string(),
+            SimDevice {
+                name: name.to_string(),
+                pci: pci.to_string(),
+                driver,
+                present: true,
+                gsi: vec![QpState::Rts; usize::try_from(ports.max(1)).unwrap_or(1)],
+                plans: VecDeque::new(),
+                recreations_started: 0,
+                recreations_completed: 0,
+                recreating: false,
+            },
+        );
+    }
+
+    /// Adds a target portal.
+    pub fn add_target(&mut self, iqn: &str, portal: Portal) {
+        self.targets.insert(
+            portal.clone(),
+            SimTarget {
+                iqn: iqn.to_string(),
+                portal,
+                powered: true,
+                link_up: true,
+                listener: true,
+            },
+        );
+    }
+
+    /// Adds a logged-in session with its disks; returns its SID.
+    pub fn add_session(&mut self, iqn: &str, portal: &Portal, port: PortId, disks: &[&str]) -> u32 {
+        let key = SessionKey {
+            target: iqn.to_string(),
+            portal: portal.clone(),
+            iface: "iser".to_string(),
+        };
+        let host = self.next_sid + 1;
+        self.node_disks.insert(
+            key.clone(),
+            (host, disks.iter().map(|d| d.to_string()).collect()),
+        );
+        self.login_session(key, port)
+    }
+
+    fn login_session(&mut self, key: SessionKey, port: PortId) -> u32 {
+        let sid = self.next_sid;
+        self.next_sid += 1;
+        let (host, disks) = self
+            .node_disks
+            .get(&key)
+            .cloned()
+            .unwrap_or((sid + 1, Vec::new()));
+        self.node_ports.insert(key.clone(), port.clone());
+        self.sessions.insert(
+            sid,
+            SimSession {
+                sid,
+                key,
+                port,
+                state: SessionState::LoggedIn,
+                host,
+                disks: disks
+                    .iter()
+                    .map(|d| DiskInfo::new(d.clone(), "running"))
+                    .collect(),
+                zombie: false,
+                zombie_errors: 0,
+                down_since: None,
+            },
+        );
+        sid
+    }
+
+    /// Schedules an event.
+    pub fn schedule(&mut self, at: Instant, ev: HostEvent) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq)));
+        self.events.insert(self.seq, ev);
+    }
+
+    /// Starts the periodic polls at `now`.
+    pub fn start(&mut self, now: Instant) {
+        self.schedule(now, HostEvent::NetlinkPoll);
+        self.schedule(now, HostEvent::IscsiPoll);
+    }
+
+    /// The next scheduled event.
+    pub fn next_event(&self) -> Option<Instant> {
+        self.queue.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Processes every event due at or before `now`; returns what the agent sees.
+    pub fn advance(&mut self, now: Instant) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        while let Some(Reverse((at, seq))) = self.queue.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.queue.pop();
+            if let Some(ev) = self.events.remove(&seq) {
+                self.apply(ev, at, &mut out);
+            }
+        }
+        out
+    }
+
+    fn kmsg(out: &mut Vec<Delivery>, text: String) {
+        out.push(Delivery::Kmsg { facility: 0, text });
+    }
+
+    fn apply(&mut self, ev: HostEvent, now: Instant, out: &mut Vec<Delivery>) {
+        match ev {
+            HostEvent::TargetPower { portal, on } => {
+                out.push(Delivery::Note(format!(
+                    "target {portal} powered {}",
+                    if on { "on" } else { "off" }
+                )));
+                if let Some(t) = self.targets.get_mut(&portal) {
+                    t.powered = on;
+                }
+                if !on {
+                    self.target_gone(&portal, now, true);
+                }
+            }
+            HostEvent::TargetLink { portal, up } => {
+                out.push(Delivery::Note(format!(
+                    "target {portal} link {}",
+                    if up { "up" } else { "down" }
+                )));
+                if let Some(t) = self.targets.get_mut(&portal) {
+                    t.link_up = up;
+                }
+                if up {
+                    // Lab fact (linkdown40): sessions that never noticed the outage come back
+                    // as zombies: LOGGED_IN, every I/O fails.
+                    let sids: Vec<u32> = self
+                        .sessions
+                        .values()
+                        .filter(|s| s.key.portal == portal && s.state == SessionState::LoggedIn)
+                        .map(|s| s.sid)
+                        .collect();
+                    for sid in sids {
+                        if let Some(s) = self.sessions.get_mut(&sid) {
+                            s.zombie = true;
+                            s.zombie_errors = 0;
+                        }
+                        self.schedule(
+                            now.plus(Duration::from_millis(500)),
+                            HostEvent::ZombieIo(sid),
+                        );
+                    }
+                }
+            }
+            HostEvent::TargetListener { portal, up } => {
+                out.push(Delivery::Note(format!(
+                    "target {portal}: iSER listener {}",
+                    if up {
+                        "re-enabled"
+                    } else {
+                        "gone (target RDMA device re-created)"
+                    }
+                )));
+                if let Some(t) = self.targets.get_mut(&portal) {
+                    t.listener = up;
+                }
+                if !up {
+                    let sids: Vec<u32> = self
+                        .sessions
+                        .values()
+                        .filter(|s| s.key.portal == portal && s.state == SessionState::LoggedIn)
+                        .map(|s| s.sid)
+                        .collect();
+                    for sid in sids {
+                        self.fail_session(sid, 1011, now, out);
+                    }
+                }
+            }
+            HostEvent::InitiatorDevice { device, present } => {
+                out.push(Delivery::Note(format!(
+                    "initiator RDMA device {device} {}",
+                    if present { "added back" } else { "deleted" }
+                )));
+                self.set_device_present(&device, present, now, out);
+            }
+            HostEvent::DropSession { sid } => {
+                if let Some(s) = self.sessions.remove(&sid) {
+                    out.push(Delivery::Note(format!(
+                        "iscsid dropped session {sid} {} (logged out while failing)",
+                        s.key
+                    )));
+                }
+            }
+            HostEvent::Lines { facility, lines } => {
+                for text in lines {
+                    out.push(Delivery::Kmsg { facility, text });
+                }
+            }
+            HostEvent::Command(c) => out.push(Delivery::Command(c)),
+            HostEvent::Note(n) => out.push(Delivery::Note(n)),
+            HostEvent::NopTimeout(sid) => {
+                let dead = self.sessions.get(&sid).is_some_and(|s| {
+                    s.state == SessionState::LoggedIn && !self.path_ok_to_target(&s.key.portal)
+                });
+                if dead {
+                    Self::kmsg(out, kernel::ping_timeout(sid));
+                    self.fail_session(sid, 1022, now, out);
+                }
+            }
+            HostEvent::IscsidRetry(sid) => self.iscsid_retry(sid, now, out),
+            HostEvent::RecoveryTimeout(sid) => {
+                if let Some(s) = self.sessions.get_mut(&sid) {
+                    if s.state != SessionState::LoggedIn {
+                        s.state = SessionState::Free;
+                        for d in &mut s.disks {
+                            d.state = "transport-offline".into();
+                        }
+                        let host = s.host;
+                        let disk = s.disks.first().map(|d| d.name.clone());
+                        Self::kmsg(out, kernel::recovery_timed_out(sid, 120));
+                        Self::kmsg(out, kernel::rejecting_offline(host));
+                        if let Some(d) = disk {
+                            Self::kmsg(out, kernel::io_error(&d, 0));
+                        }
+                    }
+                }
+            }
+            HostEvent::ZombieIo(sid) => {
+                let mut again = false;
+                if let Some(s) = self.sessions.get_mut(&sid) {
+                    if s.zombie
+                        && s.state == SessionState::LoggedIn
+                        && s.zombie_errors < ZOMBIE_IO_MAX
+                    {
+                        s.zombie_errors += 1;
+                        let tag = 57 + s.zombie_errors;
+                        if let Some(d) = s.disks.first() {
+                            let (host, name) = (s.host, d.name.clone());
+                            Self::kmsg(out, kernel::did_abort(host, &name, tag));
+                            Self::kmsg(out, kernel::io_error(&name, 0));
+                        }
+                        again = true;
+                    }
+                }
+                if again {
+                    self.schedule(now.plus(ZOMBIE_IO_PERIOD), HostEvent::ZombieIo(sid));
+                }
+            }
+            HostEvent::RecreateDone { device, id, report } => {
+                self.concurrent_recreations = self.concurrent_recreations.saturating_sub(1);
+                if let Some(d) = self.devices.get_mut(&device) {
+                    d.recreating = false;
+                    d.recreations_completed += 1;
+                    for g in &mut d.gsi {
+                        *g = QpState::Rts;
+                    }
+                }
+                out.push(Delivery::Note(format!(
+                    "{device} re-registered: MAD layer opened its ports, new QP 1 walked RESET->INIT->RTR->RTS"
+                )));
+                self.set_device_present(&device, true, now, out);
+                if report {
+                    out.push(Delivery::Outcome {
+                        id,
+                        outcome: Outcome::Recreate(RecreateResult::Recreated { name: device }),
+                    });
+                }
+            }
+            HostEvent::Deliver(d) => out.push(*d),
+            HostEvent::NetlinkPoll => {
+                out.extend(self.topology());
+                let next = now.plus(self.netlink_poll);
+                self.schedule(next, HostEvent::NetlinkPoll);
+            }
+            HostEvent::DumpTopology => out.extend(self.topology()),
+            HostEvent::DumpSessions => out.push(Delivery::Sessions(self.session_list())),
+            HostEvent::IscsiPoll => {
+                out.push(Delivery::Sessions(self.session_list()));
+                let next = now.plus(self.iscsi_poll);
+                self.schedule(next, HostEvent::IscsiPoll);
+            }
+            HostEvent::LoginDone { id, key, port } => {
+                let exists = self.sessions.values().any(|s| s.key == key);
+                let (code, output) = if exists {
+                    (
+                        15,
+                        "iscsiadm: default: 1 session requested, but 1 already present.\n\
+                         iscsiadm: Could not log into all portals"
+                            .to_string(),
+                    )
+                } else if self.iscsiadm.auth_fail {
+                    (
+                        24,
+                        format!(
+                            "{}\niscsiadm: Could not login to {}.\niscsiadm: initiator reported error \
+                             (24 - iSCSI login failed due to authorization failure)\n\
+                             iscsiadm: Could not log into all portals",
+                            login_banner(&key),
+                            node_text(&key)
+                        ),
+                    )
+                } else {
+                    match self.connect_error(&key.portal, &port) {
+                        None => {
+                            self.login_session(key.clone(), port);
+                            (0, format!("{}\nLogin to {} successful.", login_banner(&key), node_text(&key)))
+                        }
+                        Some(code) => (
+                            code,
+                            format!(
+                                "{}\niscsiadm: Could not login to {}.\niscsiadm: initiator reported \
+                                 error ({code} - {})\niscsiadm: Could not log into all portals",
+                                login_banner(&key),
+                                node_text(&key),
+                                if code == 8 { "connection timed out" } else { "encountered connection failure" }
+                            ),
+                        ),
+                    }
+                };
+                let last = output.lines().last().unwrap_or("").to_string();
+                out.push(Delivery::IscsiadmOutput {
+                    command: format!(
+                        "iscsiadm -m node -T {} -p {} -I {} --login",
+                        key.target, key.portal, key.iface
+                    ),
+                    output,
+                    code,
+                });
+                out.push(Delivery::Outcome {
+                    id,
+                    outcome: Outcome::Iscsiadm(IscsiadmStatus::from_exit_code(code, &last)),
+                });
+            }
+        }
+    }
+
+    /// The path from the iface to the target is usable for a new connection, or why not:
+    /// `None` = ok, else the iscsiadm exit code (8 timeout, 4 connection failure).
+    fn connect_error(&self, portal: &Portal, port: &PortId) -> Option<i32> {
+        let Some(d) = self.devices.get(&port.device) else {
+            return Some(4);
+        };
+        if !d.present || d.recreating {
+            return Some(4);
+        }
+        let idx = usize::try_from(port.port.saturating_sub(1)).unwrap_or(0);
+        if d.gsi.get(idx) == Some(&QpState::Err) {
+            return Some(4);
+        }
+        match self.targets.get(portal) {
+            Some(t) if t.reachable() && t.listener => None,
+            Some(t) if t.reachable() => Some(4),
+            _ => Some(8),
+        }
+    }
+
+    fn path_ok_to_target(&self, portal: &Portal) -> bool {
+        self.targets.get(portal).is_some_and(SimTarget::reachable)
+    }
+
+    fn target_gone(&mut self, portal: &Portal, now: Instant, _power: bool) {
+        let sids: Vec<u32> = self
+            .sessions
+            .values()
+            .filter(|s| &s.key.portal == portal && s.state == SessionState::LoggedIn)
+            .map(|s| s.sid)
+            .collect();
+        for sid in sids {
+            self.schedule(now.plus(NOP_DETECT), HostEvent::NopTimeout(sid));
+        }
+    }
+
+    fn fail_session(&mut self, sid: u32, code: u32, now: Instant, out: &mut Vec<Delivery>) {
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
+        if s.state != SessionState::LoggedIn {
+            return;
+        }
+        s.state = SessionState::Failed;
+        s.zombie = false;
+        s.down_since = Some(now);
+        for d in &mut s.disks {
+            d.state = "blocked".into();
+        }
+        Self::kmsg(out, kernel::conn_error(sid, code));
+        self.schedule(now.plus(ISCSID_RETRY), HostEvent::IscsidRetry(sid));
+        self.schedule(
+            now.plus(REPLACEMENT_TIMEOUT),
+            HostEvent::RecoveryTimeout(sid),
+        );
+    }
+
+    fn iscsid_retry(&mut self, sid: u32, now: Instant, out: &mut Vec<Delivery>) {
+        let Some(s) = self.sessions.get(&sid) else {
+            return;
+        };
+        if s.state == SessionState::LoggedIn {
+            return;
+        }
+        let (portal, port) = (s.key.portal.clone(), s.port.clone());
+        let idx = usize::try_from(port.port.saturating_sub(1)).unwrap_or(0);
+        let reachable = self.path_ok_to_target(&portal);
+        let listener = self.targets.get(&portal).is_some_and(|t| t.listener);
+        let mut ok = false;
+        match self.devices.get_mut(&port.device) {
+            Some(d) if !d.present || d.recreating => {
+                Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string())
+            }
+            None => Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string()),
+            Some(d) => {
+                let stuck = d.gsi.get(idx) == Some(&QpState::Err);
+                if stuck || (!reachable && d.driver == Driver::Irdma) {
+                    // The CM MAD send fails; irdma refuses ERR->RTS for QP 1 from now on.
+                    if let Some(g) = d.gsi.get_mut(idx) {
+                        *g = QpState::Err;
+                    }
+                    Self::kmsg(out, kernel::modify_qp_invalid(&d.pci, &d.name));
+                    Self::kmsg(out, kernel::mad_send_error(&d.name));
+                } else if !reachable {
+                    // rxe: the CM request just times out; nothing in the log.
+                } else if !listener {
+                    Self::kmsg(out, kernel::CM_REJECTED.to_string());
+                } else {
+                    ok = true;
+                }
+            }
+        }
+        if ok {
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.state = SessionState::LoggedIn;
+                s.down_since = None;
+                s.zombie = false;
+                for d in &mut s.disks {
+                    d.state = "running".into();
+                }
+            }
+            out.push(Delivery::Note(format!(
+                "iscsid: connection{sid}:0 is operational after recovery"
+            )));
+        } else {
+            self.schedule(now.plus(ISCSID_RETRY), HostEvent::IscsidRetry(sid));
+        }
+    }
+
+    fn set_device_present(
+        &mut self,
+        device: &str,
+        present: bool,
+        now: Instant,
+        out: &mut Vec<Delivery>,
+    ) {
+        let Some(d) = self.devices.get_mut(device) else {
+            return;
+        };
+        let was = d.present;
+        d.present = present;
+        if present && !was {
+            for g in &mut d.gsi {
+                *g = QpState::Rts;
+            }
+            out.push(Delivery::Netlink(Observation::DeviceAppeared {
+                device: device.to_string(),
+                parent: Some(d.pci.clone()),
+                driver: Some(driver_name(d.driver).to_string()),
+                ports: u32::try_from(d.gsi.len()).unwrap_or(1),
+            }));
+        }
+        if !present && was {
+            out.push(Delivery::Netlink(Observation::DeviceGone {
+                device: device.to_string(),
+            }));
+            // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL).
+            let sids: Vec<u32> = self
+                .sessions
+                .values()
+                .filter(|s| s.port.device == device && s.state == SessionState::LoggedIn)
+                .map(|s| s.sid)
+                .collect();
+            for sid in sids {
+                self.fail_session(sid, 1011, now, out);
+            }
+        }
+    }
+
+    /// What a netlink dump shows now.
+    pub fn topology(&self) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        for d in self.devices.values() {
+            if !d.present {
+                out.push(Delivery::Netlink(Observation::DeviceGone {
+                    device: d.name.clone(),
+                }));
+                continue;
+            }
+            out.push(Delivery::Netlink(Observation::DeviceAppeared {
+                device: d.name.clone(),
+                parent: Some(d.pci.clone()),
+                driver: Some(driver_name(d.driver).to_string()),
+                ports: u32::try_from(d.gsi.len()).unwrap_or(1),
+            }));
+            for (i, g) in d.gsi.iter().enumerate() {
+                out.push(Delivery::Netlink(Observation::GsiQpState {
+                    device: d.name.clone(),
+                    port: u32::try_from(i + 1).unwrap_or(1),
+                    state: *g,
+                }));
+            }
+        }
+        out
+    }
+
+    /// What `iscsiadm -m session -P 3` shows now, mapped to RDMA ports as the daemon does.
+    pub fn session_list(&self) -> Vec<SessionInfo> {
+        self.sessions
+            .values()
+            .map(|s| SessionInfo {
+                sid: s.sid,
+                key: s.key.clone(),
+                transport: "iser".into(),
+                netdev: None,
+                local_ip: None,
+                rdma: Some(s.port.clone()),
+                state: s.state,
+                disks: s.disks.clone(),
+            })
+            .collect()
+    }
+
+    /// Starts re-creating a device (the executor's side of `RecreateDevice`).
+    pub fn recreate(&mut self, device: &str, id: ActionId, now: Instant) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        let Some(d) = self.devices.get_mut(device) else {
+            out.push(Delivery::Outcome {
+                id,
+                outcome: Outcome::Recreate(RecreateResult::Failed {
+                    reason: format!("no RDMA device {device} and no parent to re-create it from"),
+                }),
+            });
+            return out;
+        };
+        if d.recreating {
+            self.overlapping_recreations += 1;
+        }
+        let plan = d.plans.pop_front().unwrap_or(RecreatePlan::Ok);
+        d.recreations_started += 1;
+        match plan {
+            RecreatePlan::Fail(reason) => {
+                let at = now.plus(Duration::from_millis(800));
+                self.schedule(
+                    at,
+                    HostEvent::Deliver(Box::new(Delivery::Outcome {
+                        id,
+                        outcome: Outcome::Recreate(RecreateResult::Failed { reason }),
+                    })),
+                );
+            }
+            RecreatePlan::Unsupported(reason) => {
+                out.push(Delivery::Outcome {
+                    id,
+                    outcome: Outcome::Recreate(RecreateResult::Unsupported { reason }),
+                });
+            }
+            RecreatePlan::Ok | RecreatePlan::LoseOutcome => {
+                d.recreating = true;
+                self.concurrent_recreations += 1;
+                self.max_concurrent_recreations = self
+                    .max_concurrent_recreations
+                    .max(self.concurrent_recreations);
+                out.push(Delivery::Note(format!(
+                    "{device}: devlink enable_roce false -> irdma removes the device"
+                )));
+                self.set_device_present(device, false, now, &mut out);
+                self.schedule(
+                    now.plus(RECREATE_TIME),
+                    HostEvent::RecreateDone {
+                        device: device.to_string(),
+                        id,
+                        report: plan == RecreatePlan::Ok,
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    /// Runs `iscsiadm --logout` for a session (the executor's side of `IscsiLogout`).
+    pub fn logout(&mut self, sid: u32, key: &SessionKey, id: ActionId, now: Instant) {
+        let command = format!("iscsiadm -m session -r {sid} --logout");
+        if self.take_hang() {
+            self.hang(command, id, now);
+            return;
+        }
+        let (code, output) = match self.sessions.get(&sid) {
+            Some(s) if &s.key == key => {
+                self.sessions.remove(&sid);
+                (
+                    0,
+                    format!(
+                        "Logging out of session [sid: {sid}, target: {}, portal: {}]\nLogout of \
+                         [sid: {sid}, target: {}, portal: {}] successful.",
+                        key.target,
+                        portal_text(&key.portal),
+                        key.target,
+                        portal_text(&key.portal)
+                    ),
+                )
+            }
+            _ => (21, "iscsiadm: No matching sessions found".to_string()),
+        };
+        let last = output.lines().last().unwrap_or("").to_string();
+        let at = now.plus(LOGOUT_TIME);
+        self.schedule(
+            at,
+            HostEvent::Deliver(Box::new(Delivery::IscsiadmOutput {
+                command,
+                output,
+                code,
+            })),
+        );
+        self.schedule(
+            at,
+            HostEvent::Deliver(Box::new(Delivery::Outcome {
+                id,
+                outcome: Outcome::Iscsiadm(IscsiadmStatus::from_exit_code(code, &last)),
+            })),
+        );
+    }
+
+    /// Runs `iscsiadm --login` for a node (the executor's side of `IscsiLogin`).
+    pub fn login(&mut self, key: &SessionKey, id: ActionId, now: Instant) {
+        if self.take_hang() {
+            let command = format!(
+                "iscsiadm -m node -T {} -p {} -I {} --login",
+                key.target, key.portal, key.iface
+            );
+            self.hang(command, id, now);
+            return;
+        }
+        // The iface decides the RDMA port; reuse the port the node last ran on.
+        let port = self
+            .node_port(key)
+            .unwrap_or_else(|| PortId::new("unknown", 1));
+        self.schedule(
+            now.plus(LOGIN_TIME),
+            HostEvent::LoginDone {
+                id,
+                key: key.clone(),
+                port,
+            },
+        );
+    }
+
+    fn node_port(&self, key: &SessionKey) -> Option<PortId> {
+        self.sessions
+            .values()
+            .find(|s| &s.key == key)
+            .map(|s| s.port.clone())
+            .or_else(|| self.node_ports.get(key).cloned())
+    }
+
+    fn take_hang(&mut self) -> bool {
+        if self.iscsiadm.hang_next > 0 {
+            self.iscsiadm.hang_next -= 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn hang(&mut self, command: String, id: ActionId, now: Instant) {
+        let at = now.plus(self.iscsiadm_timeout);
+        self.schedule(
+            at,
+            HostEvent::Deliver(Box::new(Delivery::IscsiadmOutput {
+                command,
+                output: format!(
+                    "(no output; killed after {}s)",
+                    self.iscsiadm_timeout.as_secs()
+                ),
+                code: -9,
+            })),
+        );
+        self.schedule(
+            at,
+            HostEvent::Deliver(Box::new(Delivery::Outcome {
+                id,
+                outcome: Outcome::Iscsiadm(IscsiadmStatus::Timeout),
+            })),
+        );
+    }
+
+    /// Probes a portal (the executor's side of `ProbePortal`).
+    pub fn probe(&mut self, portal: &Portal, timeout: Duration, id: ActionId, now: Instant) {
+        let (result, after) = match self.targets.get(portal) {
+            Some(t) if t.reachable() => (ProbeResult::Reachable, Duration::from_millis(5)),
+            _ => (ProbeResult::Unreachable, timeout),
+        };
+        self.schedule(
+            now.plus(after),
+            HostEvent::Deliver(Box::new(Delivery::Outcome {
+                id,
+                outcome: Outcome::Probe(result),
+            })),
+        );
+    }
+
+    /// Every node that ever had a session has one LOGGED_IN, not a zombie, disks running.
+    pub fn storage_ok(&self) -> bool {
+        self.node_ports.keys().all(|k| {
+            self.sessions.values().any(|s| {
+                &s.key == k
+                    && s.state == SessionState::LoggedIn
+                    && !s.zombie
+                    && s.disks.iter().all(DiskInfo::is_running)
+            })
+        })
+    }
+
+    /// A LOGGED_IN, non-zombie session exists for this node.
+    pub fn node_ok(&self, key: &SessionKey) -> bool {
+        self.sessions
+            .values()
+            .any(|s| &s.key == key && s.state == SessionState::LoggedIn && !s.zombie)
+    }
+}
+
+fn driver_name(d: Driver) -> &'static str {
+    match d {
+        Driver::Irdma => "irdma",
+        Driver::Rxe => "rxe",
+    }
+}
+
+fn portal_text(p: &Portal) -> String {
+    format!("{},{}", p.address, p.port)
+}
+
+fn node_text(key: &SessionKey) -> String {
+    format!(
+        "[iface: {}, target: {}, portal: {}]",
+        key.iface,
+        key.target,
+        portal_text(&key.portal)
+    )
+}
+
+fn login_banner(key: &SessionKey) -> String {
+    format!("Logging in to {}", node_text(key))
+}

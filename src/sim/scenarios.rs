@@ -1,0 +1,601 @@
+//! Named scenarios: a host, a policy and a script of what goes wrong when. Used by
+//! `iser-guard simulate` and by the scenario tests.
+
+use std::time::Duration;
+
+use super::harness::{Harness, SimError};
+use super::host::{Driver, HostEvent, RecreatePlan, SimHost};
+use super::kernel;
+use crate::config::{OtherSessions, ResetWhen};
+use crate::core::recovery::{OperatorCommand, Policy, PortId, Portal};
+use crate::core::time::Instant;
+
+/// The field incident's device.
+pub const FIELD_DEVICE: &str = "rocep2s0f0";
+/// Its PCI function.
+pub const FIELD_PCI: &str = "0000:02:00.0";
+/// The target of the simulated host.
+pub const TARGET_IQN: &str = "iqn.2003-01.org.example:storage";
+/// A second target.
+pub const TARGET_B_IQN: &str = "iqn.2003-01.org.example:backup";
+
+/// The main portal.
+pub fn portal_a() -> Portal {
+    Portal::new("10.0.0.5", 3260)
+}
+
+/// The second portal.
+pub fn portal_b() -> Portal {
+    Portal::new("10.0.0.6", 3260)
+}
+
+/// The field port.
+pub fn field_port() -> PortId {
+    PortId::new(FIELD_DEVICE, 1)
+}
+
+fn at(secs: u64) -> Instant {
+    Instant(secs * 1000)
+}
+
+/// A named scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Name (`iser-guard simulate NAME`).
+    pub name: &'static str,
+    /// One line.
+    pub about: &'static str,
+    /// How long to run.
+    pub duration: Duration,
+    /// The host, with its script scheduled, and the policy.
+    pub build: fn() -> (SimHost, Policy),
+}
+
+impl Scenario {
+    /// A harness ready to run this scenario.
+    pub fn harness(&self, seed: u64) -> Harness {
+        let (host, policy) = (self.build)();
+        Harness::new(host, policy, seed)
+    }
+
+    /// Runs the scenario to its end, at most `max_steps` steps.
+    pub fn run(&self, seed: u64, max_steps: usize) -> Result<Harness, SimError> {
+        let mut h = self.harness(seed);
+        h.run_until(Instant::ZERO.plus(self.duration), max_steps)?;
+        Ok(h)
+    }
+}
+
+/// The default policy of the scenarios: the shipped defaults, with the field device allowed.
+pub fn base_policy() -> Policy {
+    let mut p = Policy::default();
+    p.allow.insert(FIELD_DEVICE.to_string());
+    p
+}
+
+/// One E810 (irdma) device with one session to the target.
+pub fn field_host() -> SimHost {
+    let mut h = SimHost::new();
+    h.add_device(FIELD_DEVICE, FIELD_PCI, Driver::Irdma, 1);
+    h.add_target(TARGET_IQN, portal_a());
+    h.add_session(TARGET_IQN, &portal_a(), field_port(), &["sda"]);
+    h
+}
+
+fn power(h: &mut SimHost, secs: u64, on: bool) {
+    h.schedule(
+        at(secs),
+        HostEvent::TargetPower {
+            portal: portal_a(),
+            on,
+        },
+    );
+}
+
+fn field_incident() -> (SimHost, Policy) {
+    let mut h = field_host();
+    power(&mut h, 60, false);
+    power(&mut h, 240, true);
+    (h, base_policy())
+}
+
+fn rxe_host() -> SimHost {
+    let mut h = SimHost::new();
+    h.add_device("rxe_ini", "ini0", Driver::Rxe, 1);
+    h.add_target(TARGET_IQN, portal_a());
+    h.add_session(TARGET_IQN, &portal_a(), PortId::new("rxe_ini", 1), &["sda"]);
+    h
+}
+
+fn rxe_policy() -> Policy {
+    let mut p = Policy::default();
+    p.allow.insert("rxe_ini".to_string());
+    p
+}
+
+fn zombie() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    h.schedule(
+        at(60),
+        HostEvent::TargetLink {
+            portal: portal_a(),
+            up: false,
+        },
+    );
+    h.schedule(
+        at(100),
+        HostEvent::TargetLink {
+            portal: portal_a(),
+            up: true,
+        },
+    );
+    (h, rxe_policy())
+}
+
+fn device_vanishes() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    let dev = "rxe_ini".to_string();
+    h.schedule(
+        at(60),
+        HostEvent::InitiatorDevice {
+            device: dev.clone(),
+            present: false,
+        },
+    );
+    h.schedule(
+        at(80),
+        HostEvent::InitiatorDevice {
+            device: dev,
+            present: true,
+        },
+    );
+    (h, rxe_policy())
+}
+
+fn device_stays_gone() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    h.schedule(
+        at(60),
+        HostEvent::InitiatorDevice {
+            device: "rxe_ini".into(),
+            present: false,
+        },
+    );
+    (h, rxe_policy())
+}
+
+fn dead_listener() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    h.schedule(
+        at(60),
+        HostEvent::TargetListener {
+            portal: portal_a(),
+            up: false,
+        },
+    );
+    h.schedule(
+        at(400),
+        HostEvent::TargetListener {
+            portal: portal_a(),
+            up: true,
+        },
+    );
+    (h, rxe_policy())
+}
+
+fn target_blip() -> (SimHost, Policy) {
+    let mut h = field_host();
+    power(&mut h, 60, false);
+    power(&mut h, 65, true);
+    (h, base_policy())
+}
+
+fn target_never_returns() -> (SimHost, Policy) {
+    let mut h = field_host();
+    power(&mut h, 60, false);
+    let mut p = base_policy();
+    p.target_wait_max = Duration::from_secs(600);
+    (h, p)
+}
+
+fn flapping() -> (SimHost, Policy) {
+    let mut h = field_host();
+    power(&mut h, 60, false);
+    // Up and down every 6 s for a minute, then up for good.
+    let mut t = 200;
+    let mut on = true;
+    while t < 260 {
+        power(&mut h, t, on);
+        on = !on;
+        t += 6;
+    }
+    power(&mut h, 300, true);
+    (h, base_policy())
+}
+
+fn recreate_fails_once() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.plans.push_back(RecreatePlan::Fail(
+            "devlink: enable_roce: Device or resource busy".into(),
+        ));
+    }
+    (h, p)
+}
+
+fn iscsiadm_hangs() -> (SimHost, Policy) {
+    let (mut h, p) = zombie();
+    h.iscsiadm.hang_next = 1;
+    (h, p)
+}
+
+fn iscsid_recovers() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    h.schedule(
+        at(60),
+        HostEvent::TargetPower {
+            portal: portal_a(),
+            on: false,
+        },
+    );
+    h.schedule(
+        at(100),
+        HostEvent::TargetPower {
+            portal: portal_a(),
+            on: true,
+        },
+    );
+    (h, rxe_policy())
+}
+
+fn two_ports() -> (SimHost, Policy) {
+    let mut h = SimHost::new();
+    h.add_device("ibp65s0", "0000:41:00.0", Driver::Irdma, 2);
+    h.add_target(TARGET_IQN, portal_a());
+    h.add_session(TARGET_IQN, &portal_a(), PortId::new("ibp65s0", 1), &["sda"]);
+    let key_b = portal_b();
+    h.add_target(TARGET_IQN, key_b.clone());
+    h.add_session(TARGET_IQN, &key_b, PortId::new("ibp65s0", 2), &["sdb"]);
+    for (s, on) in [(60, false), (240, true)] {
+        for portal in [portal_a(), portal_b()] {
+            h.schedule(at(s), HostEvent::TargetPower { portal, on });
+        }
+    }
+    let mut p = Policy::default();
+    p.allow.insert("ibp65s0".into());
+    (h, p)
+}
+
+fn two_devices() -> (SimHost, Policy) {
+    let mut h = field_host();
+    h.add_device("rocep2s0f1", "0000:02:00.1", Driver::Irdma, 1);
+    h.add_target(TARGET_B_IQN, portal_b());
+    h.add_session(
+        TARGET_B_IQN,
+        &portal_b(),
+        PortId::new("rocep2s0f1", 1),
+        &["sdb"],
+    );
+    for (s, on) in [(60, false), (240, true)] {
+        for portal in [portal_a(), portal_b()] {
+            h.schedule(at(s), HostEvent::TargetPower { portal, on });
+        }
+    }
+    let mut p = base_policy();
+    p.allow.insert("rocep2s0f1".into());
+    (h, p)
+}
+
+fn dry_run() -> (SimHost, Policy) {
+    let (h, mut p) = field_incident();
+    p.dry_run = true;
+    (h, p)
+}
+
+fn storm() -> (SimHost, Policy) {
+    let mut h = field_host();
+    h.schedule(
+        at(60),
+        HostEvent::Lines {
+            facility: 0,
+            lines: vec![kernel::CM_ADDR_ERROR.to_string(); 10_000],
+        },
+    );
+    (h, base_policy())
+}
+
+fn forged() -> (SimHost, Policy) {
+    let mut h = field_host();
+    let mut lines = Vec::new();
+    for _ in 0..50 {
+        lines.push(kernel::modify_qp_invalid(FIELD_PCI, FIELD_DEVICE));
+        lines.push(kernel::mad_send_error(FIELD_DEVICE));
+    }
+    h.schedule(at(60), HostEvent::Lines { facility: 1, lines });
+    (h, base_policy())
+}
+
+fn not_allowed() -> (SimHost, Policy) {
+    let (h, _) = field_incident();
+    (h, Policy::default())
+}
+
+fn shared_device_host() -> SimHost {
+    let mut h = field_host();
+    h.add_target(TARGET_B_IQN, portal_b());
+    h.add_session(TARGET_B_IQN, &portal_b(), field_port(), &["sdb"]);
+    power(&mut h, 60, false);
+    power(&mut h, 240, true);
+    h
+}
+
+fn other_sessions_wait() -> (SimHost, Policy) {
+    let mut h = shared_device_host();
+    h.schedule(
+        at(400),
+        HostEvent::Command(OperatorCommand::Recover {
+            device: FIELD_DEVICE.into(),
+            port: Some(1),
+        }),
+    );
+    (h, base_policy())
+}
+
+fn other_sessions_proceed() -> (SimHost, Policy) {
+    let h = shared_device_host();
+    let mut p = base_policy();
+    p.other_sessions = OtherSessions::Proceed;
+    (h, p)
+}
+
+fn pause_resume() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.schedule(at(30), HostEvent::Command(OperatorCommand::Pause));
+    h.schedule(at(400), HostEvent::Command(OperatorCommand::Resume));
+    (h, p)
+}
+
+fn reset_immediately() -> (SimHost, Policy) {
+    let mut h = field_host();
+    power(&mut h, 60, false);
+    power(&mut h, 100, true);
+    let mut p = base_policy();
+    p.reset_when = ResetWhen::Immediately;
+    (h, p)
+}
+
+fn outcome_lost() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.plans.push_back(RecreatePlan::LoseOutcome);
+    }
+    (h, p)
+}
+
+fn quarantine_then_operator() -> (SimHost, Policy) {
+    let (mut h, p) = target_never_returns();
+    power(&mut h, 800, true);
+    h.schedule(
+        at(850),
+        HostEvent::Command(OperatorCommand::Recover {
+            device: FIELD_DEVICE.into(),
+            port: Some(1),
+        }),
+    );
+    (h, p)
+}
+
+fn auth_failed() -> (SimHost, Policy) {
+    let (mut h, p) = zombie();
+    h.iscsiadm.auth_fail = true;
+    (h, p)
+}
+
+fn iscsid_dropped() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.schedule(at(200), HostEvent::DropSession { sid: 1 });
+    (h, p)
+}
+
+fn unsupported() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.plans.push_back(RecreatePlan::Unsupported(
+            "driver irdma.gen_1 has neither enable_roce nor an auxiliary device; module reload \
+             is not allowed (recovery.allow-module-reload = false)"
+                .into(),
+        ));
+    }
+    (h, p)
+}
+
+fn recreate_fails_always() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        for _ in 0..5 {
+            d.plans.push_back(RecreatePlan::Fail(
+                "devlink: Operation not supported".into(),
+            ));
+        }
+    }
+    (h, p)
+}
+
+/// Every scenario, the default first.
+pub fn all() -> Vec<Scenario> {
+    let s = |name, about, secs, build| Scenario {
+        name,
+        about,
+        duration: Duration::from_secs(secs),
+        build,
+    };
+    vec![
+        s(
+            "field-incident",
+            "E810 rocep2s0f0: target powered off for 3 minutes, then back; QP 1 stuck in ERR",
+            600,
+            field_incident,
+        ),
+        s(
+            "zombie-session",
+            "target link down 40 s: session stays LOGGED_IN but every I/O fails",
+            300,
+            zombie,
+        ),
+        s(
+            "device-vanishes",
+            "the initiator's RDMA device is deleted and comes back 20 s later",
+            300,
+            device_vanishes,
+        ),
+        s(
+            "device-stays-gone",
+            "the initiator's RDMA device is deleted and does not come back",
+            400,
+            device_stays_gone,
+        ),
+        s(
+            "dead-listener",
+            "the target's iSER listener dies; its portal still answers TCP",
+            600,
+            dead_listener,
+        ),
+        s(
+            "target-blip",
+            "target off for 5 s: back before anything broke",
+            300,
+            target_blip,
+        ),
+        s(
+            "target-never-returns",
+            "target powered off for good: quarantine, operator alert",
+            900,
+            target_never_returns,
+        ),
+        s(
+            "flapping-target",
+            "target flaps every 6 s for a minute before it stays up",
+            700,
+            flapping,
+        ),
+        s(
+            "recreate-fails-once",
+            "the first device re-creation fails, the second works",
+            700,
+            recreate_fails_once,
+        ),
+        s(
+            "recreate-fails-always",
+            "every device re-creation fails: quarantine",
+            1500,
+            recreate_fails_always,
+        ),
+        s(
+            "recreate-unsupported",
+            "no re-creation method applies: quarantine at once",
+            600,
+            unsupported,
+        ),
+        s(
+            "recreate-outcome-lost",
+            "the re-creation works but its outcome is lost: verified, not repeated",
+            700,
+            outcome_lost,
+        ),
+        s(
+            "iscsiadm-hangs",
+            "zombie session, and the first iscsiadm hangs until killed",
+            400,
+            iscsiadm_hangs,
+        ),
+        s(
+            "auth-failed",
+            "zombie session, and the target refuses the login (CHAP)",
+            400,
+            auth_failed,
+        ),
+        s(
+            "iscsid-recovers",
+            "rxe: target off 40 s; iscsid reconnects by itself",
+            300,
+            iscsid_recovers,
+        ),
+        s(
+            "iscsid-dropped-session",
+            "field incident, and iscsid drops the failing session",
+            600,
+            iscsid_dropped,
+        ),
+        s(
+            "two-ports-one-device",
+            "a dual-port device: both ports stuck, one re-creation",
+            600,
+            two_ports,
+        ),
+        s(
+            "two-devices",
+            "two devices stuck at once: re-created one at a time",
+            700,
+            two_devices,
+        ),
+        s(
+            "dry-run",
+            "field incident in dry-run: decide and alert, never act",
+            600,
+            dry_run,
+        ),
+        s(
+            "kmsg-storm",
+            "10 000 identical RDMA CM lines in one burst",
+            200,
+            storm,
+        ),
+        s(
+            "forged-records",
+            "userspace writes the field lines into /dev/kmsg",
+            200,
+            forged,
+        ),
+        s(
+            "not-allowed",
+            "field incident on a device outside devices.allow",
+            600,
+            not_allowed,
+        ),
+        s(
+            "other-sessions-wait",
+            "another target's session is healthy on the device: wait for the operator",
+            700,
+            other_sessions_wait,
+        ),
+        s(
+            "other-sessions-proceed",
+            "same, with recovery.other-sessions = proceed",
+            600,
+            other_sessions_proceed,
+        ),
+        s(
+            "pause-resume",
+            "field incident during maintenance (pause), resumed later",
+            700,
+            pause_resume,
+        ),
+        s(
+            "reset-immediately",
+            "field incident with recovery.reset-when = immediately",
+            700,
+            reset_immediately,
+        ),
+        s(
+            "quarantine-then-operator",
+            "target gone for good, then back: the operator runs recover",
+            1100,
+            quarantine_then_operator,
+        ),
+    ]
+}
+
+/// The scenario with this name.
+pub fn find(name: &str) -> Option<Scenario> {
+    all().into_iter().find(|s| s.name == name)
+}

@@ -1,0 +1,280 @@
+//! `iser-guard check-config` on the real binary: good and bad files, every problem reported
+//! with its key path and line, world-writable and missing files, and the shipped default.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_iser-guard");
+const EX_CONFIG: i32 = 78;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/config")
+        .join(name)
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        // Keep the info line about built-in defaults out of the way of assertions.
+        .env("ISER_GUARD_LOG", "warn")
+        .output()
+        .expect("run iser-guard")
+}
+
+fn check(path: &Path) -> Output {
+    run(&["check-config", path.to_str().expect("utf-8 path")])
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).expect("stdout is one JSON object")
+}
+
+/// (key, line) of every problem of a `--json` failure.
+fn problems(o: &Output) -> Vec<(String, Option<u64>)> {
+    json(o)["problems"]
+        .as_array()
+        .expect("problems array")
+        .iter()
+        .map(|p| {
+            (
+                p["key"].as_str().expect("key").to_string(),
+                p["line"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+fn check_json(path: &Path) -> Output {
+    run(&["check-config", "--json", path.to_str().expect("utf-8 path")])
+}
+
+#[test]
+fn good_file_prints_ok_and_summary() {
+    let o = check(&fixture("good.toml"));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.starts_with("OK: "), "{t}");
+    assert!(t.contains("good.toml"), "{t}");
+    assert!(t.contains("rocep2s0f0, rocep2s0f1"), "{t}");
+    assert!(t.contains("15 s doubling to 300 s"), "{t}");
+    assert!(!t.contains("warning:"), "{t}");
+}
+
+#[test]
+fn good_file_json_has_effective_config() {
+    let o = check_json(&fixture("good.toml"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["config"]["devices"]["allow"][1], "rocep2s0f1");
+    assert_eq!(v["config"]["recovery"]["probe-timeout"], 1.5);
+    // Keys not in the file show their defaults.
+    assert_eq!(v["config"]["recovery"]["max-attempts"], 3);
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn unknown_key_named_with_path_and_line() {
+    let o = check(&fixture("unknown-key.toml"));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(
+        t.contains("line 4, column 1: recovery.backof-max: unknown field `backof-max`"),
+        "{t}"
+    );
+    // The message lists what is accepted, so the typo is obvious.
+    assert!(t.contains("`backoff-max`"), "{t}");
+}
+
+#[test]
+fn several_problems_all_reported() {
+    let o = check_json(&fixture("many-problems.toml"));
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{}", text(&o));
+    let got = problems(&o);
+    let want: Vec<(String, Option<u64>)> = [
+        ("paths.state-dir", 2),
+        ("paths.iscsiadm", 3),
+        ("poll.netlink", 6),
+        ("devices.allow[1]", 9),
+        ("devices.allow[2]", 9),
+        ("recovery.backoff-max", 13),
+        ("recovery.probe-successes", 14),
+        ("recovery.max-attempts", 15),
+        ("recovery.probe-port", 16),
+        ("recovery.retry-forever", 17),
+        ("alerts.ident", 20),
+        ("metrics.textfile", 23),
+        ("colour", 25),
+    ]
+    .iter()
+    .map(|(k, l)| (k.to_string(), Some(*l)))
+    .collect();
+    assert_eq!(got, want);
+
+    // The text form lists the same, one per line, with the count.
+    let o = check(&fixture("many-problems.toml"));
+    let t = text(&o);
+    assert!(t.contains("has 13 problem(s):"), "{t}");
+    assert!(
+        t.contains("line 13, column 15: recovery.backoff-max: 60 s is below"),
+        "{t}"
+    );
+    assert!(t.contains("looks like a glob"), "{t}");
+}
+
+#[test]
+fn type_errors_all_reported() {
+    let o = check_json(&fixture("type-errors.toml"));
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{}", text(&o));
+    let keys: Vec<String> = problems(&o).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        keys,
+        [
+            "paths",
+            "poll.iscsi",
+            "devices.allow",
+            "recovery.dry-run",
+            "recovery.max-attempts",
+            "recovery.probe-port",
+            "recovery.reset-when",
+            "alerts.ident",
+        ]
+    );
+    let t = text(&check(&fixture("type-errors.toml")));
+    assert!(
+        t.contains("recovery.probe-port: invalid value: integer `70000`"),
+        "{t}"
+    );
+    assert!(
+        t.contains("unknown variant `later`, expected `target-back` or `immediately`"),
+        "{t}"
+    );
+    assert!(
+        t.contains("poll.iscsi: invalid type: string \"10s\", expected a number of seconds"),
+        "{t}"
+    );
+}
+
+#[test]
+fn syntax_error_has_line() {
+    let o = check(&fixture("syntax-error.toml"));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(t.contains("line 1, column 10: unclosed table"), "{t}");
+}
+
+#[test]
+fn world_writable_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("config.toml");
+    std::fs::copy(fixture("good.toml"), &p).expect("copy");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let o = check(&p);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(t.contains("world-writable (mode 0666)"), "{t}");
+    assert!(t.contains("chmod o-w"), "{t}");
+
+    // JSON form carries the same refusal as its one problem.
+    let o = check_json(&p);
+    assert_eq!(o.status.code(), Some(EX_CONFIG));
+    let v = json(&o);
+    assert_eq!(v["ok"], false);
+    assert!(v["problems"][0]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("world-writable")));
+
+    // Fixed as the message says: accepted.
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o664)).expect("chmod");
+    assert_eq!(check(&p).status.code(), Some(0));
+}
+
+#[test]
+fn world_writable_directory_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("config.toml");
+    std::fs::copy(fixture("good.toml"), &p).expect("copy");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let o = check(&p);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(
+        t.contains("is world-writable (mode 0777) without the sticky bit"),
+        "{t}"
+    );
+}
+
+#[test]
+fn directory_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = check(dir.path());
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(t.contains("is a directory, not a regular file"), "{t}");
+}
+
+#[test]
+fn missing_file_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("absent.toml");
+    let o = check(&p);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(t.contains("cannot read configuration"), "{t}");
+    assert!(t.contains("absent.toml"), "{t}");
+    // Same through the global --config.
+    let o = run(&["--config", p.to_str().expect("utf-8"), "check-config"]);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{}", text(&o));
+}
+
+#[test]
+fn global_config_flag_is_the_default_path() {
+    let o = run(&[
+        "--config",
+        fixture("good.toml").to_str().expect("utf-8"),
+        "check-config",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("good.toml"), "{t}");
+    // An explicit PATH wins over --config.
+    let o = run(&[
+        "--config",
+        fixture("good.toml").to_str().expect("utf-8"),
+        "check-config",
+        fixture("unknown-key.toml").to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{}", text(&o));
+}
+
+#[test]
+fn shipped_default_file_is_valid() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/iser-guard.toml");
+    let o = check(&shipped);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("none (devices.allow is empty: alert only)"),
+        "{t}"
+    );
+    assert!(t.contains("warning: devices.allow is empty"), "{t}");
+
+    // Its effective configuration is exactly what no file at all gives.
+    let from_file = json(&check_json(&shipped));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty.toml");
+    std::fs::write(&empty, "").expect("write");
+    let from_empty = json(&check_json(&empty));
+    assert_eq!(from_file["config"], from_empty["config"]);
+}

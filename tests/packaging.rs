@@ -1,0 +1,268 @@
+//! Fast consistency checks of the Debian packaging (the .deb itself is built by
+//! scripts/build-deb.sh, too slow for CI): the systemd unit, the cargo-deb metadata in
+//! Cargo.toml, the maintainer scripts and the configuration defaults must agree.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use iser_guard::config::{Config, DEFAULT_CONFIG_PATH};
+use iser_guard::error::EXIT_CONFIG;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+}
+
+/// `[Section]` → key → every value given (keys may repeat, e.g. DeviceAllow).
+type Unit = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+fn parse_unit(text: &str) -> Unit {
+    let mut unit = Unit::new();
+    let mut section = String::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_string();
+            continue;
+        }
+        let (k, v) = line.split_once('=').expect("key=value line");
+        unit.entry(section.clone())
+            .or_default()
+            .entry(k.trim().to_string())
+            .or_default()
+            .push(v.trim().to_string());
+    }
+    unit
+}
+
+fn unit() -> Unit {
+    parse_unit(&read("packaging/debian/iser-guard.service"))
+}
+
+/// The single value of `key` in `[section]`.
+fn one<'a>(u: &'a Unit, section: &str, key: &str) -> &'a str {
+    let v = u
+        .get(section)
+        .and_then(|s| s.get(key))
+        .unwrap_or_else(|| panic!("[{section}] {key} missing"));
+    assert_eq!(v.len(), 1, "[{section}] {key} given {} times", v.len());
+    &v[0]
+}
+
+fn deb_meta() -> toml::Table {
+    let cargo: toml::Table = toml::from_str(&read("Cargo.toml")).expect("Cargo.toml parses");
+    cargo["package"]["metadata"]["deb"]
+        .as_table()
+        .expect("[package.metadata.deb]")
+        .clone()
+}
+
+/// (source, dest, mode) of every asset.
+fn assets() -> Vec<(String, String, String)> {
+    deb_meta()["assets"]
+        .as_array()
+        .expect("assets array")
+        .iter()
+        .map(|a| {
+            let a = a.as_array().expect("asset is [src, dest, mode]");
+            let s = |i: usize| a[i].as_str().expect("string").to_string();
+            (s(0), s(1), s(2))
+        })
+        .collect()
+}
+
+fn asset_dest(src: &str) -> (String, String) {
+    let (_, dest, mode) = assets()
+        .into_iter()
+        .find(|(s, _, _)| s == src)
+        .unwrap_or_else(|| panic!("no asset from {src}"));
+    (dest, mode)
+}
+
+#[test]
+fn exec_paths_match_the_packaged_binary() {
+    let (dest, mode) = asset_dest("target/release/iser-guard");
+    assert_eq!(mode, "755");
+    let bin = format!("/{dest}");
+    let u = unit();
+    assert_eq!(one(&u, "Service", "ExecStart"), format!("{bin} daemon"));
+    assert_eq!(
+        one(&u, "Service", "ExecStartPre"),
+        format!("{bin} check-config")
+    );
+    assert_eq!(one(&u, "Service", "ExecReload"), "/bin/kill -HUP $MAINPID");
+    assert_eq!(bin, "/usr/sbin/iser-guard");
+}
+
+#[test]
+fn packaged_config_is_the_shipped_default_at_the_default_path() {
+    let (dest, mode) = asset_dest("config/iser-guard.toml");
+    assert_eq!(format!("/{dest}"), DEFAULT_CONFIG_PATH);
+    assert_eq!(mode, "640");
+    // And that file is the documented default.
+    let parsed = iser_guard::config::parse_str(&read("config/iser-guard.toml"));
+    assert_eq!(parsed, Ok(Config::default()));
+}
+
+#[test]
+fn unit_directories_match_config_defaults() {
+    let u = unit();
+    let d = Config::default();
+    let state = one(&u, "Service", "StateDirectory");
+    assert_eq!(Path::new("/var/lib").join(state), d.paths.state_dir);
+    let runtime = one(&u, "Service", "RuntimeDirectory");
+    assert_eq!(
+        Some(Path::new("/run").join(runtime).as_path()),
+        d.paths.control_socket.parent()
+    );
+    let conf = one(&u, "Service", "ConfigurationDirectory");
+    assert_eq!(
+        Some(Path::new("/etc").join(conf).as_path()),
+        Path::new(DEFAULT_CONFIG_PATH).parent()
+    );
+    // The metrics file's directory is writable under ProtectSystem=strict.
+    let rw = one(&u, "Service", "ReadWritePaths");
+    let metrics_dir = d
+        .metrics
+        .textfile
+        .parent()
+        .expect("dir")
+        .display()
+        .to_string();
+    assert!(
+        rw.split_whitespace()
+            .any(|p| p.trim_start_matches('-') == metrics_dir),
+        "{rw}"
+    );
+}
+
+#[test]
+fn unit_service_contract() {
+    let u = unit();
+    assert_eq!(one(&u, "Service", "Type"), "notify");
+    assert_eq!(one(&u, "Service", "NotifyAccess"), "main");
+    assert_eq!(one(&u, "Service", "WatchdogSec"), "30s");
+    assert_eq!(one(&u, "Service", "Restart"), "on-failure");
+    assert_eq!(one(&u, "Service", "KillMode"), "mixed");
+    assert_eq!(
+        one(&u, "Service", "RestartPreventExitStatus"),
+        EXIT_CONFIG.to_string()
+    );
+    assert_eq!(one(&u, "Service", "User"), "root");
+    assert_eq!(one(&u, "Install", "WantedBy"), "multi-user.target");
+    let after = one(&u, "Unit", "After");
+    for dep in ["network-online.target", "iscsid.service", "rdma-hw.target"] {
+        assert!(
+            after.split_whitespace().any(|a| a == dep),
+            "After lacks {dep}: {after}"
+        );
+    }
+}
+
+#[test]
+fn unit_hardening_keeps_what_the_daemon_needs() {
+    let u = unit();
+    // Each of these set to yes would break the daemon (see the comments in the unit):
+    // /dev/kmsg, sysfs writes, /dev/kmsg + /dev/infiniband, iscsid's abstract socket.
+    for key in [
+        "ProtectKernelLogs",
+        "ProtectKernelTunables",
+        "PrivateDevices",
+        "PrivateNetwork",
+    ] {
+        assert_eq!(one(&u, "Service", key), "no", "{key} must stay no");
+    }
+    let families = one(&u, "Service", "RestrictAddressFamilies");
+    for f in ["AF_UNIX", "AF_NETLINK", "AF_INET", "AF_INET6"] {
+        assert!(
+            families.split_whitespace().any(|x| x == f),
+            "{f} not allowed"
+        );
+    }
+    let caps = one(&u, "Service", "CapabilityBoundingSet");
+    for c in ["CAP_NET_ADMIN", "CAP_SYSLOG", "CAP_SYS_ADMIN"] {
+        assert!(caps.split_whitespace().any(|x| x == c), "{c} missing");
+    }
+    let devices = &u["Service"]["DeviceAllow"];
+    assert!(devices.iter().any(|d| d == "/dev/kmsg r"), "{devices:?}");
+    assert_eq!(one(&u, "Service", "DevicePolicy"), "closed");
+    assert_eq!(one(&u, "Service", "ProtectSystem"), "strict");
+    assert_eq!(one(&u, "Service", "NoNewPrivileges"), "yes");
+}
+
+#[test]
+fn cargo_deb_metadata_enables_the_unit() {
+    let m = deb_meta();
+    // Without maintainer-scripts cargo-deb packages the unit but never enables it.
+    let scripts = m["maintainer-scripts"]
+        .as_str()
+        .expect("maintainer-scripts");
+    let units = m["systemd-units"].as_table().expect("systemd-units");
+    assert_eq!(units["enable"].as_bool(), Some(true));
+    assert_eq!(units["start"].as_bool(), Some(true));
+    let unit_dir = units["unit-scripts"].as_str().expect("unit-scripts");
+    assert!(root().join(unit_dir).join("iser-guard.service").is_file());
+    assert!(root().join(scripts).is_dir());
+    assert_eq!(m["section"].as_str(), Some("admin"));
+    let depends = m["depends"].as_str().expect("depends");
+    for d in ["$auto", "open-iscsi", "iproute2"] {
+        assert!(depends.split(", ").any(|x| x == d), "{depends}");
+    }
+    // Man pages generated by examples/gen_man.rs.
+    let dests: Vec<String> = assets().into_iter().map(|(_, d, _)| d).collect();
+    assert!(
+        dests.iter().any(|d| d == "usr/share/man/man8/"),
+        "{dests:?}"
+    );
+    assert!(
+        dests.iter().any(|d| d == "usr/share/man/man5/"),
+        "{dests:?}"
+    );
+}
+
+#[test]
+fn changelog_version_matches_the_crate() {
+    let changelog = read(deb_meta()["changelog"].as_str().expect("changelog path"));
+    let first = changelog
+        .lines()
+        .next()
+        .expect("changelog has a first line");
+    let want = format!("iser-guard ({}-", env!("CARGO_PKG_VERSION"));
+    assert!(
+        first.starts_with(&want),
+        "{first} does not start with {want}"
+    );
+}
+
+#[test]
+fn maintainer_scripts_have_one_debhelper_marker() {
+    // cargo-deb replaces every occurrence, comments included: a second one would duplicate
+    // the generated enable/start code in the middle of a comment.
+    for s in ["postinst", "postrm"] {
+        let text = read(&format!("packaging/debian/{s}"));
+        assert_eq!(text.matches("#DEBHELPER#").count(), 1, "{s}");
+        assert!(
+            text.lines().any(|l| l == "#DEBHELPER#"),
+            "{s}: marker not on its own line"
+        );
+        assert!(text.starts_with("#!/bin/sh\n"), "{s}");
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(root().join("packaging/debian").join(s))
+                .expect("stat")
+                .permissions(),
+        );
+        assert_eq!(mode & 0o111, 0o111, "{s} must be executable");
+    }
+}
+
+#[test]
+fn unit_parser_handles_repeats_and_comments() {
+    let u = parse_unit("# c\n[A]\nK=1\n; c\nK = 2\n[B]\nX=a=b\n");
+    assert_eq!(u["A"]["K"], ["1", "2"]);
+    assert_eq!(u["B"]["X"], ["a=b"]);
+}
