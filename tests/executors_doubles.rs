@@ -110,3 +110,22 @@ fn executor_errors_map_to_documented_exit_codes() {
     assert_eq!(e.exit_code(), error::EXIT_NOPERM);
     assert!(e.to_string().contains("automatic recovery is off"), "{e}");
 }
+
+#[test]
+fn reset_config_comes_from_the_configuration() {
+    let mut cfg = Config::default();
+    cfg.paths.sysfs_root = "/tmp/fake-sys".into();
+    cfg.paths.devlink = "/opt/iproute2/devlink".into();
+    cfg.paths.rdma = "/opt/iproute2/rdma".into();
+    cfg.paths.modprobe = "/opt/kmod/modprobe".into();
+    cfg.devices.allow = vec!["rocep2s0f0".into()];
+    cfg.recovery.allow_module_reload = true;
+    cfg.recovery.dry_run = true;
+    let r = iser_guard::io::reset::ResetConfig::from_config(&cfg);
+    assert_eq!(r.sysfs_root, cfg.paths.sysfs_root);
+    assert_eq!(r.devlink, cfg.paths.devlink);
+    assert_eq!(r.rdma, cfg.paths.rdma);
+    assert_eq!(r.modprobe, cfg.paths.modprobe);
+    assert_eq!(r.allow, ["rocep2s0f0"]);
+    assert!(r.allow_module_reload && r.dry_run);
+}

@@ -696,3 +696,79 @@ fn unknown_device_and_unknown_driver_are_typed() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn ib_device_parented_by_its_aux_device_with_relative_links_is_understood() {
+    // Some drivers parent the ib_device on the auxiliary device itself, and real sysfs links
+    // are relative (`../../../bus/auxiliary`): the facts must come out the same.
+    let f = Fake::new();
+    let sys = f.sys();
+    let pci = sys.join("devices/pci0000:00/0000:41:00.0");
+    let aux = pci.join("bnxt_en.rdma.0");
+    let ib = aux.join("infiniband/bnxt_re0");
+    let drv = sys.join("bus/auxiliary/drivers/bnxt_re.rdma");
+    for d in [
+        &ib.join("ports/1/gid_attrs/ndevs"),
+        &drv,
+        &sys.join("module/bnxt_re"),
+    ] {
+        fs::create_dir_all(d).unwrap();
+    }
+    fs::create_dir_all(sys.join("bus/pci/drivers/bnxt_en")).unwrap();
+    symlink("../../../bus/pci", pci.join("subsystem")).unwrap();
+    symlink("../../../bus/pci/drivers/bnxt_en", pci.join("driver")).unwrap();
+    symlink("../../../../bus/auxiliary", aux.join("subsystem")).unwrap();
+    symlink(
+        "../../../../bus/auxiliary/drivers/bnxt_re.rdma",
+        aux.join("driver"),
+    )
+    .unwrap();
+    symlink("../../../module/bnxt_re", drv.join("module")).unwrap();
+    symlink(
+        "../../../devices/pci0000:00/0000:41:00.0/bnxt_en.rdma.0",
+        sys.join("bus/auxiliary/devices/bnxt_en.rdma.0"),
+    )
+    .unwrap();
+    symlink("../../../bnxt_en.rdma.0", ib.join("device")).unwrap();
+    fs::write(ib.join("node_type"), "1: CA\n").unwrap();
+    fs::write(ib.join("ports/1/gid_attrs/ndevs/0"), "ens41f0np0\n").unwrap();
+    symlink(
+        "../../devices/pci0000:00/0000:41:00.0/bnxt_en.rdma.0/infiniband/bnxt_re0",
+        sys.join("class/infiniband/bnxt_re0"),
+    )
+    .unwrap();
+
+    let facts = iser_guard::io::reset::Sysfs::new(&sys)
+        .facts("bnxt_re0")
+        .unwrap()
+        .unwrap();
+    let parent = facts.parent.as_ref().unwrap();
+    assert_eq!(
+        (parent.bus.as_str(), parent.name.as_str()),
+        ("pci", "0000:41:00.0")
+    );
+    assert_eq!(parent.driver.as_deref(), Some("bnxt_en"));
+    let aux_facts = facts.aux.as_ref().unwrap();
+    assert_eq!(aux_facts.name, "bnxt_en.rdma.0");
+    assert_eq!(aux_facts.driver_dir.as_deref(), Some("bnxt_re.rdma"));
+    assert_eq!(aux_facts.module.as_deref(), Some("bnxt_re"));
+    assert_eq!(facts.netdevs, ["ens41f0np0"]);
+
+    let mut cfg = f.config(&["bnxt_re0"]);
+    cfg.allow_module_reload = true;
+    let plan = SysfsResetter::new(cfg).plan("bnxt_re0").unwrap();
+    let methods: Vec<_> = plan.methods.iter().map(|m| m.method.clone()).collect();
+    assert_eq!(
+        methods,
+        [
+            ResetMethod::AuxRebind {
+                device: "bnxt_en.rdma.0".into(),
+                driver: "bnxt_re.rdma".into()
+            },
+            ResetMethod::ModuleReload {
+                module: "bnxt_re".into(),
+                also_affects: vec![]
+            }
+        ]
+    );
+}

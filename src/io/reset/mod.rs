@@ -83,22 +83,15 @@ pub struct ResetConfig {
     pub verify: VerifyPolicy,
 }
 
-/// Default path of iproute2's devlink (merged-/usr Debian and Ubuntu).
-pub const DEFAULT_DEVLINK: &str = "/usr/sbin/devlink";
-/// Default path of iproute2's rdma.
-pub const DEFAULT_RDMA: &str = "/usr/bin/rdma";
-/// Default path of kmod's modprobe.
-pub const DEFAULT_MODPROBE: &str = "/usr/sbin/modprobe";
-
 impl ResetConfig {
-    /// From the configuration; tool paths are the defaults above (see notes/executors.md for
-    /// the `paths.devlink`/`paths.rdma`/`paths.modprobe` keys).
+    /// From the configuration (`paths.sysfs-root`, `paths.devlink`, `paths.rdma`,
+    /// `paths.modprobe`, `devices.allow`, `recovery.allow-module-reload`, `recovery.dry-run`).
     pub fn from_config(cfg: &crate::config::Config) -> Self {
         ResetConfig {
             sysfs_root: cfg.paths.sysfs_root.clone(),
-            devlink: PathBuf::from(DEFAULT_DEVLINK),
-            rdma: PathBuf::from(DEFAULT_RDMA),
-            modprobe: PathBuf::from(DEFAULT_MODPROBE),
+            devlink: cfg.paths.devlink.clone(),
+            rdma: cfg.paths.rdma.clone(),
+            modprobe: cfg.paths.modprobe.clone(),
             allow: cfg.devices.allow.clone(),
             allow_module_reload: cfg.recovery.allow_module_reload,
             dry_run: cfg.recovery.dry_run,
