@@ -61,6 +61,9 @@ pub enum Error {
     /// The recovery engine's state journal cannot be read or written.
     #[error(transparent)]
     Journal(#[from] crate::io::journal::JournalError),
+    /// The kernel log reader failed.
+    #[error(transparent)]
+    Kmsg(#[from] crate::io::kmsg::KmsgError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -90,6 +93,16 @@ impl Error {
             Error::Journal(crate::io::journal::JournalError::Corrupt { .. }) => EXIT_DATAERR,
             Error::Journal(crate::io::journal::JournalError::Io { source, .. }) => {
                 io_exit_code(source)
+            }
+            Error::Kmsg(e) => {
+                use crate::io::kmsg::KmsgError;
+                match e {
+                    KmsgError::Open { source, .. } | KmsgError::Seek { source, .. } => {
+                        io_exit_code(source)
+                    }
+                    KmsgError::BufferTooSmall { .. } => EXIT_SOFTWARE,
+                    KmsgError::Read(_) | KmsgError::Closed => EXIT_IOERR,
+                }
             }
             Error::Io { source, .. } => io_exit_code(source),
         }

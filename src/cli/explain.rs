@@ -1,17 +1,714 @@
-//! `iser-guard explain`.
+//! `iser-guard explain`: decode kernel log lines, a whole saved log, or a QP transition
+//! against the IB spec, and say what recovers it.
+//!
+//! Inputs: lines as arguments; a saved log with `--file PATH` or `-` (stdin) in /dev/kmsg
+//! (`cat /dev/kmsg`), `dmesg -r` or plain `dmesg` format, detected per line by
+//! [`crate::core::kmsg::parse_saved_line`]; or `--transition FROM:TO [--type T] [--mask M]`.
+//!
+//! Speed: a saved log is read whole and scanned like grep does: one multi-pattern search
+//! over the entire buffer ([`signatures::next_anchor`]) finds the next line that can match
+//! anything; only those lines are split, parsed and classified, and identical lines are
+//! classified once (a cache keyed by text and `DEVICE=`). Repeats are summarised per
+//! signature and device, never printed one by one. Output is buffered.
+//!
+//! Exit codes ([`crate::error`]): 0 nothing forbidden found, 1 a forbidden transition or a
+//! stuck GSI QP found (or, with `--transition`, the transition is not allowed), 64 bad
+//! arguments, 66 file not found, 74 read error.
 
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use serde::Serialize;
+
 use super::Globals;
-use crate::error::Error;
+use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat};
+use crate::core::qp::{explain_qp_transition, explain_transition, AttrMask, QpState, QpType};
+use crate::core::signatures::{
+    self, explain, DeviceRef, Explanation, Severity, Signature, SignatureKind,
+};
+use crate::error::{Error, EXIT_FINDING, EXIT_OK};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "Examples:\n  \
+    iser-guard explain 'ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3'\n  \
+    dmesg -r | iser-guard explain -\n  \
+    iser-guard explain --file /var/log/kern.log --json\n  \
+    iser-guard explain --transition ERR:RTS --type GSI --mask STATE,CUR_STATE\n\n\
+    Exit status: 0 nothing forbidden found, 1 a forbidden transition or stuck GSI QP found.")]
+pub struct Args {
+    /// Kernel log lines to explain (quote each one); a single `-` reads a saved log from
+    /// standard input.
+    #[arg(value_name = "LINE", conflicts_with_all = ["file", "transition"])]
+    pub lines: Vec<String>,
+
+    /// A saved kernel log: `cat /dev/kmsg`, `dmesg -r` or `dmesg` output (`-` for stdin).
+    #[arg(long, short = 'f', value_name = "PATH", conflicts_with = "transition")]
+    pub file: Option<PathBuf>,
+
+    /// Explain a QP state transition instead, as FROM:TO (e.g. `ERR:RTS`; names or the
+    /// kernel's numbers).
+    #[arg(long, value_name = "FROM:TO")]
+    pub transition: Option<String>,
+
+    /// QP type for `--transition` (SMI, GSI, RC, UC, UD, XRC_INI, XRC_TGT, RAW_PACKET, …).
+    #[arg(
+        long = "type",
+        value_name = "TYPE",
+        requires = "transition",
+        default_value = "RC"
+    )]
+    pub qp_type: String,
+
+    /// Attribute mask for `--transition`: names (`STATE,CUR_STATE`) or a number (`0x31`).
+    #[arg(
+        long,
+        value_name = "MASK",
+        requires = "transition",
+        default_value = "STATE"
+    )]
+    pub mask: String,
+
+    /// QP number for `--transition` (QP 0 is the SMI QP, QP 1 the GSI QP).
+    #[arg(long, value_name = "N", requires = "transition")]
+    pub qpn: Option<u32>,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// Runs the subcommand.
-pub fn run(_args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
-    Err(Error::Usage(
-        "`explain` is not available in this build yet".into(),
-    ))
+pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let finding = if let Some(t) = &args.transition {
+        run_transition(t, &args, &mut out)?
+    } else {
+        let (report, input) = match (&args.file, args.lines.as_slice()) {
+            (Some(p), _) if p.as_os_str() == "-" => (scan_stdin()?, "stdin".to_string()),
+            (Some(p), _) => {
+                let bytes = std::fs::read(p)
+                    .map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
+                (Report::scan(&bytes, false), p.display().to_string())
+            }
+            (None, [one]) if one == "-" => (scan_stdin()?, "stdin".to_string()),
+            (None, []) => {
+                return Err(Error::Usage(
+                    "explain needs kernel log lines, `--file PATH` (or `-` for stdin), or \
+                     `--transition FROM:TO`; see `iser-guard explain --help`"
+                        .into(),
+                ))
+            }
+            (None, lines) => {
+                let joined = lines.join("\n");
+                (
+                    Report::scan(joined.as_bytes(), true),
+                    "arguments".to_string(),
+                )
+            }
+        };
+        if args.json {
+            report.write_json(&input, &mut out)?;
+        } else {
+            report.write_text(&input, &mut out)?;
+        }
+        report.finding()
+    };
+    out.flush()
+        .map_err(|e| Error::io("cannot write to stdout", e))?;
+    Ok(ExitCode::from(if finding { EXIT_FINDING } else { EXIT_OK }))
+}
+
+fn scan_stdin() -> Result<Report, Error> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("cannot read standard input", e))?;
+    Ok(Report::scan(&bytes, false))
+}
+
+// ---- --transition --------------------------------------------------------------------------
+
+fn run_transition<W: Write>(spec: &str, args: &Args, out: &mut W) -> Result<bool, Error> {
+    let (from, to) = spec
+        .split_once(':')
+        .or_else(|| spec.split_once("->"))
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--transition {spec:?}: expected FROM:TO, e.g. ERR:RTS"
+            ))
+        })?;
+    let from: QpState = from
+        .parse()
+        .map_err(|e| Error::Usage(format!("--transition: {e}")))?;
+    let to: QpState = to
+        .parse()
+        .map_err(|e| Error::Usage(format!("--transition: {e}")))?;
+    let qp_type: QpType = args
+        .qp_type
+        .parse()
+        .map_err(|e| Error::Usage(format!("--type: {e}")))?;
+    let mask: AttrMask = args
+        .mask
+        .parse()
+        .map_err(|e| Error::Usage(format!("--mask: {e}")))?;
+    let e = match args.qpn {
+        Some(n) => explain_qp_transition(n, from, to, qp_type, mask),
+        None => explain_transition(from, to, qp_type, mask),
+    };
+    let w = |r: std::io::Result<()>| r.map_err(|e| Error::io("cannot write to stdout", e));
+    if args.json {
+        w(serde_json::to_writer_pretty(&mut *out, &e).map_err(std::io::Error::other))?;
+        w(writeln!(out))?;
+    } else {
+        w(write!(out, "{e}"))?;
+        if !e.allowed {
+            w(writeln!(
+                out,
+                "Verdict: {from} -> {to} is not allowed for this QP."
+            ))?;
+        }
+    }
+    Ok(!e.allowed)
+}
+
+// ---- scanning a log ------------------------------------------------------------------------
+
+/// One signature seen one or more times.
+#[derive(Debug, Serialize)]
+struct Group {
+    /// How often.
+    count: u64,
+    /// First and last line numbers (1-based).
+    first_line: usize,
+    last_line: usize,
+    /// First and last timestamps, microseconds since boot, when the format carries them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_usec: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_usec: Option<u64>,
+    /// Occurrences written by userspace (facility ≠ 0): could be forged.
+    untrusted: u64,
+    /// Distinct QP numbers folded into this group (rxe QP state lines are grouped by state).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    qps: Vec<u32>,
+    /// The first line's text (without the timestamp).
+    line: String,
+    /// The first line's format.
+    format: LineFormat,
+    signature: Signature,
+    explanation: Explanation,
+}
+
+/// A line that carried an anchor but matched no signature (arguments mode only).
+#[derive(Debug, Serialize)]
+struct Unrecognised {
+    line: usize,
+    text: String,
+}
+
+/// Everything found in one input.
+#[derive(Debug, Default)]
+struct Report {
+    /// Lines in the input (non-empty ones, for arguments).
+    lines: usize,
+    /// Lines that classified.
+    recognised: u64,
+    /// Lines whose format could not be parsed although they carried an anchor.
+    unparsable: u64,
+    /// The first such line and why.
+    first_parse_error: Option<String>,
+    groups: Vec<Group>,
+    /// Group index by grouping key.
+    index: HashMap<Signature, usize>,
+    /// Classification cache: `text \n DEVICE` → group (None: not recognised).
+    cache: HashMap<String, Option<usize>>,
+    unrecognised: Vec<Unrecognised>,
+}
+
+impl Report {
+    /// Scans a whole input. `per_line`: every line is an operator-given line (arguments);
+    /// unrecognised ones are listed.
+    fn scan(buf: &[u8], per_line: bool) -> Report {
+        let mut r = Report::default();
+        let mut scratch = String::new();
+        if per_line {
+            // Every line is looked at (to report the unrecognised ones), in order.
+            let mut line_no = 0;
+            let mut pos = 0;
+            while pos < buf.len() {
+                let end = memchr::memchr(b'\n', &buf[pos..]).map_or(buf.len(), |i| pos + i);
+                line_no += 1;
+                let line = trim_cr(&buf[pos..end]);
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    r.lines += 1;
+                    let next = r.line(buf, pos, end, line_no, &mut scratch);
+                    if !next.1 {
+                        r.unrecognised.push(Unrecognised {
+                            line: line_no,
+                            text: String::from_utf8_lossy(line).into_owned(),
+                        });
+                    }
+                }
+                pos = end + 1;
+            }
+            r.enrich();
+            return r;
+        }
+        // Whole-log scan: jump from anchor to anchor; count lines in between.
+        let mut pos = 0;
+        let mut counted = 0; // bytes [0, counted) have been counted
+        let mut newlines = 0usize; // newlines in [0, counted)
+        while let Some(hit) = signatures::next_anchor(buf, pos) {
+            let start = memchr::memrchr(b'\n', &buf[..hit]).map_or(0, |i| i + 1);
+            let end = memchr::memchr(b'\n', &buf[hit..]).map_or(buf.len(), |i| hit + i);
+            newlines += count_newlines(&buf[counted..start]);
+            counted = start;
+            let (next, _) = r.line(buf, start, end, newlines + 1, &mut scratch);
+            pos = next;
+        }
+        newlines += count_newlines(&buf[counted..]);
+        r.lines = newlines + usize::from(buf.last().is_some_and(|b| *b != b'\n'));
+        r.enrich();
+        r
+    }
+
+    /// Completes the device attribution of groups from other groups naming the same RDMA
+    /// device: the MAD line names only `rocep2s0f0`, the irdma line of the same incident
+    /// also its PCI function and parent driver, which select the recovery command.
+    fn enrich(&mut self) {
+        let mut known: HashMap<String, DeviceRef> = HashMap::new();
+        for g in &self.groups {
+            let d = &g.signature.device;
+            if let (Some(name), true) = (&d.rdma_dev, d.pci.is_some()) {
+                known.entry(name.clone()).or_insert_with(|| d.clone());
+            }
+        }
+        for g in &mut self.groups {
+            let d = &mut g.signature.device;
+            let Some(src) = d.rdma_dev.as_ref().and_then(|n| known.get(n)) else {
+                continue;
+            };
+            if d.pci.is_none() {
+                d.pci.clone_from(&src.pci);
+                if src.driver.as_deref() != Some("infiniband") {
+                    d.driver.clone_from(&src.driver);
+                }
+                g.explanation = explain(&g.signature);
+            }
+        }
+    }
+
+    /// Handles the line at `start..end` (line number `line_no`). Returns where scanning
+    /// continues (after the record's dictionary lines) and whether it was recognised.
+    fn line(
+        &mut self,
+        buf: &[u8],
+        start: usize,
+        end: usize,
+        line_no: usize,
+        scratch: &mut String,
+    ) -> (usize, bool) {
+        let raw = trim_cr(&buf[start..end]);
+        let text = String::from_utf8_lossy(raw);
+        let mut next = (end + 1).min(buf.len().max(end));
+        let rec = match parse_saved_line(&text) {
+            Ok(r) => r,
+            Err(e) => {
+                self.unparsable += 1;
+                if self.first_parse_error.is_none() {
+                    self.first_parse_error = Some(format!("line {line_no}: {e}"));
+                }
+                return (next, false);
+            }
+        };
+        // A /dev/kmsg record: its ` KEY=VALUE` dictionary lines follow.
+        let mut device: Option<String> = None;
+        if rec.format == LineFormat::Kmsg {
+            while buf.get(next) == Some(&b' ') {
+                let e = memchr::memchr(b'\n', &buf[next..]).map_or(buf.len(), |i| next + i);
+                let l = String::from_utf8_lossy(trim_cr(&buf[next..e]));
+                match dict_line(&l) {
+                    Some((k, v)) => {
+                        if k == "DEVICE" {
+                            device = Some(v.to_string());
+                        }
+                        next = e + 1;
+                    }
+                    None => break,
+                }
+            }
+        }
+        scratch.clear();
+        scratch.push_str(rec.text);
+        scratch.push('\n');
+        if let Some(d) = &device {
+            scratch.push_str(d);
+        }
+        let slot = match self.cache.get(scratch.as_str()) {
+            Some(s) => *s,
+            None => {
+                let s = signatures::classify(rec.text, device.as_deref()).map(|sig| {
+                    let key = group_key(&sig);
+                    let qp = folded_qp(&sig.kind);
+                    let i = match self.index.get(&key) {
+                        Some(i) => *i,
+                        None => {
+                            let i = self.groups.len();
+                            self.groups.push(Group {
+                                count: 0,
+                                first_line: line_no,
+                                last_line: line_no,
+                                first_usec: rec.usec,
+                                last_usec: rec.usec,
+                                untrusted: 0,
+                                qps: Vec::new(),
+                                line: rec.unescaped_text().trim_end().to_string(),
+                                format: rec.format,
+                                explanation: explain(&sig),
+                                signature: sig,
+                            });
+                            self.index.insert(key, i);
+                            i
+                        }
+                    };
+                    if let (Some(q), Some(g)) = (qp, self.groups.get_mut(i)) {
+                        if !g.qps.contains(&q) && g.qps.len() < MAX_QPS_LISTED {
+                            g.qps.push(q);
+                        }
+                    }
+                    i
+                });
+                self.cache.insert(scratch.clone(), s);
+                s
+            }
+        };
+        let Some(i) = slot else {
+            return (next, false);
+        };
+        self.recognised += 1;
+        if let Some(g) = self.groups.get_mut(i) {
+            g.count += 1;
+            g.last_line = line_no;
+            if rec.usec.is_some() {
+                g.last_usec = rec.usec;
+                g.first_usec = g.first_usec.or(rec.usec);
+            }
+            if rec.facility.is_some_and(|f| f != 0) {
+                g.untrusted += 1;
+            }
+        }
+        (next, true)
+    }
+
+    fn finding(&self) -> bool {
+        self.groups.iter().any(|g| g.explanation.finding)
+    }
+
+    fn write_text<W: Write>(&self, input: &str, out: &mut W) -> Result<(), Error> {
+        let io = |e| Error::io("cannot write to stdout", e);
+        self.text(input, out).map_err(io)
+    }
+
+    fn text<W: Write>(&self, input: &str, out: &mut W) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{input}: {} line{}, {} recognised, {} distinct event{}",
+            self.lines,
+            plural(self.lines as u64),
+            self.recognised,
+            self.groups.len(),
+            plural(self.groups.len() as u64),
+        )?;
+        if self.unparsable > 0 {
+            writeln!(
+                out,
+                "skipped {} line{} whose format could not be parsed (first: {})",
+                self.unparsable,
+                plural(self.unparsable),
+                self.first_parse_error.as_deref().unwrap_or("?")
+            )?;
+        }
+        for u in &self.unrecognised {
+            writeln!(out, "\nline {}: not recognised: {}", u.line, u.text.trim())?;
+        }
+        for (n, g) in self.groups.iter().enumerate() {
+            let e = &g.explanation;
+            let more = if g.qps.len() > 1 {
+                format!(" (and {} more QPs)", g.qps.len() - 1)
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "\n[{}] {}{more}{}",
+                n + 1,
+                e.title,
+                if e.finding {
+                    "  ** FORBIDDEN / STUCK **"
+                } else {
+                    ""
+                }
+            )?;
+            let mut seen = format!(
+                "{} time{}, line{} {}",
+                g.count,
+                plural(g.count),
+                if g.first_line == g.last_line { "" } else { "s" },
+                if g.first_line == g.last_line {
+                    g.first_line.to_string()
+                } else {
+                    format!("{}-{}", g.first_line, g.last_line)
+                }
+            );
+            match (g.first_usec, g.last_usec) {
+                (Some(a), Some(b)) if a == b => seen.push_str(&format!(", at {}", secs(a))),
+                (Some(a), Some(b)) => seen.push_str(&format!(", at {} .. {}", secs(a), secs(b))),
+                _ => {}
+            }
+            writeln!(out, "    seen:     {seen}")?;
+            if g.qps.len() > 1 {
+                let list: Vec<String> = g.qps.iter().map(u32::to_string).collect();
+                writeln!(
+                    out,
+                    "    QPs:      {}{}",
+                    list.join(", "),
+                    if g.qps.len() >= MAX_QPS_LISTED {
+                        ", …"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
+            if g.untrusted > 0 {
+                writeln!(
+                    out,
+                    "    trust:    {} written by userspace (not facility 0): could be forged; \
+                     the daemon never acts on those",
+                    g.untrusted
+                )?;
+            }
+            writeln!(
+                out,
+                "    source:   {}, {}",
+                e.source,
+                severity_name(e.severity)
+            )?;
+            writeln!(
+                out,
+                "    device:   {}",
+                describe_device(&g.signature.device)
+            )?;
+            if let Some(t) = &e.transition {
+                // The verdict, why, and the notes; the table's generic recovery advice is
+                // already folded into this explanation's own recovery lines.
+                let body = t.to_string();
+                let mut lines = body.lines();
+                if let Some(first) = lines.next() {
+                    writeln!(out, "    spec:     {first}")?;
+                }
+                for l in lines.map(str::trim_start) {
+                    if !l.starts_with("recovery:") {
+                        writeln!(out, "              {l}")?;
+                    }
+                }
+                if !t.allowed {
+                    writeln!(
+                        out,
+                        "              => {} -> {} is forbidden by the IB spec{}",
+                        t.from,
+                        t.to,
+                        match t.qpn {
+                            Some(q) => format!(" for QP {q} ({})", t.qp_type),
+                            None => String::new(),
+                        }
+                    )?;
+                }
+            }
+            for m in &e.meaning {
+                writeln!(out, "    meaning:  {m}")?;
+            }
+            for r in &e.recovery {
+                writeln!(out, "    recovery: {r}")?;
+            }
+            writeln!(out, "    line:     {}", g.line)?;
+        }
+        writeln!(out)?;
+        let mut stuck: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|g| g.explanation.stuck_gsi)
+            .map(|g| {
+                let d = &g.signature.device;
+                d.rdma_dev.clone().unwrap_or_else(|| d.label())
+            })
+            .collect();
+        stuck.sort();
+        stuck.dedup();
+        for d in &stuck {
+            writeln!(
+                out,
+                "Verdict: the GSI QP (QP 1) of {d} is stuck in ERR: ERR -> RTS is forbidden by \
+                 the IB spec, so the port can make no new RDMA connection; the RDMA device \
+                 must be re-created: `iser-guard reset-device {d}`"
+            )?;
+        }
+        let mut other = false;
+        for (n, g) in self.groups.iter().enumerate() {
+            let e = &g.explanation;
+            if e.finding && !e.stuck_gsi {
+                other = true;
+                writeln!(
+                    out,
+                    "Verdict: forbidden QP transition [{}]: {} ({})",
+                    n + 1,
+                    e.title,
+                    g.signature.device.label()
+                )?;
+            }
+        }
+        if stuck.is_empty() && !other {
+            writeln!(
+                out,
+                "Verdict: no forbidden QP transition and no stuck GSI QP in this input."
+            )?;
+        }
+        Ok(())
+    }
+
+    fn write_json<W: Write>(&self, input: &str, out: &mut W) -> Result<(), Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            input: &'a str,
+            lines: usize,
+            recognised: u64,
+            unparsable: u64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            first_parse_error: Option<&'a str>,
+            finding: bool,
+            events: &'a [Group],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            unrecognised: &'a [Unrecognised],
+        }
+        let o = Out {
+            input,
+            lines: self.lines,
+            recognised: self.recognised,
+            unparsable: self.unparsable,
+            first_parse_error: self.first_parse_error.as_deref(),
+            finding: self.finding(),
+            events: &self.groups,
+            unrecognised: &self.unrecognised,
+        };
+        serde_json::to_writer_pretty(&mut *out, &o)
+            .map_err(|e| Error::io("cannot write to stdout", std::io::Error::other(e)))?;
+        writeln!(out).map_err(|e| Error::io("cannot write to stdout", e))
+    }
+}
+
+/// The grouping key: the signature without per-occurrence details (SCSI tags, sectors, the
+/// QP numbers of rxe's per-connection QP state lines), so a storm of I/O errors on one disk
+/// or of connection QPs going to ERR is one group.
+fn group_key(sig: &Signature) -> Signature {
+    let mut k = sig.clone();
+    match &mut k.kind {
+        SignatureKind::ScsiCommandFailed { tag, .. } => *tag = None,
+        SignatureKind::BlockIoError { sector, .. } => *sector = None,
+        SignatureKind::RxeQpState { qp, .. } if folded_qp(&sig.kind).is_some() => *qp = u32::MAX,
+        _ => {}
+    }
+    k
+}
+
+/// At most this many distinct QP numbers are listed per group.
+const MAX_QPS_LISTED: usize = 64;
+
+/// The QP number a group folds (rxe QP state lines of any QP but the GSI QP).
+fn folded_qp(kind: &SignatureKind) -> Option<u32> {
+    match kind {
+        SignatureKind::RxeQpState { qp, .. } if *qp != signatures::GSI_QPN => Some(*qp),
+        _ => None,
+    }
+}
+
+fn describe_device(d: &DeviceRef) -> String {
+    let mut parts = Vec::new();
+    if let Some(v) = &d.rdma_dev {
+        parts.push(format!("RDMA device {v}"));
+    }
+    if let Some(v) = d.port {
+        parts.push(format!("port {v}"));
+    }
+    if let Some(v) = &d.netdev {
+        parts.push(format!("netdev {v}"));
+    }
+    if let Some(v) = d.ifindex {
+        parts.push(format!("ifindex {v}"));
+    }
+    if let Some(v) = &d.pci {
+        parts.push(format!("PCI {v}"));
+    }
+    if let Some(v) = &d.parent {
+        parts.push(format!("parent {v}"));
+    }
+    if let Some(v) = &d.disk {
+        parts.push(format!("disk {v}"));
+    }
+    if let Some(v) = &d.scsi_hctl {
+        parts.push(format!("SCSI {v}"));
+    }
+    if let Some(v) = d.scsi_host {
+        parts.push(format!("SCSI host{v}"));
+    }
+    match (d.iscsi_session, d.iscsi_conn) {
+        (Some(s), Some(c)) => parts.push(format!("iSCSI connection{s}:{c}")),
+        (Some(s), None) => parts.push(format!("iSCSI session{s}")),
+        _ => {}
+    }
+    if let Some(v) = &d.devnum {
+        parts.push(format!("devnum {v}"));
+    }
+    if let Some(v) = &d.other {
+        parts.push(v.clone());
+    }
+    if let Some(v) = &d.driver {
+        parts.push(format!("driver {v}"));
+    }
+    if parts.is_empty() {
+        "not named by the line".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Info => "info",
+        Severity::Warning => "warning",
+        Severity::Critical => "critical",
+    }
+}
+
+fn trim_cr(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+fn count_newlines(b: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', b).count()
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn secs(usec: u64) -> String {
+    format!("{}.{:06}s", usec / 1_000_000, usec % 1_000_000)
 }

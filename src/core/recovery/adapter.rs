@@ -1,0 +1,165 @@
+//! Pure adapters from the parsers' types to the engine's inputs.
+//!
+//! [`from_kernel_event`] turns a classified /dev/kmsg record (`core::signatures`) into an
+//! [`Observation`] and its [`Trust`]; records the engine has no use for give `None`.
+
+use super::input::{IoErrorKind, Observation, StuckEvidence, Trust};
+use crate::core::signatures::{KernelEvent, SignatureKind};
+
+/// The engine's view of a classified kernel record, if it has one.
+///
+/// A record only becomes an observation when it names what the engine needs to attribute
+/// it (the RDMA device of a stuck QP, the session of a conn error, the disk of an I/O error);
+/// `RDMA CM` lines name nothing and are host-wide by nature.
+pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
+    let trust = if ev.trusted {
+        Trust::Trusted
+    } else {
+        Trust::Untrusted
+    };
+    let dev = &ev.signature.device;
+    let kind = &ev.signature.kind;
+    let obs = if kind.is_stuck_gsi() {
+        let evidence = match kind {
+            SignatureKind::StuckQpTransition { .. } => StuckEvidence::ModifyQpInvalid,
+            SignatureKind::MadRtsFailed { .. } => StuckEvidence::MadRtsFailed,
+            _ => StuckEvidence::MadQpFatal,
+        };
+        Observation::GsiQpStuck {
+            device: dev.rdma_dev.clone()?,
+            port: dev.port,
+            evidence,
+        }
+    } else {
+        match kind {
+            SignatureKind::IscsiConnError { code } => Observation::ConnError {
+                sid: dev.iscsi_session?,
+                code: code.0,
+            },
+            SignatureKind::IscsiSessionRecoveryTimedOut { .. } => {
+                Observation::SessionRecoveryTimedOut {
+                    sid: dev.iscsi_session?,
+                }
+            }
+            SignatureKind::ScsiCommandFailed { hostbyte, .. } => Observation::IoError {
+                disk: dev.disk.clone()?,
+                kind: if hostbyte == "DID_ABORT" {
+                    IoErrorKind::DidAbort
+                } else {
+                    IoErrorKind::IoError
+                },
+            },
+            SignatureKind::BlockIoError { .. } => Observation::IoError {
+                disk: dev.disk.clone()?,
+                kind: IoErrorKind::IoError,
+            },
+            SignatureKind::ScsiRejectingOffline => Observation::IoError {
+                disk: dev.disk.clone()?,
+                kind: IoErrorKind::Offline,
+            },
+            SignatureKind::RdmaCmRejected { reason } if reason.contains("invalid service ID") => {
+                Observation::CmRejectedInvalidServiceId
+            }
+            SignatureKind::RdmaCmAddrError { status, .. } => {
+                Observation::CmAddrError { status: (*status)? }
+            }
+            SignatureKind::IserPortError | SignatureKind::IbPortDown => Observation::PortDown {
+                device: dev.rdma_dev.clone()?,
+                port: dev.port.unwrap_or(1),
+            },
+            SignatureKind::IserPortActive | SignatureKind::IbPortActive => Observation::PortUp {
+                device: dev.rdma_dev.clone()?,
+                port: dev.port.unwrap_or(1),
+            },
+            _ => return None,
+        }
+    };
+    Some((obs, trust))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::signatures::classify;
+
+    fn event(text: &str, trusted: bool) -> Option<(Observation, Trust)> {
+        let signature = classify(text, None)?;
+        from_kernel_event(&KernelEvent {
+            seq: 1,
+            usec: 1,
+            level: 4,
+            trusted,
+            signature,
+        })
+    }
+
+    #[test]
+    fn the_field_lines_are_a_stuck_gsi_qp_on_rocep2s0f0() {
+        let (o, t) = event(
+            "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3",
+            true,
+        )
+        .unwrap();
+        assert_eq!(t, Trust::Trusted);
+        assert!(
+            matches!(o, Observation::GsiQpStuck { ref device, evidence: StuckEvidence::ModifyQpInvalid, .. } if device == "rocep2s0f0")
+        );
+        let (o, t) = event(
+            "infiniband rocep2s0f0: ib_mad_send_error - ib_modify_qp to RTS: -22",
+            false,
+        )
+        .unwrap();
+        assert_eq!(t, Trust::Untrusted);
+        assert!(matches!(
+            o,
+            Observation::GsiQpStuck {
+                evidence: StuckEvidence::MadRtsFailed,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_non_gsi_qp_refusal_is_not_a_stuck_port() {
+        assert_eq!(
+            event(
+                "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=7, old_state=0x6, new_state=0x3",
+                true
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn lab_lines_map_to_observations() {
+        // Verbatim from the lab captures (KEY-LINES.txt).
+        assert_eq!(
+            event(" connection2:0: detected conn error (1022)", true).map(|x| x.0),
+            Some(Observation::ConnError { sid: 2, code: 1022 })
+        );
+        assert_eq!(
+            event(" session5: session recovery timed out after 120 secs", true).map(|x| x.0),
+            Some(Observation::SessionRecoveryTimedOut { sid: 5 })
+        );
+        assert_eq!(
+            event("sd 0:0:0:0: [sda] tag#57 FAILED Result: hostbyte=DID_ABORT driverbyte=DRIVER_OK cmd_age=0s", true).map(|x| x.0),
+            Some(Observation::IoError { disk: "sda".into(), kind: IoErrorKind::DidAbort })
+        );
+        assert_eq!(
+            event("I/O error, dev sda, sector 128 op 0x1:(WRITE) flags 0x8800 phys_seg 16 prio class 2", true).map(|x| x.0),
+            Some(Observation::IoError { disk: "sda".into(), kind: IoErrorKind::IoError })
+        );
+        assert_eq!(
+            event("RDMA CM: REJECTED: invalid service ID", true).map(|x| x.0),
+            Some(Observation::CmRejectedInvalidServiceId)
+        );
+        assert_eq!(
+            event(
+                "RDMA CM: ADDR_ERROR: failed to acquire device. status -19",
+                true
+            )
+            .map(|x| x.0),
+            Some(Observation::CmAddrError { status: -19 })
+        );
+    }
+}
