@@ -58,12 +58,15 @@ pub enum Error {
     /// Input data that cannot be understood.
     #[error("{0}")]
     Data(String),
-    /// The recovery engine's state journal cannot be read or written.
-    #[error(transparent)]
-    Journal(#[from] crate::io::journal::JournalError),
     /// The kernel log reader failed.
     #[error(transparent)]
     Kmsg(#[from] crate::io::kmsg::KmsgError),
+    /// The recovery engine's state journal cannot be read or written.
+    #[error(transparent)]
+    Journal(#[from] crate::io::journal::JournalError),
+    /// RDMA netlink failed or is missing.
+    #[error(transparent)]
+    Netlink(#[from] crate::io::netlink::NetlinkError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -105,7 +108,29 @@ impl Error {
                 }
             }
             Error::Io { source, .. } => io_exit_code(source),
+            Error::Netlink(e) => netlink_exit_code(e),
         }
+    }
+}
+
+/// Maps an RDMA netlink failure to the closest exit code: 69 when the kernel has no RDMA
+/// netlink, 75 for what may pass (timeout, interrupted dump, overrun), 77 for EPERM/EACCES,
+/// 65 for replies that cannot be decoded, 71 for other OS and kernel errors.
+pub fn netlink_exit_code(e: &crate::io::netlink::NetlinkError) -> u8 {
+    use crate::io::netlink::NetlinkError as N;
+    match e {
+        N::Unavailable => EXIT_UNAVAILABLE,
+        N::Timeout { .. } | N::Interrupted { .. } | N::Overrun => EXIT_TEMPFAIL,
+        N::Malformed { .. } => EXIT_DATAERR,
+        N::Kernel { errno, .. } | N::DumpFailed { errno, .. }
+            if *errno == libc::EPERM || *errno == libc::EACCES =>
+        {
+            EXIT_NOPERM
+        }
+        N::Os { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+            EXIT_NOPERM
+        }
+        N::Kernel { .. } | N::DumpFailed { .. } | N::Os { .. } | N::Closed => EXIT_OSERR,
     }
 }
 

@@ -11,3 +11,4 @@ pub mod qp;
 pub mod recovery;
 pub mod signatures;
 pub mod time;
+pub mod topology;

@@ -4,3 +4,5 @@
 pub mod cursor;
 pub mod journal;
 pub mod kmsg;
+pub mod netlink;
+pub mod sysfs;

@@ -2,9 +2,13 @@
 //!
 //! [`from_kernel_event`] turns a classified /dev/kmsg record (`core::signatures`) into an
 //! [`Observation`] and its [`Trust`]; records the engine has no use for give `None`.
+//! [`from_topology_event`] does the same for the RDMA netlink model (`core::topology`),
+//! whose facts are always trusted.
 
 use super::input::{IoErrorKind, Observation, StuckEvidence, Trust};
+use crate::core::qp::QpState;
 use crate::core::signatures::{KernelEvent, SignatureKind};
+use crate::core::topology::{TopologyEvent, UnstuckReason};
 
 /// The engine's view of a classified kernel record, if it has one.
 ///
@@ -75,6 +79,67 @@ pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
         }
     };
     Some((obs, trust))
+}
+
+/// The engine's view of a change the RDMA netlink model (`core::topology`) noticed. The
+/// model follows devices by parent and netdev, so a re-created device that came back under
+/// another name is reported as a rename first.
+pub fn from_topology_event(ev: &TopologyEvent) -> Vec<Observation> {
+    match ev {
+        TopologyEvent::DeviceAppeared { device } => vec![appeared(&device.name)],
+        TopologyEvent::DeviceDisappeared { device } => vec![Observation::DeviceGone {
+            device: device.name.clone(),
+        }],
+        TopologyEvent::DeviceRecreated {
+            device, old_name, ..
+        } => {
+            let mut v = Vec::new();
+            if old_name != &device.name {
+                v.push(Observation::DeviceRenamed {
+                    from: old_name.clone(),
+                    to: device.name.clone(),
+                });
+            }
+            v.push(appeared(&device.name));
+            v
+        }
+        TopologyEvent::DeviceRenamed { device, old_name } => vec![Observation::DeviceRenamed {
+            from: old_name.clone(),
+            to: device.name.clone(),
+        }],
+        TopologyEvent::PortDown { device, port, .. } => vec![Observation::PortDown {
+            device: device.name.clone(),
+            port: *port,
+        }],
+        TopologyEvent::PortActive { device, port } => vec![Observation::PortUp {
+            device: device.name.clone(),
+            port: *port,
+        }],
+        TopologyEvent::PortStuck(sp) => vec![Observation::GsiQpState {
+            device: sp.device.name.clone(),
+            port: sp.port,
+            state: QpState::Err,
+        }],
+        TopologyEvent::PortUnstuck {
+            device,
+            port,
+            reason: UnstuckReason::QpRecovered,
+        } => vec![Observation::GsiQpState {
+            device: device.name.clone(),
+            port: *port,
+            state: QpState::Rts,
+        }],
+        TopologyEvent::PortUnstuck { .. } | TopologyEvent::QpError { .. } => Vec::new(),
+    }
+}
+
+fn appeared(name: &str) -> Observation {
+    Observation::DeviceAppeared {
+        device: name.to_string(),
+        parent: None,
+        driver: None,
+        ports: 0,
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +225,50 @@ mod tests {
             )
             .map(|x| x.0),
             Some(Observation::CmAddrError { status: -19 })
+        );
+    }
+
+    #[test]
+    fn topology_events_map_to_observations() {
+        use crate::core::topology::{DeviceKey, DeviceRef, MatchedBy};
+        let dev = |name: &str, index| DeviceRef {
+            key: DeviceKey(1),
+            name: name.to_string(),
+            index,
+        };
+        // A re-created device still under its kernel name, before udev renamed it back.
+        let v = from_topology_event(&TopologyEvent::DeviceRecreated {
+            device: dev("rocep2s0f0", 3),
+            old_index: 0,
+            old_name: "irdma0".into(),
+            matched_by: MatchedBy::Parent,
+        });
+        assert_eq!(
+            v.first(),
+            Some(&Observation::DeviceRenamed {
+                from: "irdma0".into(),
+                to: "rocep2s0f0".into()
+            })
+        );
+        assert_eq!(
+            from_topology_event(&TopologyEvent::PortUnstuck {
+                device: dev("rocep2s0f0", 3),
+                port: 1,
+                reason: UnstuckReason::QpRecovered,
+            }),
+            vec![Observation::GsiQpState {
+                device: "rocep2s0f0".into(),
+                port: 1,
+                state: QpState::Rts
+            }]
+        );
+        assert_eq!(
+            from_topology_event(&TopologyEvent::DeviceDisappeared {
+                device: dev("rxe_ini", 0)
+            }),
+            vec![Observation::DeviceGone {
+                device: "rxe_ini".into()
+            }]
         );
     }
 }

@@ -1,0 +1,1180 @@
+//! The RDMA netlink socket (NETLINK_RDMA): requests, dumps and monitor events.
+//!
+//! This module owns the conversation with the kernel, not the message contents: it frames
+//! datagrams into netlink messages, matches replies to requests by sequence number, follows
+//! multi-part dumps to NLMSG_DONE, turns NLMSG_ERROR and a DONE carrying an errno into typed
+//! errors, retries dumps the kernel marks NLM_F_DUMP_INTR, reports ENOBUFS on the event socket
+//! as "resync needed", and puts a deadline on every wait. The attributes are decoded by the
+//! codec (`crate::core::nldev`), plugged in as any [`NetlinkDeserializable`] message type.
+//!
+//! Kernel behaviour this follows (captures/nldevcap-k61 and -k612, lab.md):
+//! - one netlink message per `recv()`, NLMSG_DONE alone in the last datagram; several messages
+//!   per datagram are handled as well;
+//! - a dump gets no ACK after DONE, so dumps are sent without NLM_F_ACK; a non-dump request gets
+//!   its reply and then an ACK (NLMSG_ERROR with error 0, flag NLM_F_CAPPED);
+//! - a dump the kernel refuses (RES_QP_GET or PORT_GET without DEV_INDEX) ends with an
+//!   NLMSG_DONE carrying -22, not with an NLMSG_ERROR.
+//!
+//! The OS socket sits behind the small [`Transport`] trait; [`FdTransport`] serves both the
+//! real netlink socket and, in tests, one end of a `socketpair` whose other end plays the
+//! kernel.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use netlink_packet_core::{
+    NetlinkBuffer, NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkSerializable,
+    NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN, NLM_F_ACK, NLM_F_ACK_TLVS, NLM_F_CAPPED,
+    NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST,
+};
+
+/// The netlink protocol number of RDMA netlink (`NETLINK_RDMA`).
+pub const NETLINK_RDMA: isize = 20;
+/// The multicast group of RDMA device events (`RDMA_NL_GROUP_NOTIFY`).
+pub const RDMA_NL_GROUP_NOTIFY: u32 = 4;
+/// Default deadline for one request (send to last reply).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many times an interrupted dump is tried before giving up.
+pub const DEFAULT_DUMP_ATTEMPTS: u32 = 3;
+
+use crate::core::nldev::MonitorEvent;
+use crate::core::nldev::{
+    request, DeviceInfo, NldevError, NldevMessage, PortInfo, QpEntries, QpEntry, SysInfo,
+};
+use crate::core::topology::{
+    DeviceObservation, PollAction, Poller, Snapshot, Topology, TopologyEvent,
+};
+
+/// Netlink header length.
+const NLMSG_HDRLEN: usize = 16;
+/// Extended-ack TLV carrying the kernel's message text (`NLMSGERR_ATTR_MSG`).
+const NLMSGERR_ATTR_MSG: u16 = 1;
+/// Largest datagram accepted (the kernel's dump skbs are at most 32 KiB; leave room).
+const MAX_DATAGRAM: usize = 1 << 20;
+
+/// What can go wrong talking to the kernel's RDMA netlink.
+#[derive(Debug, thiserror::Error)]
+pub enum NetlinkError {
+    /// The kernel has no RDMA netlink: `socket(AF_NETLINK, …, NETLINK_RDMA)` failed with
+    /// EPROTONOSUPPORT.
+    #[error(
+        "RDMA netlink is not available on this kernel (no CONFIG_INFINIBAND, or ib_core is not \
+         loaded: try `modprobe ib_core`)"
+    )]
+    Unavailable,
+    /// A socket call failed.
+    #[error("RDMA netlink {op} failed: {source}")]
+    Os {
+        /// The call (`socket`, `bind`, `send`, `recv`, `poll`).
+        op: &'static str,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// No complete answer before the deadline.
+    #[error("no complete answer from the kernel to {request} within {timeout:?}")]
+    Timeout {
+        /// The request.
+        request: String,
+        /// The deadline that passed.
+        timeout: Duration,
+    },
+    /// The kernel answered with NLMSG_ERROR.
+    #[error("the kernel refused {request}: {}{}", errno_text(*.errno), ext_ack_text(.ext_ack))]
+    Kernel {
+        /// The request.
+        request: String,
+        /// The (positive) errno.
+        errno: i32,
+        /// The extended-ack message, if the kernel gave one.
+        ext_ack: Option<String>,
+    },
+    /// The kernel ended a dump with an NLMSG_DONE carrying a negative errno (it does this,
+    /// for example, for a QP dump without a device index).
+    #[error("the kernel ended the {request} dump with an error: {}", errno_text(*.errno))]
+    DumpFailed {
+        /// The request.
+        request: String,
+        /// The (positive) errno.
+        errno: i32,
+    },
+    /// Every attempt of a dump was marked NLM_F_DUMP_INTR (the table changed while dumping).
+    #[error(
+        "the {request} dump was interrupted {attempts} times in a row because the kernel's \
+         tables kept changing; try again"
+    )]
+    Interrupted {
+        /// The request.
+        request: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The socket's receive buffer overflowed (ENOBUFS): messages were lost. On the event
+    /// socket this means a full resync (dump) is needed.
+    #[error(
+        "the RDMA netlink socket overflowed (ENOBUFS): messages were lost, a full resync is needed"
+    )]
+    Overrun,
+    /// A reply that cannot be framed or decoded.
+    #[error("malformed RDMA netlink reply to {request}: {detail}")]
+    Malformed {
+        /// The request.
+        request: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The peer closed the socket (only a fake kernel does this).
+    #[error("the RDMA netlink peer closed the socket")]
+    Closed,
+}
+
+impl NetlinkError {
+    /// Whether the error means the facility is missing rather than failing.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, NetlinkError::Unavailable)
+    }
+
+    /// The errno the kernel returned, for [`NetlinkError::Kernel`] and
+    /// [`NetlinkError::DumpFailed`].
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            NetlinkError::Kernel { errno, .. } | NetlinkError::DumpFailed { errno, .. } => {
+                Some(*errno)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn errno_text(errno: i32) -> String {
+    let name = match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::ENODEV => "ENODEV",
+        libc::EINVAL => "EINVAL",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::EBUSY => "EBUSY",
+        libc::EACCES => "EACCES",
+        _ => "",
+    };
+    let desc = io::Error::from_raw_os_error(errno);
+    if name.is_empty() {
+        format!("errno {errno} ({desc})")
+    } else {
+        format!("{name} ({desc})")
+    }
+}
+
+fn ext_ack_text(msg: &Option<String>) -> String {
+    match msg {
+        Some(m) => format!(": {m}"),
+        None => String::new(),
+    }
+}
+
+/// A datagram transport: the netlink socket, or a test double playing the kernel.
+pub trait Transport {
+    /// Sends one datagram (one or more netlink messages).
+    fn send(&mut self, datagram: &[u8]) -> io::Result<()>;
+
+    /// Receives one datagram, waiting at most `timeout`. `Ok(None)`: nothing arrived in time.
+    /// An empty datagram means the peer closed the socket.
+    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Vec<u8>>>;
+}
+
+/// A [`Transport`] over a datagram socket file descriptor (non-blocking, with `poll` for the
+/// deadline): the real netlink socket or one end of a `socketpair`.
+#[derive(Debug)]
+pub struct FdTransport {
+    fd: OwnedFd,
+    buf: Vec<u8>,
+}
+
+impl FdTransport {
+    /// Wraps a datagram socket and makes it non-blocking.
+    pub fn from_fd(fd: OwnedFd) -> io::Result<FdTransport> {
+        let flags = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL)?;
+        let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(flags))?;
+        Ok(FdTransport {
+            fd,
+            buf: vec![0; 64 * 1024],
+        })
+    }
+
+    /// Opens a NETLINK_RDMA socket for requests, bound to a kernel-assigned port id and
+    /// connected to the kernel.
+    pub fn open_requests() -> Result<FdTransport, NetlinkError> {
+        Self::open(0)
+    }
+
+    /// Opens a NETLINK_RDMA socket subscribed to the device-event group
+    /// (RDMA_NL_GROUP_NOTIFY). Kernels before 6.12 accept the subscription but never send.
+    pub fn open_monitor() -> Result<FdTransport, NetlinkError> {
+        Self::open(1 << (RDMA_NL_GROUP_NOTIFY - 1))
+    }
+
+    fn open(groups: u32) -> Result<FdTransport, NetlinkError> {
+        use netlink_sys::{Socket, SocketAddr};
+        let mut sock = Socket::new(NETLINK_RDMA).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EPROTONOSUPPORT) {
+                NetlinkError::Unavailable
+            } else {
+                NetlinkError::Os {
+                    op: "socket",
+                    source: e,
+                }
+            }
+        })?;
+        sock.bind(&SocketAddr::new(0, groups))
+            .map_err(|source| NetlinkError::Os { op: "bind", source })?;
+        if groups == 0 {
+            // Requests go to the kernel (port id 0); the event socket never sends and stays
+            // unconnected, as iproute2's `rdma monitor` does.
+            sock.connect(&SocketAddr::new(0, 0))
+                .map_err(|source| NetlinkError::Os {
+                    op: "connect",
+                    source,
+                })?;
+        }
+        // Extended acks give error texts; a kernel without them just ignores the option.
+        let _ = sock.set_ext_ack(true);
+        if groups != 0 {
+            // Events come in bursts (a driver reload registers every device at once).
+            let _ = sock.set_rx_buf_sz(1 << 20);
+        }
+        // SAFETY: the descriptor was just taken out of the socket, which no longer owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(sock.into_raw_fd()) };
+        FdTransport::from_fd(fd).map_err(|source| NetlinkError::Os {
+            op: "fcntl",
+            source,
+        })
+    }
+}
+
+impl Transport for FdTransport {
+    fn send(&mut self, datagram: &[u8]) -> io::Result<()> {
+        loop {
+            // SAFETY: the pointer and length describe `datagram`, valid for the call.
+            let n = unsafe {
+                libc::send(
+                    self.fd.as_raw_fd(),
+                    datagram.as_ptr().cast(),
+                    datagram.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n >= 0 {
+                return if usize::try_from(n).ok() == Some(datagram.len()) {
+                    Ok(())
+                } else {
+                    Err(io::Error::new(io::ErrorKind::WriteZero, "short send"))
+                };
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+
+    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Vec<u8>>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            // Round up: a deadline 0.3 ms away must not become a busy poll(0) loop.
+            let ms = i32::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
+            let mut fds = [nix::poll::PollFd::new(
+                self.fd.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            let wait = nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX);
+            match nix::poll::poll(&mut fds, wait) {
+                Ok(0) => return Ok(None),
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            // Learn the datagram's size first (MSG_TRUNC returns the real length), so a
+            // large one is never silently cut.
+            let peek = self.raw_recv(libc::MSG_PEEK | libc::MSG_TRUNC)?;
+            let Some(len) = peek else { continue };
+            if len > self.buf.len() {
+                if len > MAX_DATAGRAM {
+                    // Consume it so the socket does not stay stuck on it.
+                    let _ = self.raw_recv(0);
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("datagram of {len} bytes exceeds the {MAX_DATAGRAM}-byte limit"),
+                    ));
+                }
+                self.buf.resize(len, 0);
+            }
+            match self.raw_recv(0)? {
+                Some(n) => return Ok(Some(self.buf.get(..n).unwrap_or_default().to_vec())),
+                None => continue,
+            }
+        }
+    }
+}
+
+impl FdTransport {
+    /// One non-blocking `recv`; `Ok(None)` on EAGAIN (spurious wakeup).
+    fn raw_recv(&mut self, flags: libc::c_int) -> io::Result<Option<usize>> {
+        loop {
+            // SAFETY: the pointer and length describe `self.buf`, valid for the call.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr().cast(),
+                    self.buf.len(),
+                    flags | libc::MSG_DONTWAIT,
+                )
+            };
+            if let Ok(n) = usize::try_from(n) {
+                return Ok(Some(n));
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return Ok(None),
+                _ => return Err(e),
+            }
+        }
+    }
+}
+
+/// One netlink message cut out of a datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// The header.
+    pub header: NetlinkHeader,
+    /// The payload (after the 16-byte header, up to `nlmsg_len`).
+    pub payload: &'a [u8],
+}
+
+/// Splits a datagram into netlink messages (aligned to 4 bytes, as `NLMSG_NEXT` does).
+///
+/// Fails on a header that does not fit or a length that runs past the datagram.
+pub fn split_datagram(datagram: &[u8]) -> Result<Vec<Frame<'_>>, String> {
+    let mut frames = Vec::new();
+    let mut rest = datagram;
+    while !rest.is_empty() {
+        let buf = NetlinkBuffer::new_checked(rest).map_err(|e| e.to_string())?;
+        let len = usize::try_from(buf.length()).map_err(|e| e.to_string())?;
+        // The header struct is non_exhaustive: start from Default.
+        let mut header = NetlinkHeader::default();
+        header.length = buf.length();
+        header.message_type = buf.message_type();
+        header.flags = buf.flags();
+        header.sequence_number = buf.sequence_number();
+        header.port_number = buf.port_number();
+        let payload = rest.get(NLMSG_HDRLEN..len).ok_or("length out of range")?;
+        frames.push(Frame { header, payload });
+        let next = len.div_ceil(4) * 4;
+        rest = rest.get(next..).unwrap_or_default();
+    }
+    Ok(frames)
+}
+
+/// The negative errno in an NLMSG_ERROR or NLMSG_DONE payload.
+fn leading_i32(payload: &[u8]) -> Option<i32> {
+    let b: [u8; 4] = payload.get(..4)?.try_into().ok()?;
+    Some(i32::from_ne_bytes(b))
+}
+
+/// The text of the NLMSGERR_ATTR_MSG TLV of an extended ack, if any.
+fn ext_ack_message(header: &NetlinkHeader, payload: &[u8]) -> Option<String> {
+    if header.flags & NLM_F_ACK_TLVS == 0 {
+        return None;
+    }
+    // error (4) + the echoed request: only its header when CAPPED, else all of it.
+    let echoed = payload.get(4..)?;
+    let echo_len = if header.flags & NLM_F_CAPPED != 0 {
+        NLMSG_HDRLEN
+    } else {
+        let l: [u8; 4] = echoed.get(..4)?.try_into().ok()?;
+        usize::try_from(u32::from_ne_bytes(l)).ok()?
+    };
+    let mut tlvs = echoed.get(echo_len.div_ceil(4) * 4..)?;
+    while tlvs.len() >= 4 {
+        let len = usize::from(u16::from_ne_bytes(tlvs.get(..2)?.try_into().ok()?));
+        let kind = u16::from_ne_bytes(tlvs.get(2..4)?.try_into().ok()?) & 0x3fff;
+        if len < 4 {
+            return None;
+        }
+        let value = tlvs.get(4..len)?;
+        if kind == NLMSGERR_ATTR_MSG {
+            let text = value.split(|b| *b == 0).next().unwrap_or_default();
+            return Some(String::from_utf8_lossy(text).into_owned());
+        }
+        tlvs = tlvs.get(len.div_ceil(4) * 4..).unwrap_or_default();
+    }
+    None
+}
+
+/// Names a request by its message type (`nldev op 10 (0x140a)`).
+pub fn describe_type(message_type: u16) -> String {
+    let client = (message_type >> 10) & 0x3f;
+    let op = message_type & 0x3ff;
+    if client == 5 {
+        format!("nldev op {op} (0x{message_type:04x})")
+    } else {
+        format!("message type 0x{message_type:04x}")
+    }
+}
+
+/// Counters of what the client skipped or retried (for logs and metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Replies with another sequence number (late answers to a timed-out request).
+    pub stale_replies: u64,
+    /// Dumps restarted because the kernel marked them NLM_F_DUMP_INTR or the socket overran.
+    pub dump_retries: u64,
+    /// Requests sent.
+    pub requests: u64,
+}
+
+/// A request/response client over one [`Transport`].
+#[derive(Debug)]
+pub struct NldevClient<T> {
+    transport: T,
+    next_seq: u32,
+    timeout: Duration,
+    dump_attempts: u32,
+    stats: ClientStats,
+}
+
+impl NldevClient<FdTransport> {
+    /// Opens the real NETLINK_RDMA socket. [`NetlinkError::Unavailable`] on a kernel without
+    /// RDMA netlink.
+    pub fn open() -> Result<Self, NetlinkError> {
+        Ok(NldevClient::new(FdTransport::open_requests()?))
+    }
+}
+
+impl<T: Transport> NldevClient<T> {
+    /// A client over `transport` with the default deadline and dump attempts.
+    pub fn new(transport: T) -> Self {
+        NldevClient {
+            transport,
+            next_seq: 1,
+            timeout: DEFAULT_TIMEOUT,
+            dump_attempts: DEFAULT_DUMP_ATTEMPTS,
+            stats: ClientStats::default(),
+        }
+    }
+
+    /// Sets the deadline of every request (send to the last reply).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets how many times an interrupted dump is tried (at least once).
+    pub fn with_dump_attempts(mut self, attempts: u32) -> Self {
+        self.dump_attempts = attempts.max(1);
+        self
+    }
+
+    /// Sets the first sequence number (the next request uses it).
+    pub fn with_first_seq(mut self, seq: u32) -> Self {
+        self.next_seq = seq;
+        self
+    }
+
+    /// What was skipped or retried so far.
+    pub fn stats(&self) -> ClientStats {
+        self.stats
+    }
+
+    /// The transport (tests inspect their fake).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// Sends a dump request and collects every reply message up to NLMSG_DONE. The request's
+    /// sequence number is replaced by the client's; `NLM_F_REQUEST | NLM_F_DUMP` are set.
+    /// Interrupted dumps (NLM_F_DUMP_INTR on any part, or an overrun socket) are retried from
+    /// the start, up to the configured number of attempts.
+    pub fn dump<I>(&mut self, request: NetlinkMessage<I>) -> Result<Vec<I>, NetlinkError>
+    where
+        I: NetlinkSerializable + NetlinkDeserializable,
+    {
+        let what = format!("{} dump", describe_type(request.header.message_type));
+        let mut bytes = encode(request, NLM_F_REQUEST | NLM_F_DUMP);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.exchange(&mut bytes, &what, true) {
+                Ok(Outcome::Complete(msgs)) => return Ok(msgs),
+                Ok(Outcome::Interrupted) | Err(NetlinkError::Overrun)
+                    if attempt < self.dump_attempts =>
+                {
+                    self.stats.dump_retries += 1;
+                    tracing::debug!(request = %what, attempt, "dump interrupted, retrying");
+                }
+                Ok(Outcome::Interrupted) => {
+                    return Err(NetlinkError::Interrupted {
+                        request: what,
+                        attempts: attempt,
+                    })
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Sends a non-dump request (`NLM_F_REQUEST | NLM_F_ACK` set) and returns its replies
+    /// once the ACK arrives.
+    pub fn request<I>(&mut self, request: NetlinkMessage<I>) -> Result<Vec<I>, NetlinkError>
+    where
+        I: NetlinkSerializable + NetlinkDeserializable,
+    {
+        let what = describe_type(request.header.message_type);
+        let mut bytes = encode(request, NLM_F_REQUEST | NLM_F_ACK);
+        match self.exchange(&mut bytes, &what, false)? {
+            Outcome::Complete(msgs) => Ok(msgs),
+            Outcome::Interrupted => Err(NetlinkError::Interrupted {
+                request: what,
+                attempts: 1,
+            }),
+        }
+    }
+
+    fn exchange<I>(
+        &mut self,
+        bytes: &mut [u8],
+        what: &str,
+        dump: bool,
+    ) -> Result<Outcome<I>, NetlinkError>
+    where
+        I: NetlinkDeserializable,
+    {
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1).max(1);
+        if let Some(field) = bytes.get_mut(8..12) {
+            field.copy_from_slice(&seq.to_ne_bytes());
+        }
+        self.transport
+            .send(bytes)
+            .map_err(|source| NetlinkError::Os { op: "send", source })?;
+        self.stats.requests += 1;
+        let deadline = Instant::now() + self.timeout;
+        let mut out = Vec::new();
+        let mut interrupted = false;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.timeout_error(what));
+            }
+            let datagram = match self.transport.recv(left) {
+                Ok(Some(d)) => d,
+                Ok(None) => return Err(self.timeout_error(what)),
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    return Err(NetlinkError::Overrun)
+                }
+                Err(source) => return Err(NetlinkError::Os { op: "recv", source }),
+            };
+            if datagram.is_empty() {
+                return Err(NetlinkError::Closed);
+            }
+            let frames = split_datagram(&datagram).map_err(|detail| NetlinkError::Malformed {
+                request: what.to_string(),
+                detail,
+            })?;
+            for frame in frames {
+                let h = &frame.header;
+                if h.sequence_number != seq {
+                    self.stats.stale_replies += 1;
+                    tracing::debug!(
+                        expected = seq,
+                        got = h.sequence_number,
+                        "skipping a reply to another request"
+                    );
+                    continue;
+                }
+                if h.flags & NLM_F_DUMP_INTR != 0 {
+                    interrupted = true;
+                }
+                match h.message_type {
+                    NLMSG_NOOP => {}
+                    NLMSG_ERROR => {
+                        let code = leading_i32(frame.payload).ok_or_else(|| {
+                            malformed(what, "NLMSG_ERROR shorter than its error code")
+                        })?;
+                        if code == 0 {
+                            if !dump {
+                                return Ok(Outcome::Complete(out));
+                            }
+                            // An ACK inside a dump (a kernel that acks dumps): keep reading.
+                        } else {
+                            return Err(NetlinkError::Kernel {
+                                request: what.to_string(),
+                                errno: code.saturating_neg(),
+                                ext_ack: ext_ack_message(h, frame.payload),
+                            });
+                        }
+                    }
+                    NLMSG_DONE => {
+                        // The kernel allows an empty DONE; otherwise it carries an int.
+                        let code = leading_i32(frame.payload).unwrap_or(0);
+                        if code < 0 {
+                            return Err(NetlinkError::DumpFailed {
+                                request: what.to_string(),
+                                errno: code.saturating_neg(),
+                            });
+                        }
+                        if interrupted {
+                            return Ok(Outcome::Interrupted);
+                        }
+                        if dump {
+                            return Ok(Outcome::Complete(out));
+                        }
+                    }
+                    NLMSG_OVERRUN => return Err(NetlinkError::Overrun),
+                    _ => {
+                        let msg = I::deserialize(h, frame.payload).map_err(|e| {
+                            malformed(
+                                what,
+                                format!("cannot decode {}: {e}", describe_type(h.message_type)),
+                            )
+                        })?;
+                        out.push(msg);
+                    }
+                }
+            }
+        }
+    }
+
+    fn timeout_error(&self, what: &str) -> NetlinkError {
+        NetlinkError::Timeout {
+            request: what.to_string(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// Entries the kernel sent that could not be used (a view lacking a required attribute):
+/// skipped, counted and logged, never fatal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skips {
+    /// One line per skipped entry: what and why.
+    pub reasons: Vec<String>,
+}
+
+impl Skips {
+    fn note(&mut self, what: impl std::fmt::Display, why: impl std::fmt::Display) {
+        tracing::warn!(%what, %why, "skipping an RDMA netlink entry");
+        self.reasons.push(format!("{what}: {why}"));
+    }
+}
+
+/// A full dump (devices, ports, QPs) as the model wants it, with what was skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotReport {
+    /// The snapshot to fold into [`crate::core::topology::Topology`].
+    pub snapshot: Snapshot,
+    /// Entries skipped while decoding.
+    pub skips: Skips,
+}
+
+/// The nldev conversations the model needs, on top of the generic client.
+impl<T: Transport> NldevClient<T> {
+    /// SYS_GET: whether monitor events exist, the netns mode, ….
+    pub fn system_info(&mut self) -> Result<SysInfo, NetlinkError> {
+        let replies = self.request(request::sys_get(0))?;
+        let first = replies.first().ok_or_else(|| {
+            malformed(
+                "RDMA_NLDEV_CMD_SYS_GET",
+                "the kernel acknowledged but sent no reply",
+            )
+        })?;
+        SysInfo::try_from(first).map_err(|e| malformed("RDMA_NLDEV_CMD_SYS_GET", e.to_string()))
+    }
+
+    /// GET dump: every RDMA device.
+    pub fn devices(&mut self, skips: &mut Skips) -> Result<Vec<DeviceInfo>, NetlinkError> {
+        let replies = self.dump(request::get_dump(0))?;
+        Ok(views(&replies, "device", skips))
+    }
+
+    /// PORT_GET dump of one device.
+    pub fn ports(
+        &mut self,
+        dev_index: u32,
+        skips: &mut Skips,
+    ) -> Result<Vec<PortInfo>, NetlinkError> {
+        let replies = self.dump(request::port_get_dump(0, dev_index))?;
+        Ok(views(&replies, "port", skips))
+    }
+
+    /// RES_QP_GET dump of one device: its QP table with live states.
+    pub fn qps(&mut self, dev_index: u32, skips: &mut Skips) -> Result<Vec<QpEntry>, NetlinkError> {
+        let replies = self.dump(request::res_qp_get_dump(0, dev_index, None))?;
+        let mut out = Vec::new();
+        for msg in &replies {
+            match QpEntries::new(msg) {
+                Ok(entries) => {
+                    for entry in entries {
+                        match entry {
+                            Ok(qp) => out.push(qp),
+                            Err(e) => skips.note(format!("QP entry of device {dev_index}"), e),
+                        }
+                    }
+                }
+                Err(e) => skips.note(format!("QP message of device {dev_index}"), e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Everything the model needs: the device list, then each device's ports and QPs.
+    /// `parent_of` gives a device's parent identity (from sysfs) by name.
+    ///
+    /// A device that vanishes between the device dump and its own dumps is left out; a
+    /// failed QP dump is recorded on the device (the model keeps its last table). Only a
+    /// failed device dump fails the whole snapshot.
+    pub fn snapshot(
+        &mut self,
+        parent_of: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<SnapshotReport, NetlinkError> {
+        let mut skips = Skips::default();
+        let devices = self.devices(&mut skips)?;
+        let mut out = Vec::with_capacity(devices.len());
+        for info in devices {
+            let ports = match self.ports(info.index, &mut skips) {
+                Ok(p) => p,
+                Err(e) if vanished(&e) => {
+                    tracing::debug!(device = %info.name, error = %e, "device vanished mid-dump");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let qps = match self.qps(info.index, &mut skips) {
+                Ok(q) => Ok(q),
+                Err(e) if vanished(&e) => continue,
+                Err(e @ (NetlinkError::Unavailable | NetlinkError::Closed)) => return Err(e),
+                Err(e) => Err(e.to_string()),
+            };
+            out.push(DeviceObservation {
+                parent: parent_of(&info.name),
+                info,
+                ports,
+                qps,
+            });
+        }
+        Ok(SnapshotReport {
+            snapshot: Snapshot { devices: out },
+            skips,
+        })
+    }
+}
+
+/// The kernel answers a dump of a device that no longer exists with an error (EINVAL or
+/// ENODEV, in NLMSG_ERROR or in NLMSG_DONE).
+fn vanished(e: &NetlinkError) -> bool {
+    matches!(e.errno(), Some(libc::ENODEV | libc::EINVAL | libc::ENOENT))
+}
+
+/// Typed views of reply messages; the ones that fail are skipped with their reason.
+fn views<'a, V>(replies: &'a [NldevMessage], what: &str, skips: &mut Skips) -> Vec<V>
+where
+    V: TryFrom<&'a NldevMessage, Error = NldevError>,
+{
+    let mut out = Vec::with_capacity(replies.len());
+    for m in replies {
+        match V::try_from(m) {
+            Ok(v) => out.push(v),
+            Err(e) => skips.note(format!("{what} reply"), e),
+        }
+    }
+    out
+}
+
+enum Outcome<I> {
+    Complete(Vec<I>),
+    Interrupted,
+}
+
+fn malformed(what: &str, detail: impl Into<String>) -> NetlinkError {
+    NetlinkError::Malformed {
+        request: what.to_string(),
+        detail: detail.into(),
+    }
+}
+
+/// Serializes a request, adding `flags` (the sequence number is filled in per send).
+fn encode<I: NetlinkSerializable>(mut request: NetlinkMessage<I>, flags: u16) -> Vec<u8> {
+    request.header.flags |= flags;
+    request.finalize();
+    let mut bytes = vec![0; request.buffer_len()];
+    request.serialize(&mut bytes);
+    bytes
+}
+
+/// What one read of the event socket gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MonitorRead<I> {
+    /// Decoded event messages (one datagram's worth).
+    Events(Vec<I>),
+    /// Nothing arrived before the timeout.
+    Idle,
+    /// The socket overflowed (ENOBUFS): events were lost; do a full dump.
+    ResyncNeeded,
+}
+
+/// Counters of the event socket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MonitorStats {
+    /// Messages decoded.
+    pub events: u64,
+    /// Messages skipped because they could not be framed or decoded.
+    pub malformed: u64,
+    /// ENOBUFS overflows seen.
+    pub overruns: u64,
+}
+
+/// The device-event socket (RDMA_NL_GROUP_NOTIFY, kernels from 6.12).
+#[derive(Debug)]
+pub struct NldevMonitor<T> {
+    transport: T,
+    stats: MonitorStats,
+}
+
+impl NldevMonitor<FdTransport> {
+    /// Opens the real event socket.
+    pub fn open() -> Result<Self, NetlinkError> {
+        Ok(NldevMonitor::new(FdTransport::open_monitor()?))
+    }
+}
+
+impl<T: Transport> NldevMonitor<T> {
+    /// A monitor over `transport`.
+    pub fn new(transport: T) -> Self {
+        NldevMonitor {
+            transport,
+            stats: MonitorStats::default(),
+        }
+    }
+
+    /// What was decoded, skipped and lost so far.
+    pub fn stats(&self) -> MonitorStats {
+        self.stats
+    }
+
+    /// Waits at most `timeout` for the next datagram of events. A malformed message is
+    /// skipped and counted (the periodic dump is the safety net), never fatal.
+    pub fn next<I: NetlinkDeserializable>(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<MonitorRead<I>, NetlinkError> {
+        let datagram = match self.transport.recv(timeout) {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(MonitorRead::Idle),
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                self.stats.overruns += 1;
+                return Ok(MonitorRead::ResyncNeeded);
+            }
+            Err(source) => return Err(NetlinkError::Os { op: "recv", source }),
+        };
+        if datagram.is_empty() {
+            return Err(NetlinkError::Closed);
+        }
+        let frames = match split_datagram(&datagram) {
+            Ok(f) => f,
+            Err(detail) => {
+                self.stats.malformed += 1;
+                tracing::warn!(%detail, "skipping a malformed RDMA netlink event datagram");
+                return Ok(MonitorRead::Events(Vec::new()));
+            }
+        };
+        let mut events = Vec::new();
+        for frame in frames {
+            match frame.header.message_type {
+                NLMSG_NOOP | NLMSG_DONE | NLMSG_ERROR => {}
+                NLMSG_OVERRUN => {
+                    self.stats.overruns += 1;
+                    return Ok(MonitorRead::ResyncNeeded);
+                }
+                t => match I::deserialize(&frame.header, frame.payload) {
+                    Ok(m) => {
+                        self.stats.events += 1;
+                        events.push(m);
+                    }
+                    Err(e) => {
+                        self.stats.malformed += 1;
+                        tracing::warn!(kind = %describe_type(t), error = %e,
+                            "skipping an RDMA netlink event that cannot be decoded");
+                    }
+                },
+            }
+        }
+        Ok(MonitorRead::Events(events))
+    }
+}
+
+/// Opens the event socket when the poller asks for it.
+pub type MonitorOpener<M> = Box<dyn FnMut() -> Result<NldevMonitor<M>, NetlinkError> + Send>;
+
+/// The nldev side of the daemon in one blocking driver: asks SYS_GET about monitor events,
+/// subscribes when the kernel has them, dumps when the [`Poller`] says so (every interval as
+/// the safety net, sooner after an event, at once after an overflow), folds dumps and events
+/// into the [`Topology`] and returns the change events. Meant for a dedicated thread that
+/// forwards the events to the daemon's loop.
+pub struct NldevWatcher<T, M> {
+    client: NldevClient<T>,
+    monitor: Option<NldevMonitor<M>>,
+    open_monitor: MonitorOpener<M>,
+    poller: Poller,
+    topology: Topology,
+    sysfs_root: std::path::PathBuf,
+    started: bool,
+    last_error: Option<NetlinkError>,
+}
+
+impl NldevWatcher<FdTransport, FdTransport> {
+    /// The real thing: NETLINK_RDMA sockets, sysfs under `sysfs_root`, dumps every
+    /// `interval` (config `poll.netlink`).
+    pub fn open(
+        interval: Duration,
+        sysfs_root: std::path::PathBuf,
+        now: crate::core::time::Instant,
+    ) -> Result<Self, NetlinkError> {
+        Ok(NldevWatcher::new(
+            NldevClient::open()?,
+            Box::new(NldevMonitor::open),
+            interval,
+            sysfs_root,
+            now,
+        ))
+    }
+}
+
+impl<T: Transport, M: Transport> NldevWatcher<T, M> {
+    /// A watcher over the given client and event-socket opener.
+    pub fn new(
+        client: NldevClient<T>,
+        open_monitor: MonitorOpener<M>,
+        interval: Duration,
+        sysfs_root: std::path::PathBuf,
+        now: crate::core::time::Instant,
+    ) -> Self {
+        NldevWatcher {
+            client,
+            monitor: None,
+            open_monitor,
+            poller: Poller::new(interval, now),
+            topology: Topology::new(),
+            sysfs_root,
+            started: false,
+            last_error: None,
+        }
+    }
+
+    /// The model as of the last dump or event.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The poller (monitor support, next deadline).
+    pub fn poller(&self) -> &Poller {
+        &self.poller
+    }
+
+    /// Why the last dump failed, if it did (cleared by the next successful one).
+    pub fn last_error(&self) -> Option<&NetlinkError> {
+        self.last_error.as_ref()
+    }
+
+    /// Does what is due, then waits at most `max_wait` for device events (or sleeps until the
+    /// next dump when there is no event socket). `clock` gives the current instant.
+    ///
+    /// Fails only when RDMA netlink itself is gone ([`NetlinkError::Unavailable`] or a closed
+    /// socket); a failed dump is logged, kept in [`NldevWatcher::last_error`], and retried
+    /// at the next interval.
+    pub fn step(
+        &mut self,
+        clock: &dyn Fn() -> crate::core::time::Instant,
+        max_wait: Duration,
+    ) -> Result<Vec<TopologyEvent>, NetlinkError> {
+        let mut events = Vec::new();
+        if !self.started {
+            self.started = true;
+            for action in self.poller.start() {
+                self.act(action, clock, &mut events)?;
+            }
+        }
+        if let Some(action) = self.poller.poll(clock()) {
+            self.act(action, clock, &mut events)?;
+        }
+        let now = clock();
+        let until_dump = self
+            .poller
+            .next_deadline()
+            .map_or(max_wait, |d| d.since(now));
+        let wait = max_wait.min(until_dump);
+        match self.monitor.as_mut() {
+            Some(mon) => match mon.next::<NldevMessage>(wait) {
+                Ok(MonitorRead::Events(msgs)) => {
+                    for m in &msgs {
+                        match MonitorEvent::try_from(m) {
+                            Ok(ev) => {
+                                tracing::debug!(event = %ev.event, "RDMA device event");
+                                events.extend(self.topology.apply_monitor_event(&ev, clock()));
+                                self.poller.on_monitor_event(clock());
+                            }
+                            Err(e) => tracing::warn!(error = %e, "skipping an RDMA event"),
+                        }
+                    }
+                }
+                Ok(MonitorRead::Idle) => {}
+                Ok(MonitorRead::ResyncNeeded) => {
+                    tracing::warn!("RDMA event socket overflowed; resynchronising with a dump");
+                    self.poller.on_resync_needed(clock());
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "RDMA event socket failed; polling only");
+                    self.monitor = None;
+                    self.poller.on_monitor_failed();
+                }
+            },
+            None if !wait.is_zero() => std::thread::sleep(wait),
+            None => {}
+        }
+        Ok(events)
+    }
+
+    fn act(
+        &mut self,
+        action: PollAction,
+        clock: &dyn Fn() -> crate::core::time::Instant,
+        events: &mut Vec<TopologyEvent>,
+    ) -> Result<(), NetlinkError> {
+        match action {
+            PollAction::QuerySystem => {
+                let supports = match self.client.system_info() {
+                    Ok(s) => s.supports_monitor(),
+                    Err(e @ (NetlinkError::Unavailable | NetlinkError::Closed)) => return Err(e),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "SYS_GET failed; assuming no device events");
+                        false
+                    }
+                };
+                for next in self.poller.on_system_info(supports) {
+                    self.act(next, clock, events)?;
+                }
+            }
+            PollAction::SubscribeMonitor => match (self.open_monitor)() {
+                Ok(m) => self.monitor = Some(m),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot subscribe to RDMA device events; polling only");
+                    self.poller.on_monitor_failed();
+                }
+            },
+            PollAction::Dump(reason) => {
+                let scan = crate::io::sysfs::scan(&self.sysfs_root).unwrap_or_default();
+                let parent_of = |name: &str| scan.device(name).and_then(|d| d.parent.identity());
+                let result = self.client.snapshot(&parent_of);
+                self.poller.on_dump_done(clock());
+                match result {
+                    Ok(report) => {
+                        tracing::debug!(
+                            ?reason,
+                            devices = report.snapshot.devices.len(),
+                            "nldev dump"
+                        );
+                        events.extend(self.topology.apply_snapshot(report.snapshot, clock()));
+                        self.last_error = None;
+                    }
+                    Err(e @ (NetlinkError::Unavailable | NetlinkError::Closed)) => return Err(e),
+                    Err(e) => {
+                        tracing::warn!(error = %e, ?reason, "RDMA netlink dump failed; retrying at the next interval");
+                        self.last_error = Some(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_messages_per_datagram_are_split_on_4_byte_boundaries() {
+        // A 20-byte DONE and a 17-byte message padded to 20, as NLMSG_NEXT aligns them.
+        let mut d = Vec::new();
+        d.extend_from_slice(&[
+            17, 0, 0, 0, 1, 0x14, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0xaa, 0, 0, 0,
+        ]);
+        d.extend_from_slice(&[20, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let frames = split_datagram(&d).unwrap();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0].header.message_type, 0x1401);
+        assert_eq!(frames[0].payload, &[0xaa]);
+        assert_eq!(frames[1].header.message_type, NLMSG_DONE);
+        assert_eq!(frames[1].payload, &[0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn truncated_and_short_frames_are_errors_not_panics() {
+        assert!(split_datagram(&[1, 2, 3]).is_err());
+        // Length field says 40, only 20 bytes present.
+        let d = [40, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(split_datagram(&d).is_err());
+        // Length field below the header size.
+        let d = [8, 0, 0, 0, 3, 0, 2, 0, 9, 0, 0, 0, 0, 0, 0, 0];
+        assert!(split_datagram(&d).is_err());
+    }
+
+    #[test]
+    fn extended_ack_text_is_extracted() {
+        // captures/nldevcap-k612/nldev-1-loggedin/18-err-get-doit-devindex-2byte-extack.hex:
+        // the reply to a GET with a 2-byte DEV_INDEX on an ext-ack socket (error -22,
+        // ACK_TLVS, the whole request echoed, then MSG, OFFS and POLICY TLVs).
+        let whole = hex(concat!(
+            "8000000002000002fa0300008f010000eaffffff1800000001140500fa0300000000000006000100",
+            "0100000027000100417474726962757465206661696c656420706f6c6963792076616c6964617469",
+            "6f6e00000800020010000000240004800c00040000000000000000000c000500ffffffff00000000",
+            "0800010004000000"
+        ));
+        let frames = split_datagram(&whole).unwrap();
+        let (h, msg) = (&frames[0].header, frames[0].payload);
+        assert_eq!(h.flags, NLM_F_ACK_TLVS);
+        assert_eq!(leading_i32(msg), Some(-22));
+        assert_eq!(
+            ext_ack_message(h, msg).as_deref(),
+            Some("Attribute failed policy validation")
+        );
+        // Garbage after the echo never panics.
+        for cut in 0..msg.len() {
+            let _ = ext_ack_message(h, msg.get(..cut).unwrap());
+        }
+    }
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn this_kernel_without_rdma_netlink_gives_one_clear_error() {
+        // On a kernel with RDMA netlink the socket opens; both outcomes are legitimate, but a
+        // failure must be the typed Unavailable error, never a crash or an opaque OS error.
+        match FdTransport::open_requests() {
+            Ok(_) => {}
+            Err(e) => {
+                assert!(e.is_unavailable(), "{e}");
+                assert!(e.to_string().contains("RDMA netlink is not available"));
+            }
+        }
+    }
+}
