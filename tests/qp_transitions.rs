@@ -816,3 +816,20 @@ proptest! {
         let _ = s.parse::<QpType>();
     }
 }
+
+#[test]
+fn explain_kernel_owned_err_to_reset_is_legal_but_not_for_userspace() {
+    let x = explain_qp_transition(1, Err, Reset, QpType::Gsi, m("STATE"));
+    assert!(x.allowed);
+    let text = x.to_string();
+    assert!(
+        text.contains("only the kernel may modify QP 1 (GSI)"),
+        "{text}"
+    );
+    assert!(text.contains("re-creating the RDMA device"), "{text}");
+    // an ordinary RTS->RTS on the GSI QP gets no MAD-layer note
+    let x = explain_transition(Rts, Rts, QpType::Gsi, m("STATE,QKEY"));
+    assert!(x.allowed);
+    assert!(x.notes.is_empty(), "{x}");
+    assert!(x.recovery.is_empty(), "{x}");
+}

@@ -957,6 +957,21 @@ pub fn explain_transition(
 
 /// Like [`explain_transition`], for a known QP number (e.g. from the irdma line
 /// `modify_qp invalid for qp_id=1, …`): QP 0 and QP 1 are the kernel's SMI and GSI QPs.
+///
+/// Kernel lines do not carry the attribute mask. For QP 0/1 going to RTS it is the MAD
+/// layer's [`AttrMask::MAD_SQE_TO_RTS`]; for a forbidden transition the mask does not
+/// change the verdict.
+///
+/// ```
+/// use iser_guard::core::qp::{explain_qp_transition, AttrMask, QpState, QpType};
+///
+/// // ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3
+/// let from: QpState = "0x6".parse().unwrap();
+/// let to: QpState = "0x3".parse().unwrap();
+/// let x = explain_qp_transition(1, from, to, QpType::Gsi, AttrMask::MAD_SQE_TO_RTS);
+/// assert!(!x.allowed);
+/// assert!(x.to_string().contains("only re-creating the RDMA device re-creates the QP"));
+/// ```
 pub fn explain_qp_transition(
     qpn: u32,
     from: QpState,
@@ -998,7 +1013,7 @@ fn explain_inner(
     let mut notes = Vec::new();
     let mut recovery = Vec::new();
 
-    if qp_type == QpType::Gsi && to == QpState::Rts && from != QpState::Rtr {
+    if kernel_owned && to == QpState::Rts && matches!(from, QpState::Sqe | QpState::Err) {
         notes.push(
             "after a failed send on QP 0/1 the MAD layer asks SQE -> RTS with STATE|CUR_STATE, \
              assuming UD behaviour (a send error moves a UD QP to SQE); a driver that moved the \
@@ -1020,6 +1035,13 @@ fn explain_inner(
     }
 
     match &verdict {
+        Ok(()) if kernel_owned && from == QpState::Err => {
+            notes.push(format!(
+                "the spec allows this, but only the kernel may modify {qp_label} and the MAD \
+                 layer never walks it back from ERR"
+            ));
+            recovery.push(format!("for {qp_label} {KERNEL_OWNED_RECOVERY}"));
+        }
         Ok(()) => {}
         Err(TransitionError::UnknownState { .. }) => {
             recovery.push(

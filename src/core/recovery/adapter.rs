@@ -3,9 +3,14 @@
 //! [`from_kernel_event`] turns a classified /dev/kmsg record (`core::signatures`) into an
 //! [`Observation`] and its [`Trust`]; records the engine has no use for give `None`.
 //! [`from_topology_event`] does the same for the RDMA netlink model (`core::topology`),
-//! whose facts are always trusted.
+//! whose facts are always trusted. [`session_from_detail`] and [`iscsiadm_outcome`] adapt
+//! the iscsiadm parsers (`core::iscsi`).
 
-use super::input::{IoErrorKind, Observation, StuckEvidence, Trust};
+use super::input::{
+    DiskInfo, IoErrorKind, IscsiadmStatus, Observation, PortId, Portal, SessionInfo, SessionKey,
+    SessionState, StuckEvidence, Trust,
+};
+use crate::core::iscsi;
 use crate::core::qp::QpState;
 use crate::core::signatures::{KernelEvent, SignatureKind};
 use crate::core::topology::{TopologyEvent, UnstuckReason};
@@ -142,6 +147,71 @@ fn appeared(name: &str) -> Observation {
     }
 }
 
+/// The engine's view of one `iscsiadm -m session -P 3` session (`core::iscsi`), mapped by
+/// the daemon to the RDMA port it runs on (`None` if it could not be mapped). `None` when the
+/// session names no portal.
+pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Option<SessionInfo> {
+    let node = d.node_id()?;
+    let state = if d.is_logged_in() {
+        SessionState::LoggedIn
+    } else {
+        match d.session_state {
+            Some(iscsi::SessionState::Failed) => SessionState::Failed,
+            Some(iscsi::SessionState::Free) => SessionState::Free,
+            // LOGGED_IN in sysfs while iscsid is reconnecting counts as not logged in.
+            Some(iscsi::SessionState::LoggedIn) => SessionState::Failed,
+            _ => SessionState::Unknown,
+        }
+    };
+    let disks = d
+        .devices
+        .iter()
+        .filter_map(|dev| {
+            let name = dev.disk.clone()?;
+            Some(DiskInfo::new(name, device_state_word(dev.state.as_ref())))
+        })
+        .collect();
+    let netdev = d.iface.netdev.clone().filter(|n| n != "default");
+    Some(SessionInfo {
+        sid: d.sid,
+        key: SessionKey {
+            target: node.target,
+            portal: Portal::new(node.address, node.port),
+            iface: node.iface.unwrap_or_else(|| "default".to_string()),
+        },
+        transport: d.transport().name().to_string(),
+        netdev,
+        local_ip: d.iface.ip_address.map(|ip| ip.to_string()),
+        rdma,
+        state,
+        disks,
+    })
+}
+
+fn device_state_word(s: Option<&iscsi::DeviceState>) -> String {
+    use iscsi::DeviceState as D;
+    match s {
+        Some(D::Created) => "created",
+        Some(D::Running) => "running",
+        Some(D::Cancel) => "cancel",
+        Some(D::Deleted) => "deleted",
+        Some(D::Quiesce) => "quiesce",
+        Some(D::Offline) => "offline",
+        Some(D::TransportOffline) => "transport-offline",
+        Some(D::Blocked) => "blocked",
+        Some(D::CreatedBlocked) => "created-blocked",
+        Some(D::Other(o)) => return o.clone(),
+        Some(D::Unknown) | None => "unknown",
+    }
+    .to_string()
+}
+
+/// The engine's outcome of an iscsiadm run, from the parser's exit-code classification and
+/// the last line it printed.
+pub fn iscsiadm_outcome(status: iscsi::IscsiadmStatus, last_line: &str) -> IscsiadmStatus {
+    IscsiadmStatus::from_exit_code(status.code(), last_line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +339,28 @@ mod tests {
             vec![Observation::DeviceGone {
                 device: "rxe_ini".into()
             }]
+        );
+    }
+
+    #[test]
+    fn real_iscsiadm_tree_maps_to_session_info() {
+        // Real capture (lab blackhole1/linkdown, see tests/fixtures/iscsi/README.md).
+        let text = include_str!("../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let parsed = iscsi::parse_session_tree(text);
+        let d = parsed.items.first().expect("one session");
+        let port = PortId::new("rxe_ini", 1);
+        let s = session_from_detail(d, Some(port.clone())).unwrap();
+        assert_eq!(s.sid, 2);
+        assert_eq!(s.state, SessionState::Failed);
+        assert_eq!(s.key.target, "iqn.2003-01.org.example.lab:tgt0");
+        assert_eq!(s.key.portal, Portal::new("192.0.2.2", 3260));
+        assert_eq!(s.key.iface, "iser");
+        assert_eq!(s.transport, "iser");
+        assert_eq!(s.rdma, Some(port));
+        assert_eq!(s.disks.first().map(|d| d.name.as_str()), Some("sda"));
+        assert_eq!(
+            iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(15), "already present"),
+            IscsiadmStatus::AlreadyLoggedIn
         );
     }
 }
