@@ -79,6 +79,12 @@ pub enum Error {
     /// The recovery lock is held or unusable.
     #[error(transparent)]
     Lock(#[from] crate::io::lock::LockError),
+    /// The recovery engine's state journal cannot be read or written.
+    #[error(transparent)]
+    Journal(#[from] crate::io::journal::JournalError),
+    /// RDMA netlink failed or is missing.
+    #[error(transparent)]
+    Netlink(#[from] crate::io::netlink::NetlinkError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -105,6 +111,10 @@ impl Error {
             Error::Config(_) => EXIT_CONFIG,
             Error::Usage(_) => EXIT_USAGE,
             Error::Data(_) => EXIT_DATAERR,
+            Error::Journal(crate::io::journal::JournalError::Corrupt { .. }) => EXIT_DATAERR,
+            Error::Journal(crate::io::journal::JournalError::Io { source, .. }) => {
+                io_exit_code(source)
+            }
             Error::Kmsg(e) => {
                 use crate::io::kmsg::KmsgError;
                 match e {

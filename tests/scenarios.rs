@@ -586,3 +586,58 @@ mod invariants {
         }
     }
 }
+
+mod cli {
+    use std::process::Command;
+
+    fn simulate(args: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+            .arg("simulate")
+            .args(args)
+            .output()
+            .expect("run iser-guard simulate")
+    }
+
+    #[test]
+    fn simulate_defaults_to_the_field_incident_and_shows_recovery_without_reboot() {
+        let out = simulate(&[]);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("scenario field-incident"), "{text}");
+        assert!(text.contains(
+            "kernel   ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3"
+        ));
+        assert!(text.contains("DECIDE   rocep2s0f0/1: AwaitingTarget -> ResettingDevice"));
+        assert!(text.contains("DO       re-create RDMA device rocep2s0f0 (attempt 1)"));
+        assert!(text.contains("STORAGE  every session logged in, disks running"));
+        assert!(
+            text.contains("without a reboot; 1 device re-creation(s)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn simulate_lists_scenarios_and_emits_json() {
+        let out = simulate(&["--list"]);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.lines().count() >= 25);
+        assert!(text.contains("zombie-session"));
+        let out = simulate(&["--json", "zombie-session"]);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in text.lines() {
+            let v: serde_json::Value =
+                serde_json::from_str(line).expect("one JSON object per line");
+            assert!(v.get("kind").is_some());
+        }
+        assert!(text.contains("\"kind\":\"storage-back\""));
+    }
+
+    #[test]
+    fn simulate_refuses_an_unknown_scenario_with_a_usage_error() {
+        let out = simulate(&["no-such-scenario"]);
+        assert_eq!(out.status.code(), Some(64));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--list"));
+    }
+}

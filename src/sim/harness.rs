@@ -8,11 +8,12 @@
 use std::time::Duration;
 
 use super::host::{Delivery, SimHost};
-use super::kernel;
 use crate::core::kmsg::KERNEL_FACILITY;
 use crate::core::recovery::{
-    Action, ActionKind, Alert, Engine, EngineSnapshot, Input, Policy, Transition, Trust,
+    from_kernel_event, Action, ActionKind, Alert, Engine, EngineSnapshot, Input, Policy,
+    Transition, Trust,
 };
+use crate::core::signatures::{self, KernelEvent};
 use crate::core::time::Instant;
 
 /// One line of the timeline.
@@ -131,6 +132,7 @@ pub struct Harness {
     pub unjournaled_destructive: usize,
     storage_ok: bool,
     journaled_since_last_destructive: bool,
+    kmsg_seq: u64,
 }
 
 impl Harness {
@@ -156,6 +158,7 @@ impl Harness {
             unjournaled_destructive: 0,
             storage_ok,
             journaled_since_last_destructive: false,
+            kmsg_seq: 0,
         }
     }
 
@@ -274,13 +277,19 @@ impl Harness {
                     facility,
                     text: text.clone(),
                 });
-                if let Some(obs) = kernel::classify(&text) {
-                    let trust = if facility == KERNEL_FACILITY {
-                        Trust::Trusted
-                    } else {
-                        Trust::Untrusted
+                // The real classifier and adapter, exactly as the daemon uses them.
+                self.kmsg_seq += 1;
+                if let Some(signature) = signatures::classify(&text, None) {
+                    let ev = KernelEvent {
+                        seq: self.kmsg_seq,
+                        usec: now.as_millis().saturating_mul(1000),
+                        level: 3,
+                        trusted: facility == KERNEL_FACILITY,
+                        signature,
                     };
-                    self.engine.handle_observation(obs, trust, now);
+                    if let Some((obs, trust)) = from_kernel_event(&ev) {
+                        self.engine.handle_observation(obs, trust, now);
+                    }
                 }
             }
             Delivery::Netlink(obs) => self.engine.handle_observation(obs, Trust::Trusted, now),

@@ -1942,7 +1942,22 @@ impl Engine {
                 deadline: now.plus(self.policy.recreate_timeout),
             },
         );
-        let reason = format!("{why}; target reachable: re-creating {device} (attempt {attempt})");
+        let reason = if origin == Origin::Operator {
+            format!("operator asked: re-creating {device} (attempt {attempt})")
+        } else if self.no_wait(pid) {
+            format!(
+                "re-creating {device} at once (attempt {attempt}, recovery.reset-when = \
+                 immediately) to give the port a fresh QP 1"
+            )
+        } else if self.down_portals_of(pid).is_empty() || self.portals_of(pid).is_empty() {
+            format!("re-creating {device} (attempt {attempt}) to give the port a fresh QP 1")
+        } else {
+            format!(
+                "the target answers again ({} consecutive probes): re-creating {device} \
+                 (attempt {attempt}) to give the port a fresh QP 1",
+                self.policy.probe_successes
+            )
+        };
         for q in self.ports_of_device(&device) {
             let join = q == *pid
                 || self.ports.get(&q).is_some_and(|r| {

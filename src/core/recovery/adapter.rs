@@ -1,0 +1,366 @@
+//! Pure adapters from the parsers' types to the engine's inputs.
+//!
+//! [`from_kernel_event`] turns a classified /dev/kmsg record (`core::signatures`) into an
+//! [`Observation`] and its [`Trust`]; records the engine has no use for give `None`.
+//! [`from_topology_event`] does the same for the RDMA netlink model (`core::topology`),
+//! whose facts are always trusted. [`session_from_detail`] and [`iscsiadm_outcome`] adapt
+//! the iscsiadm parsers (`core::iscsi`).
+
+use super::input::{
+    DiskInfo, IoErrorKind, IscsiadmStatus, Observation, PortId, Portal, SessionInfo, SessionKey,
+    SessionState, StuckEvidence, Trust,
+};
+use crate::core::iscsi;
+use crate::core::qp::QpState;
+use crate::core::signatures::{KernelEvent, SignatureKind};
+use crate::core::topology::{TopologyEvent, UnstuckReason};
+
+/// The engine's view of a classified kernel record, if it has one.
+///
+/// A record only becomes an observation when it names what the engine needs to attribute
+/// it (the RDMA device of a stuck QP, the session of a conn error, the disk of an I/O error);
+/// `RDMA CM` lines name nothing and are host-wide by nature.
+pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
+    let trust = if ev.trusted {
+        Trust::Trusted
+    } else {
+        Trust::Untrusted
+    };
+    let dev = &ev.signature.device;
+    let kind = &ev.signature.kind;
+    let obs = if kind.is_stuck_gsi() {
+        let evidence = match kind {
+            SignatureKind::StuckQpTransition { .. } => StuckEvidence::ModifyQpInvalid,
+            SignatureKind::MadRtsFailed { .. } => StuckEvidence::MadRtsFailed,
+            _ => StuckEvidence::MadQpFatal,
+        };
+        Observation::GsiQpStuck {
+            device: dev.rdma_dev.clone()?,
+            port: dev.port,
+            evidence,
+        }
+    } else {
+        match kind {
+            SignatureKind::IscsiConnError { code } => Observation::ConnError {
+                sid: dev.iscsi_session?,
+                code: code.0,
+            },
+            SignatureKind::IscsiSessionRecoveryTimedOut { .. } => {
+                Observation::SessionRecoveryTimedOut {
+                    sid: dev.iscsi_session?,
+                }
+            }
+            SignatureKind::ScsiCommandFailed { hostbyte, .. } => Observation::IoError {
+                disk: dev.disk.clone()?,
+                kind: if hostbyte == "DID_ABORT" {
+                    IoErrorKind::DidAbort
+                } else {
+                    IoErrorKind::IoError
+                },
+            },
+            SignatureKind::BlockIoError { .. } => Observation::IoError {
+                disk: dev.disk.clone()?,
+                kind: IoErrorKind::IoError,
+            },
+            SignatureKind::ScsiRejectingOffline => Observation::IoError {
+                disk: dev.disk.clone()?,
+                kind: IoErrorKind::Offline,
+            },
+            SignatureKind::RdmaCmRejected { reason } if reason.contains("invalid service ID") => {
+                Observation::CmRejectedInvalidServiceId
+            }
+            SignatureKind::RdmaCmAddrError { status, .. } => {
+                Observation::CmAddrError { status: (*status)? }
+            }
+            SignatureKind::IserPortError | SignatureKind::IbPortDown => Observation::PortDown {
+                device: dev.rdma_dev.clone()?,
+                port: dev.port.unwrap_or(1),
+            },
+            SignatureKind::IserPortActive | SignatureKind::IbPortActive => Observation::PortUp {
+                device: dev.rdma_dev.clone()?,
+                port: dev.port.unwrap_or(1),
+            },
+            _ => return None,
+        }
+    };
+    Some((obs, trust))
+}
+
+/// The engine's view of a change the RDMA netlink model (`core::topology`) noticed. The
+/// model follows devices by parent and netdev, so a re-created device that came back under
+/// another name is reported as a rename first.
+pub fn from_topology_event(ev: &TopologyEvent) -> Vec<Observation> {
+    match ev {
+        TopologyEvent::DeviceAppeared { device } => vec![appeared(&device.name)],
+        TopologyEvent::DeviceDisappeared { device } => vec![Observation::DeviceGone {
+            device: device.name.clone(),
+        }],
+        TopologyEvent::DeviceRecreated {
+            device, old_name, ..
+        } => {
+            let mut v = Vec::new();
+            if old_name != &device.name {
+                v.push(Observation::DeviceRenamed {
+                    from: old_name.clone(),
+                    to: device.name.clone(),
+                });
+            }
+            v.push(appeared(&device.name));
+            v
+        }
+        TopologyEvent::DeviceRenamed { device, old_name } => vec![Observation::DeviceRenamed {
+            from: old_name.clone(),
+            to: device.name.clone(),
+        }],
+        TopologyEvent::PortDown { device, port, .. } => vec![Observation::PortDown {
+            device: device.name.clone(),
+            port: *port,
+        }],
+        TopologyEvent::PortActive { device, port } => vec![Observation::PortUp {
+            device: device.name.clone(),
+            port: *port,
+        }],
+        TopologyEvent::PortStuck(sp) => vec![Observation::GsiQpState {
+            device: sp.device.name.clone(),
+            port: sp.port,
+            state: QpState::Err,
+        }],
+        TopologyEvent::PortUnstuck {
+            device,
+            port,
+            reason: UnstuckReason::QpRecovered,
+        } => vec![Observation::GsiQpState {
+            device: device.name.clone(),
+            port: *port,
+            state: QpState::Rts,
+        }],
+        TopologyEvent::PortUnstuck { .. } | TopologyEvent::QpError { .. } => Vec::new(),
+    }
+}
+
+fn appeared(name: &str) -> Observation {
+    Observation::DeviceAppeared {
+        device: name.to_string(),
+        parent: None,
+        driver: None,
+        ports: 0,
+    }
+}
+
+/// The engine's view of one `iscsiadm -m session -P 3` session (`core::iscsi`), mapped by
+/// the daemon to the RDMA port it runs on (`None` if it could not be mapped). `None` when the
+/// session names no portal.
+pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Option<SessionInfo> {
+    let node = d.node_id()?;
+    let state = if d.is_logged_in() {
+        SessionState::LoggedIn
+    } else {
+        match d.session_state {
+            Some(iscsi::SessionState::Failed) => SessionState::Failed,
+            Some(iscsi::SessionState::Free) => SessionState::Free,
+            // LOGGED_IN in sysfs while iscsid is reconnecting counts as not logged in.
+            Some(iscsi::SessionState::LoggedIn) => SessionState::Failed,
+            _ => SessionState::Unknown,
+        }
+    };
+    let disks = d
+        .devices
+        .iter()
+        .filter_map(|dev| {
+            let name = dev.disk.clone()?;
+            Some(DiskInfo::new(name, device_state_word(dev.state.as_ref())))
+        })
+        .collect();
+    let netdev = d.iface.netdev.clone().filter(|n| n != "default");
+    Some(SessionInfo {
+        sid: d.sid,
+        key: SessionKey {
+            target: node.target,
+            portal: Portal::new(node.address, node.port),
+            iface: node.iface.unwrap_or_else(|| "default".to_string()),
+        },
+        transport: d.transport().name().to_string(),
+        netdev,
+        local_ip: d.iface.ip_address.map(|ip| ip.to_string()),
+        rdma,
+        state,
+        disks,
+    })
+}
+
+fn device_state_word(s: Option<&iscsi::DeviceState>) -> String {
+    use iscsi::DeviceState as D;
+    match s {
+        Some(D::Created) => "created",
+        Some(D::Running) => "running",
+        Some(D::Cancel) => "cancel",
+        Some(D::Deleted) => "deleted",
+        Some(D::Quiesce) => "quiesce",
+        Some(D::Offline) => "offline",
+        Some(D::TransportOffline) => "transport-offline",
+        Some(D::Blocked) => "blocked",
+        Some(D::CreatedBlocked) => "created-blocked",
+        Some(D::Other(o)) => return o.clone(),
+        Some(D::Unknown) | None => "unknown",
+    }
+    .to_string()
+}
+
+/// The engine's outcome of an iscsiadm run, from the parser's exit-code classification and
+/// the last line it printed.
+pub fn iscsiadm_outcome(status: iscsi::IscsiadmStatus, last_line: &str) -> IscsiadmStatus {
+    IscsiadmStatus::from_exit_code(status.code(), last_line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::signatures::classify;
+
+    fn event(text: &str, trusted: bool) -> Option<(Observation, Trust)> {
+        let signature = classify(text, None)?;
+        from_kernel_event(&KernelEvent {
+            seq: 1,
+            usec: 1,
+            level: 4,
+            trusted,
+            signature,
+        })
+    }
+
+    #[test]
+    fn the_field_lines_are_a_stuck_gsi_qp_on_rocep2s0f0() {
+        let (o, t) = event(
+            "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3",
+            true,
+        )
+        .unwrap();
+        assert_eq!(t, Trust::Trusted);
+        assert!(
+            matches!(o, Observation::GsiQpStuck { ref device, evidence: StuckEvidence::ModifyQpInvalid, .. } if device == "rocep2s0f0")
+        );
+        let (o, t) = event(
+            "infiniband rocep2s0f0: ib_mad_send_error - ib_modify_qp to RTS: -22",
+            false,
+        )
+        .unwrap();
+        assert_eq!(t, Trust::Untrusted);
+        assert!(matches!(
+            o,
+            Observation::GsiQpStuck {
+                evidence: StuckEvidence::MadRtsFailed,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_non_gsi_qp_refusal_is_not_a_stuck_port() {
+        assert_eq!(
+            event(
+                "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=7, old_state=0x6, new_state=0x3",
+                true
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn lab_lines_map_to_observations() {
+        // Verbatim from the lab captures (KEY-LINES.txt).
+        assert_eq!(
+            event(" connection2:0: detected conn error (1022)", true).map(|x| x.0),
+            Some(Observation::ConnError { sid: 2, code: 1022 })
+        );
+        assert_eq!(
+            event(" session5: session recovery timed out after 120 secs", true).map(|x| x.0),
+            Some(Observation::SessionRecoveryTimedOut { sid: 5 })
+        );
+        assert_eq!(
+            event("sd 0:0:0:0: [sda] tag#57 FAILED Result: hostbyte=DID_ABORT driverbyte=DRIVER_OK cmd_age=0s", true).map(|x| x.0),
+            Some(Observation::IoError { disk: "sda".into(), kind: IoErrorKind::DidAbort })
+        );
+        assert_eq!(
+            event("I/O error, dev sda, sector 128 op 0x1:(WRITE) flags 0x8800 phys_seg 16 prio class 2", true).map(|x| x.0),
+            Some(Observation::IoError { disk: "sda".into(), kind: IoErrorKind::IoError })
+        );
+        assert_eq!(
+            event("RDMA CM: REJECTED: invalid service ID", true).map(|x| x.0),
+            Some(Observation::CmRejectedInvalidServiceId)
+        );
+        assert_eq!(
+            event(
+                "RDMA CM: ADDR_ERROR: failed to acquire device. status -19",
+                true
+            )
+            .map(|x| x.0),
+            Some(Observation::CmAddrError { status: -19 })
+        );
+    }
+
+    #[test]
+    fn topology_events_map_to_observations() {
+        use crate::core::topology::{DeviceKey, DeviceRef, MatchedBy};
+        let dev = |name: &str, index| DeviceRef {
+            key: DeviceKey(1),
+            name: name.to_string(),
+            index,
+        };
+        // A re-created device still under its kernel name, before udev renamed it back.
+        let v = from_topology_event(&TopologyEvent::DeviceRecreated {
+            device: dev("rocep2s0f0", 3),
+            old_index: 0,
+            old_name: "irdma0".into(),
+            matched_by: MatchedBy::Parent,
+        });
+        assert_eq!(
+            v.first(),
+            Some(&Observation::DeviceRenamed {
+                from: "irdma0".into(),
+                to: "rocep2s0f0".into()
+            })
+        );
+        assert_eq!(
+            from_topology_event(&TopologyEvent::PortUnstuck {
+                device: dev("rocep2s0f0", 3),
+                port: 1,
+                reason: UnstuckReason::QpRecovered,
+            }),
+            vec![Observation::GsiQpState {
+                device: "rocep2s0f0".into(),
+                port: 1,
+                state: QpState::Rts
+            }]
+        );
+        assert_eq!(
+            from_topology_event(&TopologyEvent::DeviceDisappeared {
+                device: dev("rxe_ini", 0)
+            }),
+            vec![Observation::DeviceGone {
+                device: "rxe_ini".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn real_iscsiadm_tree_maps_to_session_info() {
+        // Real capture (lab blackhole1/linkdown, see tests/fixtures/iscsi/README.md).
+        let text = include_str!("../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let parsed = iscsi::parse_session_tree(text);
+        let d = parsed.items.first().expect("one session");
+        let port = PortId::new("rxe_ini", 1);
+        let s = session_from_detail(d, Some(port.clone())).unwrap();
+        assert_eq!(s.sid, 2);
+        assert_eq!(s.state, SessionState::Failed);
+        assert_eq!(s.key.target, "iqn.2003-01.org.example.lab:tgt0");
+        assert_eq!(s.key.portal, Portal::new("192.0.2.2", 3260));
+        assert_eq!(s.key.iface, "iser");
+        assert_eq!(s.transport, "iser");
+        assert_eq!(s.rdma, Some(port));
+        assert_eq!(s.disks.first().map(|d| d.name.as_str()), Some("sda"));
+        assert_eq!(
+            iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(15), "already present"),
+            IscsiadmStatus::AlreadyLoggedIn
+        );
+    }
+}
