@@ -79,12 +79,6 @@ pub enum Error {
     /// The recovery lock is held or unusable.
     #[error(transparent)]
     Lock(#[from] crate::io::lock::LockError),
-    /// The recovery engine's state journal cannot be read or written.
-    #[error(transparent)]
-    Journal(#[from] crate::io::journal::JournalError),
-    /// RDMA netlink failed or is missing.
-    #[error(transparent)]
-    Netlink(#[from] crate::io::netlink::NetlinkError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -124,10 +118,6 @@ impl Error {
                     KmsgError::BufferTooSmall { .. } => EXIT_SOFTWARE,
                     KmsgError::Read(_) | KmsgError::Closed => EXIT_IOERR,
                 }
-            }
-            Error::Journal(crate::io::journal::JournalError::Corrupt { .. }) => EXIT_DATAERR,
-            Error::Journal(crate::io::journal::JournalError::Io { source, .. }) => {
-                io_exit_code(source)
             }
             Error::Io { source, .. } => io_exit_code(source),
             Error::Netlink(e) => netlink_exit_code(e),
