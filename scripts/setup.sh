@@ -7,8 +7,9 @@ need=()
 have() { command -v "$1" >/dev/null 2>&1; }
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
-# C toolchain for crates with build scripts; iproute2 for the network-namespace tests.
-for p in gcc libc6-dev pkg-config iproute2 grep; do
+# C and C++ toolchains for crates with build scripts (libFuzzer in the fuzz crate);
+# iproute2 for devlink/rdma; util-linux for flock(1) in the lock tests.
+for p in gcc g++ libc6-dev pkg-config iproute2 grep util-linux; do
     pkg_installed "$p" || need+=("$p")
 done
 # A Rust toolchain: keep the one rustup installed; otherwise take Debian's.

@@ -14,4 +14,8 @@ echo "== cargo test" >&2
 cargo test --locked --all-targets
 # Doc tests are not part of --all-targets.
 cargo test --locked --doc
+# The fuzz targets are run on purpose (cargo fuzz, nightly), not in CI; checking that they
+# still compile keeps them from rotting as the library changes.
+echo "== fuzz targets compile" >&2
+cargo check --quiet --manifest-path fuzz/Cargo.toml --bins
 echo "== all tests passed" >&2
