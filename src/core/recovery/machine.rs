@@ -390,6 +390,7 @@ impl Engine {
                         pid = Some(rec.port.clone());
                     }
                     if let Some(pid) = pid {
+                        self.report_quarantined_losses(&pid, now);
                         if self.phase(&pid) == Some(Phase::Healthy) {
                             self.enter_fault(
                                 &pid,
@@ -545,24 +546,7 @@ impl Engine {
                 continue;
             };
             if p.phase == Phase::Quarantined {
-                let unreported: Vec<String> = p
-                    .sessions
-                    .iter()
-                    .filter_map(|k| self.sessions.get(k))
-                    .filter(|s| !s.is_healthy() && !s.reported)
-                    .map(describe_session)
-                    .collect();
-                if !unreported.is_empty() {
-                    self.mark_reported(&pid);
-                    self.alert(
-                        now,
-                        Severity::Error,
-                        format!("quarantine-down:{pid}"),
-                        format!("{pid} is quarantined and more sessions are down"),
-                        format!("not restored automatically: {}", unreported.join("; ")),
-                        Some(format!("iser-guard recover {pid}")),
-                    );
-                }
+                self.report_quarantined_losses(&pid, now);
                 continue;
             }
             if p.phase == Phase::Healthy {
@@ -2337,6 +2321,36 @@ impl Engine {
                 "{reason}. Down for {down_for}s; {how}; the fault was reported {evidence} time(s)."
             ),
             None,
+        );
+    }
+
+    /// A quarantined port does nothing automatically, so every session that goes down there
+    /// is named in an alert: nothing is lost silently.
+    fn report_quarantined_losses(&mut self, pid: &PortId, now: Instant) {
+        let Some(p) = self.ports.get(pid) else {
+            return;
+        };
+        if p.phase != Phase::Quarantined {
+            return;
+        }
+        let unreported: Vec<String> = p
+            .sessions
+            .iter()
+            .filter_map(|k| self.sessions.get(k))
+            .filter(|s| !s.is_healthy() && !s.reported)
+            .map(describe_session)
+            .collect();
+        if unreported.is_empty() {
+            return;
+        }
+        self.mark_reported(pid);
+        self.alert(
+            now,
+            Severity::Error,
+            format!("quarantine-down:{pid}"),
+            format!("{pid} is quarantined and more sessions are down"),
+            format!("not restored automatically: {}", unreported.join("; ")),
+            Some(format!("iser-guard recover {pid}")),
         );
     }
 
