@@ -10,6 +10,7 @@
 //! exhausted; an operator must act). See [`Engine`] for the call order.
 
 mod action;
+pub mod adapt;
 mod alerts;
 mod input;
 mod machine;
@@ -19,6 +20,7 @@ mod state;
 pub use action::{
     Action, ActionId, ActionKind, Alert, IscsiNode, Origin, RecreateMethod, Severity,
 };
+pub use adapt::{from_kernel_event, from_topology_event};
 pub use input::{
     DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId,
     Portal, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence,

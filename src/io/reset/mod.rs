@@ -96,9 +96,9 @@ impl ResetConfig {
     pub fn from_config(cfg: &crate::config::Config) -> Self {
         ResetConfig {
             sysfs_root: cfg.paths.sysfs_root.clone(),
-            devlink: PathBuf::from(DEFAULT_DEVLINK),
-            rdma: PathBuf::from(DEFAULT_RDMA),
-            modprobe: PathBuf::from(DEFAULT_MODPROBE),
+            devlink: cfg.paths.devlink.clone(),
+            rdma: cfg.paths.rdma.clone(),
+            modprobe: cfg.paths.modprobe.clone(),
             allow: cfg.devices.allow.clone(),
             allow_module_reload: cfg.recovery.allow_module_reload,
             dry_run: cfg.recovery.dry_run,

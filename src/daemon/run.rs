@@ -1,0 +1,962 @@
+//! The event loop: kernel log, RDMA topology, iscsiadm snapshots, timers, operator requests
+//! and signals in; the engine's actions out, executed in order with the journal written
+//! ahead of anything destructive.
+//!
+//! Every dependency comes in through [`Deps`] (kernel log, topology source, executors, clock,
+//! notifier, address list, control socket), so tests drive the loop with doubles and
+//! production picks the real ones explicitly ([`Deps::real`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use crate::config::Config;
+use crate::core::iscsi::{Parsed, SessionDetail};
+use crate::core::recovery::{
+    from_kernel_event, ActionId, ActionKind, Engine, OperatorCommand, Outcome, Phase, Policy,
+    PortId, Portal, Trust,
+};
+use crate::core::session_map::{NetdevAddr, RdmaPortNetdev};
+use crate::daemon::exec::{execute, syslog_alert, Executed};
+use crate::daemon::notify::Notifier;
+use crate::daemon::sessions::map_sessions;
+use crate::daemon::sources::{Clock, KernelLog, TopologyReport, TopologySource};
+use crate::error::{Error, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE};
+use crate::io::control::{ControlConnection, ControlServer, Reply, Request};
+use crate::io::executors::Executors;
+use crate::io::journal::Journal;
+use crate::io::kmsg::KmsgEvent;
+
+/// Lists the host's interface addresses (for placing sessions on RDMA ports).
+pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
+
+/// How long an operator command may take before its client is told it is still running.
+const OPERATOR_DEADLINE: Duration = Duration::from_secs(15 * 60);
+
+/// Everything the loop talks to.
+pub struct Deps {
+    /// The kernel log; `None` for the standalone manual commands.
+    pub kernel_log: Option<Box<dyn KernelLog>>,
+    /// RDMA devices and ports.
+    pub topology: Box<dyn TopologySource>,
+    /// The action executors.
+    pub executors: Executors,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+    /// systemd notifications.
+    pub notifier: Notifier,
+    /// The host's addresses.
+    pub addresses: AddressLister,
+    /// The control socket; `None` for the standalone manual commands.
+    pub control: Option<ControlServer>,
+}
+
+/// What the loop is for.
+pub enum Mode {
+    /// The daemon: run until SIGTERM/SIGINT.
+    Daemon,
+    /// A standalone manual command: run this request once the first scan is done, stream its
+    /// replies to the sender, stop when it is finished.
+    OneShot(Request, UnboundedSender<Reply>),
+}
+
+/// Settings that are not dependencies.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The configuration in force.
+    pub config: Config,
+    /// `--config`, for SIGHUP reloads.
+    pub config_path: Option<PathBuf>,
+    /// `--dry-run` on the command line: forces `recovery.dry-run` across reloads.
+    pub force_dry_run: bool,
+    /// Take the recovery lock (`paths.state-dir`) around each device re-creation. The
+    /// standalone commands hold it for their whole run already, so they say `false`.
+    pub take_lock: bool,
+}
+
+impl Deps {
+    /// The real dependencies for `cfg`. `daemon`: open the kernel log and bind the control
+    /// socket (the standalone commands do neither). Must be called inside a tokio runtime.
+    pub fn real(cfg: &Config, daemon: bool) -> Result<Deps, Error> {
+        use crate::daemon::sources::{BootClock, HostTopology, KmsgLog};
+        let (kernel_log, control) = if daemon {
+            let reader =
+                crate::io::kmsg::open(&crate::io::kmsg::OpenOptions::from_paths(&cfg.paths))?;
+            let control = ControlServer::bind(&cfg.paths.control_socket)
+                .map_err(|e| Error::Usage(format!("cannot open the control socket: {e}")))?;
+            (
+                Some(Box::new(KmsgLog(reader)) as Box<dyn KernelLog>),
+                Some(control),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(Deps {
+            kernel_log,
+            topology: Box::new(HostTopology {
+                sysfs_root: cfg.paths.sysfs_root.clone(),
+                interval: cfg.poll.netlink,
+                use_netlink: true,
+            }),
+            executors: Executors::from_config(cfg),
+            clock: Arc::new(BootClock),
+            notifier: if daemon {
+                Notifier::from_env()
+            } else {
+                Notifier::silent()
+            },
+            addresses: Arc::new(crate::io::netif::addresses),
+            control,
+        })
+    }
+}
+
+struct Finished {
+    id: ActionId,
+    executed: Executed,
+}
+
+struct Pending {
+    sink: UnboundedSender<Reply>,
+    ports: BTreeSet<PortId>,
+    deadline: crate::core::time::Instant,
+    what: String,
+}
+
+#[derive(Default)]
+struct Ready {
+    topology: bool,
+    sessions: bool,
+    sent: bool,
+}
+
+struct Loop {
+    engine: Engine,
+    settings: Settings,
+    ex: Executors,
+    clock: Arc<dyn Clock>,
+    notifier: Notifier,
+    addresses: AddressLister,
+    journal: Journal,
+    ports: Vec<RdmaPortNetdev>,
+    done_tx: UnboundedSender<Finished>,
+    sessions_tx: UnboundedSender<Result<Parsed<SessionDetail>, String>>,
+    sessions_inflight: bool,
+    sessions_again: bool,
+    last_sessions_error: Option<String>,
+    refresh_topology: Arc<AtomicBool>,
+    inflight: BTreeMap<ActionId, Option<PortId>>,
+    pendings: Vec<Pending>,
+    syslog_warned: Arc<AtomicBool>,
+    netlink_warned: bool,
+    ready: Ready,
+    status: String,
+}
+
+/// Applies `--dry-run` to a configuration.
+fn effective(mut cfg: Config, force_dry_run: bool) -> Config {
+    if force_dry_run {
+        cfg.recovery.dry_run = true;
+    }
+    cfg
+}
+
+/// Runs the loop until a stop signal (daemon) or the end of the command (one-shot). Returns
+/// the exit code.
+pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error> {
+    let settings = Settings {
+        config: effective(settings.config, settings.force_dry_run),
+        ..settings
+    };
+    let cfg = &settings.config;
+    std::fs::create_dir_all(&cfg.paths.state_dir)
+        .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
+    let journal = Journal::new(&cfg.paths.state_dir);
+    let now = deps.clock.now();
+    let policy = Policy::from_config(cfg);
+    let engine = match journal.load()? {
+        Some(snap) => {
+            tracing::info!(
+                journal = %journal.path().display(),
+                "resuming from the journal"
+            );
+            Engine::resume(snap, policy, now).map_err(|e| Error::Data(e.to_string()))?
+        }
+        None => {
+            tracing::info!("no journal yet: starting afresh");
+            Engine::new(policy, u64::from(std::process::id()) ^ now.as_millis())
+        }
+    };
+    let (done_tx, mut done_rx) = unbounded_channel();
+    let (sessions_tx, mut sessions_rx) = unbounded_channel();
+    let (topo_tx, mut topo_rx) = unbounded_channel();
+    let refresh = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    deps.topology.start(topo_tx, refresh.clone(), stop.clone());
+    let (ctrl_tx, mut ctrl_rx) = unbounded_channel::<(ControlConnection, Request)>();
+    let control_task = deps.control.map(|server| {
+        tracing::info!(socket = %server.path().display(), "control socket open");
+        tokio::spawn(accept_loop(server, ctrl_tx))
+    });
+    let mut kernel_log = deps.kernel_log;
+    let poll_iscsi = settings.config.poll.iscsi;
+    let mut lp = Loop {
+        engine,
+        ex: deps.executors,
+        clock: deps.clock,
+        notifier: deps.notifier,
+        addresses: deps.addresses,
+        journal,
+        ports: Vec::new(),
+        done_tx,
+        sessions_tx,
+        sessions_inflight: false,
+        sessions_again: false,
+        last_sessions_error: None,
+        refresh_topology: refresh,
+        inflight: BTreeMap::new(),
+        pendings: Vec::new(),
+        syslog_warned: Arc::new(AtomicBool::new(false)),
+        netlink_warned: false,
+        ready: Ready::default(),
+        status: String::new(),
+        settings,
+    };
+    let (mut one_shot, one_shot_mode) = match mode {
+        Mode::Daemon => (None, false),
+        Mode::OneShot(req, sink) => (Some((req, sink)), true),
+    };
+    let mut command_issued = false;
+
+    let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
+    let mut session_tick = tokio::time::interval(poll_iscsi);
+    session_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let watchdog = crate::daemon::notify::watchdog_interval();
+    let mut watchdog_tick =
+        tokio::time::interval(watchdog.map_or(Duration::from_secs(3600), |w| {
+            (w / 2).max(Duration::from_millis(100))
+        }));
+    let mut exit_code = EXIT_OK;
+
+    loop {
+        lp.pump();
+        lp.check_pendings();
+        lp.update_status();
+        if !lp.ready.sent && lp.ready.topology && lp.ready.sessions {
+            lp.ready.sent = true;
+            tracing::info!(status = %lp.status, "first scan done: ready");
+            lp.notifier.ready(&lp.status);
+        }
+        if lp.ready.sent && !command_issued {
+            if let Some((req, sink)) = one_shot.take() {
+                command_issued = true;
+                lp.operator(req, sink);
+                lp.pump();
+                lp.check_pendings();
+            }
+        }
+        if one_shot_mode && command_issued && lp.pendings.is_empty() {
+            break;
+        }
+        let now = lp.clock.now();
+        let sleep = lp
+            .engine
+            .next_timeout()
+            .map_or(Duration::from_secs(3600), |t| t.since(now));
+        let kmsg_next = async {
+            match kernel_log.as_mut() {
+                Some(k) => Some(k.next().await),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: stopping"); break; }
+            _ = sigint.recv() => {
+                tracing::info!("SIGINT: stopping");
+                if one_shot_mode { exit_code = 130; }
+                break;
+            }
+            _ = sighup.recv() => lp.reload(),
+            ev = kmsg_next => match ev {
+                Some(Ok(ev)) => lp.on_kmsg(ev),
+                Some(Err(e)) => {
+                    tracing::error!("the kernel log failed: {e}; continuing on RDMA netlink, sysfs and iscsiadm alone");
+                    kernel_log = None;
+                }
+                None => {}
+            },
+            Some(f) = done_rx.recv() => lp.on_finished(f),
+            Some(s) = sessions_rx.recv() => lp.on_sessions(s),
+            Some(t) = topo_rx.recv() => lp.on_topology(t),
+            Some((conn, req)) = ctrl_rx.recv() => {
+                let sink = reply_task(conn);
+                lp.operator(req, sink);
+            }
+            _ = tokio::time::sleep(sleep) => {
+                let now = lp.clock.now();
+                lp.engine.handle_timeout(now);
+            }
+            _ = session_tick.tick() => lp.request_sessions(),
+            _ = watchdog_tick.tick(), if watchdog.is_some() => lp.notifier.watchdog(),
+        }
+    }
+
+    // Shutdown: bounded, never waiting for in-flight executors (their children are killed
+    // with their process groups when the runtime drops them or on their own timeout).
+    lp.notifier.stopping();
+    stop.store(true, Ordering::Relaxed);
+    for p in lp.pendings.drain(..) {
+        let _ = p.sink.send(Reply::Done {
+            ok: false,
+            message: format!("{}: interrupted, the recovery did not finish", p.what),
+            exit_code: EXIT_TEMPFAIL,
+            detail: None,
+        });
+    }
+    if let Err(e) = lp.journal.save(&lp.engine.snapshot()) {
+        tracing::error!("cannot write the journal at shutdown: {e}");
+    }
+    if let Some(k) = kernel_log.as_mut() {
+        k.save_cursor(Duration::from_millis(500));
+    }
+    if let Some(t) = control_task {
+        t.abort();
+        let _ = t.await;
+    }
+    // Let reply tasks flush their last line.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    tracing::info!("stopped");
+    Ok(exit_code)
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, Error> {
+    tokio::signal::unix::signal(kind).map_err(|e| Error::io("install a signal handler", e))
+}
+
+async fn accept_loop(server: ControlServer, tx: UnboundedSender<(ControlConnection, Request)>) {
+    loop {
+        match server.accept().await {
+            Ok(pair) => {
+                if tx.send(pair).is_err() {
+                    return;
+                }
+            }
+            Err(e) => tracing::warn!("control connection refused: {e}"),
+        }
+    }
+}
+
+/// A task writing replies to one control connection; returns its sender.
+fn reply_task(mut conn: ControlConnection) -> UnboundedSender<Reply> {
+    let (tx, mut rx): (UnboundedSender<Reply>, UnboundedReceiver<Reply>) = unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(r) = rx.recv().await {
+            let res = match &r {
+                Reply::Progress { message } => conn.progress(message).await,
+                Reply::Done {
+                    ok,
+                    message,
+                    exit_code,
+                    detail,
+                } => {
+                    let res = conn.done(*ok, message, *exit_code, detail.clone()).await;
+                    if let Err(e) = res {
+                        tracing::debug!("control client went away: {e}");
+                    }
+                    return;
+                }
+            };
+            if let Err(e) = res {
+                tracing::debug!("control client went away: {e}");
+                return;
+            }
+        }
+    });
+    tx
+}
+
+fn progress(sink: &UnboundedSender<Reply>, message: impl Into<String>) {
+    let _ = sink.send(Reply::Progress {
+        message: message.into(),
+    });
+}
+
+fn done(sink: &UnboundedSender<Reply>, ok: bool, message: impl Into<String>, code: u8) {
+    let _ = sink.send(Reply::Done {
+        ok,
+        message: message.into(),
+        exit_code: code,
+        detail: None,
+    });
+}
+
+impl Loop {
+    fn now(&self) -> crate::core::time::Instant {
+        self.clock.now()
+    }
+
+    /// Tells the operators following `port` (or all, for port-less events).
+    fn tell(&self, port: Option<&PortId>, message: &str) {
+        for p in &self.pendings {
+            if port.is_none_or(|id| p.ports.contains(id)) {
+                progress(&p.sink, message);
+            }
+        }
+    }
+
+    /// Drains the engine's actions (executing them in order) and transitions.
+    fn pump(&mut self) {
+        loop {
+            let mut progressed = false;
+            let mut persist_failed: Option<String> = None;
+            while let Some(action) = self.engine.poll_action() {
+                progressed = true;
+                let port = action.port.clone();
+                tracing::info!(
+                    action = %action,
+                    id = %action.id,
+                    origin = ?action.origin,
+                    why = %action.reason,
+                    "decided"
+                );
+                if let Some(reason) = &persist_failed {
+                    if action.kind.is_destructive() {
+                        tracing::error!(action = %action, "not run: the journal could not be written");
+                        let now = self.now();
+                        self.engine.handle_outcome(
+                            action.id,
+                            Outcome::NotRun {
+                                reason: reason.clone(),
+                            },
+                            now,
+                        );
+                        continue;
+                    }
+                }
+                match &action.kind {
+                    ActionKind::PersistState { reason } => {
+                        if let Err(e) = self.journal.save(&self.engine.snapshot()) {
+                            tracing::error!("cannot write the journal ({reason}): {e}");
+                            let now = self.now();
+                            self.engine.handle_outcome(
+                                action.id,
+                                Outcome::PersistFailed {
+                                    reason: e.to_string(),
+                                },
+                                now,
+                            );
+                            persist_failed = Some(format!("the journal could not be written: {e}"));
+                        }
+                    }
+                    ActionKind::Alert(alert) => {
+                        tracing::warn!(
+                            severity = %alert.severity,
+                            count = alert.count,
+                            remedy = alert.remedy.as_deref().unwrap_or(""),
+                            "ALERT {}: {}",
+                            alert.summary,
+                            alert.detail
+                        );
+                        self.tell(port.as_ref(), &format!("alert: {}", alert.summary));
+                        if let Some(sink) = self.ex.alerts.clone() {
+                            let msg = syslog_alert(alert, &self.settings.config.alerts);
+                            let warned = self.syslog_warned.clone();
+                            tokio::task::spawn_blocking(move || {
+                                if let Err(e) = sink.send(&msg) {
+                                    if !e.is_unavailable() {
+                                        tracing::warn!("{e}");
+                                    } else if !warned.swap(true, Ordering::Relaxed) {
+                                        tracing::warn!("{e}");
+                                    }
+                                }
+                            });
+                        }
+                    }
+                    ActionKind::RefreshSessions => self.request_sessions(),
+                    ActionKind::RefreshTopology => {
+                        self.refresh_topology.store(true, Ordering::Relaxed)
+                    }
+                    _ => {
+                        self.tell(port.as_ref(), &format!("running: {action}"));
+                        self.inflight.insert(action.id, port);
+                        let ex = self.ex.clone();
+                        let lock_dir = self
+                            .settings
+                            .take_lock
+                            .then(|| self.settings.config.paths.state_dir.clone());
+                        let tx = self.done_tx.clone();
+                        tokio::task::spawn_blocking(move || {
+                            if let Some(executed) = execute(&ex, &action, lock_dir.as_deref()) {
+                                let _ = tx.send(Finished {
+                                    id: action.id,
+                                    executed,
+                                });
+                            }
+                        });
+                    }
+                }
+            }
+            while let Some(t) = self.engine.poll_transition() {
+                progressed = true;
+                tracing::info!(
+                    port = %t.port,
+                    from = %t.from,
+                    to = %t.to,
+                    why = %t.reason,
+                    "transition"
+                );
+                self.tell(
+                    Some(&t.port),
+                    &format!("{}: {} -> {}: {}", t.port, t.from, t.to, t.reason),
+                );
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    fn on_finished(&mut self, f: Finished) {
+        let port = self.inflight.remove(&f.id).flatten();
+        tracing::info!(id = %f.id, outcome = ?f.executed.outcome, "{}", f.executed.summary);
+        self.tell(port.as_ref(), &f.executed.summary);
+        let now = self.now();
+        self.engine.handle_outcome(f.id, f.executed.outcome, now);
+    }
+
+    fn request_sessions(&mut self) {
+        if self.sessions_inflight {
+            self.sessions_again = true;
+            return;
+        }
+        self.sessions_inflight = true;
+        let iscsi = self.ex.iscsi.clone();
+        let tx = self.sessions_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let r = iscsi.session_details().map_err(|e| e.to_string());
+            let _ = tx.send(r);
+        });
+    }
+
+    fn on_sessions(&mut self, r: Result<Parsed<SessionDetail>, String>) {
+        self.sessions_inflight = false;
+        self.ready.sessions = true;
+        match r {
+            Ok(parsed) => {
+                self.last_sessions_error = None;
+                for s in &parsed.skipped {
+                    tracing::warn!("iscsiadm output: skipped {s}");
+                }
+                let addrs = match (self.addresses)() {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!("cannot list the host's addresses: {e}");
+                        Vec::new()
+                    }
+                };
+                let (list, _) = map_sessions(&parsed.items, &addrs, &self.ports);
+                tracing::debug!(sessions = list.len(), "iscsiadm session snapshot");
+                let now = self.now();
+                self.engine.handle_sessions(list, now);
+            }
+            Err(e) => {
+                if self.last_sessions_error.as_deref() != Some(e.as_str()) {
+                    tracing::warn!("cannot list iSCSI sessions: {e}");
+                }
+                self.last_sessions_error = Some(e);
+            }
+        }
+        if std::mem::take(&mut self.sessions_again) {
+            self.request_sessions();
+        }
+    }
+
+    fn on_topology(&mut self, t: TopologyReport) {
+        match t {
+            TopologyReport::Update {
+                observations,
+                ports,
+            } => {
+                let first = !self.ready.topology;
+                self.ready.topology = true;
+                let changed = self.ports != ports;
+                self.ports = ports;
+                let now = self.now();
+                for obs in observations {
+                    tracing::info!(observation = %obs.describe(), "RDMA topology");
+                    self.engine.handle_observation(obs, Trust::Trusted, now);
+                }
+                if changed && !first {
+                    // Sessions may now be placed differently.
+                    self.request_sessions();
+                }
+            }
+            TopologyReport::NetlinkUnavailable(why) => {
+                if !self.netlink_warned {
+                    self.netlink_warned = true;
+                    tracing::warn!(
+                        "{why}; continuing on the kernel log and sysfs alone: stuck GSI QPs are \
+                         then seen in kernel-log records only (sysfs has no QP table)"
+                    );
+                }
+            }
+        }
+    }
+
+    fn on_kmsg(&mut self, ev: KmsgEvent) {
+        match ev {
+            KmsgEvent::Record(r) => {
+                let Some(kev) = crate::core::signatures::classify_record(&r) else {
+                    return;
+                };
+                let Some((obs, trust)) = from_kernel_event(&kev) else {
+                    tracing::debug!(
+                        kind = kev.signature.kind.name(),
+                        "kernel log record with nothing to act on"
+                    );
+                    return;
+                };
+                let origin = if trust == Trust::Trusted {
+                    "kernel".to_string()
+                } else if self.settings.config.kmsg.trust_userspace_records {
+                    format!(
+                        "userspace (facility {}), trusted by kmsg.trust-userspace-records",
+                        r.facility
+                    )
+                } else {
+                    format!("userspace (facility {}), untrusted", r.facility)
+                };
+                tracing::info!(
+                    seq = r.seq,
+                    kind = kev.signature.kind.name(),
+                    origin = %origin,
+                    "kernel log: {}",
+                    obs.describe()
+                );
+                let now = self.now();
+                self.engine.handle_observation(obs, trust, now);
+            }
+            KmsgEvent::Lost {
+                count,
+                next_seq,
+                overrun,
+            } => {
+                tracing::warn!(
+                    ?count,
+                    next_seq,
+                    overrun,
+                    "kernel-log records were lost; re-checking devices and sessions"
+                );
+                self.refresh_topology.store(true, Ordering::Relaxed);
+                self.request_sessions();
+            }
+        }
+    }
+
+    fn reload(&mut self) {
+        self.notifier.reloading();
+        let path = self.settings.config_path.clone();
+        match crate::config::load_or_default(path.as_deref()) {
+            Ok((cfg, source)) => {
+                let cfg = effective(cfg, self.settings.force_dry_run);
+                for w in cfg.warnings() {
+                    tracing::warn!("configuration: {w}");
+                }
+                let now = self.now();
+                self.engine.set_policy(Policy::from_config(&cfg), now);
+                self.ex = Executors::from_config(&cfg);
+                tracing::info!(%source, "SIGHUP: configuration reloaded");
+                self.settings.config = cfg;
+            }
+            Err(e) => {
+                tracing::error!(
+                    "SIGHUP: the new configuration is invalid; keeping the one in force: {e}"
+                );
+                for p in e.problems() {
+                    tracing::error!("configuration problem: {p}");
+                }
+            }
+        }
+        self.notifier.ready(&self.status);
+    }
+
+    fn update_status(&mut self) {
+        let mut parts: Vec<String> = self
+            .engine
+            .ports()
+            .map(|p| format!("{} {}", p.id, p.phase))
+            .collect();
+        if parts.is_empty() {
+            parts.push("no RDMA port with iSCSI sessions known".into());
+        }
+        let mut s = parts.join(", ");
+        if self.engine.is_paused() {
+            s.push_str(" (paused)");
+        }
+        if s != self.status {
+            self.status = s;
+            self.notifier.status(&self.status);
+        }
+    }
+
+    fn port_phase(&self, id: &PortId) -> Option<Phase> {
+        self.engine.port(id).map(|p| p.phase)
+    }
+
+    fn check_pendings(&mut self) {
+        let now = self.now();
+        let mut keep = Vec::new();
+        for p in std::mem::take(&mut self.pendings) {
+            let busy = self
+                .inflight
+                .values()
+                .any(|port| port.as_ref().is_some_and(|id| p.ports.contains(id)));
+            let phases: Vec<(PortId, Option<Phase>)> = p
+                .ports
+                .iter()
+                .map(|id| (id.clone(), self.port_phase(id)))
+                .collect();
+            let settled = phases
+                .iter()
+                .all(|(_, ph)| matches!(ph, Some(Phase::Healthy | Phase::Quarantined) | None));
+            if !busy && settled {
+                let failed: Vec<String> = phases
+                    .iter()
+                    .filter(|(_, ph)| *ph == Some(Phase::Quarantined))
+                    .map(|(id, _)| {
+                        let why = self.engine.port(id).map(|r| r.reason.clone());
+                        format!("{id}: {}", why.unwrap_or_default())
+                    })
+                    .collect();
+                if failed.is_empty() {
+                    done(
+                        &p.sink,
+                        true,
+                        format!("{}: done, every port is healthy", p.what),
+                        EXIT_OK,
+                    );
+                } else {
+                    done(
+                        &p.sink,
+                        false,
+                        format!("{}: failed: {}", p.what, failed.join("; ")),
+                        EXIT_FINDING,
+                    );
+                }
+            } else if now >= p.deadline {
+                done(
+                    &p.sink,
+                    false,
+                    format!(
+                        "{}: still in progress after {} s; the daemon carries on, follow it in its log",
+                        p.what,
+                        OPERATOR_DEADLINE.as_secs()
+                    ),
+                    EXIT_TEMPFAIL,
+                );
+            } else {
+                keep.push(p);
+            }
+        }
+        self.pendings = keep;
+    }
+
+    /// Serves an operator request on the same engine.
+    fn operator(&mut self, req: Request, sink: UnboundedSender<Reply>) {
+        tracing::info!(request = ?req, "operator request");
+        let now = self.now();
+        let (cmd, what, dry_run) = match req {
+            Request::Status => {
+                let ports: Vec<serde_json::Value> = self
+                    .engine
+                    .ports()
+                    .map(|p| {
+                        serde_json::json!({
+                            "port": p.id.to_string(),
+                            "phase": p.phase.to_string(),
+                            "reason": p.reason,
+                            "hold": p.hold.as_ref().map(|h| format!("{h:?}")),
+                        })
+                    })
+                    .collect();
+                let _ = sink.send(Reply::Done {
+                    ok: true,
+                    message: self.status.clone(),
+                    exit_code: EXIT_OK,
+                    detail: Some(serde_json::json!({
+                        "paused": self.engine.is_paused(),
+                        "ports": ports,
+                    })),
+                });
+                return;
+            }
+            Request::Pause => (OperatorCommand::Pause, "pause".to_string(), false),
+            Request::Resume => (OperatorCommand::Resume, "resume".to_string(), false),
+            Request::Recover {
+                device,
+                port,
+                dry_run,
+            } => {
+                let what = match port {
+                    Some(n) => format!("recover {device}/{n}"),
+                    None => format!("recover {device}"),
+                };
+                (OperatorCommand::Recover { device, port }, what, dry_run)
+            }
+            Request::ResetDevice { device, dry_run } => {
+                let what = format!("reset-device {device}");
+                (OperatorCommand::ResetDevice { device }, what, dry_run)
+            }
+            Request::Reconnect {
+                target,
+                portal,
+                dry_run,
+            } => {
+                let portal = match portal.as_deref().map(parse_portal_arg).transpose() {
+                    Ok(p) => p,
+                    Err(e) => {
+                        done(&sink, false, e, EXIT_USAGE);
+                        return;
+                    }
+                };
+                (
+                    OperatorCommand::Reconnect { target, portal },
+                    "reconnect".to_string(),
+                    dry_run,
+                )
+            }
+        };
+        if dry_run {
+            self.dry_run(cmd, what, sink);
+            return;
+        }
+        match self.engine.handle_command(cmd.clone(), now) {
+            Err(e) => done(&sink, false, format!("{what}: refused: {e}"), EXIT_NOINPUT),
+            Ok(msg) => {
+                tracing::info!("operator: {msg}");
+                if matches!(cmd, OperatorCommand::Pause | OperatorCommand::Resume) {
+                    done(&sink, true, msg, EXIT_OK);
+                    return;
+                }
+                progress(&sink, msg);
+                let ports = self.command_ports(&cmd);
+                self.pendings.push(Pending {
+                    sink,
+                    ports,
+                    deadline: now.plus(OPERATOR_DEADLINE),
+                    what,
+                });
+            }
+        }
+    }
+
+    fn command_ports(&self, cmd: &OperatorCommand) -> BTreeSet<PortId> {
+        match cmd {
+            OperatorCommand::Recover { device, port } => self
+                .engine
+                .ports()
+                .filter(|p| &p.id.device == device && port.is_none_or(|n| p.id.port == n))
+                .map(|p| p.id.clone())
+                .collect(),
+            OperatorCommand::ResetDevice { device } => self
+                .engine
+                .ports()
+                .filter(|p| &p.id.device == device)
+                .map(|p| p.id.clone())
+                .collect(),
+            OperatorCommand::Reconnect { target, portal } => self
+                .engine
+                .sessions()
+                .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
+                .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
+                .map(|s| s.port.clone())
+                .collect(),
+            OperatorCommand::Pause | OperatorCommand::Resume => BTreeSet::new(),
+        }
+    }
+
+    /// What a command would do, changing nothing.
+    fn dry_run(&mut self, cmd: OperatorCommand, what: String, sink: UnboundedSender<Reply>) {
+        match cmd {
+            OperatorCommand::Recover { device, .. } | OperatorCommand::ResetDevice { device } => {
+                let resetter = self.ex.resetter.clone();
+                let sessions: Vec<String> = self
+                    .engine
+                    .sessions()
+                    .filter(|s| s.port.device == device)
+                    .map(|s| s.key.to_string())
+                    .collect();
+                tokio::task::spawn_blocking(move || match resetter.plan(&device) {
+                    Ok(plan) => {
+                        progress(
+                            &sink,
+                            format!("dry run: would re-create {device}, trying in order:"),
+                        );
+                        for m in &plan.methods {
+                            progress(&sink, format!("  {}:", m.method));
+                            for s in &m.steps {
+                                progress(&sink, format!("    {s}"));
+                            }
+                        }
+                        for s in &plan.skipped {
+                            progress(&sink, format!("  not applicable: {s}"));
+                        }
+                        for s in &sessions {
+                            progress(&sink, format!("then reconnect if still down: {s}"));
+                        }
+                        done(
+                            &sink,
+                            true,
+                            format!("{what}: dry run, nothing was changed"),
+                            EXIT_OK,
+                        );
+                    }
+                    Err(e) => done(&sink, false, format!("{what}: {e}"), e.exit_code()),
+                });
+            }
+            OperatorCommand::Reconnect { target, portal } => {
+                let keys: Vec<String> = self
+                    .engine
+                    .sessions()
+                    .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
+                    .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
+                    .map(|s| s.key.to_string())
+                    .collect();
+                if keys.is_empty() {
+                    done(
+                        &sink,
+                        false,
+                        "no iSCSI session matches; `iscsiadm -m session` lists the sessions",
+                        EXIT_NOINPUT,
+                    );
+                    return;
+                }
+                for k in keys {
+                    progress(&sink, format!("dry run: would log out and in {k}"));
+                }
+                done(
+                    &sink,
+                    true,
+                    format!("{what}: dry run, nothing was changed"),
+                    EXIT_OK,
+                );
+            }
+            OperatorCommand::Pause | OperatorCommand::Resume => {
+                done(&sink, true, format!("dry run: would {what}"), EXIT_OK)
+            }
+        }
+    }
+}
+
+/// `ip`, `ip:port`, `[v6]:port` → the engine's portal (port 3260 when none is given).
+pub fn parse_portal_arg(s: &str) -> Result<Portal, String> {
+    let addr = crate::io::probe::parse_portal(s, crate::io::probe::ISCSI_PORT)
+        .map_err(|e| e.to_string())?;
+    Ok(Portal::new(addr.ip().to_string(), addr.port()))
+}
