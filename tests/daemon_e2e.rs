@@ -267,3 +267,47 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
     assert!(!d.log_has("re-create RDMA device rocep2s0f0"));
     d.stop();
 }
+
+#[test]
+fn manual_commands_go_through_the_running_daemon() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
+        return;
+    }
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let mut d = Daemon::start(&h, &cfg);
+    d.wait_ready();
+    let cli = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+            .arg("--config")
+            .arg(&cfg)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        eprintln!("$ iser-guard {}\n{out}{}", args.join(" "), String::from_utf8_lossy(&o.stderr));
+        (o.status.code(), out)
+    };
+    let (code, out) = cli(&["pause"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("paused"), "{out}");
+    let (code, out) = cli(&["resume"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("resumed"), "{out}");
+    let before = h.sys_snapshot();
+    let (code, out) = cli(&["reset-device", "rocep2s0f0", "--dry-run"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("dry run: would re-create rocep2s0f0"), "{out}");
+    assert_eq!(before, h.sys_snapshot());
+    assert!(h.devlink_sets().is_empty());
+    let _target = h.start_target();
+    let (code, out) = cli(&["reconnect", "--target", TARGET, "--yes"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("no iser-guard daemon is running"), "{out}");
+    assert!(out.contains("logged in"), "{out}");
+    assert!(d.log_has("operator request"));
+    assert_eq!(h.logins().len(), 1, "{:?}", h.argv());
+    d.stop();
+}
