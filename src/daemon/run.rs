@@ -53,6 +53,9 @@ pub struct Deps {
     pub addresses: AddressLister,
     /// The control socket; `None` for the standalone manual commands.
     pub control: Option<ControlServer>,
+    /// Stops the loop like SIGTERM when it receives (tests; `None` in production, where
+    /// the signals do it).
+    pub shutdown: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 /// What the loop is for.
@@ -111,6 +114,7 @@ impl Deps {
             },
             addresses: Arc::new(crate::io::netif::addresses),
             control,
+            shutdown: None,
         })
     }
 }
@@ -203,6 +207,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         tokio::spawn(accept_loop(server, ctrl_tx))
     });
     let mut kernel_log = deps.kernel_log;
+    let mut shutdown = deps.shutdown;
     let poll_iscsi = settings.config.poll.iscsi;
     let mut lp = Loop {
         engine,
@@ -275,8 +280,17 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 None => std::future::pending().await,
             }
         };
+        let shutdown_requested = async {
+            match shutdown.as_mut() {
+                Some(rx) => {
+                    let _ = rx.await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = sigterm.recv() => { tracing::info!("SIGTERM: stopping"); break; }
+            _ = shutdown_requested => { tracing::info!("shutdown requested: stopping"); break; }
             _ = sigint.recv() => {
                 tracing::info!("SIGINT: stopping");
                 if one_shot_mode { exit_code = 130; }
@@ -959,4 +973,190 @@ pub fn parse_portal_arg(s: &str) -> Result<Portal, String> {
     let addr = crate::io::probe::parse_portal(s, crate::io::probe::ISCSI_PORT)
         .map_err(|e| e.to_string())?;
     Ok(Portal::new(addr.ip().to_string(), addr.port()))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The loop driven in-process through its injected dependencies: a kernel log fed by the
+    //! test, a topology source that reports one E810 port, a stateful iscsiadm double, the
+    //! scripted prober and resetter.
+
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::core::iscsi::NodeId;
+    use crate::core::kmsg::Record;
+    use crate::daemon::sources::{BootClock, BoxFuture};
+    use crate::io::executors::Doubles;
+    use crate::io::iscsiadm::{
+        IscsiAdm, IscsiadmError, LoginOutcome, LogoutOutcome, NodeOutcome, SessionListing,
+    };
+    use crate::io::kmsg::KmsgError;
+    use crate::io::probe::ProbeResult;
+
+    struct ChannelLog(UnboundedReceiver<KmsgEvent>);
+    impl KernelLog for ChannelLog {
+        fn next(&mut self) -> BoxFuture<'_, Result<KmsgEvent, KmsgError>> {
+            Box::pin(async move { self.0.recv().await.ok_or(KmsgError::Closed) })
+        }
+        fn save_cursor(&mut self, _: Duration) {}
+    }
+
+    struct OnePort;
+    impl TopologySource for OnePort {
+        fn start(
+            self: Box<Self>,
+            tx: UnboundedSender<TopologyReport>,
+            _: Arc<AtomicBool>,
+            _: Arc<AtomicBool>,
+        ) {
+            let _ = tx.send(TopologyReport::NetlinkUnavailable("no RDMA netlink".into()));
+            let _ = tx.send(TopologyReport::Update {
+                observations: vec![crate::core::recovery::Observation::DeviceAppeared {
+                    device: "rocep2s0f0".into(),
+                    parent: Some("0000:02:00.0".into()),
+                    driver: Some("irdma".into()),
+                    ports: 1,
+                }],
+                ports: vec![RdmaPortNetdev {
+                    device: "rocep2s0f0".into(),
+                    port: 1,
+                    netdev: "ens1f0".into(),
+                }],
+            });
+        }
+    }
+
+    /// One session whose state follows logins and logouts.
+    struct Host {
+        state: Mutex<&'static str>,
+        logins: Mutex<Vec<NodeId>>,
+    }
+    impl IscsiAdm for Host {
+        fn sessions(&self, _: bool) -> Result<SessionListing, IscsiadmError> {
+            let text = match *self.state.lock().unwrap() {
+                "LOGGED_IN" => {
+                    include_str!("../../tests/fixtures/stubs/iscsiadm.d/session-P3-loggedin.txt")
+                }
+                "FAILED" => {
+                    include_str!("../../tests/fixtures/stubs/iscsiadm.d/session-P3-failed.txt")
+                }
+                _ => return Ok(SessionListing::NoSessions),
+            };
+            Ok(SessionListing::Text(text.to_string()))
+        }
+        fn login(&self, node: &NodeId) -> Result<LoginOutcome, IscsiadmError> {
+            self.logins.lock().unwrap().push(node.clone());
+            *self.state.lock().unwrap() = "LOGGED_IN";
+            Ok(LoginOutcome::LoggedIn)
+        }
+        fn logout(&self, _: &NodeId) -> Result<LogoutOutcome, IscsiadmError> {
+            *self.state.lock().unwrap() = "NONE";
+            Ok(LogoutOutcome::LoggedOut)
+        }
+        fn rescan(&self, _: u32) -> Result<(), IscsiadmError> {
+            Ok(())
+        }
+        fn create_node(&self, _: &NodeId) -> Result<NodeOutcome, IscsiadmError> {
+            Ok(NodeOutcome::Written)
+        }
+        fn update_node(&self, _: &NodeId, _: &str, _: &str) -> Result<NodeOutcome, IscsiadmError> {
+            Ok(NodeOutcome::Written)
+        }
+    }
+
+    fn config(state: &std::path::Path, trust: bool) -> Config {
+        let text = format!(
+            "[paths]\nstate-dir = {:?}\ncontrol-socket = {:?}\n[poll]\niscsi = 0.2\nprobe = 0.1\n\
+             [devices]\nallow = [\"rocep2s0f0\"]\n[recovery]\nprobe-successes = 2\n\
+             probe-timeout = 0.1\niscsid-grace = 0.2\n[kmsg]\ntrust-userspace-records = {trust}\n",
+            state.display().to_string(),
+            state.join("control.sock").display().to_string(),
+        );
+        crate::config::parse_str(&text).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stuck_gsi_record_recreates_the_device_and_logs_the_session_back_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), false);
+        let doubles = Doubles::default();
+        let portal: std::net::SocketAddr = "192.0.2.2:3260".parse().unwrap();
+        doubles.prober.push(
+            portal,
+            std::iter::repeat_n(
+                ProbeResult::Reachable {
+                    rtt: Duration::from_millis(1),
+                },
+                50,
+            ),
+        );
+        let host = Arc::new(Host {
+            state: Mutex::new("LOGGED_IN"),
+            logins: Mutex::new(Vec::new()),
+        });
+        let mut ex = doubles.executors(&cfg);
+        ex.iscsi = host.clone();
+        let (log_tx, log_rx) = unbounded_channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let deps = Deps {
+            kernel_log: Some(Box::new(ChannelLog(log_rx))),
+            topology: Box::new(OnePort),
+            executors: ex,
+            clock: Arc::new(BootClock),
+            notifier: Notifier::silent(),
+            addresses: Arc::new(|| Ok(Vec::new())),
+            control: None,
+            shutdown: Some(stop_rx),
+        };
+        let settings = Settings {
+            config: cfg,
+            config_path: None,
+            force_dry_run: false,
+            take_lock: true,
+        };
+        let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
+        // A forged (userspace) record first: ignored with the default config.
+        let forged = "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
+        let rec = |facility: u32| {
+            Record::parse(format!("{},10,100,-;{forged}", facility * 8 + 3).as_bytes()).unwrap()
+        };
+        log_tx.send(KmsgEvent::Record(rec(1))).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(doubles.resetter.calls().is_empty());
+        // The kernel's own record: the target is away, then back.
+        *host.state.lock().unwrap() = "FAILED";
+        log_tx.send(KmsgEvent::Record(rec(0))).unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while host.logins.lock().unwrap().is_empty() {
+            assert!(std::time::Instant::now() < end, "no login");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            doubles.resetter.calls(),
+            vec![("rocep2s0f0".to_string(), false)]
+        );
+        assert_eq!(
+            host.logins.lock().unwrap()[0].target,
+            "iqn.2003-01.org.example.lab:tgt0"
+        );
+        assert!(doubles.prober.calls().len() >= 2);
+        let alerts = doubles.alerts.alerts();
+        assert!(
+            alerts
+                .iter()
+                .any(|a| a.what.contains("re-creating RDMA device rocep2s0f0")),
+            "{alerts:#?}"
+        );
+        // The journal was written ahead of the re-creation and names the device.
+        let journal = std::fs::read_to_string(Journal::new(dir.path()).path()).unwrap();
+        assert!(journal.contains("rocep2s0f0"));
+        stop_tx.send(()).unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(5), daemon)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(code, EXIT_OK);
+    }
 }
