@@ -287,7 +287,11 @@ fn manual_commands_go_through_the_running_daemon() {
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout).into_owned();
-        eprintln!("$ iser-guard {}\n{out}{}", args.join(" "), String::from_utf8_lossy(&o.stderr));
+        eprintln!(
+            "$ iser-guard {}\n{out}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        );
         (o.status.code(), out)
     };
     let (code, out) = cli(&["pause"]);
@@ -310,4 +314,39 @@ fn manual_commands_go_through_the_running_daemon() {
     assert!(d.log_has("operator request"));
     assert_eq!(h.logins().len(), 1, "{:?}", h.argv());
     d.stop();
+}
+
+#[test]
+fn sigterm_with_a_hung_iscsiadm_stops_in_time_and_kills_it() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
+        return;
+    }
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    h.set_session("HANG");
+    let mut d = Daemon::start(&h, &cfg);
+    let helper = h.bin().join("helper.pid");
+    wait_for("the hung iscsiadm to start", WAIT, || {
+        std::fs::read_to_string(&helper).is_ok_and(|s| !s.trim().is_empty())
+    });
+    let helper: i32 = std::fs::read_to_string(&helper)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let took = d.stop();
+    eprintln!(
+        "MEASURED: SIGTERM with a hung iscsiadm -> exit: {} ms",
+        took.as_millis()
+    );
+    // The helper of the hung child went with its process group.
+    wait_for(
+        "the hung iscsiadm's helper to be killed",
+        Duration::from_secs(5),
+        || {
+            std::fs::read_to_string(format!("/proc/{helper}/stat"))
+                .map_or(true, |s| s.contains(") Z "))
+        },
+    );
 }

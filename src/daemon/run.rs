@@ -339,6 +339,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     if let Some(k) = kernel_log.as_mut() {
         k.save_cursor(Duration::from_millis(500));
     }
+    kill_children();
     if let Some(t) = control_task {
         t.abort();
         let _ = t.await;
@@ -347,6 +348,41 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     tokio::time::sleep(Duration::from_millis(20)).await;
     tracing::info!("stopped");
     Ok(exit_code)
+}
+
+/// Kills the process groups of our children still running (an iscsiadm or devlink that an
+/// abandoned executor thread is waiting for): the runner puts each child in its own group,
+/// so nothing outlives the daemon. Read from /proc: `ppid` and `pgrp` of every process.
+fn kill_children() {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
+            continue;
+        };
+        let mut f = rest.split_whitespace().skip(1);
+        let ppid: Option<u32> = f.next().and_then(|s| s.parse().ok());
+        let pgrp: Option<i32> = f.next().and_then(|s| s.parse().ok());
+        if ppid == Some(me) && pgrp == Some(pid) {
+            tracing::info!(
+                pid,
+                "killing a child still running at shutdown (with its process group)"
+            );
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, Error> {
