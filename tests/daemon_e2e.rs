@@ -59,6 +59,10 @@ struct Daemon {
 
 impl Daemon {
     fn start(h: &FakeHost, config: &std::path::Path) -> Daemon {
+        Self::start_with(h, config, &[])
+    }
+
+    fn start_with(h: &FakeHost, config: &std::path::Path, env: &[(&str, &str)]) -> Daemon {
         let notify_path = h.path("notify.sock");
         let notify = UnixDatagram::bind(&notify_path).unwrap();
         let syslog = UnixDatagram::bind(h.path("syslog.sock")).unwrap();
@@ -69,6 +73,7 @@ impl Daemon {
             .env("NOTIFY_SOCKET", &notify_path)
             .env("ISER_GUARD_LOG", "info")
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -95,6 +100,24 @@ impl Daemon {
             notify,
             syslog,
         }
+    }
+
+    /// Waits for a notify datagram with a line satisfying `pred`; returns that datagram.
+    fn wait_notify(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        self.notify
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let end = Instant::now() + WAIT;
+        let mut buf = [0u8; 4096];
+        while Instant::now() < end {
+            if let Ok(n) = self.notify.recv(&mut buf) {
+                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+                if msg.lines().any(&pred) {
+                    return msg;
+                }
+            }
+        }
+        panic!("the daemon never sent {what}");
     }
 
     /// Waits for READY=1 on the notify socket.
@@ -276,8 +299,10 @@ fn manual_commands_go_through_the_running_daemon() {
     }
     let h = FakeHost::new();
     let cfg = h.config("");
-    let mut d = Daemon::start(&h, &cfg);
+    let mut d = Daemon::start_with(&h, &cfg, &[("WATCHDOG_USEC", "400000")]);
     d.wait_ready();
+    // The watchdog is kicked from the main loop (every 200 ms here).
+    d.wait_notify("WATCHDOG=1", |l| l == "WATCHDOG=1");
     let cli = |args: &[&str]| {
         let o = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
             .arg("--config")
@@ -297,6 +322,10 @@ fn manual_commands_go_through_the_running_daemon() {
     let (code, out) = cli(&["pause"]);
     assert_eq!(code, Some(0));
     assert!(out.contains("paused"), "{out}");
+    let status = d.wait_notify("STATUS with (paused)", |l| {
+        l.starts_with("STATUS=") && l.contains("(paused)")
+    });
+    assert!(status.contains("rocep2s0f0/1"), "{status}");
     let (code, out) = cli(&["resume"]);
     assert_eq!(code, Some(0));
     assert!(out.contains("resumed"), "{out}");
