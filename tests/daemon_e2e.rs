@@ -262,7 +262,11 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
     assert!(d.child.try_wait().unwrap().is_none(), "died on SIGHUP");
     let stopped = d.stop();
     eprintln!("MEASURED: SIGTERM -> exit: {} ms", stopped.as_millis());
-    assert!(h.state_dir().join("kmsg.cursor").exists() || h.state_dir().exists());
+    // Journal and kernel-log cursor were flushed at shutdown.
+    assert!(h.state_dir().join("kmsg.cursor").exists());
+    let journal = iser_guard::io::journal::Journal::new(h.state_dir());
+    let snap = journal.load().unwrap().expect("journal written");
+    assert!(snap.ports.iter().any(|p| p.id.device == "rocep2s0f0"));
     drop(d);
 
     // ---- Run 2: the default config does not trust the same records: no action. ---------
