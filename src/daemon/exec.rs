@@ -48,10 +48,13 @@ fn iscsiadm_status(e: &IscsiadmError) -> IscsiadmStatus {
 /// where the recovery lock lives (`paths.state-dir`); a device re-creation holds it (`None`:
 /// the caller holds it already).
 /// Returns `None` for actions that have no outcome (the caller handles those itself).
+/// `probe_from`: the local address of the sessions to that portal (their iface IP), so the
+/// probe leaves through the iSER interface; `None` lets routing choose.
 pub fn execute(
     ex: &Executors,
     action: &Action,
     lock_dir: Option<&std::path::Path>,
+    probe_from: Option<std::net::IpAddr>,
 ) -> Option<Executed> {
     let done = |outcome, summary: String| {
         Some(Executed {
@@ -67,7 +70,11 @@ pub fn execute(
                     return done(Outcome::Probe(ProbeResult::Unreachable), e.to_string());
                 }
             };
-            match ex.prober.probe(addr, &ProbeSource::default(), *timeout) {
+            let source = ProbeSource {
+                local_ip: probe_from.filter(|ip| ip.is_ipv4() == addr.is_ipv4()),
+                device: None,
+            };
+            match ex.prober.probe(addr, &source, *timeout) {
                 Ok(r @ TcpResult::Reachable { .. }) => {
                     done(Outcome::Probe(ProbeResult::Reachable), r.to_string())
                 }

@@ -154,6 +154,8 @@ struct Loop {
     last_sessions_error: Option<String>,
     refresh_topology: Arc<AtomicBool>,
     inflight: BTreeMap<ActionId, Option<PortId>>,
+    /// Each portal's local address, from the last session snapshot (probe source).
+    probe_from: BTreeMap<Portal, std::net::IpAddr>,
     pendings: Vec<Pending>,
     syslog_warned: Arc<AtomicBool>,
     netlink_warned: bool,
@@ -224,6 +226,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         last_sessions_error: None,
         refresh_topology: refresh,
         inflight: BTreeMap::new(),
+        probe_from: BTreeMap::new(),
         pendings: Vec::new(),
         syslog_warned: Arc::new(AtomicBool::new(false)),
         netlink_warned: false,
@@ -541,8 +544,15 @@ impl Loop {
                             .take_lock
                             .then(|| self.settings.config.paths.state_dir.clone());
                         let tx = self.done_tx.clone();
+                        let probe_from = match &action.kind {
+                            ActionKind::ProbePortal { portal, .. } => {
+                                self.probe_from.get(portal).copied()
+                            }
+                            _ => None,
+                        };
                         tokio::task::spawn_blocking(move || {
-                            if let Some(executed) = execute(&ex, &action, lock_dir.as_deref()) {
+                            let executed = execute(&ex, &action, lock_dir.as_deref(), probe_from);
+                            if let Some(executed) = executed {
                                 let _ = tx.send(Finished {
                                     id: action.id,
                                     executed,
@@ -611,6 +621,11 @@ impl Loop {
                     }
                 };
                 let (list, _) = map_sessions(&parsed.items, &addrs, &self.ports);
+                for s in &list {
+                    if let Some(ip) = s.local_ip.as_deref().and_then(|ip| ip.parse().ok()) {
+                        self.probe_from.insert(s.key.portal.clone(), ip);
+                    }
+                }
                 tracing::debug!(sessions = list.len(), "iscsiadm session snapshot");
                 let now = self.now();
                 self.engine.handle_sessions(list, now);
@@ -1079,7 +1094,11 @@ mod tests {
                 }
                 _ => return Ok(SessionListing::NoSessions),
             };
-            Ok(SessionListing::Text(text.to_string()))
+            // The iface bound to the initiator's address, as `iscsiadm -m iface` would set it.
+            Ok(SessionListing::Text(text.replace(
+                "Iface IPaddress: [default]",
+                "Iface IPaddress: 192.0.2.1",
+            )))
         }
         fn login(&self, node: &NodeId) -> Result<LoginOutcome, IscsiadmError> {
             self.logins.lock().unwrap().push(node.clone());
@@ -1141,7 +1160,12 @@ mod tests {
             executors: ex,
             clock: Arc::new(BootClock),
             notifier: Notifier::silent(),
-            addresses: Arc::new(|| Ok(Vec::new())),
+            addresses: Arc::new(|| {
+                Ok(vec![NetdevAddr {
+                    netdev: "ens1f0".into(),
+                    ip: "192.0.2.1".parse().unwrap(),
+                }])
+            }),
             control: None,
             shutdown: Some(stop_rx),
         };
@@ -1176,7 +1200,12 @@ mod tests {
             host.logins.lock().unwrap()[0].target,
             "iqn.2003-01.org.example.lab:tgt0"
         );
-        assert!(doubles.prober.calls().len() >= 2);
+        let probes = doubles.prober.calls();
+        assert!(probes.len() >= 2);
+        // Probes leave from the session's iface address (placed on ens1f0 → rocep2s0f0/1).
+        assert!(probes
+            .iter()
+            .all(|(_, src)| src.local_ip == Some("192.0.2.1".parse().unwrap())));
         let alerts = doubles.alerts.alerts();
         assert!(
             alerts
