@@ -303,6 +303,9 @@ fn manual_commands_go_through_the_running_daemon() {
     }
     let h = FakeHost::new();
     let cfg = h.config("");
+    // An empty allow-list: automatic recovery is off, the operator's word still counts.
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, text.replace("allow = [\"rocep2s0f0\"]", "allow = []")).unwrap();
     let mut d = Daemon::start_with(&h, &cfg, &[("WATCHDOG_USEC", "400000")]);
     d.wait_ready();
     // The watchdog is kicked from the main loop (every 200 ms here).
@@ -346,6 +349,12 @@ fn manual_commands_go_through_the_running_daemon() {
     assert!(out.contains("logged in"), "{out}");
     assert!(d.log_has("operator request"));
     assert_eq!(h.logins().len(), 1, "{:?}", h.argv());
+    // reset-device through the daemon on a device outside devices.allow.
+    let (code, out) = cli(&["reset-device", "rocep2s0f0", "--yes"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("every port is healthy"), "{out}");
+    assert_eq!(h.devlink_sets().len(), 2, "{:?}", h.argv());
+    assert!(h.sys().join("class/infiniband/rocep2s0f0").exists());
     d.stop();
 }
 

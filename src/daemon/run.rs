@@ -34,6 +34,11 @@ use crate::io::kmsg::KmsgEvent;
 /// Lists the host's interface addresses (for placing sessions on RDMA ports).
 pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
 
+/// Builds a device resetter for an operator command on a device outside `devices.allow`:
+/// the operator's word overrides the allow-list for the device named.
+pub type OperatorResetter =
+    Arc<dyn Fn(&Config, &str) -> Arc<dyn crate::io::reset::DeviceResetter> + Send + Sync>;
+
 /// How long an operator command may take before its client is told it is still running.
 const OPERATOR_DEADLINE: Duration = Duration::from_secs(15 * 60);
 
@@ -53,6 +58,9 @@ pub struct Deps {
     pub addresses: AddressLister,
     /// The control socket; `None` for the standalone manual commands.
     pub control: Option<ControlServer>,
+    /// The resetter for operator commands on devices outside `devices.allow` (`None`: the
+    /// executors' own resetter, which may refuse them).
+    pub operator_resetter: Option<OperatorResetter>,
     /// Stops the loop like SIGTERM when it receives (tests; `None` in production, where
     /// the signals do it).
     pub shutdown: Option<tokio::sync::oneshot::Receiver<()>>,
@@ -114,6 +122,14 @@ impl Deps {
             },
             addresses: Arc::new(crate::io::netif::addresses),
             control,
+            operator_resetter: Some(Arc::new(|cfg: &Config, device: &str| {
+                let mut rc = crate::io::reset::ResetConfig::from_config(cfg);
+                if !rc.allow.iter().any(|a| a == device) {
+                    rc.allow.push(device.to_string());
+                }
+                Arc::new(crate::io::reset::SysfsResetter::new(rc))
+                    as Arc<dyn crate::io::reset::DeviceResetter>
+            })),
             shutdown: None,
         })
     }
@@ -157,6 +173,7 @@ struct Loop {
     /// Each portal's local address, from the last session snapshot (probe source).
     probe_from: BTreeMap<Portal, std::net::IpAddr>,
     pendings: Vec<Pending>,
+    operator_resetter: Option<OperatorResetter>,
     syslog_warned: Arc<AtomicBool>,
     netlink_warned: bool,
     ready: Ready,
@@ -228,6 +245,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         inflight: BTreeMap::new(),
         probe_from: BTreeMap::new(),
         pendings: Vec::new(),
+        operator_resetter: deps.operator_resetter,
         syslog_warned: Arc::new(AtomicBool::new(false)),
         netlink_warned: false,
         ready: Ready::default(),
@@ -538,7 +556,19 @@ impl Loop {
                     _ => {
                         self.tell(port.as_ref(), &format!("running: {action}"));
                         self.inflight.insert(action.id, port);
-                        let ex = self.ex.clone();
+                        let mut ex = self.ex.clone();
+                        if let (
+                            ActionKind::RecreateDevice { device, .. },
+                            crate::core::recovery::Origin::Operator,
+                            Some(make),
+                        ) = (&action.kind, action.origin, &self.operator_resetter)
+                        {
+                            let cfg = &self.settings.config;
+                            if !cfg.devices.allow.iter().any(|a| a == device) {
+                                tracing::info!(%device, "operator command: devices.allow does not list {device}; the operator's word overrides it");
+                                ex.resetter = make(cfg, device);
+                            }
+                        }
                         let lock_dir = self
                             .settings
                             .take_lock
@@ -950,7 +980,10 @@ impl Loop {
     fn dry_run(&mut self, cmd: OperatorCommand, what: String, sink: UnboundedSender<Reply>) {
         match cmd {
             OperatorCommand::Recover { device, .. } | OperatorCommand::ResetDevice { device } => {
-                let resetter = self.ex.resetter.clone();
+                let resetter = match &self.operator_resetter {
+                    Some(make) => make(&self.settings.config, &device),
+                    None => self.ex.resetter.clone(),
+                };
                 let sessions: Vec<String> = self
                     .engine
                     .sessions()
@@ -1167,6 +1200,7 @@ mod tests {
                 }])
             }),
             control: None,
+            operator_resetter: None,
             shutdown: Some(stop_rx),
         };
         let settings = Settings {
