@@ -204,9 +204,12 @@ impl HostTopology {
                 Ok(mut w) => {
                     let mut first = true;
                     while !stop.load(Ordering::Relaxed) {
+                        let forced = refresh.swap(false, Ordering::Relaxed);
+                        if forced {
+                            w.request_dump(now());
+                        }
                         match w.step(&now, Duration::from_millis(250)) {
                             Ok(events) => {
-                                let forced = refresh.swap(false, Ordering::Relaxed);
                                 if events.is_empty() && !first && !forced {
                                     continue;
                                 }
