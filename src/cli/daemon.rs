@@ -35,6 +35,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
         config_path: globals.config.clone(),
         force_dry_run: args.dry_run,
         take_lock: true,
+        automatic_actions: true,
     };
     let code = rt.block_on(async {
         let deps = Deps::real(&settings.config, true)?;

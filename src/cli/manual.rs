@@ -186,6 +186,7 @@ fn standalone(cfg: &Config, req: Request, device: Option<&str>) -> Result<u8, Er
         config_path: None,
         force_dry_run: false,
         take_lock: false,
+        automatic_actions: false,
     };
     let result = rt.block_on(async move {
         let printer = tokio::spawn(async move {

@@ -87,6 +87,10 @@ pub struct Settings {
     /// Take the recovery lock (`paths.state-dir`) around each device re-creation. The
     /// standalone commands hold it for their whole run already, so they say `false`.
     pub take_lock: bool,
+    /// Run the engine's automatic destructive actions. The standalone commands say `false`:
+    /// they run the operator's command only (automatic ones are reported "not run" to the
+    /// engine and left to the daemon), so nothing is cut short when they exit.
+    pub automatic_actions: bool,
 }
 
 impl Deps {
@@ -509,6 +513,23 @@ impl Loop {
                         );
                         continue;
                     }
+                }
+                if !self.settings.automatic_actions
+                    && action.kind.is_destructive()
+                    && action.origin == crate::core::recovery::Origin::Automatic
+                {
+                    tracing::info!(action = %action, "not run: a standalone manual command leaves automatic actions to the daemon");
+                    let now = self.now();
+                    self.engine.handle_outcome(
+                        action.id,
+                        Outcome::NotRun {
+                            reason: "a standalone manual command leaves automatic actions to \
+                                     the daemon"
+                                .into(),
+                        },
+                        now,
+                    );
+                    continue;
                 }
                 match &action.kind {
                     ActionKind::PersistState { reason } => {
@@ -1208,6 +1229,7 @@ mod tests {
             config_path: None,
             force_dry_run: false,
             take_lock: true,
+            automatic_actions: true,
         };
         let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
         // A forged (userspace) record first: ignored with the default config.
