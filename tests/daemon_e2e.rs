@@ -200,7 +200,9 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
     let cfg = h.config("[kmsg]\ntrust-userspace-records = true\n");
     let mut d = Daemon::start(&h, &cfg);
     d.wait_ready();
-    assert!(d.log_has("RDMA netlink") || d.log_has("first scan done"));
+    wait_for("the first scan to be logged", WAIT, || {
+        d.log_has("first scan done")
+    });
     // The target is gone: iscsid's session fails, then the kernel reports the stuck GSI QP.
     h.set_session("FAILED");
     for l in FIELD_LINES {
@@ -285,7 +287,9 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
             .any(|a| a.contains("ignored a kernel-log record written by userspace"))
             || d.log_has("ignored a kernel-log record written by userspace")
     });
-    assert!(d.log_has("untrusted"));
+    wait_for("the untrusted origin to be logged", WAIT, || {
+        d.log_has("untrusted")
+    });
     assert!(
         h.devlink_sets().is_empty(),
         "untrusted records re-created the device: {:?}",
@@ -347,7 +351,9 @@ fn manual_commands_go_through_the_running_daemon() {
     assert_eq!(code, Some(0), "{out}");
     assert!(!out.contains("no iser-guard daemon is running"), "{out}");
     assert!(out.contains("logged in"), "{out}");
-    assert!(d.log_has("operator request"));
+    wait_for("the operator request to be logged", WAIT, || {
+        d.log_has("operator request")
+    });
     assert_eq!(h.logins().len(), 1, "{:?}", h.argv());
     // reset-device through the daemon on a device outside devices.allow.
     let (code, out) = cli(&["reset-device", "rocep2s0f0", "--yes"]);
@@ -355,6 +361,18 @@ fn manual_commands_go_through_the_running_daemon() {
     assert!(out.contains("every port is healthy"), "{out}");
     assert_eq!(h.devlink_sets().len(), 2, "{:?}", h.argv());
     assert!(h.sys().join("class/infiniband/rocep2s0f0").exists());
+    d.stop();
+    drop(d);
+    let _ = std::fs::remove_file(h.path("notify.sock"));
+    let _ = std::fs::remove_file(h.path("syslog.sock"));
+    // A restart resumes from the journal (and rebinds the control socket it removed).
+    let mut d = Daemon::start(&h, &cfg);
+    d.wait_ready();
+    wait_for("the resume to be logged", WAIT, || {
+        d.log_has("resuming from the journal")
+    });
+    let (code, _) = cli(&["pause"]);
+    assert_eq!(code, Some(0));
     d.stop();
 }
 
