@@ -63,6 +63,15 @@ impl Daemon {
     }
 
     fn start_with(h: &FakeHost, config: &std::path::Path, env: &[(&str, &str)]) -> Daemon {
+        Self::start_args(h, config, env, &[])
+    }
+
+    fn start_args(
+        h: &FakeHost,
+        config: &std::path::Path,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Daemon {
         let notify_path = h.path("notify.sock");
         let notify = UnixDatagram::bind(&notify_path).unwrap();
         let syslog = UnixDatagram::bind(h.path("syslog.sock")).unwrap();
@@ -70,6 +79,7 @@ impl Daemon {
             .arg("--config")
             .arg(config)
             .arg("daemon")
+            .args(args)
             .env("NOTIFY_SOCKET", &notify_path)
             .env("ISER_GUARD_LOG", "info")
             .env("NO_COLOR", "1")
@@ -409,4 +419,31 @@ fn sigterm_with_a_hung_iscsiadm_stops_in_time_and_kills_it() {
                 .map_or(true, |s| s.contains(") Z "))
         },
     );
+}
+
+#[test]
+fn a_dry_run_daemon_answers_manual_commands_with_the_plan_only() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
+        return;
+    }
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let mut d = Daemon::start_args(&h, &cfg, &[], &["--dry-run"]);
+    d.wait_ready();
+    let before = h.sys_snapshot();
+    let o = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+        .arg("--config")
+        .arg(&cfg)
+        .args(["reset-device", "rocep2s0f0", "--yes"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("dry-run mode"), "{out}");
+    assert!(out.contains("nothing was changed"), "{out}");
+    assert!(h.devlink_sets().is_empty(), "{:?}", h.argv());
+    assert_eq!(before, h.sys_snapshot());
+    d.stop();
 }

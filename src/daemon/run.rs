@@ -948,7 +948,15 @@ impl Loop {
                 )
             }
         };
-        if dry_run {
+        let destructive = !matches!(cmd, OperatorCommand::Pause | OperatorCommand::Resume);
+        if !dry_run && destructive && self.settings.config.recovery.dry_run {
+            progress(
+                &sink,
+                "the daemon runs in dry-run mode (recovery.dry-run or --dry-run): it changes \
+                 nothing, so this is what it would do",
+            );
+        }
+        if dry_run || (destructive && self.settings.config.recovery.dry_run) {
             self.dry_run(cmd, what, sink);
             return;
         }
