@@ -1,17 +1,48 @@
-//! `iser-guard daemon`.
+//! `iser-guard daemon`: the recovery daemon (what the systemd service starts).
 
 use std::process::ExitCode;
 
 use super::Globals;
+use crate::daemon::run::{run as run_loop, Deps, Mode, Settings};
 use crate::error::Error;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Decide and alert, never act (overrides `recovery.dry-run`, also across reloads).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Stay in the foreground. The daemon never forks (systemd `Type=notify` runs it as is);
+    /// accepted so init scripts can say it explicitly.
+    #[arg(long)]
+    pub foreground: bool,
+}
 
 /// Runs the subcommand.
-pub fn run(_args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
-    Err(Error::Usage(
-        "`daemon` is not available in this build yet".into(),
-    ))
+pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
+    let (config, source) = crate::config::load_or_default(globals.config.as_deref())?;
+    tracing::info!(%source, "configuration loaded");
+    for w in config.warnings() {
+        tracing::warn!("configuration: {w}");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("start the async runtime", e))?;
+    let settings = Settings {
+        config,
+        config_path: globals.config.clone(),
+        force_dry_run: args.dry_run,
+        take_lock: true,
+        automatic_actions: true,
+    };
+    let code = rt.block_on(async {
+        let deps = Deps::real(&settings.config, true)?;
+        run_loop(settings, deps, Mode::Daemon).await
+    });
+    // In-flight executors (an iscsiadm, a device re-creation) must not hold the exit: their
+    // threads are abandoned; iscsiadm runs in its own process group with its own timeout.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(ExitCode::from(code?))
 }

@@ -1,40 +1,412 @@
 //! Manual recovery commands: `recover`, `reset-device`, `reconnect`, `pause`, `resume`.
+//!
+//! With a daemon running they go through its control socket and the daemon runs them on its
+//! own engine (progress lines streamed back). Without one, they run standalone on the same
+//! code path (the daemon's loop in one-shot mode: an engine, the executors, the first scan,
+//! then the command until its ports settle) under the recovery lock, so two recoveries never
+//! race. `--dry-run` only reads: the plan from sysfs and the session list.
 
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use super::Globals;
-use crate::error::Error;
+use crate::config::Config;
+use crate::daemon::run::{parse_portal_arg, run as run_loop, Deps, Mode, Settings};
+use crate::error::{Error, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_UNAVAILABLE};
+use crate::io::control::{request, ControlError, Reply, Request};
+use crate::io::executors::Executors;
 
 /// `recover` arguments.
 #[derive(Debug, clap::Args)]
-pub struct RecoverArgs {}
+pub struct RecoverArgs {
+    /// The RDMA device, optionally with a port: `rocep2s0f0` or `rocep2s0f0/1`.
+    #[arg(value_name = "DEVICE[/PORT]")]
+    pub target: String,
+    /// Show what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
 /// `reset-device` arguments.
 #[derive(Debug, clap::Args)]
-pub struct ResetDeviceArgs {}
+pub struct ResetDeviceArgs {
+    /// The RDMA device, e.g. `rocep2s0f0`.
+    pub device: String,
+    /// Show what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
 /// `reconnect` arguments.
 #[derive(Debug, clap::Args)]
-pub struct ReconnectArgs {}
+pub struct ReconnectArgs {
+    /// Only sessions of this target IQN.
+    #[arg(long, value_name = "IQN")]
+    pub target: Option<String>,
+    /// Only sessions to this portal (`ip`, `ip:port`, `[v6]:port`).
+    #[arg(long, value_name = "ADDR")]
+    pub portal: Option<String>,
+    /// Show what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
 /// `pause` / `resume` arguments.
 #[derive(Debug, clap::Args)]
 pub struct PauseArgs {}
 
-fn unavailable(what: &str) -> Error {
-    Error::Usage(format!("`{what}` is not available in this build yet"))
+/// How long a client waits for the daemon's next line (a re-creation can take minutes).
+const REPLY_TIMEOUT: Duration = Duration::from_secs(16 * 60);
+
+fn config(g: &Globals) -> Result<Config, Error> {
+    Ok(crate::config::load_or_default(g.config.as_deref())?.0)
+}
+
+/// `DEVICE` or `DEVICE/PORT`.
+fn parse_target(s: &str) -> Result<(String, Option<u32>), Error> {
+    let (dev, port) = match s.split_once('/') {
+        Some((d, p)) => {
+            let n: u32 = p.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                Error::Usage(format!("`{s}`: the port after `/` must be a number from 1"))
+            })?;
+            (d, Some(n))
+        }
+        None => (s, None),
+    };
+    crate::config::check_device_name(dev)
+        .map_err(|e| Error::Usage(format!("`{dev}` is not an RDMA device name: {e}")))?;
+    Ok((dev.to_string(), port))
+}
+
+/// Prints what will be done and asks on the terminal unless `--yes`.
+fn confirm(plan: &[String], yes: bool) -> Result<bool, Error> {
+    println!("iser-guard will:");
+    for l in plan {
+        println!("  {l}");
+    }
+    if yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::Usage(
+            "not confirmed: there is no terminal to ask on; pass --yes to proceed".into(),
+        ));
+    }
+    print!("Proceed? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| Error::io("read the confirmation", e))?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes" | "YES"))
+}
+
+/// The steps of a device re-creation, as the plan from sysfs says.
+fn reset_steps(cfg: &Config, device: &str) -> Result<Vec<String>, Error> {
+    let plan = Executors::from_config(&operator_config(cfg, Some(device)))
+        .resetter
+        .plan(device)?;
+    let mut out = vec![format!("re-create RDMA device {device}, trying in order:")];
+    for m in &plan.methods {
+        out.push(format!("  {}: {}", m.method, m.steps.join("; ")));
+    }
+    Ok(out)
+}
+
+/// The operator's word overrides `devices.allow` for the device named on the command line.
+fn operator_config(cfg: &Config, device: Option<&str>) -> Config {
+    let mut cfg = cfg.clone();
+    if let Some(d) = device {
+        if !cfg.devices.allow.iter().any(|a| a == d) {
+            cfg.devices.allow.push(d.to_string());
+        }
+    }
+    cfg
+}
+
+fn exit(code: u8) -> ExitCode {
+    ExitCode::from(code)
+}
+
+/// Sends `req` to the daemon; `Ok(None)` when no daemon runs.
+fn via_daemon(cfg: &Config, req: &Request) -> Result<Option<u8>, Error> {
+    match request(&cfg.paths.control_socket, req, REPLY_TIMEOUT, |m| {
+        println!("{m}")
+    }) {
+        Ok(Reply::Done {
+            ok,
+            message,
+            exit_code,
+            ..
+        }) => {
+            if ok {
+                println!("{message}");
+            } else {
+                eprintln!("iser-guard: {message}");
+            }
+            Ok(Some(exit_code))
+        }
+        Ok(Reply::Progress { .. }) => Ok(Some(EXIT_FINDING)),
+        Err(ControlError::NotRunning { .. }) => Ok(None),
+        Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::Usage(e.to_string())),
+        Err(e) => Err(Error::Data(e.to_string())),
+    }
+}
+
+/// Runs `req` standalone: lock, one-shot loop, printed progress.
+fn standalone(cfg: &Config, req: Request, device: Option<&str>) -> Result<u8, Error> {
+    println!(
+        "no iser-guard daemon is running ({} is not answering): running the command here",
+        cfg.paths.control_socket.display()
+    );
+    std::fs::create_dir_all(&cfg.paths.state_dir)
+        .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
+    let purpose = format!("iser-guard {}", describe(&req));
+    let _lock = crate::io::lock::RecoveryLock::try_acquire(&cfg.paths.state_dir, &purpose)?;
+    let cfg = operator_config(cfg, device);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("start the async runtime", e))?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Reply>();
+    let settings = Settings {
+        config: cfg.clone(),
+        config_path: None,
+        force_dry_run: false,
+        take_lock: false,
+        automatic_actions: false,
+    };
+    let result = rt.block_on(async move {
+        let printer = tokio::spawn(async move {
+            let mut code = EXIT_FINDING;
+            while let Some(r) = rx.recv().await {
+                match r {
+                    Reply::Progress { message } => println!("{message}"),
+                    Reply::Done {
+                        ok,
+                        message,
+                        exit_code,
+                        ..
+                    } => {
+                        if ok {
+                            println!("{message}");
+                        } else {
+                            eprintln!("iser-guard: {message}");
+                        }
+                        code = exit_code;
+                    }
+                }
+            }
+            code
+        });
+        let deps = Deps::real(&cfg, false)?;
+        let loop_code = run_loop(settings, deps, Mode::OneShot(req, tx)).await?;
+        let code = printer.await.unwrap_or(EXIT_FINDING);
+        Ok::<u8, Error>(if loop_code != EXIT_OK {
+            loop_code
+        } else {
+            code
+        })
+    });
+    rt.shutdown_timeout(Duration::from_millis(200));
+    result
+}
+
+fn describe(req: &Request) -> String {
+    match req {
+        Request::Recover { device, port, .. } => match port {
+            Some(p) => format!("recover {device}/{p}"),
+            None => format!("recover {device}"),
+        },
+        Request::ResetDevice { device, .. } => format!("reset-device {device}"),
+        Request::Reconnect { .. } => "reconnect".into(),
+        Request::Pause => "pause".into(),
+        Request::Resume => "resume".into(),
+        Request::Status => "status".into(),
+    }
+}
+
+/// Dry run without a daemon: the plan and the matching sessions, read-only.
+fn standalone_dry_run(
+    cfg: &Config,
+    device: Option<&str>,
+    filter: Option<(&Option<String>, &Option<String>)>,
+) -> Result<u8, Error> {
+    println!("no iser-guard daemon is running: dry run from this host's sysfs and iscsiadm");
+    if let Some(d) = device {
+        for l in reset_steps(cfg, d)? {
+            println!("dry run: would {l}");
+        }
+    }
+    let ex = Executors::from_config(cfg);
+    let sessions = ex.iscsi.session_details()?;
+    let mut n = 0;
+    for s in &sessions.items {
+        let Some(node) = s.node_id() else { continue };
+        if let Some((target, portal)) = filter {
+            if target.as_ref().is_some_and(|t| *t != node.target) {
+                continue;
+            }
+            if let Some(p) = portal {
+                let want = parse_portal_arg(p).map_err(Error::Usage)?;
+                if want.address != node.address || want.port != node.port {
+                    continue;
+                }
+            }
+        }
+        n += 1;
+        println!(
+            "dry run: would log out and in if still down: {} {} (sid {})",
+            node.target,
+            node.portal_arg(),
+            s.sid
+        );
+    }
+    if filter.is_some() && n == 0 {
+        eprintln!("iser-guard: no iSCSI session matches; `iscsiadm -m session` lists the sessions");
+        return Ok(EXIT_NOINPUT);
+    }
+    println!("dry run: nothing was changed");
+    Ok(EXIT_OK)
 }
 
 /// `iser-guard recover`.
-pub fn recover(_a: RecoverArgs, _g: &Globals) -> Result<ExitCode, Error> {
-    Err(unavailable("recover"))
+pub fn recover(a: RecoverArgs, g: &Globals) -> Result<ExitCode, Error> {
+    let cfg = config(g)?;
+    let (device, port) = parse_target(&a.target)?;
+    let req = Request::Recover {
+        device: device.clone(),
+        port,
+        dry_run: a.dry_run,
+    };
+    if a.dry_run {
+        return match via_daemon(&cfg, &req)? {
+            Some(c) => Ok(exit(c)),
+            None => Ok(exit(standalone_dry_run(&cfg, Some(&device), None)?)),
+        };
+    }
+    let mut plan = vec![format!(
+        "check that the target portals of {}'s iSCSI sessions answer",
+        a.target
+    )];
+    plan.extend(reset_steps(&cfg, &device)?);
+    plan.push("log its iSCSI sessions out and in if iscsid does not reconnect them".into());
+    plan.push("verify every session is LOGGED_IN with running disks".into());
+    if !confirm(&plan, a.yes)? {
+        eprintln!("iser-guard: not confirmed; nothing was changed");
+        return Ok(exit(EXIT_FINDING));
+    }
+    let code = match via_daemon(&cfg, &req)? {
+        Some(c) => c,
+        None => standalone(&cfg, req, Some(&device))?,
+    };
+    Ok(exit(code))
 }
+
 /// `iser-guard reset-device`.
-pub fn reset_device(_a: ResetDeviceArgs, _g: &Globals) -> Result<ExitCode, Error> {
-    Err(unavailable("reset-device"))
+pub fn reset_device(a: ResetDeviceArgs, g: &Globals) -> Result<ExitCode, Error> {
+    let cfg = config(g)?;
+    let (device, _) = parse_target(&a.device)?;
+    let req = Request::ResetDevice {
+        device: device.clone(),
+        dry_run: a.dry_run,
+    };
+    if a.dry_run {
+        return match via_daemon(&cfg, &req)? {
+            Some(c) => Ok(exit(c)),
+            None => Ok(exit(standalone_dry_run(&cfg, Some(&device), None)?)),
+        };
+    }
+    let mut plan = reset_steps(&cfg, &device)?;
+    plan.push("then reconnect its iSCSI sessions if iscsid does not".into());
+    if !confirm(&plan, a.yes)? {
+        eprintln!("iser-guard: not confirmed; nothing was changed");
+        return Ok(exit(EXIT_FINDING));
+    }
+    let code = match via_daemon(&cfg, &req)? {
+        Some(c) => c,
+        None => standalone(&cfg, req, Some(&device))?,
+    };
+    Ok(exit(code))
 }
+
 /// `iser-guard reconnect`.
-pub fn reconnect(_a: ReconnectArgs, _g: &Globals) -> Result<ExitCode, Error> {
-    Err(unavailable("reconnect"))
+pub fn reconnect(a: ReconnectArgs, g: &Globals) -> Result<ExitCode, Error> {
+    let cfg = config(g)?;
+    if let Some(p) = &a.portal {
+        parse_portal_arg(p).map_err(Error::Usage)?;
+    }
+    let req = Request::Reconnect {
+        target: a.target.clone(),
+        portal: a.portal.clone(),
+        dry_run: a.dry_run,
+    };
+    if a.dry_run {
+        return match via_daemon(&cfg, &req)? {
+            Some(c) => Ok(exit(c)),
+            None => Ok(exit(standalone_dry_run(
+                &cfg,
+                None,
+                Some((&a.target, &a.portal)),
+            )?)),
+        };
+    }
+    let which = match (&a.target, &a.portal) {
+        (None, None) => "every iSCSI session".to_string(),
+        (t, p) => format!(
+            "the iSCSI sessions{}{}",
+            t.as_ref()
+                .map(|t| format!(" of target {t}"))
+                .unwrap_or_default(),
+            p.as_ref()
+                .map(|p| format!(" to portal {p}"))
+                .unwrap_or_default()
+        ),
+    };
+    let plan = vec![format!(
+        "log {which} out and in (iscsiadm --logout, --login)"
+    )];
+    if !confirm(&plan, a.yes)? {
+        eprintln!("iser-guard: not confirmed; nothing was changed");
+        return Ok(exit(EXIT_FINDING));
+    }
+    let code = match via_daemon(&cfg, &req)? {
+        Some(c) => c,
+        None => standalone(&cfg, req, None)?,
+    };
+    Ok(exit(code))
 }
+
 /// `iser-guard pause` / `resume`.
-pub fn pause(_a: PauseArgs, _g: &Globals, _pause: bool) -> Result<ExitCode, Error> {
-    Err(unavailable("pause/resume"))
+pub fn pause(_a: PauseArgs, g: &Globals, pause: bool) -> Result<ExitCode, Error> {
+    let cfg = config(g)?;
+    let req = if pause {
+        Request::Pause
+    } else {
+        Request::Resume
+    };
+    match via_daemon(&cfg, &req)? {
+        Some(c) => Ok(exit(c)),
+        None => {
+            eprintln!(
+                "iser-guard: the daemon is not running (nothing listens on {}): there are no \
+                 automatic actions to {}. Manual commands still work; they run standalone.",
+                cfg.paths.control_socket.display(),
+                if pause { "pause" } else { "resume" }
+            );
+            Ok(exit(EXIT_UNAVAILABLE))
+        }
+    }
 }

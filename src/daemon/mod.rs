@@ -1,3 +1,15 @@
-//! The event loop: feeds the core with inputs and executes its actions.
+//! The daemon: the event loop that feeds the core with inputs and executes its actions.
+//!
+//! - [`run`] — the loop ([`run::run`]) over injected dependencies ([`run::Deps`]); also the
+//!   engine of the standalone manual commands ([`run::Mode::OneShot`]);
+//! - [`sources`] — the clock, the kernel log and the RDMA topology source (real ones and the
+//!   traits tests implement);
+//! - [`exec`] — one engine action on the executors → the engine's outcome;
+//! - [`sessions`] — iscsiadm sessions placed on their RDMA ports;
+//! - [`notify`] — sd_notify.
 
+pub mod exec;
 pub mod notify;
+pub mod run;
+pub mod sessions;
+pub mod sources;

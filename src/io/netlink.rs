@@ -1004,6 +1004,12 @@ impl<T: Transport, M: Transport> NldevWatcher<T, M> {
         &self.poller
     }
 
+    /// Asks for a dump at the next [`NldevWatcher::step`] (the recovery engine's
+    /// `RefreshTopology`, e.g. to verify a re-creation after a restart).
+    pub fn request_dump(&mut self, now: crate::core::time::Instant) {
+        self.poller.on_resync_needed(now);
+    }
+
     /// Why the last dump failed, if it did (cleared by the next successful one).
     pub fn last_error(&self) -> Option<&NetlinkError> {
         self.last_error.as_ref()

@@ -177,6 +177,25 @@ impl Runner for SystemRunner {
     }
 }
 
+/// Spawns `cmd`, retrying briefly on ETXTBSY. exec() fails with "text file busy" while any
+/// process still holds the program open for writing: a package upgrade replacing the tool,
+/// or, in a multi-threaded process, another thread's fork() that inherited the descriptor
+/// of a just-written script for the instant before its exec() closes it. Both pass within
+/// milliseconds, and failing a recovery step on them would be wrong.
+fn spawn_retrying_busy(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut delay = Duration::from_millis(5);
+    for _ in 0..6 {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(delay);
+                delay *= 2;
+            }
+            other => return other,
+        }
+    }
+    cmd.spawn()
+}
+
 /// Spawns `inv`, captures its output, and enforces its deadline. See the module doc.
 pub fn run(inv: &Invocation) -> Result<Output, RunError> {
     let start = Instant::now();
@@ -189,7 +208,7 @@ pub fn run(inv: &Invocation) -> Result<Output, RunError> {
         .process_group(0)
         // Predictable, untranslated messages: we match on some of them.
         .env("LC_ALL", "C");
-    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+    let mut child = spawn_retrying_busy(&mut cmd).map_err(|source| RunError::Spawn {
         program: inv.program.clone(),
         source,
     })?;

@@ -13,7 +13,7 @@ use super::input::{
 use crate::core::iscsi;
 use crate::core::qp::QpState;
 use crate::core::signatures::{KernelEvent, SignatureKind};
-use crate::core::topology::{TopologyEvent, UnstuckReason};
+use crate::core::topology::{Topology, TopologyEvent, UnstuckReason};
 
 /// The engine's view of a classified kernel record, if it has one.
 ///
@@ -88,8 +88,20 @@ pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
 
 /// The engine's view of a change the RDMA netlink model (`core::topology`) noticed. The
 /// model follows devices by parent and netdev, so a re-created device that came back under
-/// another name is reported as a rename first.
-pub fn from_topology_event(ev: &TopologyEvent) -> Vec<Observation> {
+/// another name is reported as a rename first. `topology` is the model after the change
+/// (for a device's parent and port count).
+pub fn from_topology_event(ev: &TopologyEvent, topology: &Topology) -> Vec<Observation> {
+    let appeared = |name: &str| {
+        let d = topology.device(name);
+        Observation::DeviceAppeared {
+            device: name.to_string(),
+            parent: d
+                .and_then(|d| d.parent.as_deref())
+                .map(|p| p.strip_prefix("pci:").unwrap_or(p).to_string()),
+            driver: None,
+            ports: d.map_or(1, |d| u32::try_from(d.ports.len()).unwrap_or(u32::MAX)),
+        }
+    };
     match ev {
         TopologyEvent::DeviceAppeared { device } => vec![appeared(&device.name)],
         TopologyEvent::DeviceDisappeared { device } => vec![Observation::DeviceGone {
@@ -98,15 +110,15 @@ pub fn from_topology_event(ev: &TopologyEvent) -> Vec<Observation> {
         TopologyEvent::DeviceRecreated {
             device, old_name, ..
         } => {
-            let mut v = Vec::new();
-            if old_name != &device.name {
-                v.push(Observation::DeviceRenamed {
+            let mut out = Vec::new();
+            if *old_name != device.name {
+                out.push(Observation::DeviceRenamed {
                     from: old_name.clone(),
                     to: device.name.clone(),
                 });
             }
-            v.push(appeared(&device.name));
-            v
+            out.push(appeared(&device.name));
+            out
         }
         TopologyEvent::DeviceRenamed { device, old_name } => vec![Observation::DeviceRenamed {
             from: old_name.clone(),
@@ -120,9 +132,9 @@ pub fn from_topology_event(ev: &TopologyEvent) -> Vec<Observation> {
             device: device.name.clone(),
             port: *port,
         }],
-        TopologyEvent::PortStuck(sp) => vec![Observation::GsiQpState {
-            device: sp.device.name.clone(),
-            port: sp.port,
+        TopologyEvent::PortStuck(stuck) => vec![Observation::GsiQpState {
+            device: stuck.device.name.clone(),
+            port: stuck.port,
             state: QpState::Err,
         }],
         TopologyEvent::PortUnstuck {
@@ -135,15 +147,6 @@ pub fn from_topology_event(ev: &TopologyEvent) -> Vec<Observation> {
             state: QpState::Rts,
         }],
         TopologyEvent::PortUnstuck { .. } | TopologyEvent::QpError { .. } => Vec::new(),
-    }
-}
-
-fn appeared(name: &str) -> Observation {
-    Observation::DeviceAppeared {
-        device: name.to_string(),
-        parent: None,
-        driver: None,
-        ports: 0,
     }
 }
 
@@ -306,13 +309,18 @@ mod tests {
             name: name.to_string(),
             index,
         };
+        // An empty model: the observations then carry no parent (nothing known about it).
+        let model = crate::core::topology::Topology::new();
         // A re-created device still under its kernel name, before udev renamed it back.
-        let v = from_topology_event(&TopologyEvent::DeviceRecreated {
-            device: dev("rocep2s0f0", 3),
-            old_index: 0,
-            old_name: "irdma0".into(),
-            matched_by: MatchedBy::Parent,
-        });
+        let v = from_topology_event(
+            &TopologyEvent::DeviceRecreated {
+                device: dev("rocep2s0f0", 3),
+                old_index: 0,
+                old_name: "irdma0".into(),
+                matched_by: MatchedBy::Parent,
+            },
+            &model,
+        );
         assert_eq!(
             v.first(),
             Some(&Observation::DeviceRenamed {
@@ -321,11 +329,14 @@ mod tests {
             })
         );
         assert_eq!(
-            from_topology_event(&TopologyEvent::PortUnstuck {
-                device: dev("rocep2s0f0", 3),
-                port: 1,
-                reason: UnstuckReason::QpRecovered,
-            }),
+            from_topology_event(
+                &TopologyEvent::PortUnstuck {
+                    device: dev("rocep2s0f0", 3),
+                    port: 1,
+                    reason: UnstuckReason::QpRecovered,
+                },
+                &model
+            ),
             vec![Observation::GsiQpState {
                 device: "rocep2s0f0".into(),
                 port: 1,
@@ -333,9 +344,12 @@ mod tests {
             }]
         );
         assert_eq!(
-            from_topology_event(&TopologyEvent::DeviceDisappeared {
-                device: dev("rxe_ini", 0)
-            }),
+            from_topology_event(
+                &TopologyEvent::DeviceDisappeared {
+                    device: dev("rxe_ini", 0)
+                },
+                &model
+            ),
             vec![Observation::DeviceGone {
                 device: "rxe_ini".into()
             }]
@@ -362,5 +376,79 @@ mod tests {
             iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(15), "already present"),
             IscsiadmStatus::AlreadyLoggedIn
         );
+    }
+}
+
+#[cfg(test)]
+mod kernel_event_tests {
+    use super::*;
+    use crate::core::kmsg::Record;
+    use crate::core::signatures::classify_record;
+
+    fn record(facility: u8, text: &str) -> Record {
+        let line = format!("{},1,100,-;{text}", u32::from(facility) * 8 + 3);
+        Record::parse(line.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn field_lines_become_a_stuck_gsi_qp_with_the_record_trust() {
+        let r = record(
+            0,
+            "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3",
+        );
+        let (obs, trust) = from_kernel_event(&classify_record(&r).unwrap()).unwrap();
+        assert_eq!(trust, Trust::Trusted);
+        assert_eq!(
+            obs,
+            Observation::GsiQpStuck {
+                device: "rocep2s0f0".into(),
+                port: None,
+                evidence: StuckEvidence::ModifyQpInvalid
+            }
+        );
+        let r = record(
+            1,
+            "infiniband rocep2s0f0: ib_mad_send_error - ib_modify_qp to RTS: -22",
+        );
+        let (obs, trust) = from_kernel_event(&classify_record(&r).unwrap()).unwrap();
+        assert_eq!(trust, Trust::Untrusted);
+        assert!(matches!(
+            obs,
+            Observation::GsiQpStuck {
+                evidence: StuckEvidence::MadRtsFailed,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn iscsi_and_disk_lines_map_to_sessions_and_disks() {
+        let cases = [
+            (
+                " connection2:0: detected conn error (1022)",
+                Observation::ConnError { sid: 2, code: 1022 },
+            ),
+            (
+                " session5: session recovery timed out after 120 secs",
+                Observation::SessionRecoveryTimedOut { sid: 5 },
+            ),
+            (
+                "I/O error, dev sda, sector 128 op 0x1:(WRITE) flags 0x8800 phys_seg 16 prio class 2",
+                Observation::IoError {
+                    disk: "sda".into(),
+                    kind: IoErrorKind::IoError,
+                },
+            ),
+        ];
+        for (text, want) in cases {
+            let ev = classify_record(&record(0, text)).unwrap();
+            assert_eq!(from_kernel_event(&ev).map(|(o, _)| o), Some(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn records_without_an_actionable_subject_give_nothing() {
+        let ev = classify_record(&record(0, " connection3:0: Could not send nopout")).unwrap();
+        assert_eq!(from_kernel_event(&ev), None);
     }
 }

@@ -1,0 +1,223 @@
+//! Runs one engine action on the executors (blocking: call through `spawn_blocking`) and
+//! turns the executor's answer into the engine's [`Outcome`], with a line for the log and
+//! the operator.
+
+use crate::core::iscsi::NodeId;
+use crate::core::recovery::{
+    Action, ActionKind, IscsiNode, IscsiadmStatus, Outcome, ProbeResult, RecreateResult,
+};
+use crate::io::executors::Executors;
+use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
+use crate::io::lock::RecoveryLock;
+use crate::io::probe::{parse_portal, ProbeResult as TcpResult, ProbeSource};
+use crate::io::reset::ResetOutcome;
+
+/// The result of one executed action: the outcome for the engine and what happened, in
+/// words.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    /// For `Engine::handle_outcome`.
+    pub outcome: Outcome,
+    /// One line for the log and the operator.
+    pub summary: String,
+}
+
+fn node_id(node: &IscsiNode) -> NodeId {
+    NodeId {
+        target: node.key.target.clone(),
+        address: node.key.portal.address.clone(),
+        port: node.key.portal.port,
+        iface: Some(node.key.iface.clone()),
+    }
+}
+
+fn iscsiadm_status(e: &IscsiadmError) -> IscsiadmStatus {
+    match e {
+        IscsiadmError::Failed {
+            status, message, ..
+        } => IscsiadmStatus::from_exit_code(status.code(), message),
+        IscsiadmError::Hung { .. } => IscsiadmStatus::Timeout,
+        other => IscsiadmStatus::Other {
+            code: None,
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Executes an action that expects an outcome (probe, re-creation, iscsiadm). `lock_dir`:
+/// where the recovery lock lives (`paths.state-dir`); a device re-creation holds it (`None`:
+/// the caller holds it already).
+/// Returns `None` for actions that have no outcome (the caller handles those itself).
+/// `probe_from`: the local address of the sessions to that portal (their iface IP), so the
+/// probe leaves through the iSER interface; `None` lets routing choose.
+pub fn execute(
+    ex: &Executors,
+    action: &Action,
+    lock_dir: Option<&std::path::Path>,
+    probe_from: Option<std::net::IpAddr>,
+) -> Option<Executed> {
+    let done = |outcome, summary: String| {
+        Some(Executed {
+            outcome,
+            summary: format!("{action}: {summary}"),
+        })
+    };
+    match &action.kind {
+        ActionKind::ProbePortal { portal, timeout } => {
+            let addr = match parse_portal(&portal.to_string(), ex.probe_port) {
+                Ok(a) => a,
+                Err(e) => {
+                    return done(Outcome::Probe(ProbeResult::Unreachable), e.to_string());
+                }
+            };
+            let source = ProbeSource {
+                local_ip: probe_from.filter(|ip| ip.is_ipv4() == addr.is_ipv4()),
+                device: None,
+            };
+            match ex.prober.probe(addr, &source, *timeout) {
+                Ok(r @ TcpResult::Reachable { .. }) => {
+                    done(Outcome::Probe(ProbeResult::Reachable), r.to_string())
+                }
+                Ok(r @ TcpResult::Refused) => {
+                    done(Outcome::Probe(ProbeResult::Refused), r.to_string())
+                }
+                Ok(r) => done(Outcome::Probe(ProbeResult::Unreachable), r.to_string()),
+                Err(e) => done(Outcome::Probe(ProbeResult::Unreachable), e.to_string()),
+            }
+        }
+        ActionKind::RecreateDevice { device, .. } => {
+            let purpose = format!("iser-guard: re-creating {device}");
+            let _lock = match lock_dir.map(|d| RecoveryLock::try_acquire(d, &purpose)) {
+                None => None,
+                Some(Ok(l)) => Some(l),
+                Some(Err(e)) => {
+                    return done(
+                        Outcome::Recreate(RecreateResult::Failed {
+                            reason: e.to_string(),
+                        }),
+                        format!("not run: {e}"),
+                    )
+                }
+            };
+            match ex.resetter.recreate(device, false) {
+                Ok(ResetOutcome::Recreated(r)) => done(
+                    Outcome::Recreate(RecreateResult::Recreated {
+                        name: r.new_name.clone(),
+                    }),
+                    format!(
+                        "re-created by {} in {} ms; the device is {} again",
+                        r.method, r.took_ms, r.new_name
+                    ),
+                ),
+                Ok(ResetOutcome::DryRun(plan)) => {
+                    let reason = format!(
+                        "dry-run: nothing done ({} method(s) planned)",
+                        plan.methods.len()
+                    );
+                    done(
+                        Outcome::Recreate(RecreateResult::Failed {
+                            reason: reason.clone(),
+                        }),
+                        reason,
+                    )
+                }
+                Err(e @ crate::io::reset::ResetError::NoMethod { .. }) => done(
+                    Outcome::Recreate(RecreateResult::Unsupported {
+                        reason: e.to_string(),
+                    }),
+                    e.to_string(),
+                ),
+                Err(e) => done(
+                    Outcome::Recreate(RecreateResult::Failed {
+                        reason: e.to_string(),
+                    }),
+                    e.to_string(),
+                ),
+            }
+        }
+        ActionKind::IscsiLogin { node, .. } => {
+            let id = node_id(node);
+            let mut result = ex.iscsi.login(&id);
+            if let Err(e) = &result {
+                if e.is_no_record() {
+                    tracing::warn!(node = %node.key, "no node record: restoring it with -o new, then logging in");
+                    result = match ex.iscsi.create_node(&id) {
+                        Ok(_) => ex.iscsi.login(&id),
+                        Err(e) => Err(e),
+                    };
+                }
+            }
+            match result {
+                Ok(LoginOutcome::LoggedIn) => done(
+                    Outcome::Iscsiadm(IscsiadmStatus::Success),
+                    "logged in".into(),
+                ),
+                Ok(LoginOutcome::AlreadyLoggedIn) => done(
+                    Outcome::Iscsiadm(IscsiadmStatus::AlreadyLoggedIn),
+                    "already logged in".into(),
+                ),
+                Err(e) => done(Outcome::Iscsiadm(iscsiadm_status(&e)), e.to_string()),
+            }
+        }
+        ActionKind::IscsiLogout { node, .. } => match ex.iscsi.logout(&node_id(node)) {
+            Ok(LogoutOutcome::LoggedOut) => done(
+                Outcome::Iscsiadm(IscsiadmStatus::Success),
+                "logged out".into(),
+            ),
+            Ok(LogoutOutcome::NotLoggedIn) => done(
+                Outcome::Iscsiadm(IscsiadmStatus::NotFound),
+                "was not logged in".into(),
+            ),
+            Err(e) => done(Outcome::Iscsiadm(iscsiadm_status(&e)), e.to_string()),
+        },
+        ActionKind::IscsiRescan { sid, .. } => match ex.iscsi.rescan(*sid) {
+            Ok(()) => done(
+                Outcome::Iscsiadm(IscsiadmStatus::Success),
+                "rescanned".into(),
+            ),
+            Err(e) => done(Outcome::Iscsiadm(iscsiadm_status(&e)), e.to_string()),
+        },
+        ActionKind::RefreshSessions
+        | ActionKind::RefreshTopology
+        | ActionKind::Alert(_)
+        | ActionKind::PersistState { .. } => None,
+    }
+}
+
+/// The syslog form of an engine alert, with the configured severities.
+pub fn syslog_alert(
+    a: &crate::core::recovery::Alert,
+    cfg: &crate::config::Alerts,
+) -> crate::io::syslog::Alert {
+    use crate::core::recovery::Severity as E;
+    use crate::io::syslog::Severity as S;
+    let configured = match a.severity {
+        E::Info => cfg.severity_recovered,
+        E::Warning => cfg.severity_action,
+        E::Error => cfg.severity_fault,
+        E::Critical => cfg.severity_operator,
+    };
+    let severity = match configured.code() {
+        0 | 1 => S::Alert,
+        2 => S::Crit,
+        3 => S::Err,
+        4 => S::Warning,
+        5 => S::Notice,
+        _ => S::Info,
+    };
+    let what = if a.count > 1 {
+        format!("{} ({} times)", a.summary, a.count)
+    } else {
+        a.summary.clone()
+    };
+    crate::io::syslog::Alert {
+        severity,
+        what,
+        why: a.detail.clone(),
+        todo: a
+            .remedy
+            .as_ref()
+            .map(|r| format!("run `{r}`"))
+            .unwrap_or_default(),
+    }
+}

@@ -1,0 +1,209 @@
+//! The manual commands on the real binary, without a daemon (standalone mode), against the
+//! fake host of tests/support/fake_host.rs: a fake sysfs with an E810 `rocep2s0f0`, stub
+//! devlink/rdma and a stateful stub iscsiadm, a loopback listener as the target portal.
+
+#[path = "support/fake_host.rs"]
+mod fake_host;
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use fake_host::{FakeHost, TARGET};
+
+fn run(h: &FakeHost, config: &std::path::Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env("ISER_GUARD_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ iser-guard {}\n--- stdout\n{}--- stderr\n{}--- exit {:?}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        out.status.code()
+    );
+    let _ = h;
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn dry_runs_print_the_plan_and_write_nothing() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let before = h.sys_snapshot();
+    for args in [
+        &["reset-device", "rocep2s0f0", "--dry-run"][..],
+        &["recover", "rocep2s0f0/1", "--dry-run"][..],
+        &["reconnect", "--target", TARGET, "--dry-run"][..],
+    ] {
+        let o = run(&h, &cfg, args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert!(stdout(&o).contains("nothing was changed"), "{args:?}");
+    }
+    let o = run(&h, &cfg, &["reset-device", "rocep2s0f0", "--dry-run"]);
+    assert!(
+        stdout(&o).contains("dry run: would re-create RDMA device rocep2s0f0"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("enable_roce"), "{}", stdout(&o));
+    let o = run(&h, &cfg, &["reconnect", "--dry-run"]);
+    assert!(stdout(&o).contains(&h.portal()), "{}", stdout(&o));
+    // Only read-only iscsiadm listings ran; no devlink set, no login, no sysfs write, and
+    // nothing in the state directory.
+    assert!(h.devlink_sets().is_empty(), "{:?}", h.argv());
+    assert!(
+        h.argv().iter().all(|l| l == "-m session -P 3"),
+        "{:?}",
+        h.argv()
+    );
+    assert_eq!(before, h.sys_snapshot());
+    assert_eq!(std::fs::read_dir(h.state_dir()).unwrap().count(), 0);
+}
+
+#[test]
+fn destructive_commands_without_a_terminal_need_yes() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let before = h.sys_snapshot();
+    for args in [
+        &["recover", "rocep2s0f0"][..],
+        &["reset-device", "rocep2s0f0"][..],
+        &["reconnect"][..],
+    ] {
+        let o = run(&h, &cfg, args);
+        assert_eq!(o.status.code(), Some(64), "{args:?}");
+        assert!(stdout(&o).contains("iser-guard will:"), "{args:?}");
+        assert!(stderr(&o).contains("pass --yes"), "{args:?}");
+    }
+    assert!(h.devlink_sets().is_empty());
+    assert!(h.logins().is_empty());
+    assert_eq!(before, h.sys_snapshot());
+}
+
+#[test]
+fn recover_runs_the_whole_sequence_standalone() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    h.set_session("FAILED");
+    let _target = h.start_target();
+    let o = run(&h, &cfg, &["recover", "rocep2s0f0/1", "--yes"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("no iser-guard daemon is running"), "{out}");
+    assert!(out.contains("probe portal"), "{out}");
+    assert!(out.contains("re-create RDMA device rocep2s0f0"), "{out}");
+    assert!(out.contains("every port is healthy"), "{out}");
+    assert_eq!(
+        h.devlink_sets(),
+        [
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime",
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime"
+        ]
+    );
+    let logins = h.logins();
+    assert_eq!(logins.len(), 1, "{:?}", h.argv());
+    assert!(logins[0].contains(TARGET) && logins[0].contains(&h.portal()));
+    assert_eq!(h.session(), "LOGGED_IN");
+    // The device is back in the fake sysfs.
+    assert!(h.sys().join("class/infiniband/rocep2s0f0").exists());
+    // The journal records the completed re-creation (so a later daemon never repeats it).
+    let snap = iser_guard::io::journal::Journal::new(h.state_dir())
+        .load()
+        .unwrap()
+        .expect("journal written");
+    assert!(snap
+        .devices
+        .iter()
+        .any(|d| d.name == "rocep2s0f0" && d.completed_recreations > 0));
+}
+
+#[test]
+fn reconnect_logs_the_matching_session_out_and_in() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let _target = h.start_target();
+    let o = run(
+        &h,
+        &cfg,
+        &[
+            "reconnect",
+            "--target",
+            TARGET,
+            "--portal",
+            &h.portal(),
+            "--yes",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let argv = h.argv();
+    assert!(argv.iter().any(|l| l.ends_with("--logout")), "{argv:?}");
+    assert!(argv.iter().any(|l| l.ends_with("--login")), "{argv:?}");
+    assert!(h.devlink_sets().is_empty(), "reconnect must not re-create");
+    // No session matches another target: refused with 66.
+    let o = run(
+        &h,
+        &cfg,
+        &["reconnect", "--target", "iqn.2000-01.none:x", "--yes"],
+    );
+    assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
+}
+
+#[test]
+fn a_held_lock_refuses_with_75_naming_the_holder() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let _held =
+        iser_guard::io::lock::RecoveryLock::try_acquire(&h.state_dir(), "test holder").unwrap();
+    let o = run(&h, &cfg, &["reset-device", "rocep2s0f0", "--yes"]);
+    assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("pid {}", std::process::id())),
+        "{}",
+        stderr(&o)
+    );
+    assert!(h.devlink_sets().is_empty());
+}
+
+#[test]
+fn pause_and_resume_without_a_daemon_say_so() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    for cmd in ["pause", "resume"] {
+        let o = run(&h, &cfg, &[cmd]);
+        assert_eq!(o.status.code(), Some(69));
+        assert!(
+            stderr(&o).contains("the daemon is not running"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let o = run(&h, &cfg, &["recover", "rocep2s0f0/x", "--yes"]);
+    assert_eq!(o.status.code(), Some(64));
+    let o = run(
+        &h,
+        &cfg,
+        &["reconnect", "--portal", "not-an-address", "--yes"],
+    );
+    assert_eq!(o.status.code(), Some(64));
+    let o = run(&h, &cfg, &["reset-device", "nosuchdev", "--yes"]);
+    assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
+    let _ = Duration::ZERO;
+}
