@@ -1162,6 +1162,14 @@ impl Config {
         );
 
         let m = &self.metrics;
+        // The key is reserved so configurations can be written for it, but nothing writes
+        // the file yet: accepting `true` would promise metrics that never appear.
+        if m.enabled {
+            p.push(Problem::new(
+                "metrics.enabled",
+                "metrics are not written by this version of iser-guard; leave this false",
+            ));
+        }
         if m.textfile.extension().is_none_or(|e| e != "prom") {
             p.push(Problem::new(
                 "metrics.textfile",
@@ -1234,6 +1242,14 @@ mod tests {
             Ok(c) => panic!("expected problems, got {c:?}"),
             Err(p) => p,
         }
+    }
+
+    #[test]
+    fn metrics_cannot_be_enabled_before_they_are_written() {
+        let problems = parse_str("[metrics]\nenabled = true\n").unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].key, "metrics.enabled");
+        assert!(parse_str("[metrics]\nenabled = false\n").is_ok());
     }
 
     #[test]
