@@ -304,15 +304,7 @@ pub fn recover(a: RecoverArgs, g: &Globals) -> Result<ExitCode, Error> {
     plan.extend(reset_steps(&cfg, &device)?);
     plan.push("log its iSCSI sessions out and in if iscsid does not reconnect them".into());
     plan.push("verify every session is LOGGED_IN with running disks".into());
-    if !confirm(&plan, a.yes)? {
-        eprintln!("iser-guard: not confirmed; nothing was changed");
-        return Ok(exit(EXIT_FINDING));
-    }
-    let code = match via_daemon(&cfg, &req)? {
-        Some(c) => c,
-        None => standalone(&cfg, req, Some(&device))?,
-    };
-    Ok(exit(code))
+    confirm_then_run(&cfg, &plan, a.yes, req, &device)
 }
 
 /// `iser-guard reset-device`.
@@ -331,13 +323,25 @@ pub fn reset_device(a: ResetDeviceArgs, g: &Globals) -> Result<ExitCode, Error> 
     }
     let mut plan = reset_steps(&cfg, &device)?;
     plan.push("then reconnect its iSCSI sessions if iscsid does not".into());
-    if !confirm(&plan, a.yes)? {
+    confirm_then_run(&cfg, &plan, a.yes, req, &device)
+}
+
+/// Asks for confirmation of a destructive `plan` on `device` (unless `--yes`), then runs
+/// `req` through the daemon, or standalone when no daemon answers.
+fn confirm_then_run(
+    cfg: &Config,
+    plan: &[String],
+    yes: bool,
+    req: Request,
+    device: &str,
+) -> Result<ExitCode, Error> {
+    if !confirm(plan, yes)? {
         eprintln!("iser-guard: not confirmed; nothing was changed");
         return Ok(exit(EXIT_FINDING));
     }
-    let code = match via_daemon(&cfg, &req)? {
+    let code = match via_daemon(cfg, &req)? {
         Some(c) => c,
-        None => standalone(&cfg, req, Some(&device))?,
+        None => standalone(cfg, req, Some(device))?,
     };
     Ok(exit(code))
 }

@@ -1073,17 +1073,8 @@ impl Engine {
                 ));
             }
             RecreateResult::Failed { reason } => {
-                if let Some(r) = self
-                    .devices
-                    .get_mut(device)
-                    .and_then(|d| d.recreation.as_mut())
-                {
-                    r.state = RecreationState::Failed;
-                }
-                for pid in self.ports_of_device(device) {
-                    if self.phase(&pid) != Some(Phase::ResettingDevice) {
-                        continue;
-                    }
+                self.mark_recreation_failed(device);
+                for pid in self.ports_resetting(device) {
                     self.after_failed_attempt(
                         &pid,
                         format!("re-creating {device} failed (attempt {attempt}): {reason}"),
@@ -1092,17 +1083,8 @@ impl Engine {
                 }
             }
             RecreateResult::Unsupported { reason } => {
-                if let Some(r) = self
-                    .devices
-                    .get_mut(device)
-                    .and_then(|d| d.recreation.as_mut())
-                {
-                    r.state = RecreationState::Failed;
-                }
-                for pid in self.ports_of_device(device) {
-                    if self.phase(&pid) != Some(Phase::ResettingDevice) {
-                        continue;
-                    }
+                self.mark_recreation_failed(device);
+                for pid in self.ports_resetting(device) {
                     self.quarantine(
                         &pid,
                         format!("{device} cannot be re-created here: {reason}"),
@@ -2442,6 +2424,25 @@ impl Engine {
                 recreation: None,
                 completed_recreations: 0,
             })
+    }
+
+    /// The ports of `device` waiting on its re-creation.
+    fn ports_resetting(&self, device: &str) -> Vec<PortId> {
+        self.ports_of_device(device)
+            .into_iter()
+            .filter(|pid| self.phase(pid) == Some(Phase::ResettingDevice))
+            .collect()
+    }
+
+    /// Records that the device's current re-creation attempt failed.
+    fn mark_recreation_failed(&mut self, device: &str) {
+        if let Some(r) = self
+            .devices
+            .get_mut(device)
+            .and_then(|d| d.recreation.as_mut())
+        {
+            r.state = RecreationState::Failed;
+        }
     }
 
     fn ports_of_device(&self, device: &str) -> Vec<PortId> {
