@@ -460,12 +460,7 @@ impl SimHost {
                 if up {
                     // Lab fact (linkdown40): sessions that never noticed the outage come back
                     // as zombies: LOGGED_IN, every I/O fails.
-                    let sids: Vec<u32> = self
-                        .sessions
-                        .values()
-                        .filter(|s| s.key.portal == portal && s.state == SessionState::LoggedIn)
-                        .map(|s| s.sid)
-                        .collect();
+                    let sids = self.logged_in_sessions(|s| s.key.portal == portal);
                     for sid in sids {
                         if let Some(s) = self.sessions.get_mut(&sid) {
                             s.zombie = true;
@@ -491,12 +486,7 @@ impl SimHost {
                     t.listener = up;
                 }
                 if !up {
-                    let sids: Vec<u32> = self
-                        .sessions
-                        .values()
-                        .filter(|s| s.key.portal == portal && s.state == SessionState::LoggedIn)
-                        .map(|s| s.sid)
-                        .collect();
+                    let sids = self.logged_in_sessions(|s| s.key.portal == portal);
                     for sid in sids {
                         self.fail_session(sid, 1011, now, out);
                     }
@@ -685,15 +675,19 @@ impl SimHost {
     }
 
     fn target_gone(&mut self, portal: &Portal, now: Instant, _power: bool) {
-        let sids: Vec<u32> = self
-            .sessions
-            .values()
-            .filter(|s| &s.key.portal == portal && s.state == SessionState::LoggedIn)
-            .map(|s| s.sid)
-            .collect();
+        let sids = self.logged_in_sessions(|s| &s.key.portal == portal);
         for sid in sids {
             self.schedule(now.plus(NOP_DETECT), HostEvent::NopTimeout(sid));
         }
+    }
+
+    /// The SIDs of the logged-in sessions that `pick` selects.
+    fn logged_in_sessions(&self, pick: impl Fn(&SimSession) -> bool) -> Vec<u32> {
+        self.sessions
+            .values()
+            .filter(|s| s.state == SessionState::LoggedIn && pick(s))
+            .map(|s| s.sid)
+            .collect()
     }
 
     fn fail_session(&mut self, sid: u32, code: u32, now: Instant, out: &mut Vec<Delivery>) {
@@ -797,12 +791,7 @@ impl SimHost {
                 device: device.to_string(),
             }));
             // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL).
-            let sids: Vec<u32> = self
-                .sessions
-                .values()
-                .filter(|s| s.port.device == device && s.state == SessionState::LoggedIn)
-                .map(|s| s.sid)
-                .collect();
+            let sids = self.logged_in_sessions(|s| s.port.device == device);
             for sid in sids {
                 self.fail_session(sid, 1011, now, out);
             }

@@ -2665,25 +2665,30 @@ impl Engine {
         detail: String,
         remedy: Option<String>,
     ) {
-        let alert = Alert {
-            severity,
-            summary,
-            detail,
-            remedy,
-            count: 1,
-            key,
-        };
-        if let Some(a) = self
-            .gate
-            .offer(alert, None, self.policy.alert_repeat_interval, now)
-        {
-            self.push_alert(a);
-        }
+        self.offer_alert(now, None, severity, key, summary, detail, remedy);
     }
 
+    /// Like [`Engine::alert`], but identical alerts within `alert_coalesce` of the first
+    /// are merged into it (a storm gives one alert with a count).
     fn alert_coalesced(
         &mut self,
         now: Instant,
+        severity: Severity,
+        key: String,
+        summary: String,
+        detail: String,
+        remedy: Option<String>,
+    ) {
+        let window = Some(self.policy.alert_coalesce);
+        self.offer_alert(now, window, severity, key, summary, detail, remedy);
+    }
+
+    /// Passes an alert through the repeat gate and emits it if the gate lets it out.
+    #[allow(clippy::too_many_arguments)]
+    fn offer_alert(
+        &mut self,
+        now: Instant,
+        coalesce: Option<std::time::Duration>,
         severity: Severity,
         key: String,
         summary: String,
@@ -2698,12 +2703,10 @@ impl Engine {
             count: 1,
             key,
         };
-        if let Some(a) = self.gate.offer(
-            alert,
-            Some(self.policy.alert_coalesce),
-            self.policy.alert_repeat_interval,
-            now,
-        ) {
+        if let Some(a) = self
+            .gate
+            .offer(alert, coalesce, self.policy.alert_repeat_interval, now)
+        {
             self.push_alert(a);
         }
     }
