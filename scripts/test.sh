@@ -9,11 +9,11 @@ cd "$(dirname "$0")/.."
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings" >&2
-cargo clippy --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test" >&2
-cargo test --locked --all-targets
+cargo test --workspace --locked --all-targets
 # Doc tests are not part of --all-targets.
-cargo test --locked --doc
+cargo test --workspace --locked --doc
 # The fuzz targets are run on purpose (cargo fuzz, nightly), not in CI; checking that they
 # still compile keeps them from rotting as the library changes.
 echo "== fuzz targets compile" >&2

@@ -104,35 +104,8 @@ pub struct Devices {
     pub allow: Vec<String>,
 }
 
-/// When to re-create the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResetWhen {
-    /// Wait until the target's portal answers again (default).
-    TargetBack,
-    /// Re-create as soon as the stuck QP is seen.
-    Immediately,
-}
-
-/// How a target portal is probed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProbeMethod {
-    /// TCP connect to the portal's port.
-    Tcp,
-    /// Never probe; treat the target as present.
-    None,
-}
-
-/// What to do when other sessions on the device are still healthy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OtherSessions {
-    /// Do not disrupt them; alert and wait for an operator (default).
-    Wait,
-    /// Re-create the device anyway.
-    Proceed,
-}
+// The policy vocabulary lives in the pure core; the file maps onto it.
+pub use iser_guard_core::recovery::{OtherSessions, Policy, ProbeMethod, ResetWhen};
 
 /// Recovery policy knobs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -997,6 +970,32 @@ const fn millis(ms: u64) -> Duration {
 }
 
 impl Config {
+    /// The recovery policy this configuration asks for: the file's `[recovery]`,
+    /// `[devices]`, `[kmsg]`, `[poll]` and `[alerts]` mapped onto the core's vocabulary.
+    /// Engine-only bounds keep the core's defaults.
+    pub fn policy(&self) -> Policy {
+        let r = &self.recovery;
+        Policy {
+            dry_run: r.dry_run,
+            reset_when: r.reset_when,
+            probe_successes: r.probe_successes.max(1),
+            probe_method: r.probe_method,
+            probe_interval: self.poll.probe.max(Duration::from_millis(100)),
+            probe_timeout: r.probe_timeout,
+            backoff_initial: r.backoff_initial,
+            backoff_max: r.backoff_max.max(r.backoff_initial),
+            max_attempts: r.max_attempts.max(1),
+            iscsid_grace: r.iscsid_grace,
+            other_sessions: r.other_sessions,
+            iscsiadm_timeout: r.iscsiadm_timeout,
+            allow: self.devices.allow.iter().cloned().collect(),
+            trust_userspace: self.kmsg.trust_userspace_records,
+            alert_repeat_interval: self.alerts.repeat_interval,
+            session_refresh: self.poll.iscsi.max(Duration::from_millis(100)),
+            ..Policy::default()
+        }
+    }
+
     /// Semantic checks: ranges and relations between keys. Every problem is returned; key
     /// paths are those of the file (`recovery.backoff-max`, `devices.allow[1]`).
     pub fn validate(&self) -> Vec<Problem> {
@@ -1234,6 +1233,11 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_config_maps_to_the_cores_default_policy() {
+        assert_eq!(Config::default().policy(), Policy::default());
+    }
 
     const SHIPPED: &str = include_str!("../config/iser-guard.toml");
 

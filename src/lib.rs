@@ -17,7 +17,8 @@
 
 pub mod cli;
 pub mod config;
-pub mod core;
+/// The pure core, its own crate so that Cargo enforces its purity.
+pub use iser_guard_core as core;
 pub mod daemon;
 pub mod error;
 pub mod io;

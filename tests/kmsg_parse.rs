@@ -1,4 +1,4 @@
-//! The kernel-log parsers (src/core/kmsg.rs) on real captures (tests/fixtures/kmsg/raw, see its
+//! The kernel-log parsers (crates/iser-guard-core/src/kmsg.rs) on real captures (tests/fixtures/kmsg/raw, see its
 //! README) and property round trips.
 
 use iser_guard::core::kmsg::{

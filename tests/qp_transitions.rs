@@ -1,6 +1,6 @@
 //! The QP transition model checked against the IB spec (vol. 1, ch. 10.3 and 11.2.5's
 //! modify-QP attribute tables) and the kernel's MAD layer, written independently of
-//! `src/core/qp.rs`: expectations here are spelled out per case, not read from the table.
+//! `crates/iser-guard-core/src/qp.rs`: expectations here are spelled out per case, not read from the table.
 
 use iser_guard::core::qp::{
     check_transition, explain_qp_transition, explain_transition, rule, valid_targets, AttrMask,

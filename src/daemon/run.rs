@@ -17,8 +17,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use crate::config::Config;
 use crate::core::iscsi::{Parsed, SessionDetail};
 use crate::core::recovery::{
-    from_kernel_event, ActionId, ActionKind, Engine, OperatorCommand, Outcome, Phase, Policy,
-    PortId, Portal, Trust,
+    from_kernel_event, ActionId, ActionKind, Engine, OperatorCommand, Outcome, Phase, PortId,
+    Portal, Trust,
 };
 use crate::core::session_map::{NetdevAddr, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
@@ -204,7 +204,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
     let journal = Journal::new(&cfg.paths.state_dir);
     let now = deps.clock.now();
-    let policy = Policy::from_config(cfg);
+    let policy = cfg.policy();
     let engine = match journal.load()? {
         Some(snap) => {
             tracing::info!(
@@ -785,7 +785,7 @@ impl Loop {
                     tracing::warn!("configuration: {w}");
                 }
                 let now = self.now();
-                self.engine.set_policy(Policy::from_config(&cfg), now);
+                self.engine.set_policy(cfg.policy(), now);
                 self.ex = Executors::from_config(&cfg);
                 tracing::info!(%source, "SIGHUP: configuration reloaded");
                 self.settings.config = cfg;

@@ -1,6 +1,6 @@
 //! The per-port recovery state machine: pure, deterministic, driven from outside.
 //!
-//! [`Engine`] takes typed inputs plus `now` ([`crate::core::time::Instant`]) and produces
+//! [`Engine`] takes typed inputs plus `now` ([`crate::time::Instant`]) and produces
 //! [`Action`]s as data: probe a portal, re-create a device, run iscsiadm, alert, journal its
 //! state. It performs no I/O, reads no clock, and draws randomness (back-off jitter) only from
 //! a seed stored in its own state, so every incident can be replayed exactly.
@@ -27,7 +27,7 @@ pub use input::{
     Trust,
 };
 pub use machine::{CommandError, Engine, ResumeError};
-pub use policy::Policy;
+pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen};
 pub use state::{
     DeviceRecord, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Phase, PortRecord,
     PortalRecord, Recreation, RecreationState, SessionOp, SessionRecord, TimerKind, Transition,

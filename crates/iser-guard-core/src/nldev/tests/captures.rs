@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use netlink_packet_core::{DefaultNla, NetlinkPayload, NLM_F_MULTIPART, NLM_F_REQUEST};
 
 use super::fixture::{self, Capture};
-use crate::core::nldev::request::{self, DOIT_FLAGS, DUMP_FLAGS};
-use crate::core::nldev::*;
-use crate::core::qp::{QpState, QpType};
+use crate::nldev::request::{self, DOIT_FLAGS, DUMP_FLAGS};
+use crate::nldev::*;
+use crate::qp::{QpState, QpType};
 
 const KERNELS: [&str; 2] = ["k61", "k612"];
 

@@ -36,7 +36,7 @@ pub use types::{
     DeviceRef, IscsiErr, KernelEvent, RdmaDriver, Signature, SignatureKind, GSI_QPN, SMI_QPN,
 };
 
-use crate::core::kmsg::Record;
+use crate::kmsg::Record;
 
 /// Classifies a /dev/kmsg record: its text with its `DEVICE=` dictionary value. Records
 /// written by userspace (facility ≠ 0) are classified too, but marked untrusted.

@@ -6,8 +6,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use netlink_packet_core::{DefaultNla, NetlinkHeader, NetlinkPayload, NLA_F_NESTED};
 use proptest::prelude::*;
 
-use crate::core::nldev::*;
-use crate::core::qp::{QpState, QpType};
+use crate::nldev::*;
+use crate::qp::{QpState, QpType};
 
 fn kernel_string() -> impl Strategy<Value = String> {
     "[^\u{0}]{0,24}"

@@ -682,7 +682,7 @@ impl<'a> SavedLog<'a> {
     /// numbers stay right (the skipped newlines are counted).
     ///
     /// With a multi-pattern search over the whole buffer (e.g.
-    /// `crate::core::signatures::next_anchor`) this parses only the lines that can match:
+    /// `crate::signatures::next_anchor`) this parses only the lines that can match:
     ///
     /// ```
     /// use iser_guard::core::kmsg::SavedLog;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::qp::QpState;
+use crate::qp::QpState;
 
 /// The GSI queue pair's number: QP 1 on every RDMA port.
 pub const GSI_QPN: u32 = 1;

@@ -15,7 +15,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use super::device::{apply_dict_device, apply_prefix, NameRole};
 use super::types::{DeviceRef, IscsiErr, RdmaDriver, Signature, SignatureKind};
-use crate::core::qp::QpState;
+use crate::qp::QpState;
 
 /// The anchors, in pattern-id order. `distinctive` anchors occur only in the message they
 /// belong to, so a record that contains one but does not parse is reported as
@@ -107,7 +107,8 @@ fn automaton() -> &'static AhoCorasick {
 fn unreachable_automaton() -> AhoCorasick {
     // An automaton over no pattern never matches: classification degrades to "nothing
     // recognised" instead of a panic. Building from an empty set cannot fail.
-    AhoCorasick::new(std::iter::empty::<&str>()).unwrap_or_else(|_| std::process::abort())
+    #[allow(clippy::expect_used)]
+    AhoCorasick::new(std::iter::empty::<&str>()).expect("an automaton over no pattern builds")
 }
 
 /// The distinctive words the prefilter searches for, one per known message shape (for
@@ -145,7 +146,7 @@ pub fn classify_bytes(text: &[u8], dict_device: Option<&[u8]>) -> Option<Signatu
 }
 
 /// [`classify`] for text whose `\xNN` escapes are already decoded (a parsed
-/// [`crate::core::kmsg::Record`]): a literal `\x41` in it stays as it is.
+/// [`crate::kmsg::Record`]): a literal `\x41` in it stays as it is.
 pub fn classify_decoded(text: &str, dict_device: Option<&str>) -> Option<Signature> {
     classify_inner(text.as_bytes(), dict_device.map(str::as_bytes), false)
 }

@@ -10,10 +10,10 @@ use super::input::{
     DiskInfo, IoErrorKind, IscsiadmStatus, Observation, PortId, Portal, SessionInfo, SessionKey,
     SessionState, StuckEvidence, Trust,
 };
-use crate::core::iscsi;
-use crate::core::qp::QpState;
-use crate::core::signatures::{KernelEvent, SignatureKind};
-use crate::core::topology::{Topology, TopologyEvent, UnstuckReason};
+use crate::iscsi;
+use crate::qp::QpState;
+use crate::signatures::{KernelEvent, SignatureKind};
+use crate::topology::{Topology, TopologyEvent, UnstuckReason};
 
 /// The engine's view of a classified kernel record, if it has one.
 ///
@@ -218,7 +218,7 @@ pub fn iscsiadm_outcome(status: iscsi::IscsiadmStatus, last_line: &str) -> Iscsi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::signatures::classify;
+    use crate::signatures::classify;
 
     fn event(text: &str, trusted: bool) -> Option<(Observation, Trust)> {
         let signature = classify(text, None)?;
@@ -303,14 +303,14 @@ mod tests {
 
     #[test]
     fn topology_events_map_to_observations() {
-        use crate::core::topology::{DeviceKey, DeviceRef, MatchedBy};
+        use crate::topology::{DeviceKey, DeviceRef, MatchedBy};
         let dev = |name: &str, index| DeviceRef {
             key: DeviceKey(1),
             name: name.to_string(),
             index,
         };
         // An empty model: the observations then carry no parent (nothing known about it).
-        let model = crate::core::topology::Topology::new();
+        let model = crate::topology::Topology::new();
         // A re-created device still under its kernel name, before udev renamed it back.
         let v = from_topology_event(
             &TopologyEvent::DeviceRecreated {
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn real_iscsiadm_tree_maps_to_session_info() {
         // Real capture (lab blackhole1/linkdown, see tests/fixtures/iscsi/README.md).
-        let text = include_str!("../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let text = include_str!("../../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
         let parsed = iscsi::parse_session_tree(text);
         let d = parsed.items.first().expect("one session");
         let port = PortId::new("rxe_ini", 1);
@@ -382,8 +382,8 @@ mod tests {
 #[cfg(test)]
 mod kernel_event_tests {
     use super::*;
-    use crate::core::kmsg::Record;
-    use crate::core::signatures::classify_record;
+    use crate::kmsg::Record;
+    use crate::signatures::classify_record;
 
     fn record(facility: u8, text: &str) -> Record {
         let line = format!("{},1,100,-;{text}", u32::from(facility) * 8 + 3);

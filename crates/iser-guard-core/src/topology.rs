@@ -18,11 +18,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::core::nldev::{
+use crate::nldev::{
     DeviceInfo, MonitorEvent, MonitorEventType, PhysState, PortInfo, PortState, QpEntry,
 };
-use crate::core::qp::QpState;
-use crate::core::time::Instant;
+use crate::qp::QpState;
+use crate::time::Instant;
 
 /// How many removed devices are remembered to recognise their re-creation.
 pub const GHOST_LIMIT: usize = 32;
@@ -129,7 +129,7 @@ impl Device {
 pub struct DeviceObservation {
     /// Its GET reply.
     pub info: DeviceInfo,
-    /// Parent identity from sysfs ([`crate::io::sysfs::Parent::identity`]).
+    /// Parent identity from sysfs (the binary's `io::sysfs::Parent::identity`).
     pub parent: Option<String>,
     /// Its PORT_GET replies.
     pub ports: Vec<PortInfo>,
@@ -837,8 +837,8 @@ impl Poller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::nldev::QpTypeOrRaw;
-    use crate::core::qp::QpType;
+    use crate::nldev::QpTypeOrRaw;
+    use crate::qp::QpType;
 
     fn info(index: u32, name: &str) -> DeviceInfo {
         DeviceInfo {

@@ -7,9 +7,9 @@
 use netlink_packet_core::{NetlinkPayload, NLM_F_DUMP_INTR, NLM_F_MULTIPART};
 
 use super::fixture::{self, unhex};
-use crate::core::nldev::request::{self, DUMP_FLAGS};
-use crate::core::nldev::*;
-use crate::core::qp::{QpState, QpType};
+use crate::nldev::request::{self, DUMP_FLAGS};
+use crate::nldev::*;
+use crate::qp::{QpState, QpType};
 
 /// A whole message: nlmsghdr (length computed) + `body`.
 fn message(message_type: u16, flags: u16, seq: u32, pid: u32, body: &[u8]) -> Vec<u8> {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::action::{ActionId, Origin};
 use super::input::{DiskInfo, PortId, Portal, SessionKey, SessionState, StuckEvidence};
-use crate::core::time::Instant;
+use crate::time::Instant;
 
 /// Where a port is in its recovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::action::Alert;
-use crate::core::time::Instant;
+use crate::time::Instant;
 
 #[derive(Debug, Clone)]
 struct Entry {

@@ -1,11 +1,11 @@
 //! What a classified signature means and what recovers it, for operators (`iser-guard
 //! explain`) and for the reasons the daemon logs. Pure: the QP verdicts come from
-//! [`crate::core::qp`]'s transition table, the recovery commands from the device attribution.
+//! [`crate::qp`]'s transition table, the recovery commands from the device attribution.
 
 use serde::Serialize;
 
 use super::types::{DeviceRef, RdmaDriver, Signature, SignatureKind, GSI_QPN};
-use crate::core::qp::{
+use crate::qp::{
     explain_qp_transition, explain_transition, AttrMask, QpState, QpType, TransitionExplanation,
 };
 
@@ -773,7 +773,7 @@ fn irdma_ae_name(ae: u32) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::signatures::classify;
+    use crate::signatures::classify;
 
     #[test]
     fn field_pair_is_a_finding_with_devlink_commands() {

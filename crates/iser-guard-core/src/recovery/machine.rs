@@ -12,13 +12,13 @@ use super::input::{
     ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
 };
 use super::policy::Policy;
+use super::policy::{OtherSessions, ProbeMethod, ResetWhen};
 use super::state::{
     DeviceRecord, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Phase, PortRecord,
     PortalRecord, Recreation, RecreationState, SessionOp, SessionRecord, TimerKind, Transition,
 };
-use crate::config::{OtherSessions, ProbeMethod, ResetWhen};
-use crate::core::qp::QpState;
-use crate::core::time::Instant;
+use crate::qp::QpState;
+use crate::time::Instant;
 
 /// How long to wait for the QP table after a re-creation whose outcome was lost.
 const VERIFY_RECREATE_WINDOW: Duration = Duration::from_secs(30);

@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 
-use crate::core::qp::{QpState, QpType};
+use crate::qp::{QpState, QpType};
 
 use netlink_packet_core::DecodeError;
 

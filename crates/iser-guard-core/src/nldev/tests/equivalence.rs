@@ -3,7 +3,7 @@
 
 use netlink_packet_core::NetlinkHeader;
 
-use crate::core::nldev::*;
+use crate::nldev::*;
 
 type Slow = (NetlinkHeader, u32, String, Vec<Result<QpEntry, NldevError>>);
 
@@ -83,10 +83,7 @@ fn malformed_tables() {
     assert!(reason(11).contains("invalid RDMA_NLDEV_ATTR_RES_LQPN value"));
     let entries = outcomes[12].as_ref().unwrap();
     assert_eq!(entries[0].as_ref().unwrap().lqpn, 1, "first LQPN wins");
-    assert_eq!(
-        entries[0].as_ref().unwrap().state,
-        crate::core::qp::QpState::Sqe
-    );
+    assert_eq!(entries[0].as_ref().unwrap().state, crate::qp::QpState::Sqe);
     // A flagged LQPN is not an LQPN: the entry lacks one.
     assert!(matches!(
         &outcomes[10].as_ref().unwrap()[0],

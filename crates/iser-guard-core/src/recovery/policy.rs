@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, OtherSessions, ProbeMethod, ResetWhen};
-
-/// Everything the engine decides by. Built from the configuration with
-/// [`Policy::from_config`]; the engine-only fields keep their defaults unless the daemon
-/// overrides them.
+/// Everything the engine decides by. The binary's config module maps the file onto it
+/// (`Config::policy`); the engine-only fields keep their defaults unless the daemon
+/// overrides them. `Policy::default()` is what the default configuration maps to (a test in
+/// the binary's config module holds the two equal).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Policy {
     /// `recovery.dry-run`: decide and alert, never act.
@@ -65,32 +64,54 @@ pub struct Policy {
     pub session_refresh: Duration,
 }
 
-impl Default for Policy {
-    fn default() -> Self {
-        Policy::from_config(&Config::default())
-    }
+/// When to re-create the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResetWhen {
+    /// Wait until the target's portal answers again (default).
+    TargetBack,
+    /// Re-create as soon as the stuck QP is seen.
+    Immediately,
 }
 
-impl Policy {
-    /// The policy a configuration asks for.
-    pub fn from_config(c: &Config) -> Self {
-        let r = &c.recovery;
+/// How a target portal is probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeMethod {
+    /// TCP connect to the portal's port.
+    Tcp,
+    /// Never probe; treat the target as present.
+    None,
+}
+
+/// What to do when other sessions on the device are still healthy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OtherSessions {
+    /// Do not disrupt them; alert and wait for an operator (default).
+    Wait,
+    /// Re-create the device anyway.
+    Proceed,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
         Policy {
-            dry_run: r.dry_run,
-            reset_when: r.reset_when,
-            probe_successes: r.probe_successes.max(1),
-            probe_method: r.probe_method,
-            probe_interval: c.poll.probe.max(Duration::from_millis(100)),
-            probe_timeout: r.probe_timeout,
-            backoff_initial: r.backoff_initial,
-            backoff_max: r.backoff_max.max(r.backoff_initial),
-            max_attempts: r.max_attempts.max(1),
-            iscsid_grace: r.iscsid_grace,
-            other_sessions: r.other_sessions,
-            iscsiadm_timeout: r.iscsiadm_timeout,
-            allow: c.devices.allow.iter().cloned().collect(),
-            trust_userspace: c.kmsg.trust_userspace_records,
-            alert_repeat_interval: c.alerts.repeat_interval,
+            dry_run: false,
+            reset_when: ResetWhen::TargetBack,
+            probe_successes: 3,
+            probe_method: ProbeMethod::Tcp,
+            probe_interval: Duration::from_secs(5),
+            probe_timeout: Duration::from_secs(2),
+            backoff_initial: Duration::from_secs(30),
+            backoff_max: Duration::from_secs(600),
+            max_attempts: 3,
+            iscsid_grace: Duration::from_secs(20),
+            other_sessions: OtherSessions::Wait,
+            iscsiadm_timeout: Duration::from_secs(30),
+            allow: BTreeSet::new(),
+            trust_userspace: false,
+            alert_repeat_interval: Duration::from_secs(300),
             alert_coalesce: Duration::from_secs(2),
             recreate_timeout: Duration::from_secs(120),
             device_wait: Duration::from_secs(60),
@@ -98,10 +119,12 @@ impl Policy {
             verify_timeout: Duration::from_secs(60),
             zombie_io_errors: 3,
             zombie_window: Duration::from_secs(30),
-            session_refresh: c.poll.iscsi.max(Duration::from_millis(100)),
+            session_refresh: Duration::from_secs(10),
         }
     }
+}
 
+impl Policy {
     /// Automatic recovery may touch this device.
     pub fn allows(&self, device: &str) -> bool {
         self.allow.contains(device)
