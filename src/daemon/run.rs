@@ -20,7 +20,8 @@ use crate::core::recovery::{
     from_kernel_event, ActionId, ActionKind, Engine, OperatorCommand, Outcome, Phase, PortId,
     Portal, Trust,
 };
-use crate::core::session_map::{NetdevAddr, RdmaPortNetdev};
+use crate::core::nldev::CmIdEntry;
+use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::notify::Notifier;
 use crate::daemon::sessions::map_sessions;
@@ -33,6 +34,10 @@ use crate::io::kmsg::KmsgEvent;
 
 /// Lists the host's interface addresses (for placing sessions on RDMA ports).
 pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
+
+/// Names the netdev the kernel routes an address through (`ip route get`), for placing
+/// sessions on RDMA ports; `Err` says why there is no answer.
+pub type RouteLookup = Arc<dyn Fn(std::net::IpAddr) -> Result<String, String> + Send + Sync>;
 
 /// Builds a device resetter for an operator command on a device outside `devices.allow`:
 /// the operator's word overrides the allow-list for the device named.
@@ -56,6 +61,8 @@ pub struct Deps {
     pub notifier: Notifier,
     /// The host's addresses.
     pub addresses: AddressLister,
+    /// The route to a portal.
+    pub routes: RouteLookup,
     /// The control socket; `None` for the standalone manual commands.
     pub control: Option<ControlServer>,
     /// The resetter for operator commands on devices outside `devices.allow` (`None`: the
@@ -125,6 +132,7 @@ impl Deps {
                 Notifier::silent()
             },
             addresses: Arc::new(crate::io::netif::addresses),
+            routes: Arc::new(|ip| crate::io::route::route_netdev(ip).map_err(|e| e.to_string())),
             control,
             operator_resetter: Some(Arc::new(|cfg: &Config, device: &str| {
                 let mut rc = crate::io::reset::ResetConfig::from_config(cfg);
@@ -165,8 +173,13 @@ struct Loop {
     clock: Arc<dyn Clock>,
     notifier: Notifier,
     addresses: AddressLister,
+    routes: RouteLookup,
     journal: Journal,
     ports: Vec<RdmaPortNetdev>,
+    /// The RDMA CM ids of the last topology poll (session placement).
+    cm_ids: Vec<CmIdEntry>,
+    /// Session placement with its memory (a vanished device keeps its sessions).
+    placer: Placer,
     done_tx: UnboundedSender<Finished>,
     sessions_tx: UnboundedSender<Result<Parsed<SessionDetail>, String>>,
     sessions_inflight: bool,
@@ -238,8 +251,11 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         clock: deps.clock,
         notifier: deps.notifier,
         addresses: deps.addresses,
+        routes: deps.routes,
         journal,
         ports: Vec::new(),
+        cm_ids: Vec::new(),
+        placer: Placer::new(),
         done_tx,
         sessions_tx,
         sessions_inflight: false,
@@ -671,7 +687,22 @@ impl Loop {
                         Vec::new()
                     }
                 };
-                let (list, _) = map_sessions(&parsed.items, &addrs, &self.ports);
+                let mut routes = BTreeMap::new();
+                for ip in crate::daemon::sessions::portal_addresses(&parsed.items) {
+                    match (self.routes)(ip) {
+                        Ok(netdev) => {
+                            routes.insert(ip, netdev);
+                        }
+                        Err(e) => tracing::debug!(%ip, "no route to the portal: {e}"),
+                    }
+                }
+                let facts = HostFacts {
+                    cm_ids: &self.cm_ids,
+                    routes: &routes,
+                    addrs: &addrs,
+                    ports: &self.ports,
+                };
+                let list = map_sessions(&parsed.items, &facts, &mut self.placer).sessions;
                 for s in &list {
                     if let Some(ip) = s.local_ip.as_deref().and_then(|ip| ip.parse().ok()) {
                         self.probe_from.insert(s.key.portal.clone(), ip);
@@ -698,11 +729,13 @@ impl Loop {
             TopologyReport::Update {
                 observations,
                 ports,
+                cm_ids,
             } => {
                 let first = !self.ready.topology;
                 self.ready.topology = true;
-                let changed = self.ports != ports;
+                let changed = self.ports != ports || self.cm_ids != cm_ids;
                 self.ports = ports;
+                self.cm_ids = cm_ids;
                 let now = self.now();
                 for obs in observations {
                     tracing::info!(observation = %obs.describe(), "RDMA topology");
@@ -1136,6 +1169,7 @@ mod tests {
                     port: 1,
                     netdev: "ens1f0".into(),
                 }],
+                cm_ids: Vec::new(),
             });
         }
     }
@@ -1228,6 +1262,7 @@ mod tests {
                     ip: "192.0.2.1".parse().unwrap(),
                 }])
             }),
+            routes: Arc::new(|_| Err("no route in this test".into())),
             control: None,
             operator_resetter: None,
             shutdown: Some(stop_rx),

@@ -13,5 +13,6 @@ pub mod netlink;
 pub mod probe;
 pub mod process;
 pub mod reset;
+pub mod route;
 pub mod sysfs;
 pub mod syslog;

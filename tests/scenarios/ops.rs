@@ -211,6 +211,7 @@ impl World {
                             netdev: None,
                             local_ip: None,
                             rdma: Some(port),
+                            placed_by: None,
                             state,
                             disks: vec![DiskInfo::new(disk, dstate)],
                         }

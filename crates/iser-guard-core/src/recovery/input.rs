@@ -155,6 +155,10 @@ pub struct SessionInfo {
     /// The RDMA port the session runs on; `None` if the daemon could not map it (then the
     /// engine only counts it).
     pub rdma: Option<PortId>,
+    /// Why the session is on `rdma` (CM id, route, iface field, only port, remembered): every
+    /// automatic decision about the session names it. `None` when `rdma` is `None`.
+    #[serde(default)]
+    pub placed_by: Option<crate::session_map::Evidence>,
     /// iSCSI session state.
     pub state: SessionState,
     /// Attached disks.
