@@ -959,7 +959,7 @@ impl SimHost {
         }
         let mut t = String::from("iSCSI Transport Class version 2.0-870\nversion 2.1.8\n");
         for s in self.sessions.values() {
-            let portal = portal_text(&s.key.portal);
+            let portal = format!("{},1", s.key.portal);
             let (conn, state, internal) = match s.state {
                 SessionState::LoggedIn => ("LOGGED IN", "LOGGED_IN", "NO CHANGE"),
                 SessionState::Failed => ("TRANSPORT WAIT", "FAILED", "REOPEN"),
