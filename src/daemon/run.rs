@@ -16,11 +16,11 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::config::Config;
 use crate::core::iscsi::{Parsed, SessionDetail};
+use crate::core::nldev::CmIdEntry;
 use crate::core::recovery::{
     from_kernel_event, ActionId, ActionKind, Engine, OperatorCommand, Outcome, Phase, PortId,
     Portal, Trust,
 };
-use crate::core::nldev::CmIdEntry;
 use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::notify::Notifier;

@@ -39,7 +39,11 @@ fn socket(p: Option<&iscsi::Portal>) -> Option<SocketAddr> {
 
 /// Maps every parsed session. Sessions without a portal are skipped (counted) since nothing
 /// could log them back in.
-pub fn map_sessions(details: &[SessionDetail], host: &HostFacts<'_>, placer: &mut Placer) -> Mapped {
+pub fn map_sessions(
+    details: &[SessionDetail],
+    host: &HostFacts<'_>,
+    placer: &mut Placer,
+) -> Mapped {
     let mut out = Mapped::default();
     for d in details {
         let Some(portal) = d.persistent_portal.as_ref().or(d.current_portal.as_ref()) else {
@@ -185,7 +189,9 @@ mod tests {
     fn with_two_ports_the_route_places_the_lab_session_and_silence_warns_once() {
         let parsed = iscsi::parse_session_tree(LAB_P3);
         assert_eq!(
-            portal_addresses(&parsed.items).into_iter().collect::<Vec<_>>(),
+            portal_addresses(&parsed.items)
+                .into_iter()
+                .collect::<Vec<_>>(),
             vec!["192.0.2.2".parse::<IpAddr>().unwrap()]
         );
         let ports = lab_ports();

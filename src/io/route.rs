@@ -215,10 +215,12 @@ pub fn route_get(addr: IpAddr, timeout: Duration) -> Result<RouteAnswer, RouteEr
             Ok(0) => return Err(RouteError::Timeout { addr, timeout }),
             Ok(_) => {}
             Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(RouteError::Os {
-                op: "poll",
-                source: e.into(),
-            }),
+            Err(e) => {
+                return Err(RouteError::Os {
+                    op: "poll",
+                    source: e.into(),
+                })
+            }
         }
         let n = match sock.recv(&mut &mut buf[..], 0) {
             Ok(n) => n,

@@ -41,12 +41,12 @@ use std::time::Duration;
 
 use super::kernel;
 use crate::core::nldev::{CmIdEntry, QpTypeOrRaw, SockAddr};
-use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::core::qp::QpState;
 use crate::core::recovery::{
     ActionId, DiskInfo, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
     ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
 };
+use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::core::time::Instant;
 
 /// NOP-Out interval + timeout: how long a dead target goes unnoticed.
@@ -335,6 +335,9 @@ pub struct SimHost {
     /// Dynamic debug for rdma_cm is on: the kernel logs `RDMA CM: REJECTED` (6.1 prints it
     /// with `pr_debug` only).
     pub cm_debug: bool,
+    /// RDMA netlink answers RES_CM_ID_GET (false: the agent runs on sysfs alone and sees no
+    /// CM id).
+    pub cm_id_table: bool,
     /// The netdev the kernel routes each portal address through (`ip route get`).
     pub routes: BTreeMap<IpAddr, String>,
     /// Each netdev's address.
@@ -384,6 +387,7 @@ impl SimHost {
             max_concurrent_recreations: 0,
             overlapping_recreations: 0,
             cm_debug: false,
+            cm_id_table: true,
             routes: BTreeMap::new(),
             netdev_addrs: BTreeMap::new(),
             placer: Placer::new(),
@@ -995,7 +999,13 @@ impl SimHost {
     /// The RDMA CM id table (`rdma resource show cm_id`): ib_iser's cm_id of every connected
     /// session on its device, and ib_isert's listener and connections on the target's device.
     pub fn cm_ids(&self) -> Vec<CmIdEntry> {
-        let entry = |d: &SimDevice, port: u32, src: SocketAddr, dst: SocketAddr, st: u8, idn: u32, kern: &str| CmIdEntry {
+        let entry = |d: &SimDevice,
+                     port: u32,
+                     src: SocketAddr,
+                     dst: SocketAddr,
+                     st: u8,
+                     idn: u32,
+                     kern: &str| CmIdEntry {
             dev_index: d.index,
             dev_name: d.name.clone(),
             port: Some(port),
@@ -1010,12 +1020,16 @@ impl SimHost {
             kern_name: Some(kern.to_string()),
         };
         let mut out = Vec::new();
+        if !self.cm_id_table {
+            return out;
+        }
         for s in self.sessions.values() {
             let (Some((sport, idn)), Some(d)) = (s.conn, self.devices.get(&s.port.device)) else {
                 continue;
             };
             let (Some(local), Ok(pip)) = (
-                self.netdev_of(&s.port).and_then(|n| self.netdev_addrs.get(&n).copied()),
+                self.netdev_of(&s.port)
+                    .and_then(|n| self.netdev_addrs.get(&n).copied()),
                 s.key.portal.address.parse::<IpAddr>(),
             ) else {
                 continue;
@@ -1025,9 +1039,25 @@ impl SimHost {
             }
             let src = SocketAddr::new(local, sport);
             let dst = SocketAddr::new(pip, s.key.portal.port);
-            out.push(entry(d, s.port.port, src, dst, CM_STATE_CONNECT, idn, "ib_iser"));
+            out.push(entry(
+                d,
+                s.port.port,
+                src,
+                dst,
+                CM_STATE_CONNECT,
+                idn,
+                "ib_iser",
+            ));
             if let Some(t) = self.devices.get(TARGET_DEVICE).filter(|t| t.present) {
-                out.push(entry(t, 1, dst, src, CM_STATE_CONNECT, idn + 1000, "ib_isert"));
+                out.push(entry(
+                    t,
+                    1,
+                    dst,
+                    src,
+                    CM_STATE_CONNECT,
+                    idn + 1000,
+                    "ib_isert",
+                ));
             }
         }
         if let Some(t) = self.devices.get(TARGET_DEVICE).filter(|t| t.present) {
@@ -1035,7 +1065,15 @@ impl SimHost {
                 if let Ok(ip) = tg.portal.address.parse::<IpAddr>() {
                     let any = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0);
                     let idn = u32::try_from(i).unwrap_or(0) + 2000;
-                    out.push(entry(t, 1, SocketAddr::new(ip, tg.portal.port), any, CM_STATE_LISTEN, idn, "ib_isert"));
+                    out.push(entry(
+                        t,
+                        1,
+                        SocketAddr::new(ip, tg.portal.port),
+                        any,
+                        CM_STATE_LISTEN,
+                        idn,
+                        "ib_isert",
+                    ));
                 }
             }
         }

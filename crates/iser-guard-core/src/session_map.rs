@@ -427,8 +427,7 @@ impl Placer {
                     evidence: Evidence::OnlyPort,
                 },
                 Some((last, was)),
-            ) if port.device != last.device && !host.device_present(&last.device) =>
-            {
+            ) if port.device != last.device && !host.device_present(&last.device) => {
                 remembered_placement(last, was)
             }
             (Placement::Unknown(_), Some((last, was))) => remembered_placement(last, was),

@@ -184,7 +184,10 @@ fn the_lab_session_is_placed_on_rxe_ini_by_its_cm_id_on_both_kernels() {
             panic!("{evidence:?}");
         };
         assert_eq!(dst.to_string(), "192.0.2.2:3260");
-        assert_eq!(src.map(|s| s.ip().to_string()).as_deref(), Some("192.0.2.1"));
+        assert_eq!(
+            src.map(|s| s.ip().to_string()).as_deref(),
+            Some("192.0.2.1")
+        );
         assert!(cm_idn.is_some());
         assert!(evidence.describe().contains("ib_iser CM id 192.0.2.1:"));
     }
@@ -253,15 +256,22 @@ fn a_vanished_device_keeps_its_sessions_and_is_never_replaced_by_the_other_one()
     let s2 = Lab::from_p3(P3_FAILED);
     assert!(matches!(
         place(&s2.end(), &facts(&cm, &routes, &addrs, &only_tgt)),
-        Placement::Port { evidence: Evidence::OnlyPort, .. }
+        Placement::Port {
+            evidence: Evidence::OnlyPort,
+            ..
+        }
     ));
     let d = placer.place(&s2.key, &s2.end(), &facts(&cm, &routes, &addrs, &only_tgt));
     let Placement::Port { port, evidence } = &d.placement else {
         panic!("{d:?}");
     };
     assert_eq!(port, &PortId::new("rxe_ini", 1));
-    assert!(matches!(evidence, Evidence::Remembered(was) if matches!(**was, Evidence::CmId { .. })));
-    assert!(evidence.describe().starts_with("last placed by ib_iser CM id"));
+    assert!(
+        matches!(evidence, Evidence::Remembered(was) if matches!(**was, Evidence::CmId { .. }))
+    );
+    assert!(evidence
+        .describe()
+        .starts_with("last placed by ib_iser CM id"));
     assert_eq!(d.warning, None);
 
     // No RDMA port at all: still remembered.
@@ -297,7 +307,11 @@ fn an_unplaced_session_is_warned_about_once_with_what_to_configure() {
 
 /// A dual-port E810: two irdma devices, one per PCI function, each on its own netdev and
 /// subnet, one session per port.
-fn dual_port() -> (Vec<RdmaPortNetdev>, Vec<NetdevAddr>, BTreeMap<IpAddr, String>) {
+fn dual_port() -> (
+    Vec<RdmaPortNetdev>,
+    Vec<NetdevAddr>,
+    BTreeMap<IpAddr, String>,
+) {
     let ports = vec![
         RdmaPortNetdev {
             device: "rocep2s0f0".into(),
@@ -368,8 +382,18 @@ fn default_iface(portal: &str) -> SessionEnd<'static> {
 fn dual_port_sessions_land_on_their_own_function() {
     let (ports, addrs, routes) = dual_port();
     let cms = vec![
-        cm("rocep2s0f0", "198.51.100.1:40000", "198.51.100.2:3260", "ib_iser"),
-        cm("rocep2s0f1", "203.0.113.1:40001", "203.0.113.2:3260", "ib_iser"),
+        cm(
+            "rocep2s0f0",
+            "198.51.100.1:40000",
+            "198.51.100.2:3260",
+            "ib_iser",
+        ),
+        cm(
+            "rocep2s0f1",
+            "203.0.113.1:40001",
+            "203.0.113.2:3260",
+            "ib_iser",
+        ),
     ];
     let a = default_iface("198.51.100.2:3260");
     let b = default_iface("203.0.113.2:3260");
@@ -386,7 +410,12 @@ fn dual_port_sessions_land_on_their_own_function() {
         matches!(place(&b, &f), Placement::Port { port, evidence: Evidence::Route { .. } } if port.device == "rocep2s0f1")
     );
     // ib_isert's cm_ids (a target on this host) never place an initiator session.
-    let isert = vec![cm("rocep2s0f0", "203.0.113.2:3260", "203.0.113.1:40001", "ib_isert")];
+    let isert = vec![cm(
+        "rocep2s0f0",
+        "203.0.113.2:3260",
+        "203.0.113.1:40001",
+        "ib_isert",
+    )];
     let no_routes = BTreeMap::new();
     let f = facts(&isert, &no_routes, &addrs, &ports);
     assert!(matches!(place(&b, &f), Placement::Unknown(_)));
@@ -397,8 +426,18 @@ fn cm_ids_on_two_ports_to_one_portal_fall_back_to_the_route() {
     let (ports, addrs, mut routes) = dual_port();
     routes.insert("192.0.2.2".parse().unwrap(), "ens2f1np1".into());
     let cms = vec![
-        cm("rocep2s0f0", "198.51.100.1:40000", "192.0.2.2:3260", "ib_iser"),
-        cm("rocep2s0f1", "203.0.113.1:40001", "192.0.2.2:3260", "ib_iser"),
+        cm(
+            "rocep2s0f0",
+            "198.51.100.1:40000",
+            "192.0.2.2:3260",
+            "ib_iser",
+        ),
+        cm(
+            "rocep2s0f1",
+            "203.0.113.1:40001",
+            "192.0.2.2:3260",
+            "ib_iser",
+        ),
     ];
     let s = default_iface("192.0.2.2:3260");
     assert!(matches!(
@@ -462,7 +501,10 @@ fn the_only_port_places_and_tcp_is_not_guarded() {
     let s = default_iface("192.0.2.2:3260");
     assert!(matches!(
         place(&s, &facts(&[], &none, &addrs, one)),
-        Placement::Port { evidence: Evidence::OnlyPort, .. }
+        Placement::Port {
+            evidence: Evidence::OnlyPort,
+            ..
+        }
     ));
     assert_eq!(
         place(&s, &facts(&[], &none, &addrs, &[])),
