@@ -221,3 +221,27 @@ fn the_dead_listener_is_recognised_without_the_rejected_line() {
     );
     assert_eq!(alerts_with(&h, "iSER listener is gone").len(), 1);
 }
+
+#[test]
+fn a_restart_while_the_initiator_device_is_gone_never_blames_the_other_device() {
+    let s = scenarios::find("device-stays-gone").unwrap();
+    let mut h = s.harness(7);
+    let t = iser_guard::core::time::Instant::ZERO;
+    h.run_until(t.plus(std::time::Duration::from_secs(90)), MAX_STEPS)
+        .unwrap();
+    // A restarted daemon has no placement memory (it is not journaled).
+    h.host.placer.forget();
+    let list = h.host.session_list();
+    assert_eq!(list[0].rdma, None, "placed by {:?}", list[0].placed_by);
+    assert_eq!(h.host.placement_warnings.len(), 1);
+    assert!(h.host.placement_warnings[0].contains("ini0"));
+    h.host.placer.forget();
+    h.restart().unwrap();
+    h.run_until(t.plus(s.duration), MAX_STEPS).unwrap();
+    assert_safety(&h);
+    assert_eq!(mentions(&h, "rxe_tgt"), Vec::<String>::new());
+    // The journaled engine still knows the session's port and re-creates rxe_ini from its
+    // parent after the wait.
+    assert_eq!(h.recreations(), vec!["rxe_ini".to_string()]);
+    assert!(h.host.storage_ok());
+}

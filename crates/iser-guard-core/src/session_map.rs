@@ -205,6 +205,13 @@ impl fmt::Display for Evidence {
 pub enum Unplaced {
     /// The host has no RDMA port.
     NoRdmaPort,
+    /// The kernel routes the portal through a netdev no RDMA port runs over: the session's
+    /// device is gone (deleted, being re-created), and another device's port must not be
+    /// taken for it, even when it is the only one left.
+    DeviceGone {
+        /// The routed netdev (the missing device's netdev).
+        netdev: String,
+    },
     /// Several RDMA ports and nothing says which one; `tried` lists what was looked at.
     NoEvidence {
         /// The host's RDMA ports.
@@ -219,6 +226,10 @@ impl Unplaced {
     pub fn describe(&self) -> String {
         match self {
             Unplaced::NoRdmaPort => "the host has no RDMA port".to_string(),
+            Unplaced::DeviceGone { netdev } => format!(
+                "the route to the portal goes via {netdev}, which no RDMA port runs over now \
+                 (its RDMA device is gone)"
+            ),
             Unplaced::NoEvidence { ports, tried } => {
                 let ports: Vec<String> = ports.iter().map(ToString::to_string).collect();
                 format!(
@@ -265,6 +276,15 @@ pub fn place(session: &SessionEnd<'_>, host: &HostFacts<'_>) -> Placement {
     match by_iface(session, host) {
         Ok(p) => return p,
         Err(why) => tried.push(why),
+    }
+    // The kernel would connect through a netdev whose RDMA device is missing: the only port
+    // left belongs to another netdev, hence to another device.
+    if let Some(netdev) = session.portal().and_then(|p| host.routes.get(&p.ip())) {
+        if host.ports_on(netdev).is_empty() {
+            return Placement::Unknown(Unplaced::DeviceGone {
+                netdev: netdev.clone(),
+            });
+        }
     }
     let ports = host.distinct_ports();
     match ports.as_slice() {
@@ -439,7 +459,9 @@ impl Placer {
             (Placement::Unknown(why), None) => Placement::Unknown(why),
         };
         let warning = match &placement {
-            Placement::Unknown(why @ Unplaced::NoEvidence { .. }) => {
+            Placement::Unknown(
+                why @ (Unplaced::NoEvidence { .. } | Unplaced::DeviceGone { .. }),
+            ) => {
                 if self.warned.insert(key.clone()) {
                     Some(warning_text(key, session, why))
                 } else {
@@ -471,6 +493,13 @@ fn remembered_placement(port: PortId, was: Evidence) -> Placement {
 }
 
 fn warning_text(key: &SessionKey, session: &SessionEnd<'_>, why: &Unplaced) -> String {
+    if let Unplaced::DeviceGone { netdev } = why {
+        return format!(
+            "cannot tell which RDMA port carries iSCSI session {key}: {}. iser-guard takes no \
+             action for this session until an RDMA device on {netdev} is back (`rdma link`)",
+            why.describe()
+        );
+    }
     let route = session.portal().map_or_else(
         || "the portal's address".to_string(),
         |p| format!("`ip route get {}`", p.ip()),

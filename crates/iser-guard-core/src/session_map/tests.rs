@@ -254,8 +254,16 @@ fn a_vanished_device_keeps_its_sessions_and_is_never_replaced_by_the_other_one()
     let cm = cm_ids(K61_INIDELETED_TGT);
     let only_tgt: Vec<RdmaPortNetdev> = lab_ports().into_iter().skip(1).collect();
     let s2 = Lab::from_p3(P3_FAILED);
-    assert!(matches!(
+    assert_eq!(
         place(&s2.end(), &facts(&cm, &routes, &addrs, &only_tgt)),
+        Placement::Unknown(Unplaced::DeviceGone {
+            netdev: "ini0".into()
+        })
+    );
+    // Without a route answer, "the only port" would be rxe_tgt: memory must win.
+    let no_routes = BTreeMap::new();
+    assert!(matches!(
+        place(&s2.end(), &facts(&cm, &no_routes, &addrs, &only_tgt)),
         Placement::Port {
             evidence: Evidence::OnlyPort,
             ..
@@ -273,6 +281,12 @@ fn a_vanished_device_keeps_its_sessions_and_is_never_replaced_by_the_other_one()
         .describe()
         .starts_with("last placed by ib_iser CM id"));
     assert_eq!(d.warning, None);
+    let d = placer.place(
+        &s2.key,
+        &s2.end(),
+        &facts(&cm, &no_routes, &addrs, &only_tgt),
+    );
+    assert!(matches!(&d.placement, Placement::Port { port, .. } if port.device == "rxe_ini"));
 
     // No RDMA port at all: still remembered.
     let d = placer.place(&s2.key, &s2.end(), &facts(&[], &routes, &addrs, &[]));
@@ -286,6 +300,26 @@ fn a_vanished_device_keeps_its_sessions_and_is_never_replaced_by_the_other_one()
         &d.placement,
         Placement::Port { port, evidence: Evidence::CmId { .. } } if port.device == "rxe_ini"
     ));
+}
+
+#[test]
+fn a_restarted_agent_never_takes_the_only_port_left_for_a_session_routed_elsewhere() {
+    // No memory (a fresh start) while rxe_ini is deleted: the route names ini0, whose device
+    // is gone; rxe_tgt is the only port, and it must not be blamed.
+    let s = Lab::from_p3(P3_FAILED);
+    let cm = cm_ids(K61_INIDELETED_TGT);
+    let only_tgt: Vec<RdmaPortNetdev> = lab_ports().into_iter().skip(1).collect();
+    let (routes, addrs) = (lab_routes(), lab_addrs());
+    let mut placer = Placer::new();
+    let f = facts(&cm, &routes, &addrs, &only_tgt);
+    let d = placer.place(&s.key, &s.end(), &f);
+    assert!(matches!(
+        d.placement,
+        Placement::Unknown(Unplaced::DeviceGone { .. })
+    ));
+    let w = d.warning.expect("said once");
+    assert!(w.contains("ini0") && !w.contains("rxe_tgt"), "{w}");
+    assert_eq!(placer.place(&s.key, &s.end(), &f).warning, None);
 }
 
 #[test]
