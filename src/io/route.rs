@@ -33,6 +33,10 @@ const RTA_PREFSRC: u16 = 7;
 const NLMSG_HDRLEN: usize = 16;
 /// `struct rtmsg`.
 const RTMSG_LEN: usize = 12;
+/// `AF_INET` as `rtm_family` carries it.
+const FAMILY_INET: u8 = 2;
+/// `AF_INET6` (Linux).
+const FAMILY_INET6: u8 = 10;
 
 /// What can go wrong looking a route up.
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +86,8 @@ pub struct RouteAnswer {
 /// An `RTM_GETROUTE` request for `addr` (the sequence number `seq`).
 pub fn encode_request(addr: IpAddr, seq: u32) -> Vec<u8> {
     let (family, bits, octets): (u8, u8, Vec<u8>) = match addr {
-        IpAddr::V4(a) => (libc::AF_INET as u8, 32, a.octets().to_vec()),
-        IpAddr::V6(a) => (libc::AF_INET6 as u8, 128, a.octets().to_vec()),
+        IpAddr::V4(a) => (FAMILY_INET, 32, a.octets().to_vec()),
+        IpAddr::V6(a) => (FAMILY_INET6, 128, a.octets().to_vec()),
     };
     let rta_len = 4 + octets.len();
     let len = NLMSG_HDRLEN + RTMSG_LEN + rta_len;
@@ -111,9 +115,9 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 }
 
 fn ip_of(family: u8, b: &[u8]) -> Option<IpAddr> {
-    match (i32::from(family), b.len()) {
-        (libc::AF_INET, 4) => Some(IpAddr::from(<[u8; 4]>::try_from(b).ok()?)),
-        (libc::AF_INET6, 16) => Some(IpAddr::from(<[u8; 16]>::try_from(b).ok()?)),
+    match (family, b.len()) {
+        (FAMILY_INET, 4) => Some(IpAddr::from(<[u8; 4]>::try_from(b).ok()?)),
+        (FAMILY_INET6, 16) => Some(IpAddr::from(<[u8; 16]>::try_from(b).ok()?)),
         _ => None,
     }
 }
@@ -140,8 +144,10 @@ pub fn decode_reply(datagram: &[u8], seq: u32) -> Result<Option<RouteAnswer>, De
         let body = &msg[NLMSG_HDRLEN..];
         match kind {
             NLMSG_ERROR => {
-                let code = u32_at(body, 0)
-                    .map(|c| c as i32)
+                let code = body
+                    .get(0..4)
+                    .and_then(|b| b.try_into().ok())
+                    .map(i32::from_ne_bytes)
                     .ok_or_else(|| Decoded::Malformed("NLMSG_ERROR without its code".into()))?;
                 return Err(Decoded::Errno(code.saturating_neg()));
             }
@@ -298,6 +304,12 @@ mod tests {
     }
 
     #[test]
+    fn the_family_numbers_are_the_kernels() {
+        assert_eq!(i32::from(FAMILY_INET), libc::AF_INET);
+        assert_eq!(i32::from(FAMILY_INET6), libc::AF_INET6);
+    }
+
+    #[test]
     fn the_request_is_a_getroute_with_only_the_destination() {
         let b = encode_request("192.0.2.2".parse().unwrap(), 7);
         assert_eq!(b.len(), 16 + 12 + 8);
@@ -309,7 +321,7 @@ mod tests {
         assert_eq!(&b[28..36], &[8, 0, 1, 0, 192, 0, 2, 2]);
         let b6 = encode_request("2001:db8::2".parse().unwrap(), 1);
         assert_eq!(b6.len(), 16 + 12 + 20);
-        assert_eq!(b6[16], libc::AF_INET6 as u8);
+        assert_eq!(b6[16], FAMILY_INET6);
         assert_eq!(b6[17], 128);
     }
 
