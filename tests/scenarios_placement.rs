@@ -245,3 +245,34 @@ fn a_restart_while_the_initiator_device_is_gone_never_blames_the_other_device() 
     assert_eq!(h.recreations(), vec!["rxe_ini".to_string()]);
     assert!(h.host.storage_ok());
 }
+
+#[test]
+fn a_re_login_gives_the_session_a_new_sid_and_a_new_cm_id() {
+    let before = host_of("zombie-session");
+    let (sid0, cm0) = (
+        *before.sessions.keys().next().unwrap(),
+        before.cm_ids()[0].src().unwrap().port(),
+    );
+    let h = run("zombie-session");
+    assert!(h.host.storage_ok());
+    let sids: Vec<u32> = h.host.sessions.keys().copied().collect();
+    assert_eq!(sids.len(), 1);
+    assert_ne!(
+        sids[0], sid0,
+        "iscsiadm's logout + login makes a new session"
+    );
+    let cm = h.host.cm_ids();
+    let iser = cm
+        .iter()
+        .find(|c| c.kern_name.as_deref() == Some("ib_iser"))
+        .unwrap();
+    assert_ne!(
+        iser.src().unwrap().port(),
+        cm0,
+        "a new connection, a new source port"
+    );
+    // Still the same node, still placed on rxe_ini.
+    let list = h.host.clone().session_list();
+    assert_eq!(list[0].key.target, TARGET_IQN);
+    assert_eq!(list[0].rdma, Some(PortId::new("rxe_ini", 1)));
+}

@@ -75,7 +75,9 @@ pub fn map_sessions(
         }
         let (rdma, placed_by) = match decision.placement {
             Placement::Port { port, evidence } => {
-                tracing::debug!(sid = d.sid, %key, %port, evidence = %evidence, "session placed");
+                if decision.moved {
+                    tracing::info!(sid = d.sid, %key, %port, evidence = %evidence, "session placed");
+                }
                 (Some(port), Some(evidence))
             }
             Placement::NotIser => (None, None),

@@ -407,6 +407,9 @@ pub struct Decision {
     pub placement: Placement,
     /// Said once per unplaced session: which session and what to configure.
     pub warning: Option<String>,
+    /// The session is on another port than at the last call (or placed for the first time):
+    /// worth one INFO line naming the evidence.
+    pub moved: bool,
 }
 
 /// Places sessions with memory: a session keeps the port it was last placed on while
@@ -438,6 +441,7 @@ impl Placer {
     ) -> Decision {
         let fresh = place(session, host);
         let remembered = self.last.get(key).cloned();
+        let before = remembered.as_ref().map(|(p, _)| p.clone());
         let placement = match (fresh, remembered) {
             (Placement::NotIser, _) => Placement::NotIser,
             // The only port left is another device's: the session's own device vanished.
@@ -474,7 +478,15 @@ impl Placer {
             }
             _ => None,
         };
-        Decision { placement, warning }
+        let moved = match &placement {
+            Placement::Port { port, .. } => before.as_ref() != Some(port),
+            _ => false,
+        };
+        Decision {
+            placement,
+            warning,
+            moved,
+        }
     }
 
     /// Forgets everything (a restarted agent).

@@ -248,6 +248,12 @@ fn a_vanished_device_keeps_its_sessions_and_is_never_replaced_by_the_other_one()
     let d = placer.place(&s.key, &s.end(), &facts(&cm, &routes, &addrs, &ports));
     assert!(matches!(&d.placement, Placement::Port { port, .. } if port.device == "rxe_ini"));
     assert_eq!(d.warning, None);
+    assert!(d.moved, "first placement");
+    assert!(
+        !placer
+            .place(&s.key, &s.end(), &facts(&cm, &routes, &addrs, &ports))
+            .moved
+    );
 
     // rxe_ini deleted: its cm_id and its port are gone; rxe_tgt is the only port left, the
     // route still says ini0 (no RDMA port on it now).
