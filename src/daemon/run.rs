@@ -702,7 +702,19 @@ impl Loop {
                     addrs: &addrs,
                     ports: &self.ports,
                 };
-                let list = map_sessions(&parsed.items, &facts, &mut self.placer).sessions;
+                // Before the first topology report the ports are unknown: place with a
+                // scratch copy so nothing is remembered or warned about from that.
+                let mapped = if self.ready.topology {
+                    map_sessions(&parsed.items, &facts, &mut self.placer)
+                } else {
+                    map_sessions(&parsed.items, &facts, &mut self.placer.clone())
+                };
+                if self.ready.topology {
+                    for w in &mapped.warnings {
+                        tracing::warn!("{w}");
+                    }
+                }
+                let list = mapped.sessions;
                 for s in &list {
                     if let Some(ip) = s.local_ip.as_deref().and_then(|ip| ip.parse().ok()) {
                         self.probe_from.insert(s.key.portal.clone(), ip);
@@ -741,8 +753,9 @@ impl Loop {
                     tracing::info!(observation = %obs.describe(), "RDMA topology");
                     self.engine.handle_observation(obs, Trust::Trusted, now);
                 }
-                if changed && !first {
-                    // Sessions may now be placed differently.
+                if (changed && !first) || (first && self.ready.sessions) {
+                    // Sessions may now be placed differently (or were listed before the
+                    // ports were known).
                     self.request_sessions();
                 }
             }

@@ -17,7 +17,8 @@ pub struct Mapped {
     pub sessions: Vec<SessionInfo>,
     /// Sessions skipped for having no portal.
     pub skipped: usize,
-    /// The placement warnings logged (at WARNING) this time: one per unplaced session, once.
+    /// The placement warnings to log at WARNING: one per unplaced session, once (the
+    /// placer remembers it said it).
     pub warnings: Vec<String>,
 }
 
@@ -70,7 +71,6 @@ pub fn map_sessions(
         };
         let decision = placer.place(&key, &end, host);
         if let Some(w) = decision.warning {
-            tracing::warn!(sid = d.sid, "{w}");
             out.warnings.push(w);
         }
         let (rdma, placed_by) = match decision.placement {
