@@ -100,6 +100,21 @@ pub struct Settings {
     pub automatic_actions: bool,
 }
 
+/// Route lookups for placement. They are joined with the port netdevs read under
+/// `paths.sysfs-root`; when that is not the running kernel's `/sys` (a test tree, a copy),
+/// this host's routing table describes another machine and is not consulted.
+fn host_routes(sysfs_root: &std::path::Path) -> RouteLookup {
+    if sysfs_root == std::path::Path::new("/sys") {
+        Arc::new(|ip| crate::io::route::route_netdev(ip).map_err(|e| e.to_string()))
+    } else {
+        let why = format!(
+            "route lookups are off: paths.sysfs-root ({}) is not this kernel's /sys",
+            sysfs_root.display()
+        );
+        Arc::new(move |_| Err(why.clone()))
+    }
+}
+
 impl Deps {
     /// The real dependencies for `cfg`. `daemon`: open the kernel log and bind the control
     /// socket (the standalone commands do neither). Must be called inside a tokio runtime.
@@ -132,7 +147,7 @@ impl Deps {
                 Notifier::silent()
             },
             addresses: Arc::new(crate::io::netif::addresses),
-            routes: Arc::new(|ip| crate::io::route::route_netdev(ip).map_err(|e| e.to_string())),
+            routes: host_routes(&cfg.paths.sysfs_root),
             control,
             operator_resetter: Some(Arc::new(|cfg: &Config, device: &str| {
                 let mut rc = crate::io::reset::ResetConfig::from_config(cfg);

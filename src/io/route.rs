@@ -33,6 +33,8 @@ const RTA_PREFSRC: u16 = 7;
 const NLMSG_HDRLEN: usize = 16;
 /// `struct rtmsg`.
 const RTMSG_LEN: usize = 12;
+/// `RTN_LOCAL`: the address is one of this host's.
+pub const RTN_LOCAL: u8 = 2;
 /// `AF_INET` as `rtm_family` carries it.
 const FAMILY_INET: u8 = 2;
 /// `AF_INET6` (Linux).
@@ -72,6 +74,10 @@ pub enum RouteError {
     /// The route's interface index has no name (the netdev just vanished).
     #[error("interface index {0} has no name")]
     NoSuchInterface(u32),
+    /// The address is one of this host's (`local … dev lo`): the route says nothing about
+    /// which netdev a connection to it uses.
+    #[error("{0} is an address of this host (local route)")]
+    Local(IpAddr),
 }
 
 /// The kernel's answer to a route lookup.
@@ -81,6 +87,8 @@ pub struct RouteAnswer {
     pub oif: Option<u32>,
     /// `RTA_PREFSRC`: the source address the kernel would pick.
     pub prefsrc: Option<IpAddr>,
+    /// `rtm_type` (`RTN_UNICAST` 1, [`RTN_LOCAL`] 2, …).
+    pub kind: u8,
 }
 
 /// An `RTM_GETROUTE` request for `addr` (the sequence number `seq`).
@@ -159,6 +167,7 @@ pub fn decode_reply(datagram: &[u8], seq: u32) -> Result<Option<RouteAnswer>, De
                 let mut answer = RouteAnswer {
                     oif: None,
                     prefsrc: None,
+                    kind: body[7],
                 };
                 let mut a = RTMSG_LEN;
                 while a + 4 <= body.len() {
@@ -256,9 +265,14 @@ pub fn interface_name(index: u32) -> Result<String, RouteError> {
     Ok(name.to_string_lossy().into_owned())
 }
 
-/// The netdev the kernel routes `addr` through (`ip route get <addr>` → `dev …`).
+/// The netdev the kernel routes `addr` through (`ip route get <addr>` → `dev …`). An address
+/// of this host is [`RouteError::Local`]: its route (`dev lo`) names no netdev a connection
+/// would leave by.
 pub fn route_netdev(addr: IpAddr) -> Result<String, RouteError> {
     let answer = route_get(addr, Duration::from_secs(1))?;
+    if answer.kind == RTN_LOCAL {
+        return Err(RouteError::Local(addr));
+    }
     let oif = answer
         .oif
         .ok_or_else(|| RouteError::Malformed("the route names no output interface".into()))?;
@@ -331,7 +345,8 @@ mod tests {
             decode_reply(&lab_reply(9), 9),
             Ok(Some(RouteAnswer {
                 oif: Some(3),
-                prefsrc: Some("192.0.2.1".parse().unwrap())
+                prefsrc: Some("192.0.2.1".parse().unwrap()),
+                kind: 1,
             }))
         );
         // A reply to another request is not ours.
@@ -361,9 +376,16 @@ mod tests {
 
     #[test]
     fn loopback_routes_through_lo() {
-        assert_eq!(route_netdev("127.0.0.1".parse().unwrap()).unwrap(), "lo");
+        // `ip route get 127.0.0.1`: local 127.0.0.1 dev lo src 127.0.0.1.
         let a = route_get("127.0.0.1".parse().unwrap(), Duration::from_secs(1)).unwrap();
+        assert_eq!(interface_name(a.oif.unwrap()).unwrap(), "lo");
         assert_eq!(a.prefsrc, Some("127.0.0.1".parse().unwrap()));
+        assert_eq!(a.kind, RTN_LOCAL);
+        // A local address tells nothing about the netdev a connection would leave by.
+        assert!(matches!(
+            route_netdev("127.0.0.1".parse().unwrap()),
+            Err(RouteError::Local(_))
+        ));
     }
 
     #[test]
