@@ -172,6 +172,13 @@ struct Loop {
     status: String,
 }
 
+/// The driver the loop runs `engine` in: the core's [`Driver`], the same type the simulator's
+/// harness runs ([`crate::sim::Harness::driver`]). Automatic destructive actions run unless
+/// `settings` says this is a standalone manual command.
+pub fn driver_for(engine: Engine, settings: &Settings) -> Driver {
+    Driver::new(engine, settings.automatic_actions)
+}
+
 /// Applies `--dry-run` to a configuration.
 fn effective(mut cfg: Config, force_dry_run: bool) -> Config {
     if force_dry_run {
@@ -221,9 +228,8 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let mut kernel_log = deps.kernel_log;
     let mut shutdown = deps.shutdown;
     let poll_iscsi = settings.config.poll.iscsi;
-    let automatic_actions = settings.automatic_actions;
     let mut lp = Loop {
-        driver: Driver::new(engine, automatic_actions),
+        driver: driver_for(engine, &settings),
         ex: deps.executors,
         clock: deps.clock,
         notifier: deps.notifier,
