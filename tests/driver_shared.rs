@@ -41,11 +41,9 @@ fn the_simulator_and_the_daemon_run_the_same_driver() {
 #[test]
 fn a_simulated_dry_run_is_a_driver_plan_never_a_failed_recreation() {
     let h = scenarios::find("dry-run").unwrap().run(7, 20_000).unwrap();
-    assert!(h
-        .plans
-        .iter()
-        .any(|(_, a, r)| matches!(a.kind, ActionKind::RecreateDevice { .. })
-            && *r == Refusal::DryRun));
+    assert!(h.plans.iter().any(
+        |(_, a, r)| matches!(a.kind, ActionKind::RecreateDevice { .. }) && *r == Refusal::DryRun
+    ));
     assert_eq!(h.driver.stats().destructive_run, 0);
     let port = h.engine().ports().next().unwrap();
     assert_eq!(port.attempts, 0, "a plan counted as an attempt");

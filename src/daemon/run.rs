@@ -18,11 +18,11 @@ use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::config::Config;
-use crate::core::iscsi::{Parsed, SessionDetail};
 use crate::core::driver::{Driver, Effect, EffectId, EffectKind, EffectOutcome, Refusal};
+use crate::core::iscsi::{Parsed, SessionDetail};
 use crate::core::recovery::{
-    from_kernel_event, ActionKind, Engine, EngineSnapshot, OperatorCommand, Phase, PortId,
-    Portal, Trust,
+    from_kernel_event, ActionKind, Engine, EngineSnapshot, OperatorCommand, Phase, PortId, Portal,
+    Trust,
 };
 use crate::core::session_map::{NetdevAddr, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};

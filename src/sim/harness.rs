@@ -15,8 +15,8 @@ use super::host::{Delivery, SimHost};
 use crate::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome, Refusal};
 use crate::core::kmsg::KERNEL_FACILITY;
 use crate::core::recovery::{
-    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, EngineSnapshot, Input,
-    Policy, Transition, Trust,
+    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, EngineSnapshot, Input, Policy,
+    Transition, Trust,
 };
 use crate::core::signatures::{self, KernelEvent};
 use crate::core::time::Instant;
@@ -375,8 +375,11 @@ impl Harness {
                             self.journaled_at_input = Some(self.inputs);
                         })
                         .map_err(|e| e.to_string());
-                    self.driver
-                        .handle_effect_outcome(effect.id, EffectOutcome::Journal(result), now);
+                    self.driver.handle_effect_outcome(
+                        effect.id,
+                        EffectOutcome::Journal(result),
+                        now,
+                    );
                 }
                 EffectKind::Plan { action, refusal } => {
                     self.timeline.push(Entry::Plan {

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use iser_guard::config::OtherSessions;
+use iser_guard::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome};
 use iser_guard::core::qp::QpState;
 use iser_guard::core::recovery::{
     Action, ActionKind, DiskInfo, Engine, IoErrorKind, IscsiadmStatus, Observation,
     OperatorCommand, Origin, Outcome, Phase, Policy, PortId, Portal, ProbeResult, RecreateResult,
     SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
 };
-use iser_guard::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome};
 use iser_guard::core::time::Instant;
 use proptest::prelude::*;
 
@@ -305,8 +305,11 @@ impl World {
             let (a, authority) = match effect.kind {
                 EffectKind::WriteJournal { .. } => {
                     journaled = true;
-                    self.driver
-                        .handle_effect_outcome(effect.id, EffectOutcome::Journal(Ok(())), now);
+                    self.driver.handle_effect_outcome(
+                        effect.id,
+                        EffectOutcome::Journal(Ok(())),
+                        now,
+                    );
                     continue;
                 }
                 EffectKind::Plan { .. } => continue,

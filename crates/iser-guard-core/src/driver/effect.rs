@@ -120,9 +120,9 @@ impl fmt::Display for Refusal {
                 f,
                 "no operator command names {device} and devices.allow does not list it"
             ),
-            Refusal::LeftToDaemon => f.write_str(
-                "a standalone manual command leaves automatic actions to the daemon",
-            ),
+            Refusal::LeftToDaemon => {
+                f.write_str("a standalone manual command leaves automatic actions to the daemon")
+            }
             Refusal::JournalFailed { reason } => {
                 write!(f, "the journal could not be written: {reason}")
             }

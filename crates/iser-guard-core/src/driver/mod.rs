@@ -230,7 +230,8 @@ impl Driver {
             self.journal_pending = None;
             match outcome {
                 EffectOutcome::Journal(Ok(())) => self.journaled_epoch = Some(p.epoch),
-                EffectOutcome::Journal(Err(reason)) | EffectOutcome::Action(Outcome::PersistFailed { reason }) => {
+                EffectOutcome::Journal(Err(reason))
+                | EffectOutcome::Action(Outcome::PersistFailed { reason }) => {
                     self.fail_journal(p.action, reason, now)
                 }
                 EffectOutcome::Action(other) => self.fail_journal(

@@ -50,8 +50,8 @@ fn driver(p: Policy, devices: &[&str]) -> Driver {
     let mut d = Driver::new(Engine::new(p, 7), true);
     let list = devices
         .iter()
-        .enumerate()
-        .map(|(i, dev)| session(i as u32 + 1, dev, SessionState::Failed))
+        .zip(1u32..)
+        .map(|(dev, sid)| session(sid, dev, SessionState::Failed))
         .collect();
     d.handle_sessions(list, Instant(0));
     d
@@ -132,12 +132,16 @@ fn a_journal_write_completes_before_every_destructive_effect() {
         let now = Instant(t * 1000);
         let pending: Vec<(EffectId, ActionKind)> = d
             .outstanding
-            .iter()
-            .filter_map(|(eid, _)| {
-                batches.iter().flatten().find(|e| e.id == *eid).and_then(|e| match &e.kind {
-                    EffectKind::Run { action, .. } => Some((*eid, action.kind.clone())),
-                    _ => None,
-                })
+            .keys()
+            .filter_map(|eid| {
+                batches
+                    .iter()
+                    .flatten()
+                    .find(|e| e.id == *eid)
+                    .and_then(|e| match &e.kind {
+                        EffectKind::Run { action, .. } => Some((*eid, action.kind.clone())),
+                        _ => None,
+                    })
             })
             .collect();
         for (eid, kind) in pending {
@@ -166,7 +170,10 @@ fn a_journal_write_completes_before_every_destructive_effect() {
             match &e.kind {
                 EffectKind::WriteJournal { .. } => journaled = true,
                 EffectKind::Run { action, .. } if action.kind.is_destructive() => {
-                    assert!(journaled, "{e} without a journal write before it in its batch");
+                    assert!(
+                        journaled,
+                        "{e} without a journal write before it in its batch"
+                    );
                     destructive += 1;
                 }
                 _ => {}
@@ -185,8 +192,9 @@ fn a_failed_journal_write_stops_the_destructive_effect() {
     assert!(destructive_runs(&effects).is_empty(), "{effects:#?}");
     let p = plans(&effects);
     assert!(
-        p.iter().any(|(a, r)| matches!(a.kind, ActionKind::RecreateDevice { .. })
-            && matches!(r, Refusal::JournalFailed { .. })),
+        p.iter()
+            .any(|(a, r)| matches!(a.kind, ActionKind::RecreateDevice { .. })
+                && matches!(r, Refusal::JournalFailed { .. })),
         "{effects:#?}"
     );
     // The engine was told: a critical alert, and the device is not being re-created.
@@ -270,7 +278,8 @@ fn the_operator_command_overrides_the_allow_list_only_for_the_device_it_names() 
 fn paused_gives_no_automatic_destructive_effect() {
     let mut d = driver(policy(&["dev0"]), &["dev0"]);
     drain(&mut d, Instant(0), Ok(()));
-    d.handle_command(OperatorCommand::Pause, Instant(1)).unwrap();
+    d.handle_command(OperatorCommand::Pause, Instant(1))
+        .unwrap();
     d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
     let mut effects = drain(&mut d, Instant(10), Ok(()));
     for t in 1..10u64 {
@@ -279,9 +288,7 @@ fn paused_gives_no_automatic_destructive_effect() {
         effects.extend(drain(&mut d, now, Ok(())));
     }
     assert!(destructive_runs(&effects).is_empty(), "{effects:#?}");
-    assert!(plans(&effects)
-        .iter()
-        .all(|(_, r)| **r == Refusal::Paused));
+    assert!(plans(&effects).iter().all(|(_, r)| **r == Refusal::Paused));
     assert_eq!(
         d.engine().port(&PortId::new("dev0", 1)).unwrap().hold,
         Some(Hold::Paused)
