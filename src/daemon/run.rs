@@ -1289,4 +1289,85 @@ mod tests {
             .unwrap();
         assert_eq!(code, EXIT_OK);
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dry_run_daemon_plans_the_recreation_through_the_driver_and_never_calls_the_resetter()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(dir.path(), false);
+        cfg.recovery.dry_run = true;
+        let doubles = Doubles::default();
+        let portal: std::net::SocketAddr = "192.0.2.2:3260".parse().unwrap();
+        doubles.prober.push(
+            portal,
+            std::iter::repeat_n(
+                ProbeResult::Reachable {
+                    rtt: Duration::from_millis(1),
+                },
+                50,
+            ),
+        );
+        let host = Arc::new(Host {
+            state: Mutex::new("FAILED"),
+            logins: Mutex::new(Vec::new()),
+        });
+        let mut ex = doubles.executors(&cfg);
+        ex.iscsi = host.clone();
+        let (log_tx, log_rx) = unbounded_channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let deps = Deps {
+            kernel_log: Some(Box::new(ChannelLog(log_rx))),
+            topology: Box::new(OnePort),
+            executors: ex,
+            clock: Arc::new(BootClock),
+            notifier: Notifier::silent(),
+            addresses: Arc::new(|| {
+                Ok(vec![NetdevAddr {
+                    netdev: "ens1f0".into(),
+                    ip: "192.0.2.1".parse().unwrap(),
+                }])
+            }),
+            control: None,
+            shutdown: Some(stop_rx),
+        };
+        let settings = Settings {
+            config: cfg,
+            config_path: None,
+            force_dry_run: false,
+            take_lock: true,
+            automatic_actions: true,
+        };
+        let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
+        let line = "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
+        let rec = Record::parse(format!("3,10,100,-;{line}").as_bytes()).unwrap();
+        log_tx.send(KmsgEvent::Record(rec)).unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let planned = doubles.alerts.alerts().iter().any(|a| {
+                a.what
+                    .contains("dry-run: would re-create RDMA device rocep2s0f0")
+            });
+            if planned {
+                break;
+            }
+            assert!(std::time::Instant::now() < end, "no dry-run plan alert");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Planned, not run: no executor touched the device or the sessions.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(doubles.resetter.calls().is_empty());
+        assert!(host.logins.lock().unwrap().is_empty());
+        assert!(!doubles
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.what.contains("not re-created") || a.what.contains("quarantined")));
+        stop_tx.send(()).unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(5), daemon)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(code, EXIT_OK);
+    }
 }

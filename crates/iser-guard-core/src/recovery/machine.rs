@@ -81,11 +81,12 @@ pub struct EngineStats {
 ///    [`handle_command`](Engine::handle_command) (operator);
 /// 2. when [`next_timeout`](Engine::next_timeout) is due, call
 ///    [`handle_timeout`](Engine::handle_timeout);
-/// 3. drain [`poll_action`](Engine::poll_action) and execute the actions **in order**: a
-///    [`ActionKind::PersistState`] writes [`snapshot`](Engine::snapshot) to the journal
-///    before the destructive action that follows it may start (write-ahead); if the write
-///    fails, report [`Outcome::PersistFailed`] and [`Outcome::NotRun`] for the destructive
-///    actions of that batch;
+/// 3. drain [`poll_action`](Engine::poll_action) **in order**. The daemon and the simulator
+///    do this through [`crate::driver::Driver`], which owns the engine: it journals
+///    [`snapshot`](Engine::snapshot) before each destructive action (write-ahead; a failed
+///    write is [`Outcome::PersistFailed`] and [`Outcome::NotRun`] for the destructive actions
+///    of that batch), decides dry-run, pause and the allow-list, and reports an action it
+///    did not run as [`Outcome::Planned`] (the port is held, no attempt is counted);
 /// 4. drain [`poll_transition`](Engine::poll_transition) into the log;
 /// 5. sleep until `next_timeout()` or the next input.
 ///
