@@ -1137,8 +1137,21 @@ impl Engine {
         if self.recreating.as_deref() == Some(device) {
             self.recreating = None;
         }
+        let attempt = self
+            .devices
+            .get(device)
+            .and_then(|d| d.recreation.as_ref())
+            .map(|r| r.attempt);
         if let Some(d) = self.devices.get_mut(device) {
             d.recreation = None;
+        }
+        // Nothing is being re-created: take back the "re-creating" alert queued behind the
+        // action, so the operator reads the plan, not an announcement.
+        if let Some(n) = attempt {
+            let key = format!("recreate:{device}:{n}");
+            self.actions
+                .retain(|a| !matches!(&a.kind, ActionKind::Alert(al) if al.key == key));
+            self.gate.reset(&key);
         }
         for pid in self.ports_of_device(device) {
             if self.phase(&pid) != Some(Phase::ResettingDevice) {
