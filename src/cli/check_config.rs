@@ -2,8 +2,8 @@
 //! daemon loads it, and prints either the effective settings or every problem.
 //!
 //! Exit codes: 0 valid; 78 (EX_CONFIG) invalid, unreadable, missing (when named), not a
-//! regular file or world-writable. The systemd unit runs it as `ExecStartPre`, so a broken
-//! file stops the start with the problems in the journal.
+//! regular file or world-writable. The daemon runs the same checks before it reports
+//! ready and exits 78 with the same problems, which systemd does not retry.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
