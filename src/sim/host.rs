@@ -1240,7 +1240,13 @@ impl SimHost {
 
     /// Runs `iscsiadm --login` for a node (the executor's side of `IscsiLogin`).
     pub fn login(&mut self, key: &SessionKey, id: ActionId, now: Instant) {
-        if self.take_hang() {
+        // Lab (6.1, target's rxe device deleted and re-added): with the iSER listener dead
+        // the login gets no answer and hangs until the daemon's iscsiadm timeout.
+        let dead_listener = self
+            .targets
+            .get(&key.portal)
+            .is_some_and(|t| t.reachable() && !t.listener);
+        if self.take_hang() || dead_listener {
             let command = format!(
                 "iscsiadm -m node -T {} -p {} -I {} --login",
                 key.target, key.portal, key.iface
