@@ -239,6 +239,15 @@ fn no_placement_evidence() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on a host where nothing places the session (no CM id table, no
+/// route answer, two RDMA ports): the stuck QP is seen, but no portal is known for the port.
+fn field_incident_unplaced() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.cm_id_table = false;
+    h.routes.clear();
+    (h, p)
+}
+
 fn target_blip() -> (SimHost, Policy) {
     let mut h = field_host();
     power(&mut h, 60, false);
@@ -539,6 +548,12 @@ pub fn all() -> Vec<Scenario> {
             "two RDMA ports, no CM id table, no route: warn once, never guess",
             300,
             no_placement_evidence,
+        ),
+        s(
+            "field-incident-unplaced",
+            "field incident, but nothing places the session (no CM ids, no route)",
+            600,
+            field_incident_unplaced,
         ),
         s(
             "target-blip",

@@ -419,6 +419,9 @@ pub struct Decision {
 pub struct Placer {
     last: BTreeMap<SessionKey, (PortId, Evidence)>,
     warned: BTreeSet<SessionKey>,
+    /// Every RDMA port seen since the agent started: "the only port" is only the only one
+    /// if no other was ever seen (a device being re-created is absent for seconds).
+    seen: BTreeSet<PortId>,
 }
 
 impl Placer {
@@ -439,7 +442,20 @@ impl Placer {
         session: &SessionEnd<'_>,
         host: &HostFacts<'_>,
     ) -> Decision {
-        let fresh = place(session, host);
+        self.seen.extend(host.distinct_ports());
+        let fresh = match place(session, host) {
+            Placement::Port {
+                evidence: Evidence::OnlyPort,
+                ..
+            } if self.seen.len() > 1 => Placement::Unknown(Unplaced::NoEvidence {
+                ports: self.seen.iter().cloned().collect(),
+                tried: vec![format!(
+                    "only one of the {} RDMA ports seen is present now",
+                    self.seen.len()
+                )],
+            }),
+            p => p,
+        };
         let remembered = self.last.get(key).cloned();
         let before = remembered.as_ref().map(|(p, _)| p.clone());
         let placement = match (fresh, remembered) {
@@ -493,6 +509,7 @@ impl Placer {
     pub fn forget(&mut self) {
         self.last.clear();
         self.warned.clear();
+        self.seen.clear();
     }
 }
 

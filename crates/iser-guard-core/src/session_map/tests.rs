@@ -329,6 +329,36 @@ fn a_restarted_agent_never_takes_the_only_port_left_for_a_session_routed_elsewhe
 }
 
 #[test]
+fn the_only_port_present_is_not_the_only_port_when_another_was_seen() {
+    // Never placed (no CM id, no route), two ports; then one device is being re-created and
+    // the other is the only one present: still no guess.
+    let s = Lab::from_p3(P3_FAILED);
+    let (routes, addrs, ports) = (BTreeMap::new(), lab_addrs(), lab_ports());
+    let only_tgt: Vec<RdmaPortNetdev> = lab_ports().into_iter().skip(1).collect();
+    let mut placer = Placer::new();
+    let d = placer.place(&s.key, &s.end(), &facts(&[], &routes, &addrs, &ports));
+    assert!(matches!(d.placement, Placement::Unknown(_)));
+    assert!(d.warning.is_some());
+    let d = placer.place(&s.key, &s.end(), &facts(&[], &routes, &addrs, &only_tgt));
+    assert!(
+        matches!(&d.placement, Placement::Unknown(u) if u.describe().contains("only one of the 2")),
+        "{d:?}"
+    );
+    assert_eq!(d.warning, None, "already said");
+    // A host that only ever had one port still uses it.
+    let mut fresh = Placer::new();
+    assert!(matches!(
+        fresh
+            .place(&s.key, &s.end(), &facts(&[], &routes, &addrs, &only_tgt))
+            .placement,
+        Placement::Port {
+            evidence: Evidence::OnlyPort,
+            ..
+        }
+    ));
+}
+
+#[test]
 fn an_unplaced_session_is_warned_about_once_with_what_to_configure() {
     let s = Lab::from_p3(P3_FAILED);
     let mut placer = Placer::new();
