@@ -10,8 +10,7 @@ use std::time::Duration;
 use super::host::{Delivery, SimHost};
 use crate::core::kmsg::KERNEL_FACILITY;
 use crate::core::recovery::{
-    from_kernel_event, Action, ActionKind, Alert, Engine, EngineSnapshot, Input, Policy,
-    Transition, Trust,
+    from_kernel_event, Action, ActionKind, Alert, Engine, Input, Policy, Transition, Trust,
 };
 use crate::core::signatures::{self, KernelEvent};
 use crate::core::time::Instant;
@@ -249,8 +248,8 @@ impl Harness {
     pub fn restart(&mut self) -> Result<(), SimError> {
         let engine = match &self.journal {
             Some(bytes) => {
-                let snap: EngineSnapshot =
-                    serde_json::from_slice(bytes).map_err(|e| SimError::Resume(e.to_string()))?;
+                let snap = crate::core::journal::decode(bytes)
+                    .map_err(|e| SimError::Resume(e.to_string()))?;
                 Engine::resume(snap, self.policy.clone(), self.now)
                     .map_err(|e| SimError::Resume(e.to_string()))?
             }
@@ -345,11 +344,10 @@ impl Harness {
             match &a.kind {
                 ActionKind::PersistState { .. } => {
                     // The daemon writes the snapshot as it is when the action executes.
-                    if let Ok(bytes) = serde_json::to_vec(&self.engine.snapshot()) {
-                        self.journal = Some(bytes);
-                        self.journal_writes += 1;
-                        self.journaled_since_last_destructive = true;
-                    }
+                    // In the journal's on-disk format, so every restart tests it.
+                    self.journal = Some(crate::core::journal::encode(&self.engine.snapshot()));
+                    self.journal_writes += 1;
+                    self.journaled_since_last_destructive = true;
                 }
                 ActionKind::ProbePortal { portal, timeout } => {
                     self.host.probe(portal, *timeout, a.id, now)

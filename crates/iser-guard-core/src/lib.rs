@@ -5,6 +5,7 @@
 //! every scenario a deterministic test in virtual time.
 
 pub mod iscsi;
+pub mod journal;
 pub mod kmsg;
 pub mod nldev;
 pub mod qp;
