@@ -35,7 +35,7 @@ fn iscsiadm_status(e: &IscsiadmError) -> IscsiadmStatus {
     match e {
         IscsiadmError::Failed {
             status, message, ..
-        } => IscsiadmStatus::from_exit_code(status.code(), message),
+        } => crate::core::recovery::iscsiadm_outcome(*status, message),
         IscsiadmError::Hung { .. } => IscsiadmStatus::Timeout,
         other => IscsiadmStatus::Other {
             code: None,

@@ -1514,6 +1514,22 @@ impl IscsiadmStatus {
         }
     }
 
+    /// What an operator can do about this code, in one phrase; empty when there is nothing
+    /// specific to say.
+    pub fn remedy(self) -> &'static str {
+        use IscsiadmStatus::*;
+        match self {
+            LoginAuthFailed => "the target rejected the CHAP credentials: fix node.session.auth.* (retrying will not help)",
+            FatalLogin => "the target refused the login for good: check its ACLs and the initiator name",
+            IscsidCommErr | IscsidNotconn => "iscsid is not reachable: start it (`systemctl start iscsid`)",
+            TransNotFound => "the transport is not available: load ib_iser (`modprobe ib_iser`)",
+            Access => "iscsiadm needs root",
+            TransTimeout | ReqTimedout | PduTimeout => "timed out: is the target reachable over the RDMA port?",
+            NoObjsFound => "no such session or node record (a login may need the record re-created: -o new)",
+            _ => "",
+        }
+    }
+
     /// How to react to this code.
     pub fn classify(self) -> StatusClass {
         use IscsiadmStatus::*;
@@ -1557,6 +1573,15 @@ impl IscsiadmStatus {
         matches!(
             self,
             IscsiadmStatus::TransTimeout | IscsiadmStatus::PduTimeout | IscsiadmStatus::ReqTimedout
+        )
+    }
+
+    /// The target refused the login for good: 24 (authentication failed) or 19
+    /// (non-retryable login failure). The engine stops retrying that node.
+    pub fn is_login_refused(self) -> bool {
+        matches!(
+            self,
+            IscsiadmStatus::LoginAuthFailed | IscsiadmStatus::FatalLogin
         )
     }
 

@@ -209,10 +209,28 @@ fn device_state_word(s: Option<&iscsi::DeviceState>) -> String {
     .to_string()
 }
 
-/// The engine's outcome of an iscsiadm run, from the parser's exit-code classification and
-/// the last line it printed.
+/// The engine's outcome of an iscsiadm run, from the exit-code table
+/// ([`iscsi::IscsiadmStatus`], the one place exit codes are given meaning) and the last line
+/// it printed. The engine distinguishes only what changes its decision: success, already
+/// logged in (15), no such session (2, 21), a time-out (8, 11, 33), a login refused for good
+/// (19, 24), and anything else.
 pub fn iscsiadm_outcome(status: iscsi::IscsiadmStatus, last_line: &str) -> IscsiadmStatus {
-    IscsiadmStatus::from_exit_code(status.code(), last_line)
+    if status.is_success() {
+        IscsiadmStatus::Success
+    } else if status.is_already_logged_in() {
+        IscsiadmStatus::AlreadyLoggedIn
+    } else if status.classify() == iscsi::StatusClass::NotFound {
+        IscsiadmStatus::NotFound
+    } else if status.is_timeout() {
+        IscsiadmStatus::Timeout
+    } else if status.is_login_refused() {
+        IscsiadmStatus::AuthFailed
+    } else {
+        IscsiadmStatus::Other {
+            code: Some(status.code()),
+            message: last_line.to_string(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -376,6 +394,36 @@ mod tests {
             iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(15), "already present"),
             IscsiadmStatus::AlreadyLoggedIn
         );
+    }
+}
+
+#[cfg(test)]
+mod iscsiadm_outcome_tests {
+    use super::*;
+
+    /// What the engine made of each exit code before the two tables were folded into one
+    /// (the match that stood in `IscsiadmStatus::from_exit_code`): unchanged for every code.
+    fn before(code: i32, message: &str) -> IscsiadmStatus {
+        match code {
+            0 => IscsiadmStatus::Success,
+            15 => IscsiadmStatus::AlreadyLoggedIn,
+            2 | 21 => IscsiadmStatus::NotFound,
+            8 | 11 | 33 => IscsiadmStatus::Timeout,
+            19 | 24 => IscsiadmStatus::AuthFailed,
+            _ => IscsiadmStatus::Other {
+                code: Some(code),
+                message: message.to_string(),
+            },
+        }
+    }
+
+    #[test]
+    fn every_exit_code_maps_as_before() {
+        for code in -3..=40 {
+            let via_table = iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(code), "last");
+            assert_eq!(via_table, before(code, "last"), "exit {code}");
+            assert_eq!(IscsiadmStatus::from_exit_code(code, "last"), via_table);
+        }
     }
 }
 

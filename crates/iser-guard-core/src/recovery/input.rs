@@ -390,7 +390,8 @@ pub enum RecreateResult {
     },
 }
 
-/// Typed result of one iscsiadm invocation (exit codes from open-iscsi's iscsi_err.h).
+/// What one iscsiadm invocation means to the engine; the exit codes themselves are given
+/// meaning in one table, [`crate::iscsi::IscsiadmStatus`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum IscsiadmStatus {
     /// Exit 0.
@@ -415,19 +416,11 @@ pub enum IscsiadmStatus {
 }
 
 impl IscsiadmStatus {
-    /// Maps an iscsiadm exit code (and its last output line) to a status.
+    /// Maps an iscsiadm exit code (and its last output line) to a status, through the one
+    /// exit-code table ([`crate::iscsi::IscsiadmStatus`], see
+    /// [`iscsiadm_outcome`](super::iscsiadm_outcome)).
     pub fn from_exit_code(code: i32, message: &str) -> Self {
-        match code {
-            0 => IscsiadmStatus::Success,
-            15 => IscsiadmStatus::AlreadyLoggedIn,
-            2 | 21 => IscsiadmStatus::NotFound,
-            8 | 11 | 33 => IscsiadmStatus::Timeout,
-            19 | 24 => IscsiadmStatus::AuthFailed,
-            _ => IscsiadmStatus::Other {
-                code: Some(code),
-                message: message.to_string(),
-            },
-        }
+        super::adapter::iscsiadm_outcome(crate::iscsi::IscsiadmStatus::from_code(code), message)
     }
 }
 
