@@ -9,7 +9,7 @@ use crate::core::recovery::{
 use crate::io::executors::Executors;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::lock::RecoveryLock;
-use crate::io::probe::{parse_portal, ProbeResult as TcpResult, ProbeSource};
+use crate::io::probe::{parse_portal, verdict_of, ProbeSource};
 use crate::io::reset::ResetOutcome;
 
 /// The result of one executed action: the outcome for the engine and what happened, in
@@ -74,16 +74,8 @@ pub fn execute(
                 local_ip: probe_from.filter(|ip| ip.is_ipv4() == addr.is_ipv4()),
                 device: None,
             };
-            match ex.prober.probe(addr, &source, *timeout) {
-                Ok(r @ TcpResult::Reachable { .. }) => {
-                    done(Outcome::Probe(ProbeResult::Reachable), r.to_string())
-                }
-                Ok(r @ TcpResult::Refused) => {
-                    done(Outcome::Probe(ProbeResult::Refused), r.to_string())
-                }
-                Ok(r) => done(Outcome::Probe(ProbeResult::Unreachable), r.to_string()),
-                Err(e) => done(Outcome::Probe(ProbeResult::Unreachable), e.to_string()),
-            }
+            let (verdict, summary) = verdict_of(&ex.prober.probe(addr, &source, *timeout));
+            done(Outcome::Probe(verdict), summary)
         }
         ActionKind::RecreateDevice { device, .. } => {
             let purpose = format!("iser-guard: re-creating {device}");

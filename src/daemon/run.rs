@@ -1105,7 +1105,7 @@ mod tests {
         IscsiAdm, IscsiadmError, LoginOutcome, LogoutOutcome, NodeOutcome, SessionListing,
     };
     use crate::io::kmsg::KmsgError;
-    use crate::io::probe::ProbeResult;
+    use crate::io::probe::TcpAnswer;
 
     struct ChannelLog(UnboundedReceiver<KmsgEvent>);
     impl KernelLog for ChannelLog {
@@ -1202,7 +1202,7 @@ mod tests {
         doubles.prober.push(
             portal,
             std::iter::repeat_n(
-                ProbeResult::Reachable {
+                TcpAnswer::Reachable {
                     rtt: Duration::from_millis(1),
                 },
                 50,
