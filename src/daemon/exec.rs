@@ -181,22 +181,7 @@ pub fn syslog_alert(
     a: &crate::core::recovery::Alert,
     cfg: &crate::config::Alerts,
 ) -> crate::io::syslog::Alert {
-    use crate::core::recovery::Severity as E;
-    use crate::io::syslog::Severity as S;
-    let configured = match a.severity {
-        E::Info => cfg.severity_recovered,
-        E::Warning => cfg.severity_action,
-        E::Error => cfg.severity_fault,
-        E::Critical => cfg.severity_operator,
-    };
-    let severity = match configured.code() {
-        0 | 1 => S::Alert,
-        2 => S::Crit,
-        3 => S::Err,
-        4 => S::Warning,
-        5 => S::Notice,
-        _ => S::Info,
-    };
+    let severity = cfg.syslog_severity(a.severity);
     let what = if a.count > 1 {
         format!("{} ({} times)", a.summary, a.count)
     } else {
