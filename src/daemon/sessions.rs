@@ -1,8 +1,8 @@
 //! iscsiadm session snapshots → the engine's [`SessionInfo`] list: each session placed on its
 //! RDMA port with [`crate::core::session_map::place`] (pure; the caller gathers the inputs).
 
-use crate::core::iscsi::{self, SessionDetail};
-use crate::core::recovery::{DiskInfo, PortId, Portal, SessionInfo, SessionKey, SessionState};
+use crate::core::iscsi::SessionDetail;
+use crate::core::recovery::{self, PortId, Portal, SessionInfo, SessionKey};
 use crate::core::session_map::{place, NetdevAddr, Placement, RdmaPortNetdev, SessionEnd};
 
 /// Maps every parsed session. Sessions without a portal are skipped (counted in the
@@ -52,51 +52,18 @@ pub fn map_sessions(
             netdev: d.iface.netdev.clone(),
             local_ip: d.iface.ip_address.map(|ip| ip.to_string()),
             rdma,
-            state: match d.session_state {
-                Some(iscsi::SessionState::LoggedIn) => SessionState::LoggedIn,
-                Some(iscsi::SessionState::Failed) => SessionState::Failed,
-                Some(iscsi::SessionState::Free) => SessionState::Free,
-                _ => SessionState::Unknown,
-            },
-            disks: d
-                .devices
-                .iter()
-                .filter_map(|dev| {
-                    let name = dev.disk.clone()?;
-                    let state = dev
-                        .state
-                        .as_ref()
-                        .map_or_else(|| "unknown".to_string(), device_state_name);
-                    Some(DiskInfo::new(name, state))
-                })
-                .collect(),
+            state: recovery::session_state(d.session_state.as_ref()),
+            disks: recovery::disks(d),
         });
     }
     (out, skipped)
 }
 
-/// The word iscsiadm (and sysfs) print for a SCSI device state.
-fn device_state_name(s: &iscsi::DeviceState) -> String {
-    use iscsi::DeviceState as D;
-    match s {
-        D::Created => "created",
-        D::Running => "running",
-        D::Cancel => "cancel",
-        D::Deleted => "deleted",
-        D::Quiesce => "quiesce",
-        D::Offline => "offline",
-        D::TransportOffline => "transport-offline",
-        D::Blocked => "blocked",
-        D::CreatedBlocked => "created-blocked",
-        D::Unknown => "Unknown",
-        D::Other(o) => o,
-    }
-    .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::iscsi;
+    use crate::core::recovery::{DiskInfo, SessionState};
 
     #[test]
     fn the_lab_session_lands_on_the_only_rdma_port() {

@@ -544,6 +544,23 @@ impl DeviceState {
         }
     }
 
+    /// The word iscsiadm (and sysfs) print: the inverse of [`DeviceState::parse`].
+    pub fn name(&self) -> &str {
+        match self {
+            DeviceState::Created => "created",
+            DeviceState::Running => "running",
+            DeviceState::Cancel => "cancel",
+            DeviceState::Deleted => "deleted",
+            DeviceState::Quiesce => "quiesce",
+            DeviceState::Offline => "offline",
+            DeviceState::TransportOffline => "transport-offline",
+            DeviceState::Blocked => "blocked",
+            DeviceState::CreatedBlocked => "created-blocked",
+            DeviceState::Unknown => "Unknown",
+            DeviceState::Other(o) => o,
+        }
+    }
+
     /// True when I/O to the device fails rather than waits (`offline`,
     /// `transport-offline`, `deleted`, `cancel`).
     pub fn rejects_io(&self) -> bool {

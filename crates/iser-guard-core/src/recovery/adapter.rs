@@ -155,25 +155,8 @@ pub fn from_topology_event(ev: &TopologyEvent, topology: &Topology) -> Vec<Obser
 /// session names no portal.
 pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Option<SessionInfo> {
     let node = d.node_id()?;
-    let state = if d.is_logged_in() {
-        SessionState::LoggedIn
-    } else {
-        match d.session_state {
-            Some(iscsi::SessionState::Failed) => SessionState::Failed,
-            Some(iscsi::SessionState::Free) => SessionState::Free,
-            // LOGGED_IN in sysfs while iscsid is reconnecting counts as not logged in.
-            Some(iscsi::SessionState::LoggedIn) => SessionState::Failed,
-            _ => SessionState::Unknown,
-        }
-    };
-    let disks = d
-        .devices
-        .iter()
-        .filter_map(|dev| {
-            let name = dev.disk.clone()?;
-            Some(DiskInfo::new(name, device_state_word(dev.state.as_ref())))
-        })
-        .collect();
+    let state = session_state(d.session_state.as_ref());
+    let disks = disks(d);
     let netdev = d.iface.netdev.clone().filter(|n| n != "default");
     Some(SessionInfo {
         sid: d.sid,
@@ -191,22 +174,35 @@ pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Op
     })
 }
 
-fn device_state_word(s: Option<&iscsi::DeviceState>) -> String {
-    use iscsi::DeviceState as D;
-    match s {
-        Some(D::Created) => "created",
-        Some(D::Running) => "running",
-        Some(D::Cancel) => "cancel",
-        Some(D::Deleted) => "deleted",
-        Some(D::Quiesce) => "quiesce",
-        Some(D::Offline) => "offline",
-        Some(D::TransportOffline) => "transport-offline",
-        Some(D::Blocked) => "blocked",
-        Some(D::CreatedBlocked) => "created-blocked",
-        Some(D::Other(o)) => return o.clone(),
-        Some(D::Unknown) | None => "unknown",
+/// The engine's session state for the kernel's (`iSCSI Session State:`, sysfs
+/// `iscsi_session/state`): the one mapping, used by [`session_from_detail`] and the daemon.
+/// The kernel sets FAILED the moment a connection fails, so its word is enough; in every
+/// capture a LOGGED_IN session also has its connection LOGGED IN.
+pub fn session_state(parsed: Option<&iscsi::SessionState>) -> SessionState {
+    match parsed {
+        Some(iscsi::SessionState::LoggedIn) => SessionState::LoggedIn,
+        Some(iscsi::SessionState::Failed) => SessionState::Failed,
+        Some(iscsi::SessionState::Free) => SessionState::Free,
+        Some(iscsi::SessionState::Unknown | iscsi::SessionState::Other(_)) | None => {
+            SessionState::Unknown
+        }
     }
-    .to_string()
+}
+
+/// The session's attached disks with their state in iscsiadm's words (`Unknown` when the
+/// state line is missing).
+pub fn disks(d: &iscsi::SessionDetail) -> Vec<DiskInfo> {
+    d.devices
+        .iter()
+        .filter_map(|dev| {
+            let name = dev.disk.clone()?;
+            let state = dev
+                .state
+                .as_ref()
+                .map_or("Unknown", iscsi::DeviceState::name);
+            Some(DiskInfo::new(name, state))
+        })
+        .collect()
 }
 
 /// The engine's outcome of an iscsiadm run, from the exit-code table
@@ -394,6 +390,50 @@ mod tests {
             iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(15), "already present"),
             IscsiadmStatus::AlreadyLoggedIn
         );
+    }
+}
+
+#[cfg(test)]
+mod session_state_tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_session_state_has_one_engine_state() {
+        use iscsi::SessionState as K;
+        for (word, engine) in [
+            ("LOGGED_IN", SessionState::LoggedIn),
+            ("FAILED", SessionState::Failed),
+            ("FREE", SessionState::Free),
+            ("Unknown", SessionState::Unknown),
+            ("SOMETHING_NEW", SessionState::Unknown),
+        ] {
+            let parsed = K::parse(word);
+            assert_eq!(session_state(Some(&parsed)), engine, "{word}");
+            // The engine's word is the kernel's for the states it knows.
+            if engine != SessionState::Unknown {
+                assert_eq!(engine.name(), word);
+            }
+        }
+        assert_eq!(session_state(None), SessionState::Unknown);
+    }
+
+    #[test]
+    fn disk_state_words_round_trip_through_the_parser() {
+        for w in [
+            "created",
+            "running",
+            "cancel",
+            "deleted",
+            "quiesce",
+            "offline",
+            "transport-offline",
+            "blocked",
+            "created-blocked",
+            "Unknown",
+            "something-new",
+        ] {
+            assert_eq!(iscsi::DeviceState::parse(w).name(), w);
+        }
     }
 }
 

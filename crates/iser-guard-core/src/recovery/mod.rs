@@ -20,7 +20,10 @@ mod state;
 pub use action::{
     Action, ActionId, ActionKind, Alert, IscsiNode, Origin, RecreateMethod, Severity,
 };
-pub use adapter::{from_kernel_event, from_topology_event, iscsiadm_outcome, session_from_detail};
+pub use adapter::{
+    disks, from_kernel_event, from_topology_event, iscsiadm_outcome, session_from_detail,
+    session_state,
+};
 pub use input::{
     DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId,
     Portal, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence,
