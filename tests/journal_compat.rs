@@ -96,7 +96,7 @@ fn the_main_574d355_journal_keeps_every_kind_of_state() {
     assert!(snap
         .sessions
         .iter()
-        .any(|s| s.key.portal.address == "fd00::2" && s.state == SessionState::Failed));
+        .any(|s| s.key.portal.ip().to_string() == "fd00::2" && s.state == SessionState::Failed));
     assert!(snap
         .sessions
         .iter()
@@ -134,4 +134,17 @@ fn a_field_the_format_does_not_have_is_refused_not_dropped() {
         ),
         "{err:?}"
     );
+}
+
+#[test]
+fn a_portal_that_is_not_an_address_is_a_typed_error() {
+    let bytes = std::fs::read(fixtures().remove(0)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    v["portals"][0]["portal"]["address"] = serde_json::json!("target.example");
+    let err = journal::decode(&serde_json::to_vec(&v).unwrap()).unwrap_err();
+    assert!(
+        matches!(err, JournalFormatError::Value { field: "portal", .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("target.example"), "{err}");
 }

@@ -4,12 +4,12 @@
 
 use crate::core::iscsi::NodeId;
 use crate::core::recovery::{
-    Action, ActionKind, IscsiNode, IscsiadmStatus, Outcome, ProbeResult, RecreateResult,
+    Action, ActionKind, IscsiNode, IscsiadmStatus, Outcome, RecreateResult,
 };
 use crate::io::executors::Executors;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::lock::RecoveryLock;
-use crate::io::probe::{parse_portal, verdict_of, ProbeSource};
+use crate::io::probe::{verdict_of, ProbeSource};
 use crate::io::reset::ResetOutcome;
 
 /// The result of one executed action: the outcome for the engine and what happened, in
@@ -25,8 +25,8 @@ pub struct Executed {
 fn node_id(node: &IscsiNode) -> NodeId {
     NodeId {
         target: node.key.target.clone(),
-        address: node.key.portal.address.clone(),
-        port: node.key.portal.port,
+        address: node.key.portal.ip().to_string(),
+        port: node.key.portal.port(),
         iface: Some(node.key.iface.clone()),
     }
 }
@@ -64,12 +64,7 @@ pub fn execute(
     };
     match &action.kind {
         ActionKind::ProbePortal { portal, timeout } => {
-            let addr = match parse_portal(&portal.to_string(), ex.probe_port) {
-                Ok(a) => a,
-                Err(e) => {
-                    return done(Outcome::Probe(ProbeResult::Unreachable), e.to_string());
-                }
-            };
+            let addr = portal.socket_addr();
             let source = ProbeSource {
                 local_ip: probe_from.filter(|ip| ip.is_ipv4() == addr.is_ipv4()),
                 device: None,

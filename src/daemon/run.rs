@@ -1085,7 +1085,7 @@ impl Loop {
 pub fn parse_portal_arg(s: &str) -> Result<Portal, String> {
     let addr = crate::io::probe::parse_portal(s, crate::io::probe::ISCSI_PORT)
         .map_err(|e| e.to_string())?;
-    Ok(Portal::new(addr.ip().to_string(), addr.port()))
+    Ok(Portal::from(addr))
 }
 
 #[cfg(test)]

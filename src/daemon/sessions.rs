@@ -24,6 +24,14 @@ pub fn map_sessions(
             skipped += 1;
             continue;
         };
+        let portal = match Portal::parse(&portal.address, portal.port) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(sid = d.sid, target = %d.target, "skipping an iSCSI session: {e}");
+                skipped += 1;
+                continue;
+            }
+        };
         let transport = d.transport();
         let end = SessionEnd {
             transport: transport.name(),
@@ -45,7 +53,7 @@ pub fn map_sessions(
             sid: d.sid,
             key: SessionKey {
                 target: d.target.clone(),
-                portal: Portal::new(portal.address.clone(), portal.port),
+                portal,
                 iface: d.iface.name.clone().unwrap_or_else(|| "default".into()),
             },
             transport: transport.name().to_string(),
@@ -80,7 +88,7 @@ mod tests {
         let s = &list[0];
         assert_eq!(s.sid, 2);
         assert_eq!(s.key.iface, "iser");
-        assert_eq!(s.key.portal, Portal::new("192.0.2.2", 3260));
+        assert_eq!(s.key.portal, Portal::new([192, 0, 2, 2], 3260));
         assert_eq!(s.rdma, Some(PortId::new("rocep2s0f0", 1)));
         assert_eq!(s.state, SessionState::LoggedIn);
         assert_eq!(s.disks, vec![DiskInfo::new("sda", "running")]);

@@ -1,7 +1,7 @@
 //! The one place the journal's current format ([`v1`]) meets the engine's state
 //! ([`EngineSnapshot`]). An engine refactor changes this file, never `v1.rs`.
 
-use super::v1;
+use super::{v1, JournalFormatError};
 use crate::recovery::{
     ActionId, DeviceRecord, DiskInfo, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Origin,
     Phase, PortId, PortRecord, Portal, PortalRecord, Recreation, RecreationState, SessionKey,
@@ -49,43 +49,56 @@ impl v1::JournalFile {
         }
     }
 
-    /// The engine's snapshot of this file.
-    pub fn into_snapshot(self) -> EngineSnapshot {
-        EngineSnapshot {
+    /// The engine's snapshot of this file; a value the engine's types cannot hold (a portal
+    /// address that is not an IP address) is [`JournalFormatError::Value`].
+    pub fn into_snapshot(self) -> Result<EngineSnapshot, JournalFormatError> {
+        Ok(EngineSnapshot {
             version: EngineSnapshot::VERSION,
             taken_at: Instant(self.taken_at),
             next_id: self.next_id,
             rng: self.rng,
             paused: self.paused,
             recreating: self.recreating,
-            ports: self.ports.into_iter().map(port_in).collect(),
-            sessions: self.sessions.into_iter().map(session_in).collect(),
+            ports: self
+                .ports
+                .into_iter()
+                .map(port_in)
+                .collect::<Result<_, _>>()?,
+            sessions: self
+                .sessions
+                .into_iter()
+                .map(session_in)
+                .collect::<Result<_, _>>()?,
             devices: self.devices.into_iter().map(device_in).collect(),
             portals: self
                 .portals
                 .into_iter()
-                .map(|p| PortalRecord {
-                    portal: portal_in(p.portal),
-                    consecutive_ok: p.consecutive_ok,
-                    inflight: p.inflight.map(ActionId),
+                .map(|p| {
+                    Ok(PortalRecord {
+                        portal: portal_in(p.portal)?,
+                        consecutive_ok: p.consecutive_ok,
+                        inflight: p.inflight.map(ActionId),
+                    })
                 })
-                .collect(),
+                .collect::<Result<_, JournalFormatError>>()?,
             inflight: self
                 .inflight
                 .into_iter()
-                .map(|i| InFlight {
-                    id: ActionId(i.id),
-                    kind: match i.kind {
-                        v1::InFlightKind::Probe(p) => InFlightKind::Probe(portal_in(p)),
-                        v1::InFlightKind::Recreate(d) => InFlightKind::Recreate(d),
-                        v1::InFlightKind::Logout(k) => InFlightKind::Logout(key_in(k)),
-                        v1::InFlightKind::Login(k) => InFlightKind::Login(key_in(k)),
-                        v1::InFlightKind::Rescan(k) => InFlightKind::Rescan(key_in(k)),
-                    },
-                    deadline: Instant(i.deadline),
+                .map(|i| {
+                    Ok(InFlight {
+                        id: ActionId(i.id),
+                        kind: match i.kind {
+                            v1::InFlightKind::Probe(p) => InFlightKind::Probe(portal_in(p)?),
+                            v1::InFlightKind::Recreate(d) => InFlightKind::Recreate(d),
+                            v1::InFlightKind::Logout(k) => InFlightKind::Logout(key_in(k)?),
+                            v1::InFlightKind::Login(k) => InFlightKind::Login(key_in(k)?),
+                            v1::InFlightKind::Rescan(k) => InFlightKind::Rescan(key_in(k)?),
+                        },
+                        deadline: Instant(i.deadline),
+                    })
                 })
-                .collect(),
-        }
+                .collect::<Result<_, JournalFormatError>>()?,
+        })
     }
 }
 
@@ -102,13 +115,16 @@ fn port_id_in(p: v1::PortId) -> PortId {
 
 fn portal_out(p: &Portal) -> v1::Portal {
     v1::Portal {
-        address: p.address.to_string(),
-        port: p.port,
+        address: p.ip().to_string(),
+        port: p.port(),
     }
 }
 
-fn portal_in(p: v1::Portal) -> Portal {
-    Portal::new(p.address, p.port)
+fn portal_in(p: v1::Portal) -> Result<Portal, JournalFormatError> {
+    Portal::parse(&p.address, p.port).map_err(|e| JournalFormatError::Value {
+        field: "portal",
+        reason: e.to_string(),
+    })
 }
 
 fn key_out(k: &SessionKey) -> v1::SessionKey {
@@ -119,19 +135,19 @@ fn key_out(k: &SessionKey) -> v1::SessionKey {
     }
 }
 
-fn key_in(k: v1::SessionKey) -> SessionKey {
-    SessionKey {
+fn key_in(k: v1::SessionKey) -> Result<SessionKey, JournalFormatError> {
+    Ok(SessionKey {
         target: k.target,
-        portal: portal_in(k.portal),
+        portal: portal_in(k.portal)?,
         iface: k.iface,
-    }
+    })
 }
 
 fn keys_out(keys: &[SessionKey]) -> Vec<v1::SessionKey> {
     keys.iter().map(key_out).collect()
 }
 
-fn keys_in(keys: Vec<v1::SessionKey>) -> Vec<SessionKey> {
+fn keys_in(keys: Vec<v1::SessionKey>) -> Result<Vec<SessionKey>, JournalFormatError> {
     keys.into_iter().map(key_in).collect()
 }
 
@@ -207,18 +223,18 @@ fn fault_out(f: &Fault) -> v1::Fault {
     }
 }
 
-fn fault_in(f: v1::Fault) -> Fault {
-    match f {
+fn fault_in(f: v1::Fault) -> Result<Fault, JournalFormatError> {
+    Ok(match f {
         v1::Fault::GsiStuck { evidence } => Fault::GsiStuck {
             evidence: evidence_in(evidence),
         },
         v1::Fault::DeviceGone => Fault::DeviceGone,
         v1::Fault::SessionsDown => Fault::SessionsDown,
         v1::Fault::Zombie { session } => Fault::Zombie {
-            session: key_in(session),
+            session: key_in(session)?,
         },
         v1::Fault::Operator => Fault::Operator,
-    }
+    })
 }
 
 fn hold_out(h: &Hold) -> v1::Hold {
@@ -233,16 +249,16 @@ fn hold_out(h: &Hold) -> v1::Hold {
     }
 }
 
-fn hold_in(h: v1::Hold) -> Hold {
-    match h {
+fn hold_in(h: v1::Hold) -> Result<Hold, JournalFormatError> {
+    Ok(match h {
         v1::Hold::Paused => Hold::Paused,
         v1::Hold::DryRun => Hold::DryRun,
         v1::Hold::NotAllowed => Hold::NotAllowed,
         v1::Hold::OtherSessionsHealthy { sessions } => Hold::OtherSessionsHealthy {
-            sessions: keys_in(sessions),
+            sessions: keys_in(sessions)?,
         },
         v1::Hold::WaitingForSlot { busy } => Hold::WaitingForSlot { busy },
-    }
+    })
 }
 
 fn timer_out(t: TimerKind) -> v1::TimerKind {
@@ -299,16 +315,16 @@ fn port_out(p: &PortRecord) -> v1::Port {
     }
 }
 
-fn port_in(p: v1::Port) -> PortRecord {
-    PortRecord {
+fn port_in(p: v1::Port) -> Result<PortRecord, JournalFormatError> {
+    Ok(PortRecord {
         id: port_id_in(p.id),
         phase: phase_in(p.phase),
-        fault: p.fault.map(fault_in),
+        fault: p.fault.map(fault_in).transpose()?,
         reason: p.reason,
         since: Instant(p.since),
         fault_since: at(p.fault_since),
         attempts: p.attempts,
-        hold: p.hold.map(hold_in),
+        hold: p.hold.map(hold_in).transpose()?,
         wake: p.wake.map(|(k, t)| (timer_in(k), Instant(t))),
         deadline: at(p.deadline),
         target_back_at: at(p.target_back_at),
@@ -322,9 +338,9 @@ fn port_in(p: v1::Port) -> PortRecord {
         origin: origin_in(p.origin),
         skip_target_wait: p.skip_target_wait,
         ops_not_before: at(p.ops_not_before),
-        sessions: keys_in(p.sessions),
-        targeted: keys_in(p.targeted),
-    }
+        sessions: keys_in(p.sessions)?,
+        targeted: keys_in(p.targeted)?,
+    })
 }
 
 fn state_out(s: SessionState) -> v1::SessionState {
@@ -387,9 +403,9 @@ fn session_out(s: &SessionRecord) -> v1::Session {
     }
 }
 
-fn session_in(s: v1::Session) -> SessionRecord {
-    SessionRecord {
-        key: key_in(s.key),
+fn session_in(s: v1::Session) -> Result<SessionRecord, JournalFormatError> {
+    Ok(SessionRecord {
+        key: key_in(s.key)?,
         transport: s.transport,
         port: port_id_in(s.port),
         sid: s.sid,
@@ -403,7 +419,7 @@ fn session_in(s: v1::Session) -> SessionRecord {
         io_errors: s.io_errors.into_iter().map(Instant).collect(),
         op: s.op.map(op_in),
         reported: s.reported,
-    }
+    })
 }
 
 fn recreation_state_out(s: &RecreationState) -> v1::RecreationState {

@@ -50,6 +50,14 @@ pub enum JournalFormatError {
         /// The version found.
         found: u32,
     },
+    /// Well-formed, but a value the engine cannot hold (a portal that is not an IP address).
+    #[error("the journal's {field} is not valid: {reason}")]
+    Value {
+        /// Which kind of field.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
     /// A version number no release ever wrote (0).
     #[error("the journal has format version {found}, which no iser-guard release wrote")]
     Unknown {
@@ -83,7 +91,7 @@ pub fn decode_file(bytes: &[u8]) -> Result<Current, JournalFormatError> {
 
 /// Reads a journal of any known version into the engine's snapshot.
 pub fn decode(bytes: &[u8]) -> Result<EngineSnapshot, JournalFormatError> {
-    decode_file(bytes).map(Current::into_snapshot)
+    decode_file(bytes)?.into_snapshot()
 }
 
 /// The current format's bytes for `snapshot` (pretty JSON: operators read it).

@@ -152,9 +152,10 @@ pub fn from_topology_event(ev: &TopologyEvent, topology: &Topology) -> Vec<Obser
 
 /// The engine's view of one `iscsiadm -m session -P 3` session (`core::iscsi`), mapped by
 /// the daemon to the RDMA port it runs on (`None` if it could not be mapped). `None` when the
-/// session names no portal.
+/// session names no portal, or one that is not an IP address.
 pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Option<SessionInfo> {
     let node = d.node_id()?;
+    let portal = Portal::parse(&node.address, node.port).ok()?;
     let state = session_state(d.session_state.as_ref());
     let disks = disks(d);
     let netdev = d.iface.netdev.clone().filter(|n| n != "default");
@@ -162,7 +163,7 @@ pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Op
         sid: d.sid,
         key: SessionKey {
             target: node.target,
-            portal: Portal::new(node.address, node.port),
+            portal,
             iface: node.iface.unwrap_or_else(|| "default".to_string()),
         },
         transport: d.transport().name().to_string(),
@@ -381,7 +382,7 @@ mod tests {
         assert_eq!(s.sid, 2);
         assert_eq!(s.state, SessionState::Failed);
         assert_eq!(s.key.target, "iqn.2003-01.org.example.lab:tgt0");
-        assert_eq!(s.key.portal, Portal::new("192.0.2.2", 3260));
+        assert_eq!(s.key.portal, Portal::new([192, 0, 2, 2], 3260));
         assert_eq!(s.key.iface, "iser");
         assert_eq!(s.transport, "iser");
         assert_eq!(s.rdma, Some(port));
@@ -390,6 +391,48 @@ mod tests {
             iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(15), "already present"),
             IscsiadmStatus::AlreadyLoggedIn
         );
+    }
+}
+
+#[cfg(test)]
+mod portal_tests {
+    use super::*;
+
+    #[test]
+    fn portals_are_addresses_displayed_as_iscsiadm_prints_them() {
+        let v4 = Portal::parse("192.0.2.2", 3260).unwrap();
+        assert_eq!(v4, Portal::new([192, 0, 2, 2], 3260));
+        assert_eq!(v4.to_string(), "192.0.2.2:3260");
+        let v6 = Portal::parse("[fd00::2]", 3260).unwrap();
+        assert_eq!(v6, Portal::parse("fd00:0::2", 3260).unwrap());
+        assert_eq!(v6.to_string(), "[fd00::2]:3260");
+        assert_eq!(v6.socket_addr().port(), 3260);
+        let e = Portal::parse("target.example", 3260).unwrap_err();
+        assert!(e.to_string().contains("target.example"), "{e}");
+    }
+
+    #[test]
+    fn the_serde_form_keeps_address_and_port_fields() {
+        let p = Portal::new([10, 0, 0, 5], 3261);
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(json, r#"{"address":"10.0.0.5","port":3261}"#);
+        assert_eq!(serde_json::from_str::<Portal>(&json).unwrap(), p);
+        assert!(serde_json::from_str::<Portal>(r#"{"address":"nope","port":1}"#).is_err());
+    }
+
+    #[test]
+    fn a_session_whose_portal_is_not_an_address_is_not_handed_to_the_engine() {
+        let text = include_str!("../../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let parsed = iscsi::parse_session_tree(text);
+        let mut d = parsed.items.first().expect("one session").clone();
+        assert!(session_from_detail(&d, None).is_some());
+        for p in [&mut d.persistent_portal, &mut d.current_portal]
+            .into_iter()
+            .flatten()
+        {
+            p.address = "not-an-ip".into();
+        }
+        assert!(session_from_detail(&d, None).is_none());
     }
 }
 
