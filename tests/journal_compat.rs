@@ -143,7 +143,13 @@ fn a_portal_that_is_not_an_address_is_a_typed_error() {
     v["portals"][0]["portal"]["address"] = serde_json::json!("target.example");
     let err = journal::decode(&serde_json::to_vec(&v).unwrap()).unwrap_err();
     assert!(
-        matches!(err, JournalFormatError::Value { field: "portal", .. }),
+        matches!(
+            err,
+            JournalFormatError::Value {
+                field: "portal",
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert!(err.to_string().contains("target.example"), "{err}");

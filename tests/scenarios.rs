@@ -187,7 +187,7 @@ fn target_that_never_returns_quarantines_the_port_with_the_operator_command() {
         .iter()
         .any(|(at, a)| *at > q && matches!(a.kind, ActionKind::ProbePortal { .. })));
     // Every remembered session is reported.
-    assert!(h.engine.sessions().all(|s| s.reported || s.is_healthy()));
+    assert!(h.engine().sessions().all(|s| s.reported || s.is_healthy()));
 }
 
 #[test]
@@ -346,7 +346,7 @@ fn dry_run_never_acts_and_says_what_it_would_do() {
         .unwrap()
         .contains("iser-guard recover rocep2s0f0/1"));
     assert!(matches!(
-        h.engine.port(&field_port()).unwrap().hold,
+        h.engine().port(&field_port()).unwrap().hold,
         Some(Hold::DryRun)
     ));
 }
@@ -396,7 +396,7 @@ fn forged_userspace_records_never_trigger_an_action() {
     let a = alerts_with(&h, "written by userspace");
     assert_eq!(a.len(), 2, "one per distinct forged line");
     assert_eq!(a.iter().map(|a| a.count).sum::<u64>(), 100);
-    assert_eq!(h.engine.stats().ignored_untrusted, 100);
+    assert_eq!(h.engine().stats().ignored_untrusted, 100);
 }
 
 #[test]
@@ -481,16 +481,16 @@ fn every_scenario_runs_within_its_step_bound_and_keeps_the_safety_rules() {
         assert_safety(&h);
         // Healthy ports have every remembered session logged in; others are being worked on
         // or were reported.
-        for p in h.engine.ports() {
+        for p in h.engine().ports() {
             if p.phase == Phase::Healthy {
                 for k in &p.sessions {
-                    let rec = h.engine.sessions().find(|r| &r.key == k).unwrap();
+                    let rec = h.engine().sessions().find(|r| &r.key == k).unwrap();
                     assert!(rec.is_up(), "{}: {k} down on a healthy port", s.name);
                 }
             }
             if p.phase == Phase::Quarantined {
                 for k in &p.sessions {
-                    let rec = h.engine.sessions().find(|r| &r.key == k).unwrap();
+                    let rec = h.engine().sessions().find(|r| &r.key == k).unwrap();
                     assert!(
                         rec.is_healthy() || rec.reported,
                         "{}: {k} lost silently",
@@ -506,7 +506,7 @@ fn every_scenario_runs_within_its_step_bound_and_keeps_the_safety_rules() {
 fn journal_snapshot_round_trips_through_json_and_resumes() {
     let mut h = scenarios::find("field-incident").unwrap().harness(1);
     h.run_until(Instant(254_000), MAX_STEPS).unwrap();
-    let snap = h.engine.snapshot();
+    let snap = h.engine().snapshot();
     let json = serde_json::to_string(&snap).unwrap();
     let back: EngineSnapshot = serde_json::from_str(&json).unwrap();
     assert_eq!(back, snap);
@@ -574,11 +574,11 @@ mod invariants {
             for o in ops {
                 w.apply(o);
             }
-            let snap = w.engine.snapshot();
+            let snap = w.driver.engine().snapshot();
             let json = serde_json::to_string(&snap).unwrap();
             let back: iser_guard::core::recovery::EngineSnapshot = serde_json::from_str(&json).unwrap();
             prop_assert_eq!(&back, &snap);
-            let resumed = iser_guard::core::recovery::Engine::resume(back, w.engine.policy().clone(), w.now).unwrap();
+            let resumed = iser_guard::core::recovery::Engine::resume(back, w.driver.engine().policy().clone(), w.now).unwrap();
             let mut again = resumed.snapshot();
             again.taken_at = snap.taken_at;
             prop_assert_eq!(again.ports.len(), snap.ports.len());

@@ -1,17 +1,19 @@
 //! Applies a byte-decoded sequence of operations (observations trusted or forged, iscsiadm
-//! snapshots, outcomes of pending actions, operator commands, time jumps) to the recovery
-//! engine and checks its invariants after each: no panic; never two device re-creations in
-//! flight; never an automatic destructive action outside the allow-list, while paused or in
-//! dry-run; every destructive action preceded by a journal write; a healthy port has every
+//! snapshots, outcomes of pending actions, operator commands, time jumps) to the driver the
+//! daemon runs (engine inside) and checks its invariants after each: no panic; never two
+//! device re-creations in flight; never a destructive effect in dry-run, nor an automatic
+//! one outside the allow-list or while paused, nor an operator one on a device its command
+//! does not name; every destructive effect preceded by a journal write; a healthy port has every
 //! remembered session logged in; a quarantined port never loses a session silently; no
 //! timer stays due after `handle_timeout`.
 #![no_main]
 
 use std::collections::BTreeMap;
 
+use iser_guard::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome};
 use iser_guard::core::qp::QpState;
 use iser_guard::core::recovery::{
-    Action, ActionId, ActionKind, DiskInfo, Engine, InFlightKind, IoErrorKind, IscsiadmStatus,
+    Action, ActionKind, DiskInfo, Engine, InFlightKind, IoErrorKind, IscsiadmStatus,
     Observation, OperatorCommand, Origin, Outcome, Phase, Policy, PortId, Portal, ProbeResult,
     RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
 };
@@ -55,25 +57,41 @@ fn session(i: usize, st: u8) -> SessionInfo {
     }
 }
 
-fn drain(e: &mut Engine, pending: &mut BTreeMap<ActionId, Action>) {
+fn drain(d: &mut Driver, pending: &mut BTreeMap<EffectId, Action>, now: Instant) {
     let mut journaled = false;
-    while let Some(a) = e.poll_action() {
-        if matches!(a.kind, ActionKind::PersistState { .. }) {
-            journaled = true;
-        }
+    while let Some(effect) = d.poll_effect(now) {
+        let (a, authority) = match effect.kind {
+            EffectKind::WriteJournal { .. } => {
+                journaled = true;
+                d.handle_effect_outcome(effect.id, EffectOutcome::Journal(Ok(())), now);
+                continue;
+            }
+            EffectKind::Plan { .. } => continue,
+            EffectKind::Run { action, authority } => (action, authority),
+        };
         if a.kind.is_destructive() {
+            let e = d.engine();
+            let dev = a.device.as_deref().unwrap_or("");
             assert!(journaled, "destructive action before its journal write: {a}");
             assert!(!e.policy().dry_run, "dry-run acted: {a}");
-            if a.origin == Origin::Automatic {
-                assert!(e.policy().allows(a.device.as_deref().unwrap_or("")), "{a}");
-                assert!(!e.is_paused(), "acted while paused: {a}");
+            match &authority {
+                Authority::AllowList { .. } => {
+                    assert!(e.policy().allows(dev), "{a}");
+                    assert!(!e.is_paused(), "acted while paused: {a}");
+                }
+                Authority::Operator { device, .. } => {
+                    assert_eq!(a.origin, Origin::Operator, "{a}");
+                    assert_eq!(device, dev, "{a}");
+                }
+                Authority::Harmless => panic!("destructive {a} authorised as harmless"),
             }
         }
         if a.kind.expects_outcome() {
-            pending.insert(a.id, a);
+            pending.insert(effect.id, a);
         }
     }
-    while e.poll_transition().is_some() {}
+    while d.poll_transition().is_some() {}
+    let e = d.engine();
     let snap = e.snapshot();
     let recreating = snap
         .inflight
@@ -102,8 +120,8 @@ fuzz_target!(|data: &[u8]| {
     policy.allow.insert("dev1".into());
     policy.dry_run = flags & 1 != 0;
     policy.trust_userspace = flags & 2 != 0;
-    let mut e = Engine::new(policy, u64::from(flags));
-    let mut pending: BTreeMap<ActionId, Action> = BTreeMap::new();
+    let mut e = Driver::new(Engine::new(policy, u64::from(flags)), true);
+    let mut pending: BTreeMap<EffectId, Action> = BTreeMap::new();
     let mut now = Instant(1);
     while let Some(tag) = b.next() {
         let x = b.next().unwrap_or(0);
@@ -188,7 +206,7 @@ fuzz_target!(|data: &[u8]| {
                                     "",
                                 )),
                             };
-                            e.handle_outcome(id, outcome, now);
+                            e.handle_effect_outcome(id, EffectOutcome::Action(outcome), now);
                         }
                     }
                 }
@@ -212,7 +230,7 @@ fuzz_target!(|data: &[u8]| {
                         Some(t) if t <= end => {
                             let t = t.max(now);
                             e.handle_timeout(t);
-                            drain(&mut e, &mut pending);
+                            drain(&mut e, &mut pending, t);
                             assert!(e.next_timeout().is_none_or(|n| n > t), "timer livelock at {t}");
                         }
                         _ => break,
@@ -222,6 +240,6 @@ fuzz_target!(|data: &[u8]| {
                 e.handle_timeout(now);
             }
         }
-        drain(&mut e, &mut pending);
+        drain(&mut e, &mut pending, now);
     }
 });

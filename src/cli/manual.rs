@@ -1,10 +1,12 @@
 //! Manual recovery commands: `recover`, `reset-device`, `reconnect`, `pause`, `resume`.
 //!
 //! With a daemon running they go through its control socket and the daemon runs them on its
-//! own engine (progress lines streamed back). Without one, they run standalone on the same
-//! code path (the daemon's loop in one-shot mode: an engine, the executors, the first scan,
-//! then the command until its ports settle) under the recovery lock, so two recoveries never
-//! race. `--dry-run` only reads: the plan from sysfs and the session list.
+//! own driver (progress lines streamed back). Without one, they run standalone on the same
+//! code path (the daemon's loop in one-shot mode: the core's driver around an engine, the
+//! executors, the first scan, then the command until its ports settle) under the recovery
+//! lock, so two recoveries never race. The driver authorises the command for the device it
+//! names; nothing here edits `devices.allow`. `--dry-run` only reads: the plan from sysfs and
+//! the session list.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -114,25 +116,12 @@ fn confirm(plan: &[String], yes: bool) -> Result<bool, Error> {
 
 /// The steps of a device re-creation, as the plan from sysfs says.
 fn reset_steps(cfg: &Config, device: &str) -> Result<Vec<String>, Error> {
-    let plan = Executors::from_config(&operator_config(cfg, Some(device)))
-        .resetter
-        .plan(device)?;
+    let plan = Executors::from_config(cfg).resetter.plan(device)?;
     let mut out = vec![format!("re-create RDMA device {device}, trying in order:")];
     for m in &plan.methods {
         out.push(format!("  {}: {}", m.method, m.steps.join("; ")));
     }
     Ok(out)
-}
-
-/// The operator's word overrides `devices.allow` for the device named on the command line.
-fn operator_config(cfg: &Config, device: Option<&str>) -> Config {
-    let mut cfg = cfg.clone();
-    if let Some(d) = device {
-        if !cfg.devices.allow.iter().any(|a| a == d) {
-            cfg.devices.allow.push(d.to_string());
-        }
-    }
-    cfg
 }
 
 fn exit(code: u8) -> ExitCode {
@@ -165,7 +154,7 @@ fn via_daemon(cfg: &Config, req: &Request) -> Result<Option<u8>, Error> {
 }
 
 /// Runs `req` standalone: lock, one-shot loop, printed progress.
-fn standalone(cfg: &Config, req: Request, device: Option<&str>) -> Result<u8, Error> {
+fn standalone(cfg: &Config, req: Request) -> Result<u8, Error> {
     println!(
         "no iser-guard daemon is running ({} is not answering): running the command here",
         cfg.paths.control_socket.display()
@@ -174,7 +163,9 @@ fn standalone(cfg: &Config, req: Request, device: Option<&str>) -> Result<u8, Er
         .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
     let purpose = format!("iser-guard {}", describe(&req));
     let _lock = crate::io::lock::RecoveryLock::try_acquire(&cfg.paths.state_dir, &purpose)?;
-    let cfg = operator_config(cfg, device);
+    // The same driver as the daemon's: the operator's command authorises the device it
+    // names (overriding `devices.allow` for it only); automatic actions are left to the daemon.
+    let cfg = cfg.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -305,7 +296,7 @@ pub fn recover(a: RecoverArgs, g: &Globals) -> Result<ExitCode, Error> {
     plan.extend(reset_steps(&cfg, &device)?);
     plan.push("log its iSCSI sessions out and in if iscsid does not reconnect them".into());
     plan.push("verify every session is LOGGED_IN with running disks".into());
-    confirm_then_run(&cfg, &plan, a.yes, req, &device)
+    confirm_then_run(&cfg, &plan, a.yes, req)
 }
 
 /// `iser-guard reset-device`.
@@ -324,7 +315,7 @@ pub fn reset_device(a: ResetDeviceArgs, g: &Globals) -> Result<ExitCode, Error> 
     }
     let mut plan = reset_steps(&cfg, &device)?;
     plan.push("then reconnect its iSCSI sessions if iscsid does not".into());
-    confirm_then_run(&cfg, &plan, a.yes, req, &device)
+    confirm_then_run(&cfg, &plan, a.yes, req)
 }
 
 /// Asks for confirmation of a destructive `plan` on `device` (unless `--yes`), then runs
@@ -334,7 +325,6 @@ fn confirm_then_run(
     plan: &[String],
     yes: bool,
     req: Request,
-    device: &str,
 ) -> Result<ExitCode, Error> {
     if !confirm(plan, yes)? {
         eprintln!("iser-guard: not confirmed; nothing was changed");
@@ -342,7 +332,7 @@ fn confirm_then_run(
     }
     let code = match via_daemon(cfg, &req)? {
         Some(c) => c,
-        None => standalone(cfg, req, Some(device))?,
+        None => standalone(cfg, req)?,
     };
     Ok(exit(code))
 }
@@ -389,7 +379,7 @@ pub fn reconnect(a: ReconnectArgs, g: &Globals) -> Result<ExitCode, Error> {
     }
     let code = match via_daemon(&cfg, &req)? {
         Some(c) => c,
-        None => standalone(&cfg, req, None)?,
+        None => standalone(&cfg, req)?,
     };
     Ok(exit(code))
 }

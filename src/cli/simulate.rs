@@ -76,7 +76,7 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
             recreations
         ),
     }
-    for p in h.engine.ports() {
+    for p in h.engine().ports() {
         println!("port {}: {} ({})", p.id, p.phase, p.reason);
     }
     Ok(ExitCode::SUCCESS)

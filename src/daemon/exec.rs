@@ -1,6 +1,7 @@
-//! Runs one engine action on the executors (blocking: call through `spawn_blocking`) and
-//! turns the executor's answer into the engine's [`Outcome`], with a line for the log and
-//! the operator.
+//! Runs one action the driver handed out ([`crate::core::driver::EffectKind::Run`]) on the
+//! executors (blocking: call through `spawn_blocking`) and turns the executor's answer into
+//! the engine's [`Outcome`], with a line for the log and the operator. Nothing here decides
+//! whether the action may run: the driver did, once.
 
 use crate::core::iscsi::NodeId;
 use crate::core::recovery::{
@@ -96,18 +97,17 @@ pub fn execute(
                         r.method, r.took_ms, r.new_name
                     ),
                 ),
-                Ok(ResetOutcome::DryRun(plan)) => {
-                    let reason = format!(
-                        "dry-run: nothing done ({} method(s) planned)",
-                        plan.methods.len()
-                    );
-                    done(
-                        Outcome::Recreate(RecreateResult::Failed {
-                            reason: reason.clone(),
-                        }),
-                        reason,
-                    )
-                }
+                // Asked to run, the resetter only planned: nothing happened to the device.
+                // Not a failed re-creation (dry-run is the driver's, decided before this).
+                Ok(ResetOutcome::DryRun(plan)) => done(
+                    Outcome::NotRun {
+                        reason: format!(
+                            "the resetter returned a plan ({} method(s)) instead of running",
+                            plan.methods.len()
+                        ),
+                    },
+                    "not run: the resetter only planned".into(),
+                ),
                 Err(e @ crate::io::reset::ResetError::NoMethod { .. }) => done(
                     Outcome::Recreate(RecreateResult::Unsupported {
                         reason: e.to_string(),

@@ -1,6 +1,9 @@
 //! The event loop: kernel log, RDMA topology, iscsiadm snapshots, timers, operator requests
-//! and signals in; the engine's actions out, executed in order with the journal written
-//! ahead of anything destructive.
+//! and signals in, fed to the core's [`Driver`]; the effects it returns out, run in order by
+//! executors that only execute. The driver decides authorisation (dry-run, pause,
+//! `devices.allow`, the operator's command) and puts the journal write ahead of anything
+//! destructive; the loop runs that write on a blocking thread (two fsyncs never stall the
+//! loop) and reports it done before the driver hands out the destructive effect.
 //!
 //! Every dependency comes in through [`Deps`] (kernel log, topology source, executors, clock,
 //! notifier, address list, control socket), so tests drive the loop with doubles and
@@ -15,10 +18,11 @@ use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::config::Config;
+use crate::core::driver::{Driver, Effect, EffectId, EffectKind, EffectOutcome, Refusal};
 use crate::core::iscsi::{Parsed, SessionDetail};
 use crate::core::recovery::{
-    from_kernel_event, ActionId, ActionKind, Engine, OperatorCommand, Outcome, Phase, PortId,
-    Portal, Trust,
+    from_kernel_event, ActionKind, Engine, EngineSnapshot, OperatorCommand, Phase, PortId, Portal,
+    Trust,
 };
 use crate::core::session_map::{NetdevAddr, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
@@ -33,11 +37,6 @@ use crate::io::kmsg::KmsgEvent;
 
 /// Lists the host's interface addresses (for placing sessions on RDMA ports).
 pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
-
-/// Builds a device resetter for an operator command on a device outside `devices.allow`:
-/// the operator's word overrides the allow-list for the device named.
-pub type OperatorResetter =
-    Arc<dyn Fn(&Config, &str) -> Arc<dyn crate::io::reset::DeviceResetter> + Send + Sync>;
 
 /// How long an operator command may take before its client is told it is still running.
 const OPERATOR_DEADLINE: Duration = Duration::from_secs(15 * 60);
@@ -58,9 +57,6 @@ pub struct Deps {
     pub addresses: AddressLister,
     /// The control socket; `None` for the standalone manual commands.
     pub control: Option<ControlServer>,
-    /// The resetter for operator commands on devices outside `devices.allow` (`None`: the
-    /// executors' own resetter, which may refuse them).
-    pub operator_resetter: Option<OperatorResetter>,
     /// Stops the loop like SIGTERM when it receives (tests; `None` in production, where
     /// the signals do it).
     pub shutdown: Option<tokio::sync::oneshot::Receiver<()>>,
@@ -88,8 +84,8 @@ pub struct Settings {
     /// standalone commands hold it for their whole run already, so they say `false`.
     pub take_lock: bool,
     /// Run the engine's automatic destructive actions. The standalone commands say `false`:
-    /// they run the operator's command only (automatic ones are reported "not run" to the
-    /// engine and left to the daemon), so nothing is cut short when they exit.
+    /// they run the operator's command only (the driver refuses automatic ones and leaves
+    /// them to the daemon), so nothing is cut short when they exit.
     pub automatic_actions: bool,
 }
 
@@ -126,21 +122,13 @@ impl Deps {
             },
             addresses: Arc::new(crate::io::netif::addresses),
             control,
-            operator_resetter: Some(Arc::new(|cfg: &Config, device: &str| {
-                let mut rc = crate::io::reset::ResetConfig::from_config(cfg);
-                if !rc.allow.iter().any(|a| a == device) {
-                    rc.allow.push(device.to_string());
-                }
-                Arc::new(crate::io::reset::SysfsResetter::new(rc))
-                    as Arc<dyn crate::io::reset::DeviceResetter>
-            })),
             shutdown: None,
         })
     }
 }
 
 struct Finished {
-    id: ActionId,
+    id: EffectId,
     executed: Executed,
 }
 
@@ -159,7 +147,7 @@ struct Ready {
 }
 
 struct Loop {
-    engine: Engine,
+    driver: Driver,
     settings: Settings,
     ex: Executors,
     clock: Arc<dyn Clock>,
@@ -168,20 +156,27 @@ struct Loop {
     journal: Journal,
     ports: Vec<RdmaPortNetdev>,
     done_tx: UnboundedSender<Finished>,
+    journal_tx: UnboundedSender<(EffectId, Result<(), String>)>,
     sessions_tx: UnboundedSender<Result<Parsed<SessionDetail>, String>>,
     sessions_inflight: bool,
     sessions_again: bool,
     last_sessions_error: Option<String>,
     refresh_topology: Arc<AtomicBool>,
-    inflight: BTreeMap<ActionId, Option<PortId>>,
+    inflight: BTreeMap<EffectId, Option<PortId>>,
     /// Each portal's local address, from the last session snapshot (probe source).
     probe_from: BTreeMap<Portal, std::net::IpAddr>,
     pendings: Vec<Pending>,
-    operator_resetter: Option<OperatorResetter>,
     syslog_warned: Arc<AtomicBool>,
     netlink_warned: bool,
     ready: Ready,
     status: String,
+}
+
+/// The driver the loop runs `engine` in: the core's [`Driver`], the same type the simulator's
+/// harness runs ([`crate::sim::Harness::driver`]). Automatic destructive actions run unless
+/// `settings` says this is a standalone manual command.
+pub fn driver_for(engine: Engine, settings: &Settings) -> Driver {
+    Driver::new(engine, settings.automatic_actions)
 }
 
 /// Applies `--dry-run` to a configuration.
@@ -219,6 +214,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         }
     };
     let (done_tx, mut done_rx) = unbounded_channel();
+    let (journal_tx, mut journal_rx) = unbounded_channel();
     let (sessions_tx, mut sessions_rx) = unbounded_channel();
     let (topo_tx, mut topo_rx) = unbounded_channel();
     let refresh = Arc::new(AtomicBool::new(false));
@@ -233,7 +229,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let mut shutdown = deps.shutdown;
     let poll_iscsi = settings.config.poll.iscsi;
     let mut lp = Loop {
-        engine,
+        driver: driver_for(engine, &settings),
         ex: deps.executors,
         clock: deps.clock,
         notifier: deps.notifier,
@@ -241,6 +237,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         journal,
         ports: Vec::new(),
         done_tx,
+        journal_tx,
         sessions_tx,
         sessions_inflight: false,
         sessions_again: false,
@@ -249,7 +246,6 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         inflight: BTreeMap::new(),
         probe_from: BTreeMap::new(),
         pendings: Vec::new(),
-        operator_resetter: deps.operator_resetter,
         syslog_warned: Arc::new(AtomicBool::new(false)),
         netlink_warned: false,
         ready: Ready::default(),
@@ -296,7 +292,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         }
         let now = lp.clock.now();
         let sleep = lp
-            .engine
+            .driver
             .next_timeout()
             .map_or(Duration::from_secs(3600), |t| t.since(now));
         let kmsg_next = async {
@@ -331,6 +327,10 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 None => {}
             },
             Some(f) = done_rx.recv() => lp.on_finished(f),
+            Some((id, written)) = journal_rx.recv() => {
+                let now = lp.clock.now();
+                lp.driver.handle_effect_outcome(id, EffectOutcome::Journal(written), now);
+            }
             Some(s) = sessions_rx.recv() => lp.on_sessions(s),
             Some(t) = topo_rx.recv() => lp.on_topology(t),
             Some((conn, req)) = ctrl_rx.recv() => {
@@ -339,7 +339,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             }
             _ = tokio::time::sleep(sleep) => {
                 let now = lp.clock.now();
-                lp.engine.handle_timeout(now);
+                lp.driver.handle_timeout(now);
             }
             _ = session_tick.tick() => lp.request_sessions(),
             _ = watchdog_tick.tick(), if watchdog.is_some() => lp.notifier.watchdog(),
@@ -358,8 +358,11 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             detail: None,
         });
     }
-    if let Err(e) = lp.journal.save(&lp.engine.snapshot()) {
-        tracing::error!("cannot write the journal at shutdown: {e}");
+    let (journal, snapshot) = (lp.journal.clone(), lp.driver.engine().snapshot());
+    match tokio::task::spawn_blocking(move || journal.save(&snapshot)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
+        Err(e) => tracing::error!("cannot write the journal at shutdown: {e}"),
     }
     if let Some(k) = kernel_log.as_mut() {
         k.save_cursor(Duration::from_millis(500));
@@ -485,67 +488,63 @@ impl Loop {
         }
     }
 
-    /// Drains the engine's actions (executing them in order) and transitions.
+    /// Drains the driver's effects (starting them in order) and the engine's transitions.
     fn pump(&mut self) {
         loop {
             let mut progressed = false;
-            let mut persist_failed: Option<String> = None;
-            while let Some(action) = self.engine.poll_action() {
+            while let Some(effect) = self.driver.poll_effect(self.now()) {
                 progressed = true;
+                self.start(effect);
+            }
+            while let Some(t) = self.driver.poll_transition() {
+                progressed = true;
+                tracing::info!(
+                    port = %t.port,
+                    from = %t.from,
+                    to = %t.to,
+                    why = %t.reason,
+                    "transition"
+                );
+                self.tell(
+                    Some(&t.port),
+                    &format!("{}: {} -> {}: {}", t.port, t.from, t.to, t.reason),
+                );
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    /// Starts one effect. Executors only execute: what may run was decided by the driver.
+    fn start(&mut self, effect: Effect) {
+        let id = effect.id;
+        match effect.kind {
+            EffectKind::WriteJournal { snapshot, reason } => {
+                tracing::debug!(%reason, "writing the journal");
+                self.write_journal(id, snapshot, reason);
+            }
+            EffectKind::Plan { action, refusal } => {
+                let port = action.port.clone();
+                tracing::warn!(action = %action, id = %action.id, why = %action.reason, "not run: {refusal}");
+                self.tell(port.as_ref(), &format!("not run: {action}: {refusal}"));
+                if let (ActionKind::RecreateDevice { device, .. }, Refusal::DryRun) =
+                    (&action.kind, &refusal)
+                {
+                    self.log_reset_plan(device.clone());
+                }
+            }
+            EffectKind::Run { action, authority } => {
                 let port = action.port.clone();
                 tracing::info!(
                     action = %action,
                     id = %action.id,
                     origin = ?action.origin,
+                    allowed_by = %authority,
                     why = %action.reason,
                     "decided"
                 );
-                if let Some(reason) = &persist_failed {
-                    if action.kind.is_destructive() {
-                        tracing::error!(action = %action, "not run: the journal could not be written");
-                        let now = self.now();
-                        self.engine.handle_outcome(
-                            action.id,
-                            Outcome::NotRun {
-                                reason: reason.clone(),
-                            },
-                            now,
-                        );
-                        continue;
-                    }
-                }
-                if !self.settings.automatic_actions
-                    && action.kind.is_destructive()
-                    && action.origin == crate::core::recovery::Origin::Automatic
-                {
-                    tracing::info!(action = %action, "not run: a standalone manual command leaves automatic actions to the daemon");
-                    let now = self.now();
-                    self.engine.handle_outcome(
-                        action.id,
-                        Outcome::NotRun {
-                            reason: "a standalone manual command leaves automatic actions to \
-                                     the daemon"
-                                .into(),
-                        },
-                        now,
-                    );
-                    continue;
-                }
                 match &action.kind {
-                    ActionKind::PersistState { reason } => {
-                        if let Err(e) = self.journal.save(&self.engine.snapshot()) {
-                            tracing::error!("cannot write the journal ({reason}): {e}");
-                            let now = self.now();
-                            self.engine.handle_outcome(
-                                action.id,
-                                Outcome::PersistFailed {
-                                    reason: e.to_string(),
-                                },
-                                now,
-                            );
-                            persist_failed = Some(format!("the journal could not be written: {e}"));
-                        }
-                    }
                     ActionKind::Alert(alert) => {
                         tracing::warn!(
                             severity = %alert.severity,
@@ -574,22 +573,12 @@ impl Loop {
                     ActionKind::RefreshTopology => {
                         self.refresh_topology.store(true, Ordering::Relaxed)
                     }
+                    // The driver turns these into journal effects.
+                    ActionKind::PersistState { .. } => {}
                     _ => {
                         self.tell(port.as_ref(), &format!("running: {action}"));
-                        self.inflight.insert(action.id, port);
-                        let mut ex = self.ex.clone();
-                        if let (
-                            ActionKind::RecreateDevice { device, .. },
-                            crate::core::recovery::Origin::Operator,
-                            Some(make),
-                        ) = (&action.kind, action.origin, &self.operator_resetter)
-                        {
-                            let cfg = &self.settings.config;
-                            if !cfg.devices.allow.iter().any(|a| a == device) {
-                                tracing::info!(%device, "operator command: devices.allow does not list {device}; the operator's word overrides it");
-                                ex.resetter = make(cfg, device);
-                            }
-                        }
+                        self.inflight.insert(id, port);
+                        let ex = self.ex.clone();
                         let lock_dir = self
                             .settings
                             .take_lock
@@ -604,33 +593,41 @@ impl Loop {
                         tokio::task::spawn_blocking(move || {
                             let executed = execute(&ex, &action, lock_dir.as_deref(), probe_from);
                             if let Some(executed) = executed {
-                                let _ = tx.send(Finished {
-                                    id: action.id,
-                                    executed,
-                                });
+                                let _ = tx.send(Finished { id, executed });
                             }
                         });
                     }
                 }
             }
-            while let Some(t) = self.engine.poll_transition() {
-                progressed = true;
-                tracing::info!(
-                    port = %t.port,
-                    from = %t.from,
-                    to = %t.to,
-                    why = %t.reason,
-                    "transition"
-                );
-                self.tell(
-                    Some(&t.port),
-                    &format!("{}: {} -> {}: {}", t.port, t.from, t.to, t.reason),
-                );
-            }
-            if !progressed {
-                break;
-            }
         }
+    }
+
+    /// The journal write (atomic write, two fsyncs) on a blocking thread; its result comes
+    /// back to the loop, which reports it to the driver. The driver hands out nothing after
+    /// it (in particular no destructive effect) until then.
+    fn write_journal(&self, id: EffectId, snapshot: Box<EngineSnapshot>, reason: String) {
+        let journal = self.journal.clone();
+        let tx = self.journal_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let written = journal.save(&snapshot).map_err(|e| {
+                tracing::error!("cannot write the journal ({reason}): {e}");
+                e.to_string()
+            });
+            let _ = tx.send((id, written));
+        });
+    }
+
+    /// Logs what a planned (dry-run) re-creation would do, from the resetter's own plan.
+    fn log_reset_plan(&self, device: String) {
+        let resetter = self.ex.resetter.clone();
+        tokio::task::spawn_blocking(move || match resetter.plan(&device) {
+            Ok(plan) => {
+                for m in &plan.methods {
+                    tracing::info!(%device, method = %m.method, steps = %m.steps.join("; "), "dry-run plan");
+                }
+            }
+            Err(e) => tracing::info!(%device, "dry-run plan: {e}"),
+        });
     }
 
     fn on_finished(&mut self, f: Finished) {
@@ -638,7 +635,8 @@ impl Loop {
         tracing::info!(id = %f.id, outcome = ?f.executed.outcome, "{}", f.executed.summary);
         self.tell(port.as_ref(), &f.executed.summary);
         let now = self.now();
-        self.engine.handle_outcome(f.id, f.executed.outcome, now);
+        self.driver
+            .handle_effect_outcome(f.id, EffectOutcome::Action(f.executed.outcome), now);
     }
 
     fn request_sessions(&mut self) {
@@ -679,7 +677,7 @@ impl Loop {
                 }
                 tracing::debug!(sessions = list.len(), "iscsiadm session snapshot");
                 let now = self.now();
-                self.engine.handle_sessions(list, now);
+                self.driver.handle_sessions(list, now);
             }
             Err(e) => {
                 if self.last_sessions_error.as_deref() != Some(e.as_str()) {
@@ -706,7 +704,7 @@ impl Loop {
                 let now = self.now();
                 for obs in observations {
                     tracing::info!(observation = %obs.describe(), "RDMA topology");
-                    self.engine.handle_observation(obs, Trust::Trusted, now);
+                    self.driver.handle_observation(obs, Trust::Trusted, now);
                 }
                 if changed && !first {
                     // Sessions may now be placed differently.
@@ -756,7 +754,7 @@ impl Loop {
                     obs.describe()
                 );
                 let now = self.now();
-                self.engine.handle_observation(obs, trust, now);
+                self.driver.handle_observation(obs, trust, now);
             }
             KmsgEvent::Lost {
                 count,
@@ -785,7 +783,7 @@ impl Loop {
                     tracing::warn!("configuration: {w}");
                 }
                 let now = self.now();
-                self.engine.set_policy(cfg.policy(), now);
+                self.driver.set_policy(cfg.policy(), now);
                 self.ex = Executors::from_config(&cfg);
                 tracing::info!(%source, "SIGHUP: configuration reloaded");
                 self.settings.config = cfg;
@@ -804,7 +802,8 @@ impl Loop {
 
     fn update_status(&mut self) {
         let mut parts: Vec<String> = self
-            .engine
+            .driver
+            .engine()
             .ports()
             .map(|p| format!("{} {}", p.id, p.phase))
             .collect();
@@ -812,7 +811,7 @@ impl Loop {
             parts.push("no RDMA port with iSCSI sessions known".into());
         }
         let mut s = parts.join(", ");
-        if self.engine.is_paused() {
+        if self.driver.engine().is_paused() {
             s.push_str(" (paused)");
         }
         if s != self.status {
@@ -822,7 +821,7 @@ impl Loop {
     }
 
     fn port_phase(&self, id: &PortId) -> Option<Phase> {
-        self.engine.port(id).map(|p| p.phase)
+        self.driver.engine().port(id).map(|p| p.phase)
     }
 
     fn check_pendings(&mut self) {
@@ -846,7 +845,7 @@ impl Loop {
                     .iter()
                     .filter(|(_, ph)| *ph == Some(Phase::Quarantined))
                     .map(|(id, _)| {
-                        let why = self.engine.port(id).map(|r| r.reason.clone());
+                        let why = self.driver.engine().port(id).map(|r| r.reason.clone());
                         format!("{id}: {}", why.unwrap_or_default())
                     })
                     .collect();
@@ -890,7 +889,8 @@ impl Loop {
         let (cmd, what, dry_run) = match req {
             Request::Status => {
                 let ports: Vec<serde_json::Value> = self
-                    .engine
+                    .driver
+                    .engine()
                     .ports()
                     .map(|p| {
                         serde_json::json!({
@@ -906,7 +906,7 @@ impl Loop {
                     message: self.status.clone(),
                     exit_code: EXIT_OK,
                     detail: Some(serde_json::json!({
-                        "paused": self.engine.is_paused(),
+                        "paused": self.driver.engine().is_paused(),
                         "ports": ports,
                     })),
                 });
@@ -960,10 +960,10 @@ impl Loop {
             self.dry_run(cmd, what, sink);
             return;
         }
-        match self.engine.handle_command(cmd.clone(), now) {
+        match self.driver.handle_command(cmd.clone(), now) {
             Err(e) => done(&sink, false, format!("{what}: refused: {e}"), EXIT_NOINPUT),
-            Ok(msg) => {
-                tracing::info!("operator: {msg}");
+            Ok((command, msg)) => {
+                tracing::info!(%command, "operator: {msg}");
                 if matches!(cmd, OperatorCommand::Pause | OperatorCommand::Resume) {
                     done(&sink, true, msg, EXIT_OK);
                     return;
@@ -983,19 +983,22 @@ impl Loop {
     fn command_ports(&self, cmd: &OperatorCommand) -> BTreeSet<PortId> {
         match cmd {
             OperatorCommand::Recover { device, port } => self
-                .engine
+                .driver
+                .engine()
                 .ports()
                 .filter(|p| &p.id.device == device && port.is_none_or(|n| p.id.port == n))
                 .map(|p| p.id.clone())
                 .collect(),
             OperatorCommand::ResetDevice { device } => self
-                .engine
+                .driver
+                .engine()
                 .ports()
                 .filter(|p| &p.id.device == device)
                 .map(|p| p.id.clone())
                 .collect(),
             OperatorCommand::Reconnect { target, portal } => self
-                .engine
+                .driver
+                .engine()
                 .sessions()
                 .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
                 .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
@@ -1009,12 +1012,10 @@ impl Loop {
     fn dry_run(&mut self, cmd: OperatorCommand, what: String, sink: UnboundedSender<Reply>) {
         match cmd {
             OperatorCommand::Recover { device, .. } | OperatorCommand::ResetDevice { device } => {
-                let resetter = match &self.operator_resetter {
-                    Some(make) => make(&self.settings.config, &device),
-                    None => self.ex.resetter.clone(),
-                };
+                let resetter = self.ex.resetter.clone();
                 let sessions: Vec<String> = self
-                    .engine
+                    .driver
+                    .engine()
                     .sessions()
                     .filter(|s| s.port.device == device)
                     .map(|s| s.key.to_string())
@@ -1049,7 +1050,8 @@ impl Loop {
             }
             OperatorCommand::Reconnect { target, portal } => {
                 let keys: Vec<String> = self
-                    .engine
+                    .driver
+                    .engine()
                     .sessions()
                     .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
                     .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
@@ -1229,7 +1231,6 @@ mod tests {
                 }])
             }),
             control: None,
-            operator_resetter: None,
             shutdown: Some(stop_rx),
         };
         let settings = Settings {
@@ -1280,6 +1281,87 @@ mod tests {
         // The journal was written ahead of the re-creation and names the device.
         let journal = std::fs::read_to_string(Journal::new(dir.path()).path()).unwrap();
         assert!(journal.contains("rocep2s0f0"));
+        stop_tx.send(()).unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(5), daemon)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(code, EXIT_OK);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dry_run_daemon_plans_the_recreation_through_the_driver_and_never_calls_the_resetter()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(dir.path(), false);
+        cfg.recovery.dry_run = true;
+        let doubles = Doubles::default();
+        let portal: std::net::SocketAddr = "192.0.2.2:3260".parse().unwrap();
+        doubles.prober.push(
+            portal,
+            std::iter::repeat_n(
+                TcpAnswer::Reachable {
+                    rtt: Duration::from_millis(1),
+                },
+                50,
+            ),
+        );
+        let host = Arc::new(Host {
+            state: Mutex::new("FAILED"),
+            logins: Mutex::new(Vec::new()),
+        });
+        let mut ex = doubles.executors(&cfg);
+        ex.iscsi = host.clone();
+        let (log_tx, log_rx) = unbounded_channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let deps = Deps {
+            kernel_log: Some(Box::new(ChannelLog(log_rx))),
+            topology: Box::new(OnePort),
+            executors: ex,
+            clock: Arc::new(BootClock),
+            notifier: Notifier::silent(),
+            addresses: Arc::new(|| {
+                Ok(vec![NetdevAddr {
+                    netdev: "ens1f0".into(),
+                    ip: "192.0.2.1".parse().unwrap(),
+                }])
+            }),
+            control: None,
+            shutdown: Some(stop_rx),
+        };
+        let settings = Settings {
+            config: cfg,
+            config_path: None,
+            force_dry_run: false,
+            take_lock: true,
+            automatic_actions: true,
+        };
+        let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
+        let line = "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
+        let rec = Record::parse(format!("3,10,100,-;{line}").as_bytes()).unwrap();
+        log_tx.send(KmsgEvent::Record(rec)).unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let planned = doubles.alerts.alerts().iter().any(|a| {
+                a.what
+                    .contains("dry-run: would re-create RDMA device rocep2s0f0")
+            });
+            if planned {
+                break;
+            }
+            assert!(std::time::Instant::now() < end, "no dry-run plan alert");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Planned, not run: no executor touched the device or the sessions.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(doubles.resetter.calls().is_empty());
+        assert!(host.logins.lock().unwrap().is_empty());
+        assert!(!doubles
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.what.contains("not re-created") || a.what.contains("quarantined")));
         stop_tx.send(()).unwrap();
         let code = tokio::time::timeout(Duration::from_secs(5), daemon)
             .await

@@ -1,16 +1,22 @@
 //! The harness: one engine against one simulated host, in virtual time.
 //!
-//! Each step delivers what the host produced up to `now`, runs the engine (its inputs, then
-//! its timers), executes its actions against the host exactly as the daemon would (journal
-//! writes included), then jumps to the next deadline of either side. [`Harness::run_until`]
-//! fails on livelock: too many steps, or too many steps without time moving.
+//! Each step delivers what the host produced up to `now` to the production
+//! [`Driver`] (the one the daemon runs: same authorisation, write-ahead journal and dry-run
+//! plans), fires its timers, and hands the effects it returns to the simulated executors
+//! (the host executes them; the journal is kept in memory), then jumps to the next deadline
+//! of either side. The harness decides nothing about actions itself.
+//! [`Harness::run_until`] fails on livelock: too many steps, or too many steps without time
+//! moving.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::host::{Delivery, SimHost};
+use crate::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome, Refusal};
 use crate::core::kmsg::KERNEL_FACILITY;
 use crate::core::recovery::{
-    from_kernel_event, Action, ActionKind, Alert, Engine, Input, Policy, Transition, Trust,
+    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, Input, Policy, Transition,
+    Trust,
 };
 use crate::core::signatures::{self, KernelEvent};
 use crate::core::time::Instant;
@@ -48,6 +54,17 @@ pub enum Entry {
         at: Instant,
         /// The action.
         action: Action,
+        /// What allowed it (decided by the driver).
+        authority: Authority,
+    },
+    /// What the agent would have done but did not (dry-run plan, refusal).
+    Plan {
+        /// When.
+        at: Instant,
+        /// The action.
+        action: Action,
+        /// Why it was not run.
+        refusal: Refusal,
     },
     /// What iscsiadm printed.
     Iscsiadm {
@@ -98,21 +115,23 @@ pub enum SimError {
     Resume(String),
 }
 
-/// Engine + host + virtual clock + timeline.
+/// Driver (engine inside) + host + virtual clock + timeline.
 #[derive(Debug)]
 pub struct Harness {
     /// The simulated host.
     pub host: SimHost,
-    /// The engine.
-    pub engine: Engine,
+    /// The production driver, owning the engine.
+    pub driver: Driver,
     /// The policy (kept to resume the engine after a restart).
     pub policy: Policy,
     /// Virtual time.
     pub now: Instant,
     /// Everything that happened.
     pub timeline: Vec<Entry>,
-    /// Every action the engine emitted.
+    /// Every action the driver handed out to run (destructive ones authorised).
     pub actions: Vec<(Instant, Action)>,
+    /// Every action the driver planned or refused instead of running.
+    pub plans: Vec<(Instant, Action, Refusal)>,
     /// Every alert.
     pub alerts: Vec<(Instant, Alert)>,
     /// Every transition.
@@ -130,7 +149,12 @@ pub struct Harness {
     /// Destructive actions executed before their write-ahead journal entry.
     pub unjournaled_destructive: usize,
     storage_ok: bool,
-    journaled_since_last_destructive: bool,
+    /// Inputs fed to the driver so far, and the count at the last journal write: an
+    /// independent check that each destructive effect follows a write of the current state.
+    inputs: u64,
+    journaled_at_input: Option<u64>,
+    /// The effect each host-executed action answers to.
+    effect_of: HashMap<ActionId, EffectId>,
     kmsg_seq: u64,
 }
 
@@ -142,11 +166,12 @@ impl Harness {
         let storage_ok = host.storage_ok();
         Harness {
             host,
-            engine: Engine::new(policy.clone(), seed),
+            driver: Driver::new(Engine::new(policy.clone(), seed), true),
             policy,
             now: Instant::ZERO,
             timeline: Vec::new(),
             actions: Vec::new(),
+            plans: Vec::new(),
             alerts: Vec::new(),
             transitions: Vec::new(),
             journal: None,
@@ -156,9 +181,16 @@ impl Harness {
             steps: 0,
             unjournaled_destructive: 0,
             storage_ok,
-            journaled_since_last_destructive: false,
+            inputs: 0,
+            journaled_at_input: None,
+            effect_of: HashMap::new(),
             kmsg_seq: 0,
         }
+    }
+
+    /// The engine (inside the driver).
+    pub fn engine(&self) -> &Engine {
+        self.driver.engine()
     }
 
     /// Runs until `until` (virtual), at most `max_steps` steps.
@@ -173,7 +205,7 @@ impl Harness {
                 });
             }
             self.step()?;
-            let next = [self.host.next_event(), self.engine.next_timeout()]
+            let next = [self.host.next_event(), self.driver.next_timeout()]
                 .into_iter()
                 .flatten()
                 .min();
@@ -213,7 +245,7 @@ impl Harness {
         let now = self.now;
         for _ in 0..64 {
             let deliveries = self.host.advance(now);
-            let timer_due = self.engine.next_timeout().is_some_and(|t| t <= now);
+            let timer_due = self.driver.next_timeout().is_some_and(|t| t <= now);
             if deliveries.is_empty() && !timer_due {
                 break;
             }
@@ -221,11 +253,12 @@ impl Harness {
                 self.deliver(d, now);
             }
             if timer_due {
-                self.engine.handle_timeout(now);
+                self.inputs += 1;
+                self.driver.handle_timeout(now);
             }
-            self.execute_actions(now);
+            self.run_effects(now);
         }
-        while let Some(t) = self.engine.poll_transition() {
+        while let Some(t) = self.driver.poll_transition() {
             self.timeline.push(Entry::Decision {
                 at: now,
                 transition: t.clone(),
@@ -255,7 +288,8 @@ impl Harness {
             }
             None => Engine::new(self.policy.clone(), 1),
         };
-        self.engine = engine;
+        self.driver = Driver::new(engine, true);
+        self.effect_of.clear();
         self.restarts += 1;
         self.timeline.push(Entry::Restart { at: self.now });
         // What the daemon does at start: a first scan.
@@ -263,12 +297,16 @@ impl Harness {
         for d in self.host.topology() {
             self.deliver(d, self.now);
         }
-        self.engine.handle_sessions(list, self.now);
-        self.execute_actions(self.now);
+        self.inputs += 1;
+        self.driver.handle_sessions(list, self.now);
+        self.run_effects(self.now);
         Ok(())
     }
 
     fn deliver(&mut self, d: Delivery, now: Instant) {
+        if !matches!(d, Delivery::IscsiadmOutput { .. } | Delivery::Note(_)) {
+            self.inputs += 1;
+        }
         match d {
             Delivery::Kmsg { facility, text } => {
                 self.timeline.push(Entry::Kernel {
@@ -287,21 +325,26 @@ impl Harness {
                         signature,
                     };
                     if let Some((obs, trust)) = from_kernel_event(&ev) {
-                        self.engine.handle_observation(obs, trust, now);
+                        self.driver.handle_observation(obs, trust, now);
                     }
                 }
             }
-            Delivery::Netlink(obs) => self.engine.handle_observation(obs, Trust::Trusted, now),
-            Delivery::Sessions(list) => self.engine.handle_sessions(list, now),
-            Delivery::Outcome { id, outcome } => {
-                self.engine.handle(Input::Outcome { id, outcome }, now)
-            }
+            Delivery::Netlink(obs) => self.driver.handle_observation(obs, Trust::Trusted, now),
+            Delivery::Sessions(list) => self.driver.handle_sessions(list, now),
+            Delivery::Outcome { id, outcome } => match self.effect_of.remove(&id) {
+                Some(effect) => {
+                    self.driver
+                        .handle_effect_outcome(effect, EffectOutcome::Action(outcome), now)
+                }
+                // Started before a restart: the resumed engine still knows the action.
+                None => self.driver.handle(Input::Outcome { id, outcome }, now),
+            },
             Delivery::Command(c) => {
                 self.timeline.push(Entry::Note {
                     at: now,
                     text: format!("operator: {c:?}"),
                 });
-                self.engine.handle(Input::Command(c), now)
+                self.driver.handle(Input::Command(c), now)
             }
             Delivery::IscsiadmOutput {
                 command,
@@ -317,62 +360,92 @@ impl Harness {
         }
     }
 
-    /// Executes queued actions the way the daemon does.
-    fn execute_actions(&mut self, now: Instant) {
-        // Decisions first: they explain the actions that follow.
-        while let Some(t) = self.engine.poll_transition() {
+    /// Runs the driver's effects on the simulated executors: the in-memory journal and
+    /// the host. Nothing is decided here.
+    fn run_effects(&mut self, now: Instant) {
+        // Decisions first: they explain the effects that follow.
+        self.drain_transitions(now);
+        while let Some(effect) = self.driver.poll_effect(now) {
+            match effect.kind {
+                EffectKind::WriteJournal { snapshot, .. } => {
+                    // In the journal's on-disk format, so every restart tests it.
+                    self.journal = Some(crate::core::journal::encode(&snapshot));
+                    self.journal_writes += 1;
+                    self.journaled_at_input = Some(self.inputs);
+                    let result = Ok(());
+                    self.driver.handle_effect_outcome(
+                        effect.id,
+                        EffectOutcome::Journal(result),
+                        now,
+                    );
+                }
+                EffectKind::Plan { action, refusal } => {
+                    self.timeline.push(Entry::Plan {
+                        at: now,
+                        action: action.clone(),
+                        refusal: refusal.clone(),
+                    });
+                    self.plans.push((now, action, refusal));
+                }
+                EffectKind::Run { action, authority } => {
+                    if action.kind.is_destructive() && self.journaled_at_input != Some(self.inputs)
+                    {
+                        self.unjournaled_destructive += 1;
+                    }
+                    self.actions.push((now, action.clone()));
+                    self.timeline.push(Entry::Action {
+                        at: now,
+                        action: action.clone(),
+                        authority,
+                    });
+                    if action.kind.expects_outcome() {
+                        self.effect_of.insert(action.id, effect.id);
+                    }
+                    self.execute(&action, now);
+                }
+            }
+            self.drain_transitions(now);
+        }
+    }
+
+    fn drain_transitions(&mut self, now: Instant) {
+        while let Some(t) = self.driver.poll_transition() {
             self.timeline.push(Entry::Decision {
                 at: now,
                 transition: t.clone(),
             });
             self.transitions.push(t);
         }
-        while let Some(a) = self.engine.poll_action() {
-            self.actions.push((now, a.clone()));
-            if !matches!(a.kind, ActionKind::PersistState { .. }) {
-                self.timeline.push(Entry::Action {
-                    at: now,
-                    action: a.clone(),
-                });
+    }
+
+    /// The simulated executors: the host runs the action.
+    fn execute(&mut self, a: &Action, now: Instant) {
+        match &a.kind {
+            ActionKind::ProbePortal { portal, timeout } => {
+                self.host.probe(portal, *timeout, a.id, now)
             }
-            if a.kind.is_destructive() {
-                if !self.journaled_since_last_destructive {
-                    self.unjournaled_destructive += 1;
+            ActionKind::RecreateDevice { device, .. } => {
+                let out = self.host.recreate(device, a.id, now);
+                for d in out {
+                    self.deliver(d, now);
                 }
-                self.journaled_since_last_destructive = false;
             }
-            match &a.kind {
-                ActionKind::PersistState { .. } => {
-                    // The daemon writes the snapshot as it is when the action executes.
-                    // In the journal's on-disk format, so every restart tests it.
-                    self.journal = Some(crate::core::journal::encode(&self.engine.snapshot()));
-                    self.journal_writes += 1;
-                    self.journaled_since_last_destructive = true;
-                }
-                ActionKind::ProbePortal { portal, timeout } => {
-                    self.host.probe(portal, *timeout, a.id, now)
-                }
-                ActionKind::RecreateDevice { device, .. } => {
-                    let out = self.host.recreate(device, a.id, now);
-                    for d in out {
-                        self.deliver(d, now);
-                    }
-                }
-                ActionKind::IscsiLogin { node, .. } => self.host.login(&node.key, a.id, now),
-                ActionKind::IscsiLogout { sid, node, .. } => {
-                    self.host.logout(*sid, &node.key, a.id, now)
-                }
-                ActionKind::IscsiRescan { .. } => {}
-                ActionKind::RefreshSessions => {
-                    let at = now.plus(Duration::from_millis(50));
-                    self.host.schedule(at, super::host::HostEvent::DumpSessions);
-                }
-                ActionKind::RefreshTopology => {
-                    let at = now.plus(Duration::from_millis(20));
-                    self.host.schedule(at, super::host::HostEvent::DumpTopology);
-                }
-                ActionKind::Alert(alert) => self.alerts.push((now, alert.clone())),
+            ActionKind::IscsiLogin { node, .. } => self.host.login(&node.key, a.id, now),
+            ActionKind::IscsiLogout { sid, node, .. } => {
+                self.host.logout(*sid, &node.key, a.id, now)
             }
+            ActionKind::IscsiRescan { .. } => {}
+            ActionKind::RefreshSessions => {
+                let at = now.plus(Duration::from_millis(50));
+                self.host.schedule(at, super::host::HostEvent::DumpSessions);
+            }
+            ActionKind::RefreshTopology => {
+                let at = now.plus(Duration::from_millis(20));
+                self.host.schedule(at, super::host::HostEvent::DumpTopology);
+            }
+            ActionKind::Alert(alert) => self.alerts.push((now, alert.clone())),
+            // The driver turns these into journal effects.
+            ActionKind::PersistState { .. } => {}
         }
     }
 
@@ -434,7 +507,7 @@ pub fn render(timeline: &[Entry]) -> String {
                 s.push_str(&format!("{:>9}  {who:<8} {text}\n", at.to_string()));
                 continue;
             }
-            Entry::Action { at, action } => {
+            Entry::Action { at, action, .. } => {
                 if matches!(
                     action.kind,
                     ActionKind::RefreshSessions | ActionKind::RefreshTopology
@@ -475,7 +548,15 @@ pub fn render(timeline: &[Entry]) -> String {
                 transition.to,
                 transition.reason
             )),
-            Entry::Action { at, action } => match &action.kind {
+            Entry::Plan {
+                at,
+                action,
+                refusal,
+            } => s.push_str(&format!(
+                "{:>9}  PLAN     {action}\n{blank:>9}           not run: {refusal}\n",
+                at.to_string()
+            )),
+            Entry::Action { at, action, .. } => match &action.kind {
                 ActionKind::Alert(a) => {
                     let count = if a.count > 1 {
                         format!(" (x{})", a.count)

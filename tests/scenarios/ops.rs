@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use iser_guard::config::OtherSessions;
+use iser_guard::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome};
 use iser_guard::core::qp::QpState;
 use iser_guard::core::recovery::{
-    Action, ActionId, ActionKind, DiskInfo, Engine, IoErrorKind, IscsiadmStatus, Observation,
+    Action, ActionKind, DiskInfo, Engine, IoErrorKind, IscsiadmStatus, Observation,
     OperatorCommand, Origin, Outcome, Phase, Policy, PortId, Portal, ProbeResult, RecreateResult,
     SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
 };
@@ -94,11 +95,12 @@ fn session(i: usize) -> (SessionKey, PortId, String) {
     )
 }
 
-/// The world the engine lives in, and the invariants checked after every operation.
+/// The world the driver (and its engine) lives in, and the invariants checked after every
+/// operation.
 pub struct World {
-    pub engine: Engine,
+    pub driver: Driver,
     pub now: Instant,
-    pending: BTreeMap<ActionId, Action>,
+    pending: BTreeMap<EffectId, Action>,
     pub actions: usize,
 }
 
@@ -113,7 +115,7 @@ impl World {
         }
         p.iscsid_grace = Duration::from_secs(5);
         World {
-            engine: Engine::new(p, seed),
+            driver: Driver::new(Engine::new(p, seed), true),
             now: Instant(1),
             pending: BTreeMap::new(),
             actions: 0,
@@ -122,7 +124,7 @@ impl World {
 
     pub fn apply(&mut self, op: Op) {
         let now = self.now;
-        let e = &mut self.engine;
+        let e = &mut self.driver;
         match op {
             Op::Stuck { dev, port, trusted } => e.handle_observation(
                 Observation::GsiQpStuck {
@@ -260,7 +262,7 @@ impl World {
                         _ => IscsiadmStatus::from_exit_code(24, "auth"),
                     }),
                 };
-                e.handle_outcome(id, outcome, now)
+                e.handle_effect_outcome(id, EffectOutcome::Action(outcome), now)
             }
             Op::Command(c, d) => {
                 let device = DEVICES[d].to_string();
@@ -283,11 +285,11 @@ impl World {
                 self.now = Instant(now.0 + ms);
                 // Fire every timer due on the way, as the daemon would.
                 for _ in 0..10_000 {
-                    match self.engine.next_timeout() {
+                    match self.driver.next_timeout() {
                         Some(t) if t <= self.now => {
-                            self.engine.handle_timeout(t.max(now));
+                            self.driver.handle_timeout(t.max(now));
                             self.drain();
-                            let after = self.engine.next_timeout();
+                            let after = self.driver.next_timeout();
                             assert!(
                                 after.is_none_or(|a| a > t.max(now)),
                                 "timer at {t} still due after handle_timeout: livelock"
@@ -296,33 +298,50 @@ impl World {
                         _ => break,
                     }
                 }
-                self.engine.handle_timeout(self.now);
+                self.driver.handle_timeout(self.now);
             }
         }
         self.drain();
     }
 
-    /// Drains actions and checks the per-batch invariants.
+    /// Drains the driver's effects and checks the per-batch invariants.
     fn drain(&mut self) {
         let mut journaled = false;
-        while let Some(a) = self.engine.poll_action() {
+        let now = self.now;
+        while let Some(effect) = self.driver.poll_effect(now) {
+            let (a, authority) = match effect.kind {
+                EffectKind::WriteJournal { .. } => {
+                    journaled = true;
+                    self.driver.handle_effect_outcome(
+                        effect.id,
+                        EffectOutcome::Journal(Ok(())),
+                        now,
+                    );
+                    continue;
+                }
+                EffectKind::Plan { .. } => continue,
+                EffectKind::Run { action, authority } => (action, authority),
+            };
             self.actions += 1;
-            if matches!(a.kind, ActionKind::PersistState { .. }) {
-                journaled = true;
-            }
             if a.kind.is_destructive() {
                 assert!(
                     journaled,
                     "destructive action without a journal write before it: {a}"
                 );
-                assert!(!self.engine.policy().dry_run, "dry-run acted: {a}");
-                if a.origin == Origin::Automatic {
-                    let dev = a.device.as_deref().unwrap_or("");
-                    assert!(
-                        self.engine.policy().allows(dev),
-                        "automatic {a} outside the allow-list"
-                    );
-                    assert!(!self.engine.is_paused(), "acted while paused: {a}");
+                let policy = self.driver.engine().policy();
+                assert!(!policy.dry_run, "dry-run acted: {a}");
+                let dev = a.device.as_deref().unwrap_or("");
+                match &authority {
+                    Authority::AllowList { entry } => {
+                        assert_eq!(entry, dev);
+                        assert!(policy.allows(dev), "{a} outside the allow-list");
+                        assert!(!self.driver.engine().is_paused(), "acted while paused: {a}");
+                    }
+                    Authority::Operator { device, .. } => {
+                        assert_eq!(a.origin, Origin::Operator);
+                        assert_eq!(device, dev, "operator grant used on another device");
+                    }
+                    Authority::Harmless => panic!("destructive {a} authorised as harmless"),
                 }
             }
             if let ActionKind::RecreateDevice { device, .. } = &a.kind {
@@ -331,7 +350,7 @@ impl World {
                     .values()
                     .filter(|p| matches!(&p.kind, ActionKind::RecreateDevice { device: d, .. } if d == device))
                     .count();
-                let snap = self.engine.snapshot();
+                let snap = self.driver.engine().snapshot();
                 let inflight = snap
                     .inflight
                     .iter()
@@ -351,15 +370,16 @@ impl World {
                 let _ = open;
             }
             if a.kind.expects_outcome() {
-                self.pending.insert(a.id, a.clone());
+                self.pending.insert(effect.id, a.clone());
             }
         }
-        while self.engine.poll_transition().is_some() {}
+        while self.driver.poll_transition().is_some() {}
         self.check_state();
     }
 
     fn check_state(&self) {
-        let snap = self.engine.snapshot();
+        let engine = self.driver.engine();
+        let snap = engine.snapshot();
         let recreating: Vec<_> = snap
             .inflight
             .iter()
@@ -374,9 +394,9 @@ impl World {
             recreating.len() <= 1,
             "two re-creations in flight: {recreating:?}"
         );
-        for p in self.engine.ports() {
+        for p in engine.ports() {
             for k in &p.sessions {
-                let Some(s) = self.engine.sessions().find(|s| &s.key == k) else {
+                let Some(s) = engine.sessions().find(|s| &s.key == k) else {
                     panic!("port {} lists unknown session {k}", p.id);
                 };
                 assert_eq!(s.port, p.id, "session {k} listed on the wrong port");

@@ -29,7 +29,7 @@ pub fn run_restarting(name: &str) -> Harness {
 
 /// The phase of a port at the end.
 pub fn phase(h: &Harness, device: &str, port: u32) -> Phase {
-    h.engine
+    h.engine()
         .port(&PortId::new(device, port))
         .map(|p| p.phase)
         .unwrap_or_else(|| panic!("no port {device}/{port}"))

@@ -627,7 +627,7 @@ pub struct LineError {
 /// attached to it. Empty lines are skipped. It allocates nothing per line.
 ///
 /// ```
-/// use iser_guard::core::kmsg::{LineFormat, SavedLog};
+/// use iser_guard_core::kmsg::{LineFormat, SavedLog};
 ///
 /// let log = "6,401,10063342,-;infiniband rxe_ini: set active\n SUBSYSTEM=infiniband\n \
 ///            DEVICE=+infiniband:rxe_ini\n[   26.397686] plain dmesg line\n";
@@ -685,7 +685,7 @@ impl<'a> SavedLog<'a> {
     /// `crate::signatures::next_anchor`) this parses only the lines that can match:
     ///
     /// ```
-    /// use iser_guard::core::kmsg::SavedLog;
+    /// use iser_guard_core::kmsg::SavedLog;
     ///
     /// let log = "[ 1.000000] eth0: up\n[ 2.000000] sd 2:0:0:0: rejecting I/O to offline device\n";
     /// let mut saved = SavedLog::new(log);

@@ -963,7 +963,7 @@ pub fn explain_transition(
 /// change the verdict.
 ///
 /// ```
-/// use iser_guard::core::qp::{explain_qp_transition, AttrMask, QpState, QpType};
+/// use iser_guard_core::qp::{explain_qp_transition, AttrMask, QpState, QpType};
 ///
 /// // ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3
 /// let from: QpState = "0x6".parse().unwrap();

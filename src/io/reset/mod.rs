@@ -6,8 +6,12 @@
 //! with a new ib index and possibly a temporary name until udev's `rdma_rename` renames it).
 //!
 //! Guarantees:
-//! - one device per call, and only a device listed in `devices.allow` ([`ResetError::NotAllowed`]);
-//! - dry-run (config `recovery.dry-run` or per call) returns the plan and touches nothing;
+//! - one device per call; whether that device may be touched at all (`devices.allow`, the
+//!   operator's command, dry-run, pause) is decided by the core's driver
+//!   ([`crate::core::driver`]) before the call is made, never here;
+//! - a per-call dry run (`recreate(device, true)`, or [`DeviceResetter::plan`]) returns the
+//!   plan and touches nothing (the operator's `--dry-run` preview and the daemon's rendering
+//!   of a driver plan use it);
 //! - methods are tried least disruptive first; a method that fails *before changing anything*
 //!   (tool missing, parameter off, command refused while the device stayed) falls through to the
 //!   next; once a device has gone away, no other method is tried: the outcome is reported.
@@ -71,12 +75,8 @@ pub struct ResetConfig {
     pub rdma: PathBuf,
     /// The `modprobe` binary.
     pub modprobe: PathBuf,
-    /// `devices.allow`: the only devices that may be re-created.
-    pub allow: Vec<String>,
     /// `recovery.allow-module-reload`.
     pub allow_module_reload: bool,
-    /// `recovery.dry-run`: never act.
-    pub dry_run: bool,
     /// Deadline of one devlink/rdma/modprobe invocation.
     pub command_timeout: Duration,
     /// Verification timing.
@@ -85,16 +85,15 @@ pub struct ResetConfig {
 
 impl ResetConfig {
     /// From the configuration (`paths.sysfs-root`, `paths.devlink`, `paths.rdma`,
-    /// `paths.modprobe`, `devices.allow`, `recovery.allow-module-reload`, `recovery.dry-run`).
+    /// `paths.modprobe`, `recovery.allow-module-reload`). `devices.allow` and
+    /// `recovery.dry-run` are the driver's to apply, not the resetter's.
     pub fn from_config(cfg: &crate::config::Config) -> Self {
         ResetConfig {
             sysfs_root: cfg.paths.sysfs_root.clone(),
             devlink: cfg.paths.devlink.clone(),
             rdma: cfg.paths.rdma.clone(),
             modprobe: cfg.paths.modprobe.clone(),
-            allow: cfg.devices.allow.clone(),
             allow_module_reload: cfg.recovery.allow_module_reload,
-            dry_run: cfg.recovery.dry_run,
             command_timeout: Duration::from_secs(30),
             verify: VerifyPolicy::default(),
         }
@@ -198,14 +197,6 @@ pub enum StepError {
 /// Why a device could not be re-created.
 #[derive(Debug, thiserror::Error)]
 pub enum ResetError {
-    /// The device is not in `devices.allow`.
-    #[error("refusing to re-create {device}: it is not in devices.allow ({}); add it there to allow recovery", if allowed.is_empty() { "empty: automatic recovery is off".to_string() } else { allowed.join(", ") })]
-    NotAllowed {
-        /// The device.
-        device: String,
-        /// The allow-list.
-        allowed: Vec<String>,
-    },
     /// No such RDMA device under the sysfs root.
     #[error("no RDMA device {device} under {}/class/infiniband; check `rdma dev`", root.display())]
     NoSuchDevice {
@@ -277,7 +268,6 @@ impl ResetError {
     pub fn exit_code(&self) -> u8 {
         use crate::error::*;
         match self {
-            ResetError::NotAllowed { .. } => EXIT_NOPERM,
             ResetError::NoSuchDevice { .. } => EXIT_NOINPUT,
             ResetError::Sysfs { source, .. } => io_exit_code(source),
             ResetError::NoMethod { .. } | ResetError::AllMethodsFailed { .. } => EXIT_UNAVAILABLE,
@@ -300,7 +290,7 @@ impl ResetError {
 pub trait DeviceResetter: Send + Sync {
     /// What [`DeviceResetter::recreate`] would do, without doing it.
     fn plan(&self, device: &str) -> Result<ResetPlan, ResetError>;
-    /// Re-creates `device` (see the module doc); with `dry_run` (or config dry-run) returns
+    /// Re-creates `device` (see the module doc); with `dry_run` returns
     /// [`ResetOutcome::DryRun`] and does nothing.
     fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError>;
 }
@@ -369,17 +359,6 @@ impl SysfsResetter {
         ResetError::Sysfs {
             root: self.cfg.sysfs_root.clone(),
             source,
-        }
-    }
-
-    fn check_allowed(&self, device: &str) -> Result<(), ResetError> {
-        if self.cfg.allow.iter().any(|a| a == device) {
-            Ok(())
-        } else {
-            Err(ResetError::NotAllowed {
-                device: device.to_string(),
-                allowed: self.cfg.allow.clone(),
-            })
         }
     }
 
@@ -653,13 +632,12 @@ impl SysfsResetter {
 
 impl DeviceResetter for SysfsResetter {
     fn plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
-        self.check_allowed(device)?;
         self.build_plan(device)
     }
 
     fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError> {
         let plan = self.plan(device)?;
-        if dry_run || self.cfg.dry_run {
+        if dry_run {
             return Ok(ResetOutcome::DryRun(plan));
         }
         let id = DeviceIdentity::of(&plan.facts);

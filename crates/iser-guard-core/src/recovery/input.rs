@@ -507,6 +507,15 @@ pub enum Outcome {
         /// Why.
         reason: String,
     },
+    /// Planned, not run: the driver ([`crate::driver`]) decided the action may not run now
+    /// (dry-run, paused, outside `devices.allow`). Neither success nor failure: the engine
+    /// holds the port with the plan visible and counts no attempt.
+    Planned {
+        /// Why it was not run (the hold the port shows).
+        hold: super::state::Hold,
+        /// What would have been done, in operator words.
+        plan: String,
+    },
 }
 
 /// What an operator asked for (CLI through the control socket).

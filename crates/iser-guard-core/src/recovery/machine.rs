@@ -81,11 +81,12 @@ pub struct EngineStats {
 ///    [`handle_command`](Engine::handle_command) (operator);
 /// 2. when [`next_timeout`](Engine::next_timeout) is due, call
 ///    [`handle_timeout`](Engine::handle_timeout);
-/// 3. drain [`poll_action`](Engine::poll_action) and execute the actions **in order**: a
-///    [`ActionKind::PersistState`] writes [`snapshot`](Engine::snapshot) to the journal
-///    before the destructive action that follows it may start (write-ahead); if the write
-///    fails, report [`Outcome::PersistFailed`] and [`Outcome::NotRun`] for the destructive
-///    actions of that batch;
+/// 3. drain [`poll_action`](Engine::poll_action) **in order**. The daemon and the simulator
+///    do this through [`crate::driver::Driver`], which owns the engine: it journals
+///    [`snapshot`](Engine::snapshot) before each destructive action (write-ahead; a failed
+///    write is [`Outcome::PersistFailed`] and [`Outcome::NotRun`] for the destructive actions
+///    of that batch), decides dry-run, pause and the allow-list, and reports an action it
+///    did not run as [`Outcome::Planned`] (the port is held, no attempt is counted);
 /// 4. drain [`poll_transition`](Engine::poll_transition) into the log;
 /// 5. sleep until `next_timeout()` or the next input.
 ///
@@ -239,6 +240,12 @@ impl Engine {
     pub fn set_policy(&mut self, policy: Policy, now: Instant) {
         self.now = now;
         self.policy = policy;
+        // The driver decides authorisation again under the new policy.
+        for p in self.ports.values_mut() {
+            if matches!(p.hold, Some(Hold::DryRun | Hold::NotAllowed)) {
+                p.hold = None;
+            }
+        }
         self.evaluate_all(now);
         self.finish();
     }
@@ -607,6 +614,13 @@ impl Engine {
             (InFlightKind::Recreate(device), Outcome::NotRun { reason }) => {
                 self.on_recreate_not_run(&device, &reason, now)
             }
+            (InFlightKind::Recreate(device), Outcome::Planned { hold, plan }) => {
+                self.on_recreate_planned(&device, hold, &plan, now)
+            }
+            (
+                InFlightKind::Logout(key) | InFlightKind::Login(key),
+                Outcome::Planned { hold, plan },
+            ) => self.on_session_op_planned(&key, hold, &plan, now),
             (InFlightKind::Recreate(device), other) => self.on_recreate_done(
                 &device,
                 RecreateResult::Failed {
@@ -1115,6 +1129,67 @@ impl Engine {
         self.slot_freed(now);
     }
 
+    /// The driver planned the re-creation instead of running it (dry-run, paused, not
+    /// allowed): nothing happened to the device, no attempt is counted, and the port waits
+    /// with the hold (and the plan) visible until something changes (policy reload, resume,
+    /// an operator command, a new transition).
+    fn on_recreate_planned(&mut self, device: &str, hold: Hold, plan: &str, now: Instant) {
+        if self.recreating.as_deref() == Some(device) {
+            self.recreating = None;
+        }
+        let attempt = self
+            .devices
+            .get(device)
+            .and_then(|d| d.recreation.as_ref())
+            .map(|r| r.attempt);
+        if let Some(d) = self.devices.get_mut(device) {
+            d.recreation = None;
+        }
+        // Nothing is being re-created: take back the "re-creating" alert queued behind the
+        // action, so the operator reads the plan, not an announcement.
+        if let Some(n) = attempt {
+            let key = format!("recreate:{device}:{n}");
+            self.actions
+                .retain(|a| !matches!(&a.kind, ActionKind::Alert(al) if al.key == key));
+            self.gate.reset(&key);
+        }
+        for pid in self.ports_of_device(device) {
+            if self.phase(&pid) != Some(Phase::ResettingDevice) {
+                continue;
+            }
+            let why = match self.ports.get_mut(&pid) {
+                Some(p) => {
+                    p.attempts = p.attempts.saturating_sub(1);
+                    p.reason.clone()
+                }
+                None => continue,
+            };
+            self.transition(
+                &pid,
+                Phase::AwaitingTarget,
+                format!("planned, not run: {plan}"),
+                now,
+            );
+            self.set_hold(&pid, hold.clone(), plan, &why, now);
+        }
+        self.slot_freed(now);
+    }
+
+    /// The driver planned a logout/login instead of running it: the session is as it was.
+    fn on_session_op_planned(&mut self, key: &SessionKey, hold: Hold, plan: &str, now: Instant) {
+        let Some(rec) = self.sessions.get_mut(key) else {
+            return;
+        };
+        rec.op = None;
+        let pid = rec.port.clone();
+        let why = self
+            .ports
+            .get(&pid)
+            .map(|p| p.reason.clone())
+            .unwrap_or_default();
+        self.set_hold(&pid, hold, plan, &why, now);
+    }
+
     /// The re-creation's outcome never came (timeout, or lost in a restart): verify through
     /// the QP table instead of repeating it.
     fn on_recreate_silent(&mut self, device: &str, now: Instant) {
@@ -1269,6 +1344,7 @@ impl Engine {
                     if let Some(p) = self.ports.get_mut(pid) {
                         p.origin = Origin::Operator;
                         p.attempts = 0;
+                        p.hold = None;
                         if matches!(p.phase, Phase::Healthy | Phase::Quarantined) {
                             p.fault = Some(Fault::Operator);
                             p.fault_since = Some(now);
@@ -1736,18 +1812,15 @@ impl Engine {
         self.mark_dirty(format!("{pid}: probing"));
     }
 
-    /// Why a destructive action may not run now, if it may not.
-    fn destructive_hold(&self, origin: Origin, device: &str) -> Option<Hold> {
-        if self.policy.dry_run {
-            return Some(Hold::DryRun);
-        }
-        if origin == Origin::Automatic && self.paused {
-            return Some(Hold::Paused);
-        }
-        if origin == Origin::Automatic && !self.policy.allows(device) {
-            return Some(Hold::NotAllowed);
-        }
-        None
+    /// The authorisation hold the driver put on this port, if it still stands. The engine
+    /// does not decide authorisation (dry-run, pause, allow-list): the driver does, once per
+    /// action, and reports a refusal as [`Outcome::Planned`]; the hold it leaves stays until a
+    /// transition, a policy reload, `resume` or an operator command clears it.
+    fn destructive_hold(&self, pid: &PortId) -> Option<Hold> {
+        self.ports
+            .get(pid)
+            .and_then(|p| p.hold.clone())
+            .filter(|h| matches!(h, Hold::DryRun | Hold::Paused | Hold::NotAllowed))
     }
 
     fn set_hold(&mut self, pid: &PortId, hold: Hold, what: &str, why: &str, now: Instant) {
@@ -1849,7 +1922,7 @@ impl Engine {
         }
         let why = p.reason.clone();
         let what = format!("re-create RDMA device {device} (attempt {attempt})");
-        if let Some(hold) = self.destructive_hold(origin, &device) {
+        if let Some(hold) = self.destructive_hold(pid) {
             self.set_hold(pid, hold, &what, &why, now);
             return false;
         }
@@ -2111,7 +2184,7 @@ impl Engine {
         let listener_gone = p.listener_gone;
         let targeted = p.targeted.clone();
         let what = format!("log {} session(s) on {pid} out and in", need.len());
-        if let Some(hold) = self.destructive_hold(origin, &pid.device) {
+        if let Some(hold) = self.destructive_hold(pid) {
             let why = p.reason.clone();
             self.set_hold(pid, hold, &what, &why, now);
             return false;

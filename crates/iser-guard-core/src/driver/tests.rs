@@ -1,0 +1,315 @@
+//! The driver against the real engine: authorisation, write-ahead, plans.
+
+use std::time::Duration;
+
+use super::*;
+use crate::recovery::{
+    ActionKind, DiskInfo, Hold, PortId, Portal, ProbeMethod, ResetWhen, SessionKey, SessionState,
+    StuckEvidence,
+};
+
+fn policy(allow: &[&str]) -> Policy {
+    let mut p = Policy {
+        reset_when: ResetWhen::Immediately,
+        probe_method: ProbeMethod::None,
+        ..Policy::default()
+    };
+    for d in allow {
+        p.allow.insert((*d).to_string());
+    }
+    p
+}
+
+fn session(sid: u32, device: &str, state: SessionState) -> SessionInfo {
+    SessionInfo {
+        sid,
+        key: SessionKey {
+            target: format!("iqn.2003-01.org.example:t{sid}"),
+            portal: Portal::parse(&format!("192.0.2.{sid}"), 3260).unwrap(),
+            iface: "default".into(),
+        },
+        transport: "iser".into(),
+        netdev: None,
+        local_ip: None,
+        rdma: Some(PortId::new(device, 1)),
+        state,
+        disks: vec![DiskInfo::new(format!("sd{sid}"), "running")],
+    }
+}
+
+fn stuck(device: &str) -> Observation {
+    Observation::GsiQpStuck {
+        device: device.into(),
+        port: Some(1),
+        evidence: StuckEvidence::ModifyQpInvalid,
+    }
+}
+
+/// A driver with one session per device, each down (iscsid lost it when QP 1 stuck).
+fn driver(p: Policy, devices: &[&str]) -> Driver {
+    let mut d = Driver::new(Engine::new(p, 7), true);
+    let list = devices
+        .iter()
+        .zip(1u32..)
+        .map(|(dev, sid)| session(sid, dev, SessionState::Failed))
+        .collect();
+    d.handle_sessions(list, Instant(0));
+    d
+}
+
+/// Drains the effects, answering each journal write with `journal` and recording every
+/// effect in order.
+fn drain(d: &mut Driver, now: Instant, journal: Result<(), String>) -> Vec<Effect> {
+    let mut out = Vec::new();
+    while let Some(e) = d.poll_effect(now) {
+        if let EffectKind::WriteJournal { .. } = e.kind {
+            // Nothing is handed out while the write is pending.
+            assert_eq!(d.poll_effect(now), None);
+            d.handle_effect_outcome(e.id, EffectOutcome::Journal(journal.clone()), now);
+        }
+        out.push(e);
+    }
+    while d.poll_transition().is_some() {}
+    out
+}
+
+fn destructive_runs(effects: &[Effect]) -> Vec<(&Action, &Authority)> {
+    effects
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EffectKind::Run { action, authority } if action.kind.is_destructive() => {
+                Some((action, authority))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn plans(effects: &[Effect]) -> Vec<(&Action, &Refusal)> {
+    effects
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EffectKind::Plan { action, refusal } => Some((action, refusal)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn authorisation_is_decided_once_and_carried_on_the_effect() {
+    let mut d = driver(policy(&["dev0"]), &["dev0"]);
+    drain(&mut d, Instant(0), Ok(()));
+    d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
+    let effects = drain(&mut d, Instant(10), Ok(()));
+    let runs = destructive_runs(&effects);
+    assert_eq!(runs.len(), 1, "{effects:#?}");
+    assert!(matches!(runs[0].0.kind, ActionKind::RecreateDevice { .. }));
+    assert_eq!(
+        runs[0].1,
+        &Authority::AllowList {
+            entry: "dev0".into()
+        }
+    );
+    // Harmless actions say so.
+    assert!(effects.iter().all(|e| match &e.kind {
+        EffectKind::Run { action, authority } =>
+            action.kind.is_destructive() || *authority == Authority::Harmless,
+        _ => true,
+    }));
+}
+
+#[test]
+fn a_journal_write_completes_before_every_destructive_effect() {
+    let mut d = driver(policy(&["dev0", "dev1"]), &["dev0", "dev1"]);
+    drain(&mut d, Instant(0), Ok(()));
+    // One batch per drain; every drain follows new inputs, so an earlier write is stale.
+    let mut batches: Vec<Vec<Effect>> = Vec::new();
+    d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
+    d.handle_observation(stuck("dev1"), Trust::Trusted, Instant(10));
+    batches.push(drain(&mut d, Instant(10), Ok(())));
+    // Re-creation outcomes, then the session logouts/logins that follow.
+    for t in [20u64, 40, 80, 200, 400] {
+        let now = Instant(t * 1000);
+        let pending: Vec<(EffectId, ActionKind)> = d
+            .outstanding
+            .keys()
+            .filter_map(|eid| {
+                batches
+                    .iter()
+                    .flatten()
+                    .find(|e| e.id == *eid)
+                    .and_then(|e| match &e.kind {
+                        EffectKind::Run { action, .. } => Some((*eid, action.kind.clone())),
+                        _ => None,
+                    })
+            })
+            .collect();
+        for (eid, kind) in pending {
+            let o = match kind {
+                ActionKind::RecreateDevice { device, .. } => {
+                    Outcome::Recreate(crate::recovery::RecreateResult::Recreated { name: device })
+                }
+                _ => Outcome::Iscsiadm(crate::recovery::IscsiadmStatus::Success),
+            };
+            d.handle_effect_outcome(eid, EffectOutcome::Action(o), now);
+        }
+        d.handle_sessions(
+            vec![
+                session(1, "dev0", SessionState::Failed),
+                session(2, "dev1", SessionState::Failed),
+            ],
+            now,
+        );
+        d.handle_timeout(now);
+        batches.push(drain(&mut d, now, Ok(())));
+    }
+    let mut destructive = 0;
+    for batch in &batches {
+        let mut journaled = false;
+        for e in batch {
+            match &e.kind {
+                EffectKind::WriteJournal { .. } => journaled = true,
+                EffectKind::Run { action, .. } if action.kind.is_destructive() => {
+                    assert!(
+                        journaled,
+                        "{e} without a journal write before it in its batch"
+                    );
+                    destructive += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(destructive >= 2, "{batches:#?}");
+}
+
+#[test]
+fn a_failed_journal_write_stops_the_destructive_effect() {
+    let mut d = driver(policy(&["dev0"]), &["dev0"]);
+    drain(&mut d, Instant(0), Ok(()));
+    d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
+    let effects = drain(&mut d, Instant(10), Err("No space left on device".into()));
+    assert!(destructive_runs(&effects).is_empty(), "{effects:#?}");
+    let p = plans(&effects);
+    assert!(
+        p.iter()
+            .any(|(a, r)| matches!(a.kind, ActionKind::RecreateDevice { .. })
+                && matches!(r, Refusal::JournalFailed { .. })),
+        "{effects:#?}"
+    );
+    // The engine was told: a critical alert, and the device is not being re-created.
+    assert!(effects.iter().any(|e| matches!(&e.kind,
+        EffectKind::Run { action, .. } if matches!(&action.kind, ActionKind::Alert(a) if a.summary.contains("journal")))));
+    assert_eq!(d.engine().recreating(), None);
+}
+
+#[test]
+fn dry_run_yields_a_plan_and_the_engine_holds_the_port_without_a_failure() {
+    let mut p = policy(&["dev0"]);
+    p.dry_run = true;
+    let mut d = driver(p, &["dev0"]);
+    drain(&mut d, Instant(0), Ok(()));
+    d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
+    let effects = drain(&mut d, Instant(10), Ok(()));
+    assert!(destructive_runs(&effects).is_empty());
+    let p = plans(&effects);
+    assert_eq!(p.len(), 1, "{effects:#?}");
+    assert!(matches!(p[0].0.kind, ActionKind::RecreateDevice { .. }));
+    assert_eq!(p[0].1, &Refusal::DryRun);
+    let port = d.engine().port(&PortId::new("dev0", 1)).unwrap();
+    assert_eq!(port.hold, Some(Hold::DryRun));
+    assert_eq!(port.attempts, 0, "a plan is not a failed attempt");
+    assert_ne!(port.phase, Phase::Quarantined);
+    assert_eq!(d.engine().recreating(), None);
+    // Time passing does not turn the plan into retries.
+    for t in 1..20u64 {
+        let now = Instant(t * 60_000);
+        d.handle_timeout(now);
+        let more = drain(&mut d, now, Ok(()));
+        assert!(destructive_runs(&more).is_empty());
+    }
+    let port = d.engine().port(&PortId::new("dev0", 1)).unwrap();
+    assert_eq!(port.attempts, 0);
+    assert_ne!(port.phase, Phase::Quarantined);
+}
+
+#[test]
+fn the_operator_command_overrides_the_allow_list_only_for_the_device_it_names() {
+    let mut d = driver(policy(&[]), &["dev0", "dev1"]);
+    drain(&mut d, Instant(0), Ok(()));
+    d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
+    d.handle_observation(stuck("dev1"), Trust::Trusted, Instant(10));
+    let effects = drain(&mut d, Instant(10), Ok(()));
+    assert!(destructive_runs(&effects).is_empty());
+    assert_eq!(plans(&effects).len(), 2, "{effects:#?}");
+    let (cmd, _) = d
+        .handle_command(
+            OperatorCommand::ResetDevice {
+                device: "dev0".into(),
+            },
+            Instant(20),
+        )
+        .unwrap();
+    let effects = drain(&mut d, Instant(20), Ok(()));
+    let runs = destructive_runs(&effects);
+    assert_eq!(runs.len(), 1, "{effects:#?}");
+    assert_eq!(runs[0].0.device.as_deref(), Some("dev0"));
+    assert_eq!(
+        runs[0].1,
+        &Authority::Operator {
+            command: cmd,
+            device: "dev0".into()
+        }
+    );
+    // An operator-origin action on a device the command does not name is refused.
+    let mut other = runs[0].0.clone();
+    other.device = Some("dev1".into());
+    other.port = Some(PortId::new("dev1", 1));
+    assert_eq!(
+        d.authorise(&other),
+        Err(Refusal::NotNamedByOperator {
+            device: "dev1".into()
+        })
+    );
+    assert!(d.engine().port(&PortId::new("dev1", 1)).unwrap().hold == Some(Hold::NotAllowed));
+}
+
+#[test]
+fn paused_gives_no_automatic_destructive_effect() {
+    let mut d = driver(policy(&["dev0"]), &["dev0"]);
+    drain(&mut d, Instant(0), Ok(()));
+    d.handle_command(OperatorCommand::Pause, Instant(1))
+        .unwrap();
+    d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
+    let mut effects = drain(&mut d, Instant(10), Ok(()));
+    for t in 1..10u64 {
+        let now = Instant(t * 60_000);
+        d.handle_timeout(now);
+        effects.extend(drain(&mut d, now, Ok(())));
+    }
+    assert!(destructive_runs(&effects).is_empty(), "{effects:#?}");
+    assert!(plans(&effects).iter().all(|(_, r)| **r == Refusal::Paused));
+    assert_eq!(
+        d.engine().port(&PortId::new("dev0", 1)).unwrap().hold,
+        Some(Hold::Paused)
+    );
+    // Resume: the same action now runs, allowed by the allow-list.
+    d.handle_command(OperatorCommand::Resume, Instant(600_000))
+        .unwrap();
+    let effects = drain(&mut d, Instant(600_000), Ok(()));
+    assert_eq!(destructive_runs(&effects).len(), 1, "{effects:#?}");
+    let _ = Duration::ZERO;
+}
+
+#[test]
+fn a_standalone_driver_leaves_automatic_actions_to_the_daemon() {
+    let mut d = Driver::new(Engine::new(policy(&["dev0"]), 7), false);
+    d.handle_sessions(vec![session(1, "dev0", SessionState::Failed)], Instant(0));
+    drain(&mut d, Instant(0), Ok(()));
+    d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
+    let effects = drain(&mut d, Instant(10), Ok(()));
+    assert!(destructive_runs(&effects).is_empty());
+    assert!(plans(&effects)
+        .iter()
+        .all(|(_, r)| **r == Refusal::LeftToDaemon));
+}
