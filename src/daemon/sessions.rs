@@ -1,8 +1,8 @@
 //! iscsiadm session snapshots → the engine's [`SessionInfo`] list: each session placed on its
 //! RDMA port with [`crate::core::session_map::place`] (pure; the caller gathers the inputs).
 
-use crate::core::iscsi::{self, SessionDetail};
-use crate::core::recovery::{DiskInfo, PortId, Portal, SessionInfo, SessionKey, SessionState};
+use crate::core::iscsi::SessionDetail;
+use crate::core::recovery::{self, PortId, Portal, SessionInfo, SessionKey};
 use crate::core::session_map::{place, NetdevAddr, Placement, RdmaPortNetdev, SessionEnd};
 
 /// Maps every parsed session. Sessions without a portal are skipped (counted in the
@@ -23,6 +23,14 @@ pub fn map_sessions(
             );
             skipped += 1;
             continue;
+        };
+        let portal = match Portal::parse(&portal.address, portal.port) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(sid = d.sid, target = %d.target, "skipping an iSCSI session: {e}");
+                skipped += 1;
+                continue;
+            }
         };
         let transport = d.transport();
         let end = SessionEnd {
@@ -45,58 +53,25 @@ pub fn map_sessions(
             sid: d.sid,
             key: SessionKey {
                 target: d.target.clone(),
-                portal: Portal::new(portal.address.clone(), portal.port),
+                portal,
                 iface: d.iface.name.clone().unwrap_or_else(|| "default".into()),
             },
             transport: transport.name().to_string(),
             netdev: d.iface.netdev.clone(),
             local_ip: d.iface.ip_address.map(|ip| ip.to_string()),
             rdma,
-            state: match d.session_state {
-                Some(iscsi::SessionState::LoggedIn) => SessionState::LoggedIn,
-                Some(iscsi::SessionState::Failed) => SessionState::Failed,
-                Some(iscsi::SessionState::Free) => SessionState::Free,
-                _ => SessionState::Unknown,
-            },
-            disks: d
-                .devices
-                .iter()
-                .filter_map(|dev| {
-                    let name = dev.disk.clone()?;
-                    let state = dev
-                        .state
-                        .as_ref()
-                        .map_or_else(|| "unknown".to_string(), device_state_name);
-                    Some(DiskInfo::new(name, state))
-                })
-                .collect(),
+            state: recovery::session_state(d.session_state.as_ref()),
+            disks: recovery::disks(d),
         });
     }
     (out, skipped)
 }
 
-/// The word iscsiadm (and sysfs) print for a SCSI device state.
-fn device_state_name(s: &iscsi::DeviceState) -> String {
-    use iscsi::DeviceState as D;
-    match s {
-        D::Created => "created",
-        D::Running => "running",
-        D::Cancel => "cancel",
-        D::Deleted => "deleted",
-        D::Quiesce => "quiesce",
-        D::Offline => "offline",
-        D::TransportOffline => "transport-offline",
-        D::Blocked => "blocked",
-        D::CreatedBlocked => "created-blocked",
-        D::Unknown => "Unknown",
-        D::Other(o) => o,
-    }
-    .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::iscsi;
+    use crate::core::recovery::{DiskInfo, SessionState};
 
     #[test]
     fn the_lab_session_lands_on_the_only_rdma_port() {
@@ -113,7 +88,7 @@ mod tests {
         let s = &list[0];
         assert_eq!(s.sid, 2);
         assert_eq!(s.key.iface, "iser");
-        assert_eq!(s.key.portal, Portal::new("192.0.2.2", 3260));
+        assert_eq!(s.key.portal, Portal::new([192, 0, 2, 2], 3260));
         assert_eq!(s.rdma, Some(PortId::new("rocep2s0f0", 1)));
         assert_eq!(s.state, SessionState::LoggedIn);
         assert_eq!(s.disks, vec![DiskInfo::new("sda", "running")]);

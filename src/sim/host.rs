@@ -1048,7 +1048,7 @@ fn driver_name(d: Driver) -> &'static str {
 }
 
 fn portal_text(p: &Portal) -> String {
-    format!("{},{}", p.address, p.port)
+    format!("{},{}", p.ip(), p.port())
 }
 
 fn node_text(key: &SessionKey) -> String {
