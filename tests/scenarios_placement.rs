@@ -184,7 +184,7 @@ fn no_evidence_with_two_ports_warns_once_and_does_nothing() {
     let w = &h.host.placement_warnings[0];
     assert!(w.contains(TARGET_IQN), "{w}");
     assert!(
-        w.contains(&format!("ip route get {}", portal_a().address)),
+        w.contains(&format!("ip route get {}", portal_a().ip())),
         "{w}"
     );
     assert!(w.contains("rxe_ini/1, rxe_tgt/1"), "{w}");

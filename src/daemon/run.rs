@@ -1148,7 +1148,7 @@ impl Loop {
 pub fn parse_portal_arg(s: &str) -> Result<Portal, String> {
     let addr = crate::io::probe::parse_portal(s, crate::io::probe::ISCSI_PORT)
         .map_err(|e| e.to_string())?;
-    Ok(Portal::new(addr.ip().to_string(), addr.port()))
+    Ok(Portal::from(addr))
 }
 
 #[cfg(test)]
@@ -1168,7 +1168,7 @@ mod tests {
         IscsiAdm, IscsiadmError, LoginOutcome, LogoutOutcome, NodeOutcome, SessionListing,
     };
     use crate::io::kmsg::KmsgError;
-    use crate::io::probe::ProbeResult;
+    use crate::io::probe::TcpAnswer;
 
     struct ChannelLog(UnboundedReceiver<KmsgEvent>);
     impl KernelLog for ChannelLog {
@@ -1266,7 +1266,7 @@ mod tests {
         doubles.prober.push(
             portal,
             std::iter::repeat_n(
-                ProbeResult::Reachable {
+                TcpAnswer::Reachable {
                     rtt: Duration::from_millis(1),
                 },
                 50,
@@ -1364,7 +1364,7 @@ mod tests {
         doubles.prober.push(
             portal,
             std::iter::repeat_n(
-                ProbeResult::Reachable {
+                TcpAnswer::Reachable {
                     rtt: Duration::from_millis(1),
                 },
                 50,

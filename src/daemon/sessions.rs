@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 
 use crate::core::iscsi::{self, SessionDetail};
-use crate::core::recovery::{DiskInfo, Portal, SessionInfo, SessionKey, SessionState};
+use crate::core::recovery::{self, Portal, SessionInfo, SessionKey};
 use crate::core::session_map::{HostFacts, Placement, Placer, SessionEnd};
 
 /// What one mapping produced.
@@ -56,10 +56,18 @@ pub fn map_sessions(
             out.skipped += 1;
             continue;
         };
+        let portal = match Portal::parse(&portal.address, portal.port) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(sid = d.sid, target = %d.target, "skipping an iSCSI session: {e}");
+                out.skipped += 1;
+                continue;
+            }
+        };
         let transport = d.transport();
         let key = SessionKey {
             target: d.target.clone(),
-            portal: Portal::new(portal.address.clone(), portal.port),
+            portal,
             iface: d.iface.name.clone().unwrap_or_else(|| "default".into()),
         };
         let end = SessionEnd {
@@ -94,46 +102,11 @@ pub fn map_sessions(
             local_ip: d.iface.ip_address.map(|ip| ip.to_string()),
             rdma,
             placed_by,
-            state: match d.session_state {
-                Some(iscsi::SessionState::LoggedIn) => SessionState::LoggedIn,
-                Some(iscsi::SessionState::Failed) => SessionState::Failed,
-                Some(iscsi::SessionState::Free) => SessionState::Free,
-                _ => SessionState::Unknown,
-            },
-            disks: d
-                .devices
-                .iter()
-                .filter_map(|dev| {
-                    let name = dev.disk.clone()?;
-                    let state = dev
-                        .state
-                        .as_ref()
-                        .map_or_else(|| "unknown".to_string(), device_state_name);
-                    Some(DiskInfo::new(name, state))
-                })
-                .collect(),
+            state: recovery::session_state(d.session_state.as_ref()),
+            disks: recovery::disks(d),
         });
     }
     out
-}
-
-/// The word iscsiadm (and sysfs) print for a SCSI device state.
-fn device_state_name(s: &iscsi::DeviceState) -> String {
-    use iscsi::DeviceState as D;
-    match s {
-        D::Created => "created",
-        D::Running => "running",
-        D::Cancel => "cancel",
-        D::Deleted => "deleted",
-        D::Quiesce => "quiesce",
-        D::Offline => "offline",
-        D::TransportOffline => "transport-offline",
-        D::Blocked => "blocked",
-        D::CreatedBlocked => "created-blocked",
-        D::Unknown => "Unknown",
-        D::Other(o) => o,
-    }
-    .to_string()
 }
 
 #[cfg(test)]
@@ -158,6 +131,7 @@ mod tests {
             })
             .collect()
     }
+    use crate::core::recovery::{DiskInfo, SessionState};
 
     #[test]
     fn the_lab_session_lands_on_the_only_rdma_port() {
@@ -180,7 +154,7 @@ mod tests {
         let s = &m.sessions[0];
         assert_eq!(s.sid, 2);
         assert_eq!(s.key.iface, "iser");
-        assert_eq!(s.key.portal, Portal::new("192.0.2.2", 3260));
+        assert_eq!(s.key.portal, Portal::new([192, 0, 2, 2], 3260));
         assert_eq!(s.rdma, Some(PortId::new("rocep2s0f0", 1)));
         assert_eq!(s.placed_by, Some(Evidence::OnlyPort));
         assert_eq!(s.state, SessionState::LoggedIn);

@@ -468,8 +468,8 @@ impl SimHost {
             (host, disks.iter().map(|d| d.to_string()).collect()),
         );
         // The kernel routes the portal through the port's netdev (the scenario's layout).
-        if let (Ok(ip), Some(n)) = (portal.address.parse::<IpAddr>(), self.netdev_of(&port)) {
-            self.routes.entry(ip).or_insert(n);
+        if let Some(n) = self.netdev_of(&port) {
+            self.routes.entry(portal.ip()).or_insert(n);
         }
         self.login_session(key, port)
     }
@@ -1027,18 +1027,17 @@ impl SimHost {
             let (Some((sport, idn)), Some(d)) = (s.conn, self.devices.get(&s.port.device)) else {
                 continue;
             };
-            let (Some(local), Ok(pip)) = (
-                self.netdev_of(&s.port)
-                    .and_then(|n| self.netdev_addrs.get(&n).copied()),
-                s.key.portal.address.parse::<IpAddr>(),
-            ) else {
+            let Some(local) = self
+                .netdev_of(&s.port)
+                .and_then(|n| self.netdev_addrs.get(&n).copied())
+            else {
                 continue;
             };
             if !d.present || s.state != SessionState::LoggedIn {
                 continue;
             }
             let src = SocketAddr::new(local, sport);
-            let dst = SocketAddr::new(pip, s.key.portal.port);
+            let dst = s.key.portal.socket_addr();
             out.push(entry(
                 d,
                 s.port.port,
@@ -1062,13 +1061,13 @@ impl SimHost {
         }
         if let Some(t) = self.devices.get(TARGET_DEVICE).filter(|t| t.present) {
             for (i, tg) in self.targets.values().filter(|t| t.listener).enumerate() {
-                if let Ok(ip) = tg.portal.address.parse::<IpAddr>() {
+                {
                     let any = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0);
                     let idn = u32::try_from(i).unwrap_or(0) + 2000;
                     out.push(entry(
                         t,
                         1,
-                        SocketAddr::new(ip, tg.portal.port),
+                        tg.portal.socket_addr(),
                         any,
                         CM_STATE_LISTEN,
                         idn,
@@ -1109,7 +1108,8 @@ impl SimHost {
             .collect();
         if self.devices.contains_key(TARGET_DEVICE) {
             for t in self.targets.values() {
-                if let Ok(ip) = t.portal.address.parse() {
+                {
+                    let ip = t.portal.ip();
                     out.push(NetdevAddr {
                         netdev: TARGET_NETDEV.into(),
                         ip,
@@ -1271,18 +1271,12 @@ impl SimHost {
     fn node_port(&self, key: &SessionKey) -> Option<PortId> {
         // The kernel picks the device by the route to the portal (ib_iser connects by the
         // target address alone).
-        let routed = key
-            .portal
-            .address
-            .parse::<IpAddr>()
-            .ok()
-            .and_then(|ip| self.routes.get(&ip))
-            .and_then(|n| {
-                self.devices.values().find_map(|d| {
-                    let i = d.netdevs.iter().position(|x| x == n)?;
-                    Some(PortId::new(d.name.clone(), u32::try_from(i + 1).ok()?))
-                })
-            });
+        let routed = self.routes.get(&key.portal.ip()).and_then(|n| {
+            self.devices.values().find_map(|d| {
+                let i = d.netdevs.iter().position(|x| x == n)?;
+                Some(PortId::new(d.name.clone(), u32::try_from(i + 1).ok()?))
+            })
+        });
         if routed.is_some() {
             return routed;
         }
@@ -1367,7 +1361,7 @@ fn driver_name(d: Driver) -> &'static str {
 }
 
 fn portal_text(p: &Portal) -> String {
-    format!("{},{}", p.address, p.port)
+    format!("{},{}", p.ip(), p.port())
 }
 
 fn node_text(key: &SessionKey) -> String {

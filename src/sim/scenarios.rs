@@ -21,12 +21,12 @@ pub const TARGET_B_IQN: &str = "iqn.2003-01.org.example:backup";
 
 /// The main portal.
 pub fn portal_a() -> Portal {
-    Portal::new("10.0.0.5", 3260)
+    Portal::new([10, 0, 0, 5], 3260)
 }
 
 /// The second portal.
 pub fn portal_b() -> Portal {
-    Portal::new("10.0.0.6", 3260)
+    Portal::new([10, 0, 0, 6], 3260)
 }
 
 /// The field port.

@@ -25,7 +25,7 @@ fn session(sid: u32, device: &str, state: SessionState) -> SessionInfo {
         sid,
         key: SessionKey {
             target: format!("iqn.2003-01.org.example:t{sid}"),
-            portal: Portal::new(format!("192.0.2.{sid}"), 3260),
+            portal: Portal::parse(&format!("192.0.2.{sid}"), 3260).unwrap(),
             iface: "default".into(),
         },
         transport: "iser".into(),

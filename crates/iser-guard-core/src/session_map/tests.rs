@@ -118,7 +118,8 @@ impl Lab {
         Lab {
             key: SessionKey {
                 target: node.target,
-                portal: crate::recovery::Portal::new(node.address, node.port),
+                portal: crate::recovery::Portal::parse(&node.address, node.port)
+                    .expect("an IP portal"),
                 iface: node.iface.unwrap_or_else(|| "default".into()),
             },
             transport: d.transport().name().to_string(),
