@@ -4,6 +4,13 @@
 #[path = "scenarios/util.rs"]
 mod util;
 
+#[path = "scenarios/kernel_run.rs"]
+#[allow(dead_code)]
+mod kernel_run;
+
+#[path = "scenarios/issue9.rs"]
+mod issue9;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Observation, Origin, Phase, Policy, PortId, Severity,
     StuckEvidence, Trust,

@@ -9,7 +9,8 @@ use super::action::{
 use super::alerts::AlertGate;
 use super::input::{
     Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
-    ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
+    ProbeResult, RecreateResult, ScanComplete, SessionInfo, SessionKey, SessionState,
+    StuckEvidence, Trust,
 };
 use super::policy::Policy;
 use super::policy::{OtherSessions, ProbeMethod, ResetWhen};
@@ -115,6 +116,11 @@ pub struct Engine {
     gate: AlertGate,
     dirty: Option<String>,
     stats: EngineStats,
+    /// A complete scan was reported since this engine started (new or resumed): until then
+    /// nothing destructive runs. Not journaled on purpose: every start must look first.
+    scanned: bool,
+    /// Whether the RDMA netlink QP table can be read (`None` until a scan said).
+    qp_table: Option<bool>,
 }
 
 impl Engine {
@@ -142,6 +148,8 @@ impl Engine {
             gate: AlertGate::default(),
             dirty: None,
             stats: EngineStats::default(),
+            scanned: false,
+            qp_table: None,
         }
     }
 
@@ -570,6 +578,25 @@ impl Engine {
             }
         }
         self.finish();
+    }
+
+    /// A complete scan (sessions and topology) was fed: see [`ScanComplete`]. The first one
+    /// after a start lifts the start-up gate on destructive actions; every port is then
+    /// re-evaluated on what the scan showed.
+    pub fn handle_scan_complete(&mut self, scan: ScanComplete, now: Instant) {
+        self.now = now;
+        self.qp_table = Some(scan.qp_table_available);
+        let first = !self.scanned;
+        self.scanned = true;
+        if first {
+            self.evaluate_all(now);
+        }
+        self.finish();
+    }
+
+    /// A complete scan was reported since the start (destructive actions may run).
+    pub fn scan_complete(&self) -> bool {
+        self.scanned
     }
 
     /// The outcome of an action the engine asked for.

@@ -23,8 +23,8 @@ pub use action::{
 pub use adapter::{from_kernel_event, from_topology_event, iscsiadm_outcome, session_from_detail};
 pub use input::{
     DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId,
-    Portal, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence,
-    Trust,
+    Portal, ProbeResult, RecreateResult, ScanComplete, SessionInfo, SessionKey, SessionState,
+    StuckEvidence, Trust,
 };
 pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen};

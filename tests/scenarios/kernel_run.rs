@@ -1,0 +1,317 @@
+//! A thin rig around the engine alone, to replay what the real kernel run (issue 9: Debian
+//! 6.1, rdma_rxe on both ends of a veth pair, LIO iSER target) showed, input by input, in
+//! virtual time. The inputs follow what the lab saw: the initiator `rxe_ini` (netdev ini0,
+//! 192.0.2.1) and the target's `rxe_tgt` on the same host, target portal 192.0.2.2:3260,
+//! iscsiadm iface `iser`, and a new SID on every re-login.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use iser_guard::core::recovery::{
+    Action, ActionId, ActionKind, Alert, DiskInfo, Engine, EngineSnapshot, Observation,
+    OperatorCommand, Outcome, Phase, Policy, PortId, Portal, ProbeResult, RecreateResult,
+    ScanComplete, SessionInfo, SessionKey, SessionState, Transition, Trust,
+};
+use iser_guard::core::time::Instant;
+
+/// The initiator device of the lab.
+pub const INI: &str = "rxe_ini";
+/// The target's device, on the same host in the lab.
+pub const TGT: &str = "rxe_tgt";
+/// The lab's target IQN.
+pub const IQN: &str = "iqn.2003-01.org.linux-iscsi.tgt:lab";
+
+/// The lab's portal.
+pub fn portal() -> Portal {
+    Portal::new("192.0.2.2", 3260)
+}
+
+/// The initiator port.
+pub fn ini_port() -> PortId {
+    PortId::new(INI, 1)
+}
+
+/// The session's identity (target + portal + iface).
+pub fn key() -> SessionKey {
+    SessionKey {
+        target: IQN.to_string(),
+        portal: portal(),
+        iface: "iser".to_string(),
+    }
+}
+
+/// One session line of `iscsiadm -m session -P 3`, placed on `rdma`.
+pub fn session(sid: u32, state: SessionState, rdma: Option<PortId>) -> SessionInfo {
+    let disk = if state == SessionState::LoggedIn {
+        "running"
+    } else {
+        "transport-offline"
+    };
+    SessionInfo {
+        sid,
+        key: key(),
+        transport: "iser".to_string(),
+        netdev: Some("ini0".to_string()),
+        local_ip: Some("192.0.2.1".to_string()),
+        rdma,
+        state,
+        disks: vec![DiskInfo::new("sda", disk)],
+    }
+}
+
+/// The lab's policy: shipped defaults, `rxe_ini` allowed.
+pub fn lab_policy() -> Policy {
+    let mut p = Policy::default();
+    p.allow.insert(INI.to_string());
+    p
+}
+
+/// QP 1 of the initiator is stuck (the irdma line on E810; the QP table on rxe).
+pub fn stuck() -> Observation {
+    Observation::GsiQpState {
+        device: INI.to_string(),
+        port: 1,
+        state: iser_guard::core::qp::QpState::Err,
+    }
+}
+
+/// QP 1 of the initiator in RTS, as the QP table shows it.
+pub fn rts() -> Observation {
+    Observation::GsiQpState {
+        device: INI.to_string(),
+        port: 1,
+        state: iser_guard::core::qp::QpState::Rts,
+    }
+}
+
+/// The engine, its clock, and everything it asked for.
+pub struct Rig {
+    /// The engine.
+    pub e: Engine,
+    /// Virtual now.
+    pub now: Instant,
+    /// Every action, with when it was asked for.
+    pub log: Vec<(Instant, Action)>,
+    /// Every transition.
+    pub transitions: Vec<Transition>,
+    /// Actions whose outcome the test has not given yet, by id.
+    pub open: BTreeMap<ActionId, Action>,
+}
+
+impl Rig {
+    /// A fresh engine whose first scan is done (`session` placed on the initiator port).
+    pub fn new(policy: Policy) -> Rig {
+        let mut r = Rig {
+            e: Engine::new(policy, 7),
+            now: Instant::ZERO,
+            log: Vec::new(),
+            transitions: Vec::new(),
+            open: BTreeMap::new(),
+        };
+        r.sessions(vec![session(1, SessionState::LoggedIn, Some(ini_port()))]);
+        r.obs(rts());
+        r.scan_done(true);
+        r
+    }
+
+    /// A rig resumed from a journal snapshot at `now`; no scan yet.
+    pub fn resumed(snap: EngineSnapshot, policy: Policy, now: Instant) -> Rig {
+        let mut r = Rig {
+            e: Engine::resume(snap, policy, now).expect("resumes"),
+            now,
+            log: Vec::new(),
+            transitions: Vec::new(),
+            open: BTreeMap::new(),
+        };
+        r.drain();
+        r
+    }
+
+    /// Seconds since the start.
+    pub fn secs(&self) -> f64 {
+        self.now.as_millis() as f64 / 1000.0
+    }
+
+    /// Moves the clock to `t` seconds, firing every engine timer on the way.
+    pub fn until(&mut self, t: f64) {
+        let end = Instant((t * 1000.0) as u64);
+        while let Some(at) = self.e.next_timeout() {
+            if at > end {
+                break;
+            }
+            self.now = at.max(self.now);
+            self.e.handle_timeout(self.now);
+            self.drain();
+        }
+        self.now = end.max(self.now);
+        self.e.handle_timeout(self.now);
+        self.drain();
+    }
+
+    /// Feeds a session list.
+    pub fn sessions(&mut self, list: Vec<SessionInfo>) {
+        self.e.handle_sessions(list, self.now);
+        self.drain();
+    }
+
+    /// Feeds a trusted observation.
+    pub fn obs(&mut self, o: Observation) {
+        self.e.handle_observation(o, Trust::Trusted, self.now);
+        self.drain();
+    }
+
+    /// Feeds an untrusted (userspace) observation.
+    pub fn forged(&mut self, o: Observation) {
+        self.e.handle_observation(o, Trust::Untrusted, self.now);
+        self.drain();
+    }
+
+    /// Reports a complete scan.
+    pub fn scan_done(&mut self, qp_table: bool) {
+        self.e.handle_scan_complete(
+            ScanComplete {
+                qp_table_available: qp_table,
+            },
+            self.now,
+        );
+        self.drain();
+    }
+
+    /// An operator command.
+    pub fn command(&mut self, c: OperatorCommand) -> Result<String, String> {
+        let r = self
+            .e
+            .handle_command(c, self.now)
+            .map_err(|e| e.to_string());
+        self.drain();
+        r
+    }
+
+    /// Drains actions and transitions into the logs.
+    pub fn drain(&mut self) {
+        while let Some(a) = self.e.poll_action() {
+            if a.kind.expects_outcome() {
+                self.open.insert(a.id, a.clone());
+            }
+            self.log.push((self.now, a));
+        }
+        while let Some(t) = self.e.poll_transition() {
+            self.transitions.push(t);
+        }
+    }
+
+    /// Answers every open probe with `result`.
+    pub fn answer_probes(&mut self, result: ProbeResult) -> usize {
+        let ids: Vec<ActionId> = self
+            .open
+            .values()
+            .filter(|a| matches!(a.kind, ActionKind::ProbePortal { .. }))
+            .map(|a| a.id)
+            .collect();
+        for id in &ids {
+            self.open.remove(id);
+            self.e.handle_outcome(*id, Outcome::Probe(result), self.now);
+            self.drain();
+        }
+        ids.len()
+    }
+
+    /// Answers the open action `id`.
+    pub fn answer(&mut self, id: ActionId, o: Outcome) {
+        self.open.remove(&id);
+        self.e.handle_outcome(id, o, self.now);
+        self.drain();
+    }
+
+    /// Runs until `t`, answering every probe at once with `result` (one probe interval at a
+    /// time, like the daemon's probe executor).
+    pub fn probing_until(&mut self, t: f64, result: ProbeResult) {
+        let end = Instant((t * 1000.0) as u64);
+        loop {
+            self.answer_probes(result);
+            match self.e.next_timeout() {
+                Some(at) if at <= end => {
+                    self.now = at.max(self.now);
+                    self.e.handle_timeout(self.now);
+                    self.drain();
+                }
+                _ => break,
+            }
+        }
+        self.now = end.max(self.now);
+        self.e.handle_timeout(self.now);
+        self.drain();
+        self.answer_probes(result);
+    }
+
+    /// The open re-creation, if any.
+    pub fn open_recreate(&self) -> Option<ActionId> {
+        self.open
+            .values()
+            .find(|a| matches!(a.kind, ActionKind::RecreateDevice { .. }))
+            .map(|a| a.id)
+    }
+
+    /// Completes the open re-creation.
+    pub fn recreated(&mut self) {
+        let id = self.open_recreate().expect("a re-creation is open");
+        self.answer(
+            id,
+            Outcome::Recreate(RecreateResult::Recreated {
+                name: INI.to_string(),
+            }),
+        );
+    }
+
+    /// Actions of a kind.
+    pub fn count(&self, f: impl Fn(&ActionKind) -> bool) -> usize {
+        self.log.iter().filter(|(_, a)| f(&a.kind)).count()
+    }
+
+    /// Re-creations asked for.
+    pub fn recreations(&self) -> usize {
+        self.count(|k| matches!(k, ActionKind::RecreateDevice { .. }))
+    }
+
+    /// Logouts asked for.
+    pub fn logouts(&self) -> usize {
+        self.count(|k| matches!(k, ActionKind::IscsiLogout { .. }))
+    }
+
+    /// Journal writes asked for.
+    pub fn persists(&self) -> usize {
+        self.count(|k| matches!(k, ActionKind::PersistState { .. }))
+    }
+
+    /// Every alert.
+    pub fn alerts(&self) -> Vec<&Alert> {
+        self.log
+            .iter()
+            .filter_map(|(_, a)| match &a.kind {
+                ActionKind::Alert(al) => Some(al),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Alerts whose summary or detail contains `needle`.
+    pub fn alerts_with(&self, needle: &str) -> Vec<&Alert> {
+        self.alerts()
+            .into_iter()
+            .filter(|a| a.summary.contains(needle) || a.detail.contains(needle))
+            .collect()
+    }
+
+    /// The initiator port's phase.
+    pub fn phase(&self) -> Phase {
+        self.e.port(&ini_port()).map(|p| p.phase).expect("port")
+    }
+
+    /// Destructive actions asked for (re-create, login, logout, rescan).
+    pub fn destructive(&self) -> usize {
+        self.count(ActionKind::is_destructive)
+    }
+}
+
+/// One second.
+pub const SEC: Duration = Duration::from_secs(1);
