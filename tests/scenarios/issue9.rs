@@ -112,9 +112,9 @@ fn probe_successes_from_before_the_fault_never_count() {
     r.probing_until(200.0, ProbeResult::Unreachable);
     assert_eq!(r.recreations(), 0, "counted probe successes 150 s old");
     // The target comes back: two fresh successes are not enough, the third is.
-    r.probing_until(205.5, ProbeResult::Reachable);
+    r.probing_until(210.5, ProbeResult::Reachable); // 205 s, 210 s
     assert_eq!(r.recreations(), 0, "re-created before {} probes", 3);
-    r.probing_until(211.0, ProbeResult::Reachable);
+    r.probing_until(216.0, ProbeResult::Reachable); // 215 s
     assert_eq!(r.recreations(), 1);
 }
 

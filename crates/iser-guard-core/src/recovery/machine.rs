@@ -25,6 +25,8 @@ use crate::time::Instant;
 const VERIFY_RECREATE_WINDOW: Duration = Duration::from_secs(30);
 /// Session-list refreshes the engine asks for are at least this far apart.
 const REFRESH_MIN_GAP: Duration = Duration::from_secs(1);
+/// Ids skipped on resume (see [`Engine::resume`]).
+const RESUME_ID_GAP: u64 = 1 << 20;
 /// Bound on re-evaluating one port within one input (each step changes the phase).
 const MAX_STEPS_PER_EVALUATION: usize = 16;
 
@@ -121,6 +123,8 @@ pub struct Engine {
     scanned: bool,
     /// Whether the RDMA netlink QP table can be read (`None` until a scan said).
     qp_table: Option<bool>,
+    /// What the last journal write held ([`Engine::journal_view`]), to skip unchanged writes.
+    journaled: Option<EngineSnapshot>,
 }
 
 impl Engine {
@@ -150,6 +154,7 @@ impl Engine {
             stats: EngineStats::default(),
             scanned: false,
             qp_table: None,
+            journaled: None,
         }
     }
 
@@ -168,7 +173,9 @@ impl Engine {
         }
         let mut e = Engine::new(policy, snapshot.rng);
         e.now = now;
-        e.next_id = snapshot.next_id.max(1);
+        // Ids handed out after the last write (alerts, probes whose journal write was skipped)
+        // are skipped so an id is never reused for a different action.
+        e.next_id = snapshot.next_id.max(1).saturating_add(RESUME_ID_GAP);
         e.paused = snapshot.paused;
         e.recreating = snapshot.recreating;
         e.ports = snapshot
@@ -193,6 +200,18 @@ impl Engine {
             .collect();
         e.inflight = snapshot.inflight.into_iter().map(|i| (i.id, i)).collect();
         e.rebuild_indexes();
+        // A probe whose deadline passed died with the old process: it gives no result (and
+        // an unchanged journal need not have recorded that it timed out).
+        e.inflight
+            .retain(|_, i| !(matches!(i.kind, InFlightKind::Probe(_)) && i.deadline <= now));
+        let live: BTreeSet<ActionId> = e.inflight.keys().copied().collect();
+        for r in e.portals.values_mut() {
+            if r.inflight.is_some_and(|id| !live.contains(&id)) {
+                r.inflight = None;
+                r.inflight_started = None;
+            }
+        }
+        e.journaled = Some(e.journal_view());
         let mut verify = false;
         let in_flight_devices: Vec<String> = e
             .devices
@@ -222,6 +241,7 @@ impl Engine {
     }
 
     /// The journal snapshot of the current state.
+    ///
     pub fn snapshot(&self) -> EngineSnapshot {
         EngineSnapshot {
             version: EngineSnapshot::VERSION,
@@ -236,6 +256,18 @@ impl Engine {
             portals: self.portals.values().cloned().collect(),
             inflight: self.inflight.values().cloned().collect(),
         }
+    }
+
+    /// The snapshot without the clock and the storm counters: two equal ones need no journal
+    /// write in between (a kernel line repeated on a faulted port, or a QP table poll showing
+    /// the same ERR, changes nothing worth a write).
+    fn journal_view(&self) -> EngineSnapshot {
+        let mut s = self.snapshot();
+        s.taken_at = Instant::ZERO;
+        for p in &mut s.ports {
+            p.evidence = 0;
+        }
+        s
     }
 
     /// The policy in force.
@@ -623,10 +655,10 @@ impl Engine {
         };
         match (inf.kind, outcome) {
             (InFlightKind::Probe(portal), Outcome::Probe(result)) => {
-                self.on_probe(&portal, result, now)
+                self.on_probe(&portal, id, result, now)
             }
             (InFlightKind::Probe(portal), _) => {
-                self.on_probe(&portal, ProbeResult::Unreachable, now)
+                self.on_probe(&portal, id, ProbeResult::Unreachable, now)
             }
             (InFlightKind::Recreate(device), Outcome::Recreate(result)) => {
                 self.on_recreate_done(&device, result, now)
@@ -684,7 +716,7 @@ impl Engine {
             };
             match inf.kind {
                 InFlightKind::Probe(portal) => {
-                    self.on_probe(&portal, ProbeResult::Unreachable, now)
+                    self.on_probe(&portal, id, ProbeResult::Unreachable, now)
                 }
                 InFlightKind::Recreate(device) => self.on_recreate_silent(&device, now),
                 InFlightKind::Logout(key) => {
@@ -1021,15 +1053,36 @@ impl Engine {
         }
     }
 
-    fn on_probe(&mut self, portal: &Portal, result: ProbeResult, now: Instant) {
-        self.mark_dirty(format!("probe of {portal}: {result:?}"));
-        if let Some(r) = self.portals.get_mut(portal) {
-            r.inflight = None;
-            if result == ProbeResult::Reachable {
-                r.consecutive_ok = r.consecutive_ok.saturating_add(1);
-            } else {
-                r.consecutive_ok = 0;
+    fn on_probe(&mut self, portal: &Portal, id: ActionId, result: ProbeResult, now: Instant) {
+        let Some(r) = self.portals.get_mut(portal) else {
+            return;
+        };
+        if r.inflight != Some(id) {
+            // Not the probe this record waits for (superseded): its result is not the newest.
+            self.stats.stale_outcomes += 1;
+            return;
+        }
+        let started = r.inflight_started.unwrap_or(now);
+        r.inflight = None;
+        r.inflight_started = None;
+        if r.newest_started.is_some_and(|t| t > started) {
+            self.stats.stale_outcomes += 1;
+            return; // A newer probe already answered: the newest result wins.
+        }
+        r.newest_started = Some(started);
+        let before = (r.consecutive_ok, r.ok_started.len());
+        if result == ProbeResult::Reachable {
+            r.consecutive_ok = r.consecutive_ok.saturating_add(1);
+            r.ok_started.push(started);
+            if r.ok_started.len() > PortalRecord::MAX_OK_KEPT {
+                r.ok_started.remove(0);
             }
+        } else {
+            r.consecutive_ok = 0;
+            r.ok_started.clear();
+        }
+        if before != (r.consecutive_ok, r.ok_started.len()) {
+            self.mark_dirty(format!("probe of {portal}: {result:?}"));
         }
         let users: Vec<PortId> = self
             .ports
@@ -1430,6 +1483,7 @@ impl Engine {
                         let backoff = self.policy.backoff(attempts, j);
                         if let Some(p) = self.ports.get_mut(pid) {
                             p.wake = Some((TimerKind::Backoff, now.plus(backoff)));
+                            p.probes_count_from = Some(now.plus(backoff));
                         }
                     }
                     self.evaluate(pid, now);
@@ -1519,6 +1573,17 @@ impl Engine {
                         p.listener_gone = false;
                     }
                     self.mark_dirty(format!("{pid}: no more rejections from the target"));
+                }
+                if !self.no_wait(pid) && self.down_portals_of(pid).is_empty() {
+                    let Some(p) = self.ports.get(pid) else {
+                        return false;
+                    };
+                    if p.needs_recreate && p.hold != Some(Hold::NoPortalKnown) {
+                        let why = p.reason.clone();
+                        let what = format!("re-create RDMA device {}", pid.device);
+                        self.set_hold(pid, Hold::NoPortalKnown, &what, &why, now);
+                    }
+                    return false;
                 }
                 if self.target_back(pid) {
                     if let Some(p) = self.ports.get_mut(pid) {
@@ -1661,6 +1726,7 @@ impl Engine {
         if let Some(p) = self.ports.get_mut(pid) {
             p.deadline = Some(now.plus(max));
             p.target_back_at = None;
+            p.probes_count_from = Some(now);
         }
         if !self.no_wait(pid) {
             self.start_probes(pid, now);
@@ -1687,14 +1753,25 @@ impl Engine {
         }
         // Every portal with a session to restore must answer: re-creating the device while
         // one of them is still dead would only get QP 1 stuck again on the next CM retry.
+        // Only probes started since the wait began count (a success from an earlier episode
+        // says nothing about the target now), N in a row, the newest result winning.
         let portals = self.down_portals_of(pid);
         if portals.is_empty() {
-            return true; // Nothing to wait for.
+            return false; // Nothing to probe: see `Hold::NoPortalKnown`.
         }
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        let from = p
+            .probes_count_from
+            .or(p.fault_since)
+            .unwrap_or(Instant::ZERO);
         let n = self.policy.probe_successes.max(1);
-        portals
-            .iter()
-            .all(|pt| self.portals.get(pt).is_some_and(|r| r.consecutive_ok >= n))
+        portals.iter().all(|pt| {
+            self.portals
+                .get(pt)
+                .is_some_and(|r| r.successes_since(from) >= n)
+        })
     }
 
     /// Portals of the sessions of this port that are not up (all portals if none is down).
@@ -1723,17 +1800,14 @@ impl Engine {
             let rec = self
                 .portals
                 .entry(portal.clone())
-                .or_insert_with(|| PortalRecord {
-                    portal: portal.clone(),
-                    consecutive_ok: 0,
-                    inflight: None,
-                });
+                .or_insert_with(|| PortalRecord::new(portal.clone()));
             if rec.inflight.is_some() {
                 continue;
             }
             let id = self.alloc_id();
             if let Some(rec) = self.portals.get_mut(&portal) {
                 rec.inflight = Some(id);
+                rec.inflight_started = Some(now);
             }
             self.inflight.insert(
                 id,
@@ -1828,6 +1902,19 @@ impl Engine {
                 "slot",
                 format!("{pid}: waiting for the re-creation of {busy} to finish (one at a time)"),
                 None,
+            ),
+            Hold::NoPortalKnown => (
+                Severity::Critical,
+                "no-portal",
+                format!(
+                    "{pid}: no target portal is known for this port, so iser-guard cannot tell \
+                     when the target is back: will not {what} on its own"
+                ),
+                Some(format!(
+                    "check that the iSCSI sessions of {device} are placed on {pid} \
+                     (`iser-guard status`), or re-create it by hand once the target answers: \
+                     iser-guard recover {pid}"
+                )),
             ),
         };
         if changed {
@@ -1965,6 +2052,7 @@ impl Engine {
                 r.verify_recreate = false;
                 if q == *pid {
                     r.attempts = attempt;
+                    r.attempt_recreated = true;
                 } else if r.phase == Phase::Healthy {
                     r.fault = Some(Fault::SessionsDown);
                     r.fault_since = Some(now);
@@ -2221,8 +2309,14 @@ impl Engine {
         };
         let was_reconnect = matches!(p.phase, Phase::Reconnecting | Phase::Verifying);
         if was_reconnect {
-            p.attempts = p.attempts.saturating_add(1);
+            if p.attempt_recreated {
+                // The reconnect after a re-creation is part of that attempt.
+                p.attempt_recreated = false;
+            } else {
+                p.attempts = p.attempts.saturating_add(1);
+            }
         }
+        p.attempts = p.attempts.min(self.policy.max_attempts.max(1));
         let attempts = p.attempts;
         let keys = p.sessions.clone();
         for k in keys {
@@ -2757,6 +2851,7 @@ impl Engine {
     /// Queues a journal write now (write-ahead before a destructive action).
     fn persist(&mut self, reason: String) {
         self.dirty = None;
+        self.journaled = Some(self.journal_view());
         self.push(
             None,
             None,
@@ -2769,6 +2864,13 @@ impl Engine {
     /// End of an input: journal what changed.
     fn finish(&mut self) {
         if let Some(reason) = self.dirty.take() {
+            // Journal only what changed since the last write (the daemon and the simulator
+            // poll every few seconds; rewriting an unchanged journal helps nobody).
+            let view = self.journal_view();
+            if self.journaled.as_ref() == Some(&view) {
+                return;
+            }
+            self.journaled = Some(view);
             self.push(
                 None,
                 None,

@@ -104,6 +104,10 @@ pub enum Hold {
         /// The device being re-created.
         busy: String,
     },
+    /// `recovery.reset-when = target-back`, but no session of this port names a target
+    /// portal to probe: the engine cannot know when the target is back, so it does not
+    /// re-create the device on its own.
+    NoPortalKnown,
 }
 
 /// What a port timer means when it fires.
@@ -217,6 +221,14 @@ pub struct PortRecord {
     /// Log sessions out and in only with a session list at least this recent (so a session
     /// iscsid just restored is never disrupted).
     pub ops_not_before: Option<Instant>,
+    /// Only probes started at or after this count towards "the target is back" (set when
+    /// the wait for the target begins, and again after a failed attempt's back-off).
+    #[serde(default)]
+    pub probes_count_from: Option<Instant>,
+    /// The current attempt started with a device re-creation: its reconnect belongs to that
+    /// attempt and does not count as another one.
+    #[serde(default)]
+    pub attempt_recreated: bool,
     /// The sessions remembered on this port.
     pub sessions: Vec<SessionKey>,
     /// Sessions to log out and in even though they look logged in (zombie, operator).
@@ -248,6 +260,8 @@ impl PortRecord {
             origin: Origin::Automatic,
             skip_target_wait: false,
             ops_not_before: None,
+            probes_count_from: None,
+            attempt_recreated: false,
             sessions: Vec::new(),
             targeted: Vec::new(),
         }
@@ -306,6 +320,41 @@ pub struct PortalRecord {
     pub consecutive_ok: u32,
     /// The probe in flight.
     pub inflight: Option<ActionId>,
+    /// When the probe in flight started.
+    #[serde(default)]
+    pub inflight_started: Option<Instant>,
+    /// When the probes of the current run of successes started, oldest first (bounded). A
+    /// port counts only those started after its fault, so a success from an earlier episode
+    /// never counts.
+    #[serde(default)]
+    pub ok_started: Vec<Instant>,
+    /// When the probe whose result is the newest started: an older probe's late result never
+    /// overrides a newer one.
+    #[serde(default)]
+    pub newest_started: Option<Instant>,
+}
+
+impl PortalRecord {
+    /// Most successes a portal record keeps (more than any sane `probe-successes`).
+    pub const MAX_OK_KEPT: usize = 64;
+
+    /// A portal never probed.
+    pub fn new(portal: Portal) -> Self {
+        PortalRecord {
+            portal,
+            consecutive_ok: 0,
+            inflight: None,
+            inflight_started: None,
+            ok_started: Vec::new(),
+            newest_started: None,
+        }
+    }
+
+    /// Consecutive successes of probes started at or after `from`.
+    pub fn successes_since(&self, from: Instant) -> u32 {
+        let n = self.ok_started.iter().filter(|t| **t >= from).count();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
 }
 
 /// What an in-flight action was for, so its outcome (or its silence) can be handled.
