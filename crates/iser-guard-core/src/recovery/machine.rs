@@ -1261,6 +1261,21 @@ impl Engine {
             }
             _ => {
                 rec.op = Some(SessionOp::Failed(format!("{what}: {status:?}")));
+                let portal = rec.key.portal.clone();
+                let needs_recreate = self.ports.get(&pid).is_some_and(|p| p.needs_recreate);
+                if !logout && !needs_recreate && self.answering_portals(&pid).contains(&portal) {
+                    if let Some(rec) = self.sessions.get_mut(key) {
+                        rec.op = None;
+                    }
+                    self.mark_dirty(format!("{key}: {what} {status:?}"));
+                    self.target_refuses_logins(
+                        &pid,
+                        format!("the login to {portal} failed ({status:?}) while the portal answers TCP"),
+                        now,
+                    );
+                    self.request_sessions(now, true);
+                    return;
+                }
             }
         }
         self.mark_dirty(format!("{key}: {what} {status:?}"));
@@ -1561,9 +1576,16 @@ impl Engine {
                 if p.listener_gone && !p.needs_recreate {
                     // Only the target side can fix a dead listener; iscsid keeps retrying.
                     // Once no rejection came for a while, the listener is probably back.
+                    // While iscsid still holds a failed session it keeps retrying it; the port
+                    // stays here (no churn) until the sessions come back.
                     let quiet = self.policy.probe_interval.saturating_mul(3);
-                    let still = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
-                    if still {
+                    let rejected = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
+                    let retrying = p
+                        .sessions
+                        .iter()
+                        .filter_map(|k| self.sessions.get(k))
+                        .any(|s| s.present && !s.is_up());
+                    if rejected || retrying {
                         if let Some(p) = self.ports.get_mut(pid) {
                             p.deadline = None;
                         }
@@ -1658,6 +1680,20 @@ impl Engine {
                     return true;
                 }
                 if p.deadline.is_some_and(|d| d <= now) {
+                    // Judge on a session list taken at the deadline, never on an older one
+                    // (the session may be back under a new SID already).
+                    // `ops_not_before` (unused while verifying) marks when the deadline first
+                    // passed and a list was asked for.
+                    let asked = p.ops_not_before.unwrap_or(now);
+                    if self.last_sessions_at.is_none_or(|t| t < asked) {
+                        let wait = self.policy.session_refresh;
+                        if let Some(p) = self.ports.get_mut(pid) {
+                            p.ops_not_before = Some(asked);
+                            p.deadline = Some(now.plus(wait));
+                        }
+                        self.request_sessions(now, true);
+                        return false;
+                    }
                     let n = self.down_sessions_text(pid);
                     self.after_failed_attempt(
                         pid,
@@ -2135,6 +2171,7 @@ impl Engine {
         let mut failed = 0usize;
         let mut done = 0usize;
         let mut need: Vec<SessionKey> = Vec::new();
+        let mut waiting = 0usize;
         for k in &p.sessions {
             let Some(s) = self.sessions.get(k) else {
                 continue;
@@ -2146,8 +2183,14 @@ impl Engine {
                 Some(SessionOp::Done) => done += 1,
                 Some(SessionOp::LoggedOut) => need.push(k.clone()),
                 None => {
-                    if !s.is_healthy() || targeted {
+                    if targeted || !s.present {
+                        // A zombie or an operator's pick is logged out and in; a session
+                        // iscsid dropped is logged in.
                         need.push(k.clone());
+                    } else if !s.is_healthy() {
+                        // iscsid still holds it and keeps retrying: never log it out (that
+                        // removes the session and its disks while the target may come back).
+                        waiting += 1;
                     }
                 }
             }
@@ -2174,6 +2217,37 @@ impl Engine {
         if need.is_empty() {
             if inflight > 0 {
                 return false;
+            }
+            let grace_over = p
+                .ops_not_before
+                .is_some_and(|t| self.last_sessions_at.is_some_and(|s| s >= t));
+            if failed == 0 && waiting > 0 && !grace_over {
+                // Judge the sessions iscsid is retrying on a list taken after the grace.
+                if p.ops_not_before.is_none() {
+                    if let Some(p) = self.ports.get_mut(pid) {
+                        p.ops_not_before = Some(now);
+                    }
+                }
+                self.request_sessions(now, false);
+                return false;
+            }
+            if failed == 0 && waiting > 0 && !p.needs_recreate {
+                let answering = self.answering_portals(pid);
+                if !answering.is_empty() {
+                    let list = answering
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return self.target_refuses_logins(
+                        pid,
+                        format!(
+                            "the portal {list} answers TCP, yet iscsid could not log the \
+                             session(s) in again within its grace period"
+                        ),
+                        now,
+                    );
+                }
             }
             if failed > 0 {
                 let why = self
@@ -2300,6 +2374,83 @@ impl Engine {
             );
         }
         false
+    }
+
+    /// Portals of this port's down sessions whose latest probe (in this episode) answered.
+    fn answering_portals(&self, pid: &PortId) -> Vec<Portal> {
+        let Some(p) = self.ports.get(pid) else {
+            return Vec::new();
+        };
+        let from = p.fault_since.unwrap_or(Instant::ZERO);
+        self.down_portals_of(pid)
+            .into_iter()
+            .filter(|pt| {
+                self.portals
+                    .get(pt)
+                    .is_some_and(|r| r.consecutive_ok > 0 && r.successes_since(from) > 0)
+            })
+            .collect()
+    }
+
+    /// The target answers TCP but does not accept iSER logins (its listener died, e.g. its
+    /// RDMA device was re-created). Recognised from login outcomes and session states, so it
+    /// works without the `RDMA CM: REJECTED` line (pr_debug on 6.1). Nothing local can fix
+    /// it: no re-creation, no logout; one target-side alert; the port waits in
+    /// AwaitingTarget (probing) until iscsid brings the sessions back.
+    fn target_refuses_logins(&mut self, pid: &PortId, evidence: String, now: Instant) -> bool {
+        let Some(p) = self.ports.get_mut(pid) else {
+            return false;
+        };
+        if p.listener_gone {
+            return false;
+        }
+        p.listener_gone = true;
+        let targets = self.targets_of(pid);
+        let portals = self.answering_portals(pid);
+        self.transition(
+            pid,
+            Phase::AwaitingTarget,
+            format!(
+                "{evidence}: the target does not accept iSER logins; only the target side can \
+                 fix that, so nothing is re-created or logged out (iscsid keeps retrying)"
+            ),
+            now,
+        );
+        self.enter_awaiting_target(pid, now);
+        let portal_list = portals
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let remedy = format!(
+            "on the target, re-enable iSER on the portal, e.g. with LIO: \
+             echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser; \
+             echo 1 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser",
+            t = targets
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "TARGET_IQN".into()),
+            p = portals
+                .first()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "PORTAL".into()),
+        );
+        self.mark_reported(pid);
+        let down = self.down_sessions_text(pid);
+        self.alert(
+            now,
+            Severity::Error,
+            format!("listener:{pid}"),
+            format!("target portal {portal_list} answers TCP but does not accept iSER logins"),
+            format!(
+                "{evidence}. The target's iSER listener is probably gone (for example its RDMA \
+                 device was re-created). iser-guard will not re-create {} or log sessions out; \
+                 it keeps probing and iscsid keeps retrying. Sessions waiting: {down}",
+                pid.device
+            ),
+            Some(remedy),
+        );
+        true
     }
 
     /// An attempt failed: back off, or quarantine when attempts are exhausted.
