@@ -847,6 +847,16 @@ impl Engine {
                 },
                 now,
             );
+            // That sighting was the fresh QP 1 itself.
+            if let Some(p) = self.ports.get_mut(pid) {
+                p.awaiting_fresh_qp = false;
+            }
+            return;
+        }
+        if p.awaiting_fresh_qp {
+            p.awaiting_fresh_qp = false;
+            self.mark_dirty(format!("{pid}: the new QP 1 is in RTS"));
+            self.evaluate(pid, now);
             return;
         }
         if p.needs_recreate
@@ -1136,6 +1146,7 @@ impl Engine {
                         p.recreated = true;
                         p.needs_recreate = false;
                         p.verify_recreate = false;
+                        p.awaiting_fresh_qp = true;
                     }
                     let grace = self.policy.iscsid_grace.as_secs();
                     self.start_reconnect(
@@ -1151,6 +1162,15 @@ impl Engine {
                 self.persist(format!(
                     "re-created {device} (attempt {attempt}): completed"
                 ));
+                // Verification looks at the QP table itself: the new QP 1 must be in RTS.
+                self.push(
+                    None,
+                    Some(device.clone()),
+                    Origin::Automatic,
+                    format!("{device} re-created: is its new QP 1 in RTS?"),
+                    ActionKind::RefreshTopology,
+                );
+                self.last_topology_request = Some(now);
             }
             RecreateResult::Failed { reason } => {
                 self.mark_recreation_failed(device);
@@ -1596,7 +1616,11 @@ impl Engine {
                     }
                     self.mark_dirty(format!("{pid}: no more rejections from the target"));
                 }
-                if !self.no_wait(pid) && self.down_portals_of(pid).is_empty() {
+                let automatic = self
+                    .ports
+                    .get(pid)
+                    .is_some_and(|p| p.origin == Origin::Automatic);
+                if !self.no_wait(pid) && automatic && self.down_portals_of(pid).is_empty() {
                     let Some(p) = self.ports.get(pid) else {
                         return false;
                     };
@@ -1671,7 +1695,7 @@ impl Engine {
             Phase::Reconnecting => self.step_reconnect(pid, now),
             Phase::Verifying => {
                 let fresh = self.last_sessions_at.is_some_and(|t| t >= p.since);
-                if fresh && self.all_healthy(pid) {
+                if fresh && self.verified(pid) {
                     self.become_healthy(
                         pid,
                         "every session is logged in with its disks running".into(),
@@ -1793,7 +1817,12 @@ impl Engine {
         // says nothing about the target now), N in a row, the newest result winning.
         let portals = self.down_portals_of(pid);
         if portals.is_empty() {
-            return false; // Nothing to probe: see `Hold::NoPortalKnown`.
+            // Nothing to probe: an operator's word goes; automatic recovery holds
+            // (`Hold::NoPortalKnown`).
+            return self
+                .ports
+                .get(pid)
+                .is_some_and(|p| p.origin == Origin::Operator);
         }
         let Some(p) = self.ports.get(pid) else {
             return false;
@@ -2195,11 +2224,7 @@ impl Engine {
                 }
             }
         }
-        if inflight == 0
-            && failed == 0
-            && done == 0
-            && p.targeted.is_empty()
-            && self.all_healthy(pid)
+        if inflight == 0 && failed == 0 && done == 0 && p.targeted.is_empty() && self.verified(pid)
         {
             self.become_healthy(
                 pid,
@@ -2529,7 +2554,26 @@ impl Engine {
             Some(p) => (p.fault_since, p.evidence, p.recreated, p.attempts),
             None => return,
         };
-        let n = self.ports.get(pid).map(|p| p.sessions.len()).unwrap_or(0);
+        let n = self
+            .ports
+            .get(pid)
+            .map(|p| {
+                p.sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .filter(|s| s.is_healthy())
+                    .count()
+            })
+            .unwrap_or(0);
+        let qp = if !recreated {
+            String::new()
+        } else if self.ports.get(pid).is_some_and(|p| p.awaiting_fresh_qp) {
+            " The device's new QP 1 was not verified: the RDMA netlink QP table is not \
+             available on this host."
+                .to_string()
+        } else {
+            format!(" The device's new GSI QP 1 was seen in RTS in the QP table.")
+        };
         self.transition(pid, Phase::Healthy, reason.clone(), now);
         let keys = self
             .ports
@@ -2552,6 +2596,8 @@ impl Engine {
             p.needs_recreate = false;
             p.recreated = false;
             p.verify_recreate = false;
+            p.awaiting_fresh_qp = false;
+            p.attempt_recreated = false;
             p.skip_target_wait = false;
             p.target_back_at = None;
             p.origin = Origin::Automatic;
@@ -2566,13 +2612,19 @@ impl Engine {
         } else {
             "no device re-creation was needed".to_string()
         };
+        let summary = if n == 0 {
+            format!("{pid}: recovered; no iSCSI session is known on this port to verify")
+        } else {
+            format!("{pid}: storage is back ({n} session(s) logged in)")
+        };
         self.alert(
             now,
             Severity::Info,
             format!("healthy:{pid}:{}", now.as_millis()),
-            format!("{pid}: storage is back ({n} session(s) logged in)"),
+            summary,
             format!(
-                "{reason}. Down for {down_for}s; {how}; the fault was reported {evidence} time(s)."
+                "{reason}. Down for {down_for}s; {how}; the fault was reported {evidence} \
+                 time(s).{qp}"
             ),
             None,
         );
@@ -2754,12 +2806,36 @@ impl Engine {
         v
     }
 
+    /// At least one session, and every remembered session (by target + portal + iface,
+    /// whatever its SID now) LOGGED_IN with its disks running.
     fn all_healthy(&self, pid: &PortId) -> bool {
         self.ports.get(pid).is_some_and(|p| {
-            p.sessions
-                .iter()
-                .all(|k| self.sessions.get(k).is_some_and(SessionRecord::is_healthy))
+            !p.sessions.is_empty()
+                && p.sessions
+                    .iter()
+                    .all(|k| self.sessions.get(k).is_some_and(SessionRecord::is_healthy))
         })
+    }
+
+    /// The new QP 1 of a re-created device was seen in RTS, or cannot be (no QP table).
+    fn fresh_qp_ok(&self, pid: &PortId) -> bool {
+        self.ports
+            .get(pid)
+            .is_some_and(|p| !p.awaiting_fresh_qp || self.qp_table == Some(false))
+    }
+
+    /// The port's recovery is verified: its sessions are healthy (or, for a port without
+    /// any session, its device was re-created) and a re-created device's new QP 1 is in RTS.
+    fn verified(&self, pid: &PortId) -> bool {
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        let sessions_ok = if p.sessions.is_empty() {
+            p.recreated
+        } else {
+            self.all_healthy(pid)
+        };
+        sessions_ok && self.fresh_qp_ok(pid)
     }
 
     fn healthy_sessions_of_device(&self, device: &str) -> Vec<SessionKey> {

@@ -225,6 +225,11 @@ pub struct PortRecord {
     /// the wait for the target begins, and again after a failed attempt's back-off).
     #[serde(default)]
     pub probes_count_from: Option<Instant>,
+    /// The device was re-created and its new GSI QP 1 has not been seen in RTS in the QP
+    /// table yet: the port is not verified healthy until it is (or until a scan said the QP
+    /// table cannot be read, and the verdict says so).
+    #[serde(default)]
+    pub awaiting_fresh_qp: bool,
     /// The current attempt started with a device re-creation: its reconnect belongs to that
     /// attempt and does not count as another one.
     #[serde(default)]
@@ -261,6 +266,7 @@ impl PortRecord {
             skip_target_wait: false,
             ops_not_before: None,
             probes_count_from: None,
+            awaiting_fresh_qp: false,
             attempt_recreated: false,
             sessions: Vec::new(),
             targeted: Vec::new(),
