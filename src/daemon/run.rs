@@ -280,6 +280,15 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         lp.update_status();
         if !lp.ready.sent && lp.ready.topology && lp.ready.sessions {
             lp.ready.sent = true;
+            // Nothing destructive runs before the engine hears this (issue 9.10).
+            let now = lp.clock.now();
+            lp.engine.handle_scan_complete(
+                crate::core::recovery::ScanComplete {
+                    qp_table_available: !lp.netlink_warned,
+                },
+                now,
+            );
+            lp.pump();
             tracing::info!(status = %lp.status, "first scan done: ready");
             lp.notifier.ready(&lp.status);
         }

@@ -265,6 +265,12 @@ impl Harness {
             self.deliver(d, self.now);
         }
         self.engine.handle_sessions(list, self.now);
+        self.engine.handle_scan_complete(
+            crate::core::recovery::ScanComplete {
+                qp_table_available: true,
+            },
+            self.now,
+        );
         self.execute_actions(self.now);
         Ok(())
     }
@@ -293,7 +299,19 @@ impl Harness {
                 }
             }
             Delivery::Netlink(obs) => self.engine.handle_observation(obs, Trust::Trusted, now),
-            Delivery::Sessions(list) => self.engine.handle_sessions(list, now),
+            Delivery::Sessions(list) => {
+                self.engine.handle_sessions(list, now);
+                // The host's first session poll completes the first scan (the topology is
+                // delivered with it); the engine acts on nothing destructive before it.
+                if !self.engine.scan_complete() {
+                    self.engine.handle_scan_complete(
+                        crate::core::recovery::ScanComplete {
+                            qp_table_available: true,
+                        },
+                        now,
+                    );
+                }
+            }
             Delivery::Outcome { id, outcome } => {
                 self.engine.handle(Input::Outcome { id, outcome }, now)
             }

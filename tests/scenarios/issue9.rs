@@ -21,9 +21,7 @@ fn logged_in(sid: u32) -> Vec<SessionInfo> {
 
 /// A rig whose first scan showed no session placed on any RDMA port.
 fn bare(policy: iser_guard::core::recovery::Policy) -> Rig {
-    let mut r = Rig::new(policy);
-    r.sessions(vec![session(1, SessionState::LoggedIn, None)]);
-    r
+    Rig::with_first_scan(policy, None)
 }
 
 /// Answers every open action the way a host would: probes with `probe`, re-creations

@@ -101,6 +101,11 @@ pub struct Rig {
 impl Rig {
     /// A fresh engine whose first scan is done (`session` placed on the initiator port).
     pub fn new(policy: Policy) -> Rig {
+        Rig::with_first_scan(policy, Some(ini_port()))
+    }
+
+    /// A fresh engine whose first scan showed the session placed on `rdma` (or not placed).
+    pub fn with_first_scan(policy: Policy, rdma: Option<PortId>) -> Rig {
         let mut r = Rig {
             e: Engine::new(policy, 7),
             now: Instant::ZERO,
@@ -108,7 +113,7 @@ impl Rig {
             transitions: Vec::new(),
             open: BTreeMap::new(),
         };
-        r.sessions(vec![session(1, SessionState::LoggedIn, Some(ini_port()))]);
+        r.sessions(vec![session(1, SessionState::LoggedIn, rdma)]);
         r.obs(rts());
         r.scan_done(true);
         r

@@ -421,8 +421,12 @@ impl Engine {
                 ports: _,
             } => self.on_device_appeared(&device, parent, driver, now),
             Observation::DeviceRenamed { from, to } => self.rename_device(&from, &to, now),
-            Observation::ConnError { .. } => self.request_sessions(now, false),
+            Observation::ConnError { sid, .. } => {
+                self.mark_troubled(sid);
+                self.request_sessions(now, false)
+            }
             Observation::SessionRecoveryTimedOut { sid } => {
+                self.mark_troubled(sid);
                 if let Some(key) = self.by_sid.get(&sid).cloned() {
                     let mut pid = None;
                     if let Some(rec) = self.sessions.get_mut(&key) {
@@ -489,9 +493,20 @@ impl Engine {
         let mut seen: BTreeSet<SessionKey> = BTreeSet::new();
         let mut touched: BTreeSet<PortId> = BTreeSet::new();
         for info in list {
-            let Some(port) = info.rdma.clone() else {
-                unmapped += 1;
-                continue;
+            // A session this scan could not place keeps the placement it had: a scan that
+            // cannot place it is no evidence that it moved or went away.
+            let known = self.sessions.get(&info.key).map(|r| r.port.clone());
+            let port = match (info.rdma.clone(), known) {
+                (Some(port), Some(old)) if port != old && !self.may_move(&old) => old,
+                (Some(port), _) => port,
+                (None, Some(old)) => {
+                    unmapped += 1;
+                    old
+                }
+                (None, None) => {
+                    unmapped += 1;
+                    continue;
+                }
             };
             seen.insert(info.key.clone());
             self.by_sid.insert(info.sid, info.key.clone());
@@ -512,6 +527,9 @@ impl Engine {
                     rec.disks = info.disks;
                     rec.sid = Some(info.sid);
                     rec.transport = info.transport;
+                    if rec.is_healthy() {
+                        rec.troubled = false;
+                    }
                     if moved {
                         rec.port = port.clone();
                         if let Some(p) = self.ports.get_mut(&old_port) {
@@ -540,6 +558,7 @@ impl Engine {
                             io_errors: Vec::new(),
                             op: None,
                             reported: false,
+                            troubled: false,
                         },
                     );
                     self.port_or_create(&port, now)
@@ -562,7 +581,13 @@ impl Engine {
                     .ports
                     .get(&rec.port)
                     .is_some_and(|p| p.phase == Phase::Healthy);
-                if rec.state == SessionState::LoggedIn && port_healthy && rec.op.is_none() {
+                // Evidence of a clean logout: it vanished while LOGGED_IN with running disks,
+                // on a healthy port, with no error seen since, and not by our own hand.
+                if rec.is_healthy_when_last_seen()
+                    && !rec.troubled
+                    && port_healthy
+                    && rec.op.is_none()
+                {
                     forget.push(rec.key.clone());
                 }
             }
@@ -933,6 +958,9 @@ impl Engine {
         let Some(key) = self.by_disk.get(disk).cloned() else {
             return;
         };
+        if let Some(rec) = self.sessions.get_mut(&key) {
+            rec.troubled = true;
+        }
         if kind == IoErrorKind::Offline {
             self.request_sessions(now, false);
             return;
@@ -2014,6 +2042,11 @@ impl Engine {
         {
             return false;
         }
+        if !self.scanned {
+            // Started (or restarted) and not looked at the host yet: a journal's view may be
+            // stale, so nothing destructive until the first complete scan.
+            return false;
+        }
         let device = pid.device.clone();
         let origin = p.origin;
         let attempt = p.attempts + 1;
@@ -2320,6 +2353,9 @@ impl Engine {
             }
             self.request_sessions(now, false);
             return false;
+        }
+        if !self.scanned {
+            return false; // No login/logout before the first complete scan.
         }
         let origin = p.origin;
         let listener_gone = p.listener_gone;
@@ -2723,6 +2759,29 @@ impl Engine {
     // ---------------------------------------------------------------------------------------
     // Helpers
     // ---------------------------------------------------------------------------------------
+
+    /// A session seen with trouble (connection error, recovery timeout) is not forgotten if
+    /// it vanishes: that was no clean logout.
+    fn mark_troubled(&mut self, sid: u32) {
+        if let Some(key) = self.by_sid.get(&sid).cloned() {
+            if let Some(rec) = self.sessions.get_mut(&key) {
+                rec.troubled = true;
+            }
+        }
+    }
+
+    /// A session placed on `old` may be placed elsewhere by a scan only while `old` is
+    /// healthy and its device present: while a port recovers (its device gone or being
+    /// re-created, its sessions failed), a scan that places the session on another device
+    /// guesses, and the other device must never be blamed.
+    fn may_move(&self, old: &PortId) -> bool {
+        let healthy = self
+            .ports
+            .get(old)
+            .is_none_or(|p| p.phase == Phase::Healthy);
+        let present = self.devices.get(&old.device).is_none_or(|d| d.present);
+        healthy && present
+    }
 
     fn phase(&self, pid: &PortId) -> Option<Phase> {
         self.ports.get(pid).map(|p| p.phase)

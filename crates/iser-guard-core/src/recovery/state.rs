@@ -161,6 +161,10 @@ pub struct SessionRecord {
     pub op: Option<SessionOp>,
     /// Named in an alert as not restored.
     pub reported: bool,
+    /// A connection error, recovery timeout or I/O error was seen for it since it was last
+    /// seen healthy: if it vanishes now, that was no clean logout.
+    #[serde(default)]
+    pub troubled: bool,
 }
 
 impl SessionRecord {
@@ -172,6 +176,11 @@ impl SessionRecord {
     /// LOGGED_IN, present, and every disk running.
     pub fn is_healthy(&self) -> bool {
         self.is_up() && self.disks.iter().all(DiskInfo::is_running)
+    }
+
+    /// LOGGED_IN with every disk running in the last snapshot that listed it.
+    pub fn is_healthy_when_last_seen(&self) -> bool {
+        self.state == SessionState::LoggedIn && self.disks.iter().all(DiskInfo::is_running)
     }
 }
 
