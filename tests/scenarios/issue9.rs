@@ -417,19 +417,52 @@ fn a_not_allowed_device_is_an_operator_action_alert() {
 
 #[test]
 fn no_journal_write_while_nothing_changes() {
-    // The target is gone: probes time out, the QP table shows ERR every 2 s, the session
-    // list FAILED every 10 s. Nothing changes, so nothing is journaled.
-    let mut r = Rig::new(lab_policy());
+    // The lab: a device outside devices.allow, the QP table showing ERR every 2 s, the
+    // session list FAILED every 10 s: the journal was rewritten every 2 s.
+    let mut p = iser_guard::core::recovery::Policy::default();
+    p.probe_method = iser_guard::core::recovery::ProbeMethod::None;
+    let mut r = Rig::new(p);
     r.until(10.0);
     r.sessions(failed(1));
     r.obs(stuck());
+    let err = |_: f64| Some(QpState::Err);
     host_until(
         &mut r,
         60.0,
         ProbeResult::Unreachable,
         &IscsiadmStatus::Timeout,
         &|_| failed(1),
-        &|_| Some(QpState::Err),
+        &err,
+    );
+    let before = r.persists();
+    host_until(
+        &mut r,
+        290.0,
+        ProbeResult::Unreachable,
+        &IscsiadmStatus::Timeout,
+        &|_| failed(1),
+        &err,
+    );
+    let writes = r.persists() - before;
+    assert_eq!(writes, 0, "{writes} journal writes while nothing changed");
+}
+
+#[test]
+fn waiting_for_a_dead_target_journals_at_most_once_per_probe_round() {
+    // A probe in flight is journaled so that its answer still counts after a restart; the
+    // answers that change nothing, the QP table polls and the session lists are not.
+    let mut r = Rig::new(lab_policy());
+    r.until(10.0);
+    r.sessions(failed(1));
+    r.obs(stuck());
+    let err = |_: f64| Some(QpState::Err);
+    host_until(
+        &mut r,
+        60.0,
+        ProbeResult::Unreachable,
+        &IscsiadmStatus::Timeout,
+        &|_| failed(1),
+        &err,
     );
     let before = r.persists();
     host_until(
@@ -438,10 +471,14 @@ fn no_journal_write_while_nothing_changes() {
         ProbeResult::Unreachable,
         &IscsiadmStatus::Timeout,
         &|_| failed(1),
-        &|_| Some(QpState::Err),
+        &err,
     );
     let writes = r.persists() - before;
-    assert!(writes <= 1, "{writes} journal writes while nothing changed");
+    let rounds = 240 / r.e.policy().probe_interval.as_secs() as usize;
+    assert!(
+        writes <= rounds,
+        "{writes} journal writes in {rounds} probe rounds"
+    );
 }
 
 #[test]

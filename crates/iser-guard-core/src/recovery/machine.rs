@@ -368,13 +368,14 @@ impl Engine {
         self.stats.observations += 1;
         if trust == Trust::Untrusted && !self.policy.trust_userspace {
             self.stats.ignored_untrusted += 1;
-            let key = format!("untrusted:{}", obs.dedup_key());
+            // One coalesced alert for every forged record, whatever its signature: the point
+            // is that someone writes into /dev/kmsg, not each line they wrote.
             self.alert_coalesced(
                 now,
                 Severity::Warning,
-                key,
+                "untrusted".to_string(),
                 format!(
-                    "ignored a kernel-log record written by userspace: {}",
+                    "ignored kernel-log record(s) written by userspace, the first: {}",
                     obs.describe()
                 ),
                 "it looks like a fault, but it was written into /dev/kmsg by a process, not by \
@@ -1949,8 +1950,17 @@ impl Engine {
             .ports
             .get(pid)
             .is_some_and(|p| p.hold.as_ref() != Some(&hold));
+        let repeat = self.policy.alert_repeat_interval;
+        let recent = self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.hold_alerted_at.is_some_and(|t| now.since(t) < repeat));
+        if !changed && recent {
+            return; // Already decided and alerted within the repeat interval.
+        }
         if let Some(p) = self.ports.get_mut(pid) {
             p.hold = Some(hold.clone());
+            p.hold_alerted_at = Some(now);
         }
         let down = self.down_sessions_text(pid);
         let device = &pid.device;
@@ -1970,7 +1980,8 @@ impl Engine {
                 Some("iser-guard resume".to_string()),
             ),
             Hold::NotAllowed => (
-                Severity::Error,
+                // An operator-action alert (alerts.severity-operator), not a fault.
+                Severity::Critical,
                 "not-allowed",
                 format!("{device} is not in devices.allow: will not {what}"),
                 Some(format!(
@@ -1979,7 +1990,7 @@ impl Engine {
                 )),
             ),
             Hold::OtherSessionsHealthy { sessions } => (
-                Severity::Error,
+                Severity::Critical,
                 "other-sessions",
                 format!(
                     "{pid}: re-creating {device} would drop {} healthy session(s); waiting for \

@@ -243,6 +243,10 @@ pub struct PortRecord {
     /// attempt and does not count as another one.
     #[serde(default)]
     pub attempt_recreated: bool,
+    /// When the current hold's alert was last decided: a hold re-evaluated on every input
+    /// is re-alerted at most once per `alerts.repeat-interval`.
+    #[serde(default)]
+    pub hold_alerted_at: Option<Instant>,
     /// The sessions remembered on this port.
     pub sessions: Vec<SessionKey>,
     /// Sessions to log out and in even though they look logged in (zombie, operator).
@@ -277,6 +281,7 @@ impl PortRecord {
             probes_count_from: None,
             awaiting_fresh_qp: false,
             attempt_recreated: false,
+            hold_alerted_at: None,
             sessions: Vec::new(),
             targeted: Vec::new(),
         }
