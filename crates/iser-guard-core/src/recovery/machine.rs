@@ -125,6 +125,9 @@ pub struct Engine {
     qp_table: Option<bool>,
     /// What the last journal write held ([`Engine::journal_view`]), to skip unchanged writes.
     journaled: Option<EngineSnapshot>,
+    /// Live sessions of the last session list that no port holds (not placed, never
+    /// remembered): not journaled, re-learned from every list.
+    unplaced: BTreeMap<SessionKey, SessionInfo>,
 }
 
 impl Engine {
@@ -155,6 +158,7 @@ impl Engine {
             scanned: false,
             qp_table: None,
             journaled: None,
+            unplaced: BTreeMap::new(),
         }
     }
 
@@ -493,6 +497,7 @@ impl Engine {
         let mut unmapped = 0u64;
         let mut seen: BTreeSet<SessionKey> = BTreeSet::new();
         let mut touched: BTreeSet<PortId> = BTreeSet::new();
+        let mut unplaced = BTreeMap::new();
         for info in list {
             // A session this scan could not place keeps the placement it had: a scan that
             // cannot place it is no evidence that it moved or went away.
@@ -506,6 +511,7 @@ impl Engine {
                 }
                 (None, None) => {
                     unmapped += 1;
+                    unplaced.insert(info.key.clone(), info);
                     continue;
                 }
             };
@@ -571,6 +577,7 @@ impl Engine {
             }
         }
         self.stats.unmapped_sessions = unmapped;
+        self.unplaced = unplaced;
         // Sessions that vanished: a clean logout of a healthy session is forgotten; anything
         // else (iscsid dropped a failing session) is kept so it can be restored.
         let mut forget = Vec::new();
@@ -705,6 +712,12 @@ impl Engine {
             (InFlightKind::Login(key), outcome) => {
                 self.on_iscsiadm(&key, false, iscsiadm_status(outcome), now)
             }
+            (InFlightKind::OperatorLogout(node), outcome) => {
+                self.on_operator_logout(node, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::OperatorLogin(node), outcome) => {
+                self.on_operator_login(&node, iscsiadm_status(outcome), now)
+            }
             (InFlightKind::Rescan(key), _) => {
                 if let Some(pid) = self.sessions.get(&key).map(|s| s.port.clone()) {
                     self.request_sessions(now, true);
@@ -752,6 +765,12 @@ impl Engine {
                     self.on_iscsiadm(&key, false, IscsiadmStatus::Timeout, now)
                 }
                 InFlightKind::Rescan(_) => {}
+                InFlightKind::OperatorLogout(node) => {
+                    self.on_operator_logout(node, IscsiadmStatus::Timeout, now)
+                }
+                InFlightKind::OperatorLogin(node) => {
+                    self.on_operator_login(&node, IscsiadmStatus::Timeout, now)
+                }
             }
         }
         let pids: Vec<PortId> = self
@@ -1394,8 +1413,24 @@ impl Engine {
                     .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
                     .map(|s| s.key.clone())
                     .collect();
-                if keys.is_empty() {
+                // Live sessions iscsiadm reports that no port holds (not placed on an RDMA
+                // port): the operator's word still applies to them.
+                let unplaced: Vec<SessionInfo> = self
+                    .unplaced
+                    .values()
+                    .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
+                    .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
+                    .cloned()
+                    .collect();
+                if keys.is_empty() && unplaced.is_empty() {
                     return Err(CommandError::NoMatchingSessions);
+                }
+                let n_unplaced = unplaced.len();
+                if !unplaced.is_empty() {
+                    self.reconnect_unplaced(unplaced, now);
+                }
+                if keys.is_empty() {
+                    return Ok(format!("logging {n_unplaced} session(s) out and in"));
                 }
                 let mut pids = BTreeSet::new();
                 for k in &keys {
@@ -1426,9 +1461,114 @@ impl Engine {
                     );
                     self.evaluate(pid, now);
                 }
-                Ok(format!("logging {} session(s) out and in", keys.len()))
+                Ok(format!(
+                    "logging {} session(s) out and in",
+                    keys.len() + n_unplaced
+                ))
             }
         }
+    }
+
+    /// `reconnect` of live sessions no port holds: log each out, then in (operator origin).
+    fn reconnect_unplaced(&mut self, list: Vec<SessionInfo>, now: Instant) {
+        let timeout = self.policy.iscsiadm_timeout;
+        let mut batch = Vec::new();
+        for s in list {
+            let node = IscsiNode {
+                key: s.key.clone(),
+                transport: s.transport.clone(),
+            };
+            let id = self.alloc_id();
+            let kind = InFlightKind::OperatorLogout(node.clone());
+            self.inflight.insert(
+                id,
+                InFlight {
+                    id,
+                    kind,
+                    deadline: now.plus(timeout + Duration::from_secs(10)),
+                },
+            );
+            batch.push((
+                id,
+                format!(
+                    "operator asked: iser-guard reconnect; session {} {} is not placed on an \
+                     RDMA port, logging it out and in as asked",
+                    s.sid, s.key
+                ),
+                ActionKind::IscsiLogout {
+                    sid: s.sid,
+                    node,
+                    timeout,
+                },
+            ));
+        }
+        self.persist(format!(
+            "about to log {} session(s) out/in (operator)",
+            batch.len()
+        ));
+        for (id, reason, kind) in batch {
+            self.push_with_id(id, None, None, Origin::Operator, reason, kind);
+        }
+    }
+
+    fn on_operator_logout(&mut self, node: IscsiNode, status: IscsiadmStatus, now: Instant) {
+        if !matches!(status, IscsiadmStatus::Success | IscsiadmStatus::NotFound) {
+            self.alert(
+                now,
+                Severity::Error,
+                format!("reconnect:{}", node.key),
+                format!("reconnect of {}: the logout failed", node.key),
+                format!("iscsiadm --logout: {status:?}; the session was left as it was"),
+                None,
+            );
+            self.request_sessions(now, true);
+            return;
+        }
+        let timeout = self.policy.iscsiadm_timeout;
+        let id = self.alloc_id();
+        self.inflight.insert(
+            id,
+            InFlight {
+                id,
+                kind: InFlightKind::OperatorLogin(node.clone()),
+                deadline: now.plus(timeout + Duration::from_secs(10)),
+            },
+        );
+        self.persist(format!("about to log {} in (operator)", node.key));
+        let reason = format!(
+            "operator asked: iser-guard reconnect; logging {} in",
+            node.key
+        );
+        self.push_with_id(
+            id,
+            None,
+            None,
+            Origin::Operator,
+            reason,
+            ActionKind::IscsiLogin { node, timeout },
+        );
+    }
+
+    fn on_operator_login(&mut self, node: &IscsiNode, status: IscsiadmStatus, now: Instant) {
+        self.request_sessions(now, true);
+        if matches!(
+            status,
+            IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn
+        ) {
+            self.mark_dirty(format!("{}: reconnected (operator)", node.key));
+            return;
+        }
+        self.alert(
+            now,
+            Severity::Critical,
+            format!("reconnect:{}", node.key),
+            format!("reconnect of {}: the login failed", node.key),
+            format!("iscsiadm --login: {status:?}; the session is logged out now"),
+            Some(format!(
+                "iscsiadm -m node -T {} -p {} -I {} --login",
+                node.key.target, node.key.portal, node.key.iface
+            )),
+        );
     }
 
     fn command_ports(

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::action::{ActionId, Origin};
+use super::action::{ActionId, IscsiNode, Origin};
 use super::input::{DiskInfo, PortId, Portal, SessionKey, SessionState, StuckEvidence};
 use crate::time::Instant;
 
@@ -390,6 +390,11 @@ pub enum InFlightKind {
     Login(SessionKey),
     /// A rescan of a session.
     Rescan(SessionKey),
+    /// An operator's `reconnect` of a live session no port holds (not placed on an RDMA
+    /// port): its logout; the login follows.
+    OperatorLogout(IscsiNode),
+    /// The login that follows [`InFlightKind::OperatorLogout`].
+    OperatorLogin(IscsiNode),
 }
 
 /// An action whose outcome is awaited.
