@@ -419,8 +419,10 @@ fn a_not_allowed_device_is_an_operator_action_alert() {
 fn no_journal_write_while_nothing_changes() {
     // The lab: a device outside devices.allow, the QP table showing ERR every 2 s, the
     // session list FAILED every 10 s: the journal was rewritten every 2 s.
-    let mut p = iser_guard::core::recovery::Policy::default();
-    p.probe_method = iser_guard::core::recovery::ProbeMethod::None;
+    let p = iser_guard::core::recovery::Policy {
+        probe_method: iser_guard::core::recovery::ProbeMethod::None,
+        ..Default::default()
+    };
     let mut r = Rig::new(p);
     r.until(10.0);
     r.sessions(failed(1));
@@ -474,7 +476,7 @@ fn waiting_for_a_dead_target_journals_at_most_once_per_probe_round() {
         &err,
     );
     let writes = r.persists() - before;
-    let rounds = 240 / r.e.policy().probe_interval.as_secs() as usize;
+    let rounds = usize::try_from(240 / r.e.policy().probe_interval.as_secs()).unwrap_or(0);
     assert!(
         writes <= rounds,
         "{writes} journal writes in {rounds} probe rounds"

@@ -139,7 +139,7 @@ impl Rig {
 
     /// Moves the clock to `t` seconds, firing every engine timer on the way.
     pub fn until(&mut self, t: f64) {
-        let end = Instant((t * 1000.0) as u64);
+        let end = at_secs(t);
         while let Some(at) = self.e.next_timeout() {
             if at > end {
                 break;
@@ -231,7 +231,7 @@ impl Rig {
     /// Runs until `t`, answering every probe at once with `result` (one probe interval at a
     /// time, like the daemon's probe executor).
     pub fn probing_until(&mut self, t: f64, result: ProbeResult) {
-        let end = Instant((t * 1000.0) as u64);
+        let end = at_secs(t);
         loop {
             self.answer_probes(result);
             match self.e.next_timeout() {
@@ -316,6 +316,12 @@ impl Rig {
     pub fn destructive(&self) -> usize {
         self.count(ActionKind::is_destructive)
     }
+}
+
+/// `t` seconds after the start (tests use small, positive times).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn at_secs(t: f64) -> Instant {
+    Instant((t * 1000.0) as u64)
 }
 
 /// One second.

@@ -2759,7 +2759,7 @@ impl Engine {
              available on this host."
                 .to_string()
         } else {
-            format!(" The device's new GSI QP 1 was seen in RTS in the QP table.")
+            " The device's new GSI QP 1 was seen in RTS in the QP table.".to_string()
         };
         self.transition(pid, Phase::Healthy, reason.clone(), now);
         let keys = self
