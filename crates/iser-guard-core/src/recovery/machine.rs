@@ -1598,6 +1598,7 @@ impl Engine {
         p.origin = Origin::Operator;
         p.attempts = 0;
         p.hold = None;
+        p.listener_gone = false;
         p.needs_recreate = recreate;
         p.skip_target_wait = skip_wait;
         p.fault = Some(Fault::Operator);
@@ -2385,6 +2386,9 @@ impl Engine {
         let mut done = 0usize;
         let mut need: Vec<SessionKey> = Vec::new();
         let mut waiting = 0usize;
+        // The operator's `recover`/`reset-device` reconnects what is still down after the
+        // grace, as its plan says; automatic recovery leaves held sessions to iscsid.
+        let operator = p.origin == Origin::Operator;
         for k in &p.sessions {
             let Some(s) = self.sessions.get(k) else {
                 continue;
@@ -2396,7 +2400,7 @@ impl Engine {
                 Some(SessionOp::Done) => done += 1,
                 Some(SessionOp::LoggedOut) => need.push(k.clone()),
                 None => {
-                    if targeted || !s.present {
+                    if targeted || !s.present || (operator && !s.is_healthy()) {
                         // A zombie or an operator's pick is logged out and in; a session
                         // iscsid dropped is logged in.
                         need.push(k.clone());
