@@ -1281,7 +1281,10 @@ mod tests {
             assert!(std::time::Instant::now() < end, "storage never back");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(host.logins.lock().unwrap().is_empty(), "logged a held session in");
+        assert!(
+            host.logins.lock().unwrap().is_empty(),
+            "logged a held session in"
+        );
         let probes = doubles.prober.calls();
         assert!(probes.len() >= 2);
         // Probes leave from the session's iface address (placed on ens1f0 → rocep2s0f0/1).
