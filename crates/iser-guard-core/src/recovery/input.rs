@@ -507,6 +507,9 @@ pub enum Input {
     Command(OperatorCommand),
     /// Time passed (`handle_timeout`).
     Timeout,
+    /// A complete scan finished (`handle_scan_complete`): lets a wrapper that forwards
+    /// [`Input`]s (the driver) report it without a method of its own.
+    ScanComplete(ScanComplete),
 }
 
 /// A complete scan of the host finished: the iscsiadm session list and the RDMA topology

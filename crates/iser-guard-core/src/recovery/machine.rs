@@ -359,6 +359,7 @@ impl Engine {
                 let _ = self.handle_command(cmd, now);
             }
             Input::Timeout => self.handle_timeout(now),
+            Input::ScanComplete(scan) => self.handle_scan_complete(scan, now),
         }
     }
 
