@@ -206,10 +206,11 @@ fn the_dead_listener_is_recognised_with_dynamic_debug_on() {
 }
 
 /// Issue 9 item 6: on 6.1 the `RDMA CM: REJECTED` line is a pr_debug, so without dynamic
-/// debug nothing in the kernel log says the listener is dead. Fails today: the engine logs
-/// the session out and in (4 iscsiadm runs) and never raises the target-side alert.
+/// debug nothing in the kernel log says the listener is dead. Failed before the engine fix:
+/// the engine logged the session out and in (4 iscsiadm runs) and never raised the
+/// target-side alert. Now the portal answering TCP while iscsid cannot log in within its
+/// grace is the evidence.
 #[test]
-#[ignore = "engine defect (issue 9 item 6): dead listener not recognised without the REJECTED line"]
 fn the_dead_listener_is_recognised_without_the_rejected_line() {
     let h = run("dead-listener");
     assert_safety(&h);
@@ -219,7 +220,11 @@ fn the_dead_listener_is_recognised_without_the_rejected_line() {
         0,
         "iscsid retries; nothing local can fix it"
     );
-    assert_eq!(alerts_with(&h, "iSER listener is gone").len(), 1);
+    assert_eq!(
+        alerts_with(&h, "does not accept iSER logins").len(),
+        1,
+        "one target-side alert"
+    );
 }
 
 #[test]
@@ -291,7 +296,7 @@ fn an_unplaced_session_never_gets_its_port_from_a_device_being_recreated() {
 /// engine re-creates the device at once in target-back mode, with no probe, three times
 /// until max-attempts, then quarantines (73 s, 110 s, 181 s; the target is back at 240 s).
 #[test]
-#[ignore = "engine defect (issue 9 item 2): no portal known must mean no re-creation in target-back mode"]
+
 fn a_stuck_port_without_a_known_portal_is_not_recreated_in_target_back_mode() {
     let h = run("field-incident-unplaced");
     assert_safety(&h);

@@ -55,6 +55,14 @@ fn driver(p: Policy, devices: &[&str]) -> Driver {
         .map(|(dev, sid)| session(sid, dev, SessionState::Failed))
         .collect();
     d.handle_sessions(list, Instant(0));
+    // What the daemon says once its first scan (sessions and topology) is complete: the
+    // engine acts on nothing destructive before it.
+    d.handle(
+        crate::recovery::Input::ScanComplete(crate::recovery::ScanComplete {
+            qp_table_available: true,
+        }),
+        Instant(0),
+    );
     d
 }
 
