@@ -10,6 +10,7 @@ pub mod kmsg;
 pub mod lock;
 pub mod netif;
 pub mod netlink;
+pub mod path_trust;
 pub mod probe;
 pub mod process;
 pub mod reset;
