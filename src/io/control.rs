@@ -630,7 +630,9 @@ pub fn request(
     let mut line = serde_json::to_vec(req)
         .map_err(|e| ControlError::Protocol(format!("cannot encode request: {e}")))?;
     line.push(b'\n');
-    (&stream).write_all(&line).map_err(io_err("send request"))?;
+    // A daemon too busy to serve us answers before reading and closes: the request cannot
+    // be written then (EPIPE), but its answer is there to read.
+    let sent = (&stream).write_all(&line).map_err(io_err("send request"));
     let mut reader = BufReader::new(&stream);
     loop {
         let mut buf = Vec::new();
@@ -639,6 +641,7 @@ pub fn request(
             .read_until(b'\n', &mut buf)
             .map_err(io_err("read reply"))?;
         if n == 0 {
+            sent?;
             return Err(ControlError::Protocol(
                 "the daemon closed the connection early".into(),
             ));
