@@ -7,6 +7,7 @@ pub mod executors;
 pub mod iscsiadm;
 pub mod journal;
 pub mod kmsg;
+pub mod lines;
 pub mod lock;
 pub mod netif;
 pub mod netlink;
