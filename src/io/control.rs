@@ -514,6 +514,17 @@ async fn serve_one(
     let _ = tx.try_send(Err(err));
 }
 
+/// Parses one request line as read from a client (at most [`MAX_REQUEST_BYTES`] plus one,
+/// with or without its newline): what the server does with every line it reads.
+pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
+    if line.len() > MAX_REQUEST_BYTES {
+        return Err(ControlError::Protocol(format!(
+            "request longer than {MAX_REQUEST_BYTES} bytes"
+        )));
+    }
+    serde_json::from_slice(line).map_err(|e| ControlError::Protocol(format!("bad request: {e}")))
+}
+
 /// Root, or the user the daemon runs as (so tests can run unprivileged).
 fn peer_allowed(uid: u32) -> bool {
     uid == 0 || uid == nix::unistd::geteuid().as_raw()
@@ -557,13 +568,7 @@ impl ControlConnection {
             ))
         })?
         .map_err(io_err("read request"))?;
-        if read > MAX_REQUEST_BYTES {
-            return Err(ControlError::Protocol(format!(
-                "request longer than {MAX_REQUEST_BYTES} bytes"
-            )));
-        }
-        serde_json::from_slice(&line)
-            .map_err(|e| ControlError::Protocol(format!("bad request: {e}")))
+        parse_request(&line)
     }
 
     async fn send(&mut self, reply: &Reply) -> Result<(), ControlError> {
