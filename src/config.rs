@@ -573,7 +573,12 @@ impl ConfigError {
             }
             ConfigError::Untrusted { path, refusals } => refusals
                 .iter()
-                .map(|r| Problem::new("", format!("refusing configuration {}: {r}", path.display())))
+                .map(|r| {
+                    Problem::new(
+                        "",
+                        format!("refusing configuration {}: {r}", path.display()),
+                    )
+                })
                 .collect(),
             other => vec![Problem::new("", other.to_string())],
         }
@@ -644,9 +649,10 @@ pub fn trust_problems(config: &Config) -> Vec<Problem> {
                     ));
                 }
             }
-            Verdict::Unwalkable(e) => {
-                out.push(Problem::new(key, format!("refusing {}: {e}", path.display())))
-            }
+            Verdict::Unwalkable(e) => out.push(Problem::new(
+                key,
+                format!("refusing {}: {e}", path.display()),
+            )),
         }
     }
     if let Err(m) = crate::io::control::check_socket_path(&pa.control_socket) {

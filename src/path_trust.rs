@@ -80,9 +80,33 @@ pub enum Target {
 
 /// Directories shared by the whole system: never a daemon's own directory.
 const SYSTEM_DIRS: &[&str] = &[
-    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/media", "/mnt", "/opt",
-    "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin", "/usr/lib",
-    "/usr/local", "/usr/sbin", "/var", "/var/lib", "/var/run", "/var/tmp",
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/lib64",
+    "/media",
+    "/mnt",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/sbin",
+    "/var",
+    "/var/lib",
+    "/var/run",
+    "/var/tmp",
 ];
 
 /// Why a path is not trusted; each names the component, its owner and mode, and the fix.
@@ -166,7 +190,10 @@ impl fmt::Display for Refusal {
                 if *dir && mode & 0o1000 == 0 {
                     write!(f, " without the sticky bit")?;
                 } else if *dir && *uid != 0 {
-                    write!(f, " and its sticky bit protects nothing unless root owns it")?;
+                    write!(
+                        f,
+                        " and its sticky bit protects nothing unless root owns it"
+                    )?;
                 }
                 write!(
                     f,
@@ -179,11 +206,7 @@ impl fmt::Display for Refusal {
                 path,
                 found,
                 expected,
-            } => write!(
-                f,
-                "{} is a {found}, not a {expected}",
-                path.display()
-            ),
+            } => write!(f, "{} is a {found}, not a {expected}", path.display()),
             Refusal::SystemDirectory { path } => write!(
                 f,
                 "{} is a directory the whole system shares, not one dedicated to iser-guard; \
@@ -204,7 +227,11 @@ pub fn is_system_directory(dir: &Path) -> bool {
 pub fn judge(walk: &Walk, target: Target, trusted_uid: u32) -> Vec<Refusal> {
     let mut out = Vec::new();
     let n = walk.components.len();
-    let target_at = if walk.complete { n.checked_sub(1) } else { None };
+    let target_at = if walk.complete {
+        n.checked_sub(1)
+    } else {
+        None
+    };
     for (i, c) in walk.components.iter().enumerate() {
         let is_target = Some(i) == target_at;
         if c.uid != 0 && c.uid != trusted_uid {
@@ -265,7 +292,10 @@ mod tests {
     }
 
     fn walk(components: Vec<Component>, complete: bool) -> Walk {
-        let resolved = components.last().map(|c| c.path.clone()).unwrap_or_default();
+        let resolved = components
+            .last()
+            .map(|c| c.path.clone())
+            .unwrap_or_default();
         Walk {
             components,
             complete,
@@ -310,7 +340,10 @@ mod tests {
             c("/tmp", 0, 0o1777, Kind::Dir),
             c("/tmp/x", 0, 0o700, Kind::Dir),
         ];
-        assert_eq!(judge(&walk(v.clone(), true), Target::DedicatedDir, 0), vec![]);
+        assert_eq!(
+            judge(&walk(v.clone(), true), Target::DedicatedDir, 0),
+            vec![]
+        );
         // A sticky directory owned by someone else protects nothing.
         let mut w = v.clone();
         w[1].uid = 1001;
@@ -336,15 +369,27 @@ mod tests {
         v[last].uid = 0;
         v[last].mode = 0o664;
         let r = judge(&walk(v, true), Target::File, 0);
-        assert!(r[0].to_string().contains("group-writable (mode 0664)"), "{}", r[0]);
+        assert!(
+            r[0].to_string().contains("group-writable (mode 0664)"),
+            "{}",
+            r[0]
+        );
     }
 
     #[test]
     fn wrong_kind_and_system_directory() {
         let mut v = root_chain();
-        v.push(c("/etc/iser-guard/config.toml", 0, 0o644, Kind::Other("FIFO")));
+        v.push(c(
+            "/etc/iser-guard/config.toml",
+            0,
+            0o644,
+            Kind::Other("FIFO"),
+        ));
         let r = judge(&walk(v, true), Target::File, 0);
-        assert_eq!(r[0].to_string(), "/etc/iser-guard/config.toml is a FIFO, not a regular file");
+        assert_eq!(
+            r[0].to_string(),
+            "/etc/iser-guard/config.toml is a FIFO, not a regular file"
+        );
         let r = judge(
             &walk(vec![c("/", 0, 0o755, Kind::Dir)], true),
             Target::DedicatedDir,
@@ -360,6 +405,11 @@ mod tests {
         assert_eq!(judge(&w, Target::DedicatedDir, 0), vec![]);
         w.components[2].mode = 0o775;
         let r = judge(&w, Target::DedicatedDir, 0);
-        assert!(r[0].to_string().contains("/etc/iser-guard is group-writable"), "{}", r[0]);
+        assert!(
+            r[0].to_string()
+                .contains("/etc/iser-guard is group-writable"),
+            "{}",
+            r[0]
+        );
     }
 }

@@ -329,7 +329,10 @@ fn a_world_writable_grandparent_is_refused_and_named() {
     let fix = format!("chmod g-w,o-w {}", gp.display());
     refused(
         &p,
-        &format!("{} is world-writable (mode 0777) without the sticky bit", gp.display()),
+        &format!(
+            "{} is world-writable (mode 0777) without the sticky bit",
+            gp.display()
+        ),
     );
     refused(&p, &fix);
     // The JSON form names the same component.
@@ -380,7 +383,10 @@ fn a_config_owned_by_another_user_is_refused() {
     let p2 = dir.join("config.toml");
     config_at(&p2, "");
     chown_attacker(&dir);
-    refused(&p2, &format!("{} is owned by uid {ATTACKER_UID}", dir.display()));
+    refused(
+        &p2,
+        &format!("{} is owned by uid {ATTACKER_UID}", dir.display()),
+    );
 }
 
 #[test]
@@ -417,8 +423,17 @@ fn executables_in_world_writable_directories_are_refused() {
         ]
     );
     let t = text(&check(&p));
-    assert!(t.contains(&format!("{} is world-writable (mode 0777)", open.join("iscsiadm").display())), "{t}");
-    assert!(t.contains(&format!("chmod g-w,o-w {}", open.display())), "{t}");
+    assert!(
+        t.contains(&format!(
+            "{} is world-writable (mode 0777)",
+            open.join("iscsiadm").display()
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("chmod g-w,o-w {}", open.display())),
+        "{t}"
+    );
 }
 
 #[test]
@@ -426,17 +441,29 @@ fn a_state_dir_that_is_not_dedicated_is_refused() {
     let (_d, base) = tree();
     let p = base.join("config.toml");
     config_at(&p, "[paths]\nstate-dir = \"/\"\n");
-    refused(&p, "paths.state-dir: refusing /: / is a directory the whole system shares");
+    refused(
+        &p,
+        "paths.state-dir: refusing /: / is a directory the whole system shares",
+    );
     // A directory others can write, even with the sticky bit: not dedicated.
     let shared = base.join("shared");
     std::fs::create_dir(&shared).expect("mkdir");
     chmod(&shared, 0o1777);
-    config_at(&p, &format!("[paths]\nstate-dir = {:?}\n", shared.display().to_string()));
-    refused(&p, &format!("{} is world-writable (mode 1777)", shared.display()));
+    config_at(
+        &p,
+        &format!("[paths]\nstate-dir = {:?}\n", shared.display().to_string()),
+    );
+    refused(
+        &p,
+        &format!("{} is world-writable (mode 1777)", shared.display()),
+    );
     // Its own directory, or one not created yet under a trusted one: accepted.
     config_at(
         &p,
-        &format!("[paths]\nstate-dir = {:?}\n", base.join("state/new").display().to_string()),
+        &format!(
+            "[paths]\nstate-dir = {:?}\n",
+            base.join("state/new").display().to_string()
+        ),
     );
     assert_eq!(check(&p).status.code(), Some(0), "{}", text(&check(&p)));
 }
@@ -449,8 +476,14 @@ fn a_control_socket_path_naming_a_regular_file_is_refused() {
     let p = base.join("config.toml");
     config_at(
         &p,
-        &format!("[paths]\ncontrol-socket = {:?}\n", victim.display().to_string()),
+        &format!(
+            "[paths]\ncontrol-socket = {:?}\n",
+            victim.display().to_string()
+        ),
     );
     refused(&p, "exists and is a regular file, not a socket");
-    assert_eq!(std::fs::read_to_string(&victim).expect("still there"), "precious");
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("still there"),
+        "precious"
+    );
 }

@@ -53,7 +53,9 @@ async fn pause_answers_within_a_second_while_1000_idle_clients_are_held() {
     let p = path.clone();
     let (idle, reply) = tokio::task::spawn_blocking(move || {
         // Connected and silent: every one of them would have taken its 5 s deadline in turn.
-        let idle: Vec<UnixStream> = (0..1000).map(|_| UnixStream::connect(&p).unwrap()).collect();
+        let idle: Vec<UnixStream> = (0..1000)
+            .map(|_| UnixStream::connect(&p).unwrap())
+            .collect();
         let reply = pause(&p, Duration::from_secs(1));
         (idle, reply)
     })
@@ -84,7 +86,8 @@ async fn a_slow_client_delays_nobody_and_gets_its_own_deadline() {
         slow.write_all(b"{\"cmd\":").unwrap();
         let status = request(&p, &Request::Status, Duration::from_secs(5), |_| {});
         let mut line = String::new();
-        slow.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        slow.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         BufReader::new(&slow).read_line(&mut line).unwrap();
         (line, status)
     })
@@ -180,13 +183,19 @@ async fn bind_never_replaces_anything_but_a_socket() {
     let file = dir.path().join("precious");
     std::fs::write(&file, "data").unwrap();
     let e = ControlServer::bind(&file).unwrap_err();
-    assert!(e.to_string().contains("is a regular file, not a socket"), "{e}");
+    assert!(
+        e.to_string().contains("is a regular file, not a socket"),
+        "{e}"
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "data");
     // A symlink at the path is not followed or removed either.
     let link = dir.path().join("link.sock");
     std::os::unix::fs::symlink(&file, &link).unwrap();
     assert!(ControlServer::bind(&link).is_err());
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     // Dropping a server leaves alone a file put at its path after it bound.
     let sock = dir.path().join("c.sock");
     let server = ControlServer::bind(&sock).unwrap();

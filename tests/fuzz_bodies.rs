@@ -84,8 +84,11 @@ fn config_load_body_over_pseudo_random_inputs() {
         .map(|e| std::fs::read(e.path()).expect("read"))
         .collect();
     seeds.push(
-        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/config/iser-guard.toml"))
-            .expect("shipped config"),
+        std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/iser-guard.toml"
+        ))
+        .expect("shipped config"),
     );
     assert!(seeds.len() >= 5);
     for s in &seeds {

@@ -94,7 +94,8 @@ fn exec_paths_match_the_packaged_binary() {
     // A configuration error must end in the main process's exit 78, which
     // RestartPreventExitStatus covers; a failing ExecStartPre would loop through restarts.
     assert!(
-        u.get("Service").is_some_and(|s| !s.contains_key("ExecStartPre")),
+        u.get("Service")
+            .is_some_and(|s| !s.contains_key("ExecStartPre")),
         "no ExecStartPre: the daemon checks its configuration itself"
     );
     assert_eq!(one(&u, "Service", "RestartPreventExitStatus"), "78");

@@ -410,7 +410,11 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
                 Err(e) => return Err(read_err(e)),
             }
         }
-        let mut cut = if eof { buf.len() } else { last_record_start(&buf) };
+        let mut cut = if eof {
+            buf.len()
+        } else {
+            last_record_start(&buf)
+        };
         if cut == 0 && !eof {
             if want < MAX_CHUNK {
                 // One record with a dictionary longer than the chunk: read more of it.
@@ -540,7 +544,9 @@ mod tests {
         replay(&path, &mut streamed).unwrap();
         let mut whole = printer(true);
         for entry in SavedLog::from_bytes(log.as_bytes()).flatten() {
-            whole.record(&View::saved(entry.line, &entry.record)).unwrap();
+            whole
+                .record(&View::saved(entry.line, &entry.record))
+                .unwrap();
         }
         assert!(whole.printed > 1000, "{}", whole.printed);
         assert_eq!(streamed.printed, whole.printed);

@@ -336,7 +336,10 @@ impl ControlServer {
                 Verdict::Trusted { .. } => {}
                 Verdict::Refused(r) => {
                     return Err(ControlError::Untrusted(
-                        r.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+                        r.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; "),
                     ))
                 }
                 Verdict::Unwalkable(e) => return Err(ControlError::Untrusted(e.to_string())),
@@ -412,11 +415,8 @@ impl Drop for ControlServer {
 
 /// Writes one final reply without waiting on a client that does not read.
 async fn reply_and_drop(mut conn: ControlConnection, message: String, code: u8) {
-    let _ = tokio::time::timeout(
-        REPLY_WRITE_DEADLINE,
-        conn.done(false, &message, code, None),
-    )
-    .await;
+    let _ =
+        tokio::time::timeout(REPLY_WRITE_DEADLINE, conn.done(false, &message, code, None)).await;
 }
 
 async fn serve(
@@ -457,7 +457,11 @@ async fn serve(
         };
         if !peer_allowed(uid) {
             let err = ControlError::PeerRefused { uid };
-            tokio::spawn(reply_and_drop(conn, err.to_string(), crate::error::EXIT_NOPERM));
+            tokio::spawn(reply_and_drop(
+                conn,
+                err.to_string(),
+                crate::error::EXIT_NOPERM,
+            ));
             report(err);
             continue;
         }
@@ -469,7 +473,11 @@ async fn serve(
                 let err = ControlError::Busy {
                     max: limits.max_connections,
                 };
-                tokio::spawn(reply_and_drop(conn, err.to_string(), crate::error::EXIT_TEMPFAIL));
+                tokio::spawn(reply_and_drop(
+                    conn,
+                    err.to_string(),
+                    crate::error::EXIT_TEMPFAIL,
+                ));
                 report(err);
             }
         }
@@ -562,10 +570,7 @@ impl ControlConnection {
         })
         .await
         .map_err(|_| {
-            ControlError::Protocol(format!(
-                "no request within {} s",
-                deadline.as_secs_f64()
-            ))
+            ControlError::Protocol(format!("no request within {} s", deadline.as_secs_f64()))
         })?
         .map_err(io_err("read request"))?;
         parse_request(&line)

@@ -137,9 +137,7 @@ impl IscsiadmError {
     pub fn class(&self) -> StatusClass {
         match self {
             IscsiadmError::Failed { status, .. } => status.classify(),
-            IscsiadmError::Hung { .. } | IscsiadmError::Truncated { .. } => {
-                StatusClass::Transient
-            }
+            IscsiadmError::Hung { .. } | IscsiadmError::Truncated { .. } => StatusClass::Transient,
             IscsiadmError::NotRunnable { .. } | IscsiadmError::BadArgument { .. } => {
                 StatusClass::Permanent
             }

@@ -217,7 +217,13 @@ mod tests {
         match check(&base.join("safe/config.toml"), Target::File) {
             Verdict::Refused(r) => {
                 let m = r[0].to_string();
-                assert!(m.contains(&format!("{} is world-writable", base.join("open").display())), "{m}");
+                assert!(
+                    m.contains(&format!(
+                        "{} is world-writable",
+                        base.join("open").display()
+                    )),
+                    "{m}"
+                );
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
@@ -231,7 +237,10 @@ mod tests {
         assert!(!w.complete);
         assert_eq!(w.resolved, base.join("a/b"));
         std::os::unix::fs::symlink("loop", base.join("loop")).expect("symlink");
-        assert!(matches!(walk(&base.join("loop")), Err(WalkError::Loop { .. })));
+        assert!(matches!(
+            walk(&base.join("loop")),
+            Err(WalkError::Loop { .. })
+        ));
         std::fs::write(base.join("f"), "").expect("write");
         assert!(matches!(
             walk(&base.join("f/x")),
