@@ -19,15 +19,13 @@ type Ran = Arc<Mutex<Vec<Request>>>;
 fn daemon(server: ControlServer, ran: Ran) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            match server.accept().await {
-                Ok((mut conn, req)) => {
-                    if conn.client_gone() {
-                        continue;
-                    }
-                    ran.lock().unwrap().push(req.clone());
-                    let _ = conn.done(true, &format!("{req:?} done"), 0, None).await;
+            // Refused, busy and malformed clients come out as errors: the daemon logs them.
+            if let Ok((mut conn, req)) = server.accept().await {
+                if conn.client_gone() {
+                    continue;
                 }
-                Err(_) => {}
+                ran.lock().unwrap().push(req.clone());
+                let _ = conn.done(true, &format!("{req:?} done"), 0, None).await;
             }
         }
     })

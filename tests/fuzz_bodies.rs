@@ -20,7 +20,7 @@ impl Rng {
     }
 
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        usize::try_from(self.next() % n.max(1) as u64).unwrap_or(0)
     }
 }
 

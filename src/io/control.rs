@@ -564,7 +564,8 @@ impl ControlConnection {
 
     async fn read_request(&mut self, deadline: Duration) -> Result<Request, ControlError> {
         let mut line = Vec::new();
-        let read = tokio::time::timeout(deadline, async {
+        // At most MAX_REQUEST_BYTES + 1 bytes are read: `parse_request` refuses the excess.
+        tokio::time::timeout(deadline, async {
             let mut limited = (&mut self.stream).take(MAX_REQUEST_BYTES as u64 + 1);
             limited.read_until(b'\n', &mut line).await
         })
