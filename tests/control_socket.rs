@@ -54,7 +54,13 @@ async fn pause_answers_within_a_second_while_1000_idle_clients_are_held() {
         let idle: Vec<UnixStream> = (0..1000)
             .map(|_| UnixStream::connect(&p).unwrap())
             .collect();
+        let t = std::time::Instant::now();
         let reply = pause(&p, Duration::from_secs(1));
+        // A figure for the docs, not an assertion (the bound is the client's 1 s timeout).
+        eprintln!(
+            "pause answered in {:?} with 1000 idle clients held",
+            t.elapsed()
+        );
         (idle, reply)
     })
     .await
