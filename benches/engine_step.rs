@@ -27,13 +27,14 @@ fn sessions(failed_device: Option<usize>) -> Vec<SessionInfo> {
                 sid: u32::try_from(i + 1).unwrap_or(0),
                 key: SessionKey {
                     target: format!("iqn.2003-01.org.example:t{i}"),
-                    portal: Portal::new(format!("10.0.{}.{}", d, s + 1), 3260),
+                    portal: Portal::parse(&format!("10.0.{}.{}", d, s + 1), 3260).unwrap(),
                     iface: "iser".into(),
                 },
                 transport: "iser".into(),
                 netdev: None,
                 local_ip: None,
                 rdma: Some(PortId::new(format!("rocep{d}s0f0"), 1)),
+                placed_by: None,
                 state,
                 disks: vec![DiskInfo::new(format!("sd{i}"), "running")],
             });

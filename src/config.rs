@@ -156,48 +156,8 @@ pub struct Recovery {
     pub verify_timeout: Duration,
 }
 
-/// A syslog severity (RFC 5424 names, as in syslog.h without the `LOG_` prefix).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Severity {
-    /// 0: the system is unusable.
-    Emerg,
-    /// 1: action must be taken immediately.
-    Alert,
-    /// 2: critical condition.
-    Crit,
-    /// 3: error.
-    Err,
-    /// 4: warning.
-    Warning,
-    /// 5: normal but significant.
-    Notice,
-    /// 6: informational.
-    Info,
-    /// 7: debug.
-    Debug,
-}
-
-impl Severity {
-    /// The numeric syslog severity (0 = emerg … 7 = debug).
-    pub fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The name used in the configuration file.
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Emerg => "emerg",
-            Severity::Alert => "alert",
-            Severity::Crit => "crit",
-            Severity::Err => "err",
-            Severity::Warning => "warning",
-            Severity::Notice => "notice",
-            Severity::Info => "info",
-            Severity::Debug => "debug",
-        }
-    }
-}
+/// Alert severities are syslog's, one type for the file and the wire.
+pub use crate::io::syslog::Severity;
 
 /// A syslog facility.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -268,6 +228,19 @@ pub struct Alerts {
     /// Severity of "gave up, an operator must act" (quarantine, other sessions in the way,
     /// device not allow-listed).
     pub severity_operator: Severity,
+}
+
+impl Alerts {
+    /// The configured syslog severity for an engine alert of this urgency.
+    pub fn syslog_severity(&self, urgency: iser_guard_core::recovery::Severity) -> Severity {
+        use iser_guard_core::recovery::Severity as U;
+        match urgency {
+            U::Info => self.severity_recovered,
+            U::Warning => self.severity_action,
+            U::Error => self.severity_fault,
+            U::Critical => self.severity_operator,
+        }
+    }
 }
 
 /// Kernel-log trust settings.
@@ -1324,6 +1297,21 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_engine_urgency_gets_its_configured_syslog_severity() {
+        use iser_guard_core::recovery::Severity as U;
+        let a = Config::default().alerts;
+        assert_eq!(a.syslog_severity(U::Info), Severity::Notice);
+        assert_eq!(a.syslog_severity(U::Warning), Severity::Warning);
+        assert_eq!(a.syslog_severity(U::Error), Severity::Crit);
+        assert_eq!(a.syslog_severity(U::Critical), Severity::Alert);
+        let c =
+            parse_str("[alerts]\nseverity-recovered = \"debug\"\nseverity-operator = \"emerg\"\n")
+                .unwrap();
+        assert_eq!(c.alerts.syslog_severity(U::Info), Severity::Debug);
+        assert_eq!(c.alerts.syslog_severity(U::Critical), Severity::Emerg);
+    }
 
     #[test]
     fn default_config_maps_to_the_cores_default_policy() {

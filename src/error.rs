@@ -105,9 +105,15 @@ impl Error {
             Error::Config(_) => EXIT_CONFIG,
             Error::Usage(_) => EXIT_USAGE,
             Error::Data(_) => EXIT_DATAERR,
-            Error::Journal(crate::io::journal::JournalError::Corrupt { .. }) => EXIT_DATAERR,
-            Error::Journal(crate::io::journal::JournalError::Io { source, .. }) => {
+            Error::Journal(
+                crate::io::journal::JournalError::Corrupt { .. }
+                | crate::io::journal::JournalError::NewerFormat { .. },
+            ) => EXIT_DATAERR,
+            Error::Journal(crate::io::journal::JournalError::Read { source, .. }) => {
                 io_exit_code(source)
+            }
+            Error::Journal(crate::io::journal::JournalError::Write { source }) => {
+                io_exit_code(&source.source)
             }
             Error::Kmsg(e) => {
                 use crate::io::kmsg::KmsgError;

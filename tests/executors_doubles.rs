@@ -8,7 +8,7 @@ use iser_guard::error::{self, Error};
 use iser_guard::io::executors::Doubles;
 use iser_guard::io::iscsiadm::{IscsiCall, LoginOutcome, NodeId, SessionListing, StatusClass};
 use iser_guard::io::lock::RecoveryLock;
-use iser_guard::io::probe::{ProbeResult, ProbeSource};
+use iser_guard::io::probe::{ProbeSource, TcpAnswer};
 use iser_guard::io::reset::ResetOutcome;
 use iser_guard::io::syslog::{Alert, Severity};
 
@@ -18,16 +18,16 @@ fn scripted_executors_answer_in_order_and_record_calls() {
     let ex = d.executors(&Config::default());
     let portal: SocketAddr = "192.0.2.2:3260".parse().unwrap();
 
-    d.prober.push(portal, [ProbeResult::Refused]);
+    d.prober.push(portal, [TcpAnswer::Refused]);
     let src = ProbeSource::default();
     let t = ex.probe_timeout;
     assert_eq!(
         ex.prober.probe(portal, &src, t).unwrap(),
-        ProbeResult::Refused
+        TcpAnswer::Refused
     );
     assert_eq!(
         ex.prober.probe(portal, &src, t).unwrap(),
-        ProbeResult::Timeout
+        TcpAnswer::Timeout
     );
     assert_eq!(d.prober.calls().len(), 2);
 

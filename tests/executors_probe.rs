@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use iser_guard::io::probe::{
-    parse_portal, PortalProber, ProbeError, ProbeResult, ProbeSource, TcpProber,
+    parse_portal, PortalProber, ProbeError, ProbeSource, TcpAnswer, TcpProber,
 };
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -21,7 +21,7 @@ fn accepting_listener_is_reachable() {
             Duration::from_secs(5),
         )
         .unwrap();
-    assert!(matches!(r, ProbeResult::Reachable { .. }), "{r:?}");
+    assert!(matches!(r, TcpAnswer::Reachable { .. }), "{r:?}");
 }
 
 #[test]
@@ -75,7 +75,7 @@ fn closed_port_is_refused() {
     let r = TcpProber
         .probe(addr, &ProbeSource::default(), Duration::from_secs(5))
         .unwrap();
-    assert_eq!(r, ProbeResult::Refused);
+    assert_eq!(r, TcpAnswer::Refused);
 }
 
 #[test]
@@ -103,7 +103,7 @@ fn full_accept_queue_times_out() {
     let mut fillers = Vec::new();
     for _ in 0..2 {
         let r = TcpProber.probe(addr, &ProbeSource::default(), Duration::from_millis(300));
-        if let Ok(ProbeResult::Reachable { .. }) = r {
+        if let Ok(TcpAnswer::Reachable { .. }) = r {
             // Keep a real connection open: probe_tcp closes its own, so open one more that stays.
             fillers.push(std::net::TcpStream::connect_timeout(
                 &addr,
@@ -114,7 +114,7 @@ fn full_accept_queue_times_out() {
     let r = TcpProber
         .probe(addr, &ProbeSource::default(), Duration::from_millis(300))
         .unwrap();
-    assert_eq!(r, ProbeResult::Timeout);
+    assert_eq!(r, TcpAnswer::Timeout);
 }
 
 #[test]

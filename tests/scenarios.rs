@@ -126,7 +126,9 @@ fn initiator_device_that_stays_gone_is_recreated_from_its_parent_after_the_wait(
 
 #[test]
 fn dead_target_listener_never_recreates_the_local_device_and_names_the_target_remedy() {
-    let h = run("dead-listener");
+    // With dynamic debug on (the 6.1 kernel logs `RDMA CM: REJECTED` only then); without it
+    // see tests/scenarios_placement.rs (an engine defect, issue 9 item 6).
+    let h = run("dead-listener-dyndbg");
     assert_safety(&h);
     assert!(h.recreations().is_empty());
     assert_eq!(

@@ -42,13 +42,14 @@ fn session(i: usize, st: u8) -> SessionInfo {
         sid: u32::try_from(i).unwrap_or(0) + 1,
         key: SessionKey {
             target: format!("iqn.2003-01.org.example:t{}", i % 3),
-            portal: Portal::new(if i % 2 == 0 { "10.0.0.5" } else { "10.0.0.6" }, 3260),
+            portal: Portal::new(if i % 2 == 0 { [10, 0, 0, 5] } else { [10, 0, 0, 6] }, 3260),
             iface: "iser".into(),
         },
         transport: "iser".into(),
         netdev: None,
         local_ip: None,
         rdma: Some(PortId::new(DEVICES[i % 3], 1 + u32::try_from(i / 3).unwrap_or(0))),
+        placed_by: None,
         state,
         disks: vec![DiskInfo::new(
             format!("sd{i}"),

@@ -252,7 +252,8 @@ fn standalone_dry_run(
             }
             if let Some(p) = portal {
                 let want = parse_portal_arg(p).map_err(Error::Usage)?;
-                if want.address != node.address || want.port != node.port {
+                if crate::core::recovery::Portal::parse(&node.address, node.port).ok() != Some(want)
+                {
                     continue;
                 }
             }

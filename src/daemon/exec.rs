@@ -5,12 +5,12 @@
 
 use crate::core::iscsi::NodeId;
 use crate::core::recovery::{
-    Action, ActionKind, IscsiNode, IscsiadmStatus, Outcome, ProbeResult, RecreateResult,
+    Action, ActionKind, IscsiNode, IscsiadmStatus, Outcome, RecreateResult,
 };
 use crate::io::executors::Executors;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::lock::RecoveryLock;
-use crate::io::probe::{parse_portal, ProbeResult as TcpResult, ProbeSource};
+use crate::io::probe::{verdict_of, ProbeSource};
 use crate::io::reset::ResetOutcome;
 
 /// The result of one executed action: the outcome for the engine and what happened, in
@@ -26,8 +26,8 @@ pub struct Executed {
 fn node_id(node: &IscsiNode) -> NodeId {
     NodeId {
         target: node.key.target.clone(),
-        address: node.key.portal.address.clone(),
-        port: node.key.portal.port,
+        address: node.key.portal.ip().to_string(),
+        port: node.key.portal.port(),
         iface: Some(node.key.iface.clone()),
     }
 }
@@ -36,7 +36,7 @@ fn iscsiadm_status(e: &IscsiadmError) -> IscsiadmStatus {
     match e {
         IscsiadmError::Failed {
             status, message, ..
-        } => IscsiadmStatus::from_exit_code(status.code(), message),
+        } => crate::core::recovery::iscsiadm_outcome(*status, message),
         IscsiadmError::Hung { .. } => IscsiadmStatus::Timeout,
         other => IscsiadmStatus::Other {
             code: None,
@@ -65,26 +65,13 @@ pub fn execute(
     };
     match &action.kind {
         ActionKind::ProbePortal { portal, timeout } => {
-            let addr = match parse_portal(&portal.to_string(), ex.probe_port) {
-                Ok(a) => a,
-                Err(e) => {
-                    return done(Outcome::Probe(ProbeResult::Unreachable), e.to_string());
-                }
-            };
+            let addr = portal.socket_addr();
             let source = ProbeSource {
                 local_ip: probe_from.filter(|ip| ip.is_ipv4() == addr.is_ipv4()),
                 device: None,
             };
-            match ex.prober.probe(addr, &source, *timeout) {
-                Ok(r @ TcpResult::Reachable { .. }) => {
-                    done(Outcome::Probe(ProbeResult::Reachable), r.to_string())
-                }
-                Ok(r @ TcpResult::Refused) => {
-                    done(Outcome::Probe(ProbeResult::Refused), r.to_string())
-                }
-                Ok(r) => done(Outcome::Probe(ProbeResult::Unreachable), r.to_string()),
-                Err(e) => done(Outcome::Probe(ProbeResult::Unreachable), e.to_string()),
-            }
+            let (verdict, summary) = verdict_of(&ex.prober.probe(addr, &source, *timeout));
+            done(Outcome::Probe(verdict), summary)
         }
         ActionKind::RecreateDevice { device, .. } => {
             let purpose = format!("iser-guard: re-creating {device}");
@@ -189,22 +176,7 @@ pub fn syslog_alert(
     a: &crate::core::recovery::Alert,
     cfg: &crate::config::Alerts,
 ) -> crate::io::syslog::Alert {
-    use crate::core::recovery::Severity as E;
-    use crate::io::syslog::Severity as S;
-    let configured = match a.severity {
-        E::Info => cfg.severity_recovered,
-        E::Warning => cfg.severity_action,
-        E::Error => cfg.severity_fault,
-        E::Critical => cfg.severity_operator,
-    };
-    let severity = match configured.code() {
-        0 | 1 => S::Alert,
-        2 => S::Crit,
-        3 => S::Err,
-        4 => S::Warning,
-        5 => S::Notice,
-        _ => S::Info,
-    };
+    let severity = cfg.syslog_severity(a.severity);
     let what = if a.count > 1 {
         format!("{} ({} times)", a.summary, a.count)
     } else {

@@ -20,11 +20,12 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use crate::config::Config;
 use crate::core::driver::{Driver, Effect, EffectId, EffectKind, EffectOutcome, Refusal};
 use crate::core::iscsi::{Parsed, SessionDetail};
+use crate::core::nldev::CmIdEntry;
 use crate::core::recovery::{
     from_kernel_event, ActionKind, Engine, EngineSnapshot, OperatorCommand, Phase, PortId, Portal,
     Trust,
 };
-use crate::core::session_map::{NetdevAddr, RdmaPortNetdev};
+use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::notify::Notifier;
 use crate::daemon::sessions::map_sessions;
@@ -37,6 +38,10 @@ use crate::io::kmsg::KmsgEvent;
 
 /// Lists the host's interface addresses (for placing sessions on RDMA ports).
 pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
+
+/// Names the netdev the kernel routes an address through (`ip route get`), for placing
+/// sessions on RDMA ports; `Err` says why there is no answer.
+pub type RouteLookup = Arc<dyn Fn(std::net::IpAddr) -> Result<String, String> + Send + Sync>;
 
 /// How long an operator command may take before its client is told it is still running.
 const OPERATOR_DEADLINE: Duration = Duration::from_secs(15 * 60);
@@ -55,6 +60,8 @@ pub struct Deps {
     pub notifier: Notifier,
     /// The host's addresses.
     pub addresses: AddressLister,
+    /// The route to a portal.
+    pub routes: RouteLookup,
     /// The control socket; `None` for the standalone manual commands.
     pub control: Option<ControlServer>,
     /// Stops the loop like SIGTERM when it receives (tests; `None` in production, where
@@ -89,6 +96,21 @@ pub struct Settings {
     pub automatic_actions: bool,
 }
 
+/// Route lookups for placement. They are joined with the port netdevs read under
+/// `paths.sysfs-root`; when that is not the running kernel's `/sys` (a test tree, a copy),
+/// this host's routing table describes another machine and is not consulted.
+fn host_routes(sysfs_root: &std::path::Path) -> RouteLookup {
+    if sysfs_root == std::path::Path::new("/sys") {
+        Arc::new(|ip| crate::io::route::route_netdev(ip).map_err(|e| e.to_string()))
+    } else {
+        let why = format!(
+            "route lookups are off: paths.sysfs-root ({}) is not this kernel's /sys",
+            sysfs_root.display()
+        );
+        Arc::new(move |_| Err(why.clone()))
+    }
+}
+
 impl Deps {
     /// The real dependencies for `cfg`. `daemon`: open the kernel log and bind the control
     /// socket (the standalone commands do neither). Must be called inside a tokio runtime.
@@ -121,6 +143,7 @@ impl Deps {
                 Notifier::silent()
             },
             addresses: Arc::new(crate::io::netif::addresses),
+            routes: host_routes(&cfg.paths.sysfs_root),
             control,
             shutdown: None,
         })
@@ -153,8 +176,13 @@ struct Loop {
     clock: Arc<dyn Clock>,
     notifier: Notifier,
     addresses: AddressLister,
+    routes: RouteLookup,
     journal: Journal,
     ports: Vec<RdmaPortNetdev>,
+    /// The RDMA CM ids of the last topology poll (session placement).
+    cm_ids: Vec<CmIdEntry>,
+    /// Session placement with its memory (a vanished device keeps its sessions).
+    placer: Placer,
     done_tx: UnboundedSender<Finished>,
     journal_tx: UnboundedSender<(EffectId, Result<(), String>)>,
     sessions_tx: UnboundedSender<Result<Parsed<SessionDetail>, String>>,
@@ -234,8 +262,11 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         clock: deps.clock,
         notifier: deps.notifier,
         addresses: deps.addresses,
+        routes: deps.routes,
         journal,
         ports: Vec::new(),
+        cm_ids: Vec::new(),
+        placer: Placer::new(),
         done_tx,
         journal_tx,
         sessions_tx,
@@ -674,7 +705,34 @@ impl Loop {
                         Vec::new()
                     }
                 };
-                let (list, _) = map_sessions(&parsed.items, &addrs, &self.ports);
+                let mut routes = BTreeMap::new();
+                for ip in crate::daemon::sessions::portal_addresses(&parsed.items) {
+                    match (self.routes)(ip) {
+                        Ok(netdev) => {
+                            routes.insert(ip, netdev);
+                        }
+                        Err(e) => tracing::debug!(%ip, "no route to the portal: {e}"),
+                    }
+                }
+                let facts = HostFacts {
+                    cm_ids: &self.cm_ids,
+                    routes: &routes,
+                    addrs: &addrs,
+                    ports: &self.ports,
+                };
+                // Before the first topology report the ports are unknown: place with a
+                // scratch copy so nothing is remembered or warned about from that.
+                let mapped = if self.ready.topology {
+                    map_sessions(&parsed.items, &facts, &mut self.placer)
+                } else {
+                    map_sessions(&parsed.items, &facts, &mut self.placer.clone())
+                };
+                if self.ready.topology {
+                    for w in &mapped.warnings {
+                        tracing::warn!("{w}");
+                    }
+                }
+                let list = mapped.sessions;
                 for s in &list {
                     if let Some(ip) = s.local_ip.as_deref().and_then(|ip| ip.parse().ok()) {
                         self.probe_from.insert(s.key.portal.clone(), ip);
@@ -701,18 +759,21 @@ impl Loop {
             TopologyReport::Update {
                 observations,
                 ports,
+                cm_ids,
             } => {
                 let first = !self.ready.topology;
                 self.ready.topology = true;
-                let changed = self.ports != ports;
+                let changed = self.ports != ports || self.cm_ids != cm_ids;
                 self.ports = ports;
+                self.cm_ids = cm_ids;
                 let now = self.now();
                 for obs in observations {
                     tracing::info!(observation = %obs.describe(), "RDMA topology");
                     self.driver.handle_observation(obs, Trust::Trusted, now);
                 }
-                if changed && !first {
-                    // Sessions may now be placed differently.
+                if (changed && !first) || (first && self.ready.sessions) {
+                    // Sessions may now be placed differently (or were listed before the
+                    // ports were known).
                     self.request_sessions();
                 }
             }
@@ -1092,7 +1153,7 @@ impl Loop {
 pub fn parse_portal_arg(s: &str) -> Result<Portal, String> {
     let addr = crate::io::probe::parse_portal(s, crate::io::probe::ISCSI_PORT)
         .map_err(|e| e.to_string())?;
-    Ok(Portal::new(addr.ip().to_string(), addr.port()))
+    Ok(Portal::from(addr))
 }
 
 #[cfg(test)]
@@ -1112,7 +1173,7 @@ mod tests {
         IscsiAdm, IscsiadmError, LoginOutcome, LogoutOutcome, NodeOutcome, SessionListing,
     };
     use crate::io::kmsg::KmsgError;
-    use crate::io::probe::ProbeResult;
+    use crate::io::probe::TcpAnswer;
 
     struct ChannelLog(UnboundedReceiver<KmsgEvent>);
     impl KernelLog for ChannelLog {
@@ -1143,6 +1204,7 @@ mod tests {
                     port: 1,
                     netdev: "ens1f0".into(),
                 }],
+                cm_ids: Vec::new(),
             });
         }
     }
@@ -1209,7 +1271,7 @@ mod tests {
         doubles.prober.push(
             portal,
             std::iter::repeat_n(
-                ProbeResult::Reachable {
+                TcpAnswer::Reachable {
                     rtt: Duration::from_millis(1),
                 },
                 50,
@@ -1235,6 +1297,7 @@ mod tests {
                     ip: "192.0.2.1".parse().unwrap(),
                 }])
             }),
+            routes: Arc::new(|_| Err("no route in this test".into())),
             control: None,
             shutdown: Some(stop_rx),
         };
@@ -1306,7 +1369,7 @@ mod tests {
         doubles.prober.push(
             portal,
             std::iter::repeat_n(
-                ProbeResult::Reachable {
+                TcpAnswer::Reachable {
                     rtt: Duration::from_millis(1),
                 },
                 50,
@@ -1332,6 +1395,7 @@ mod tests {
                     ip: "192.0.2.1".parse().unwrap(),
                 }])
             }),
+            routes: Arc::new(|_| Err("no route in this test".into())),
             control: None,
             shutdown: Some(stop_rx),
         };

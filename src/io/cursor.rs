@@ -3,16 +3,18 @@
 //!
 //! Sequence numbers restart at 0 on every boot, so a position means nothing without its boot
 //! id (`/proc/sys/kernel/random/boot_id`, configurable as `paths.boot-id`). The file is small
-//! JSON, written atomically (temporary file, fsync, rename, fsync of the directory) so a
-//! crash leaves either the old or the new position, never a torn one.
+//! JSON, written with [`write_atomic`] (temporary file, fsync, rename, fsync of the directory)
+//! so a crash leaves either the old or the new position, never a torn one.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+use crate::io::atomic::write_atomic;
 
 /// Name of the daemon's cursor file inside the state directory.
 pub const CURSOR_FILE_NAME: &str = "kmsg.cursor";
@@ -45,6 +47,9 @@ pub enum CursorError {
         #[source]
         source: io::Error,
     },
+    /// Replacing the cursor file failed (the step and path are in the source).
+    #[error("cannot save kmsg cursor: {0}")]
+    Save(#[source] crate::io::atomic::AtomicWriteError),
     /// The cursor file exists but does not hold a cursor.
     #[error(
         "kmsg cursor {path} is corrupt ({reason}); delete it to start from the end of the log"
@@ -117,36 +122,14 @@ impl CursorFile {
             })
     }
 
-    /// Saves `cursor` atomically, creating the state directory if needed.
+    /// Saves `cursor` atomically ([`write_atomic`]), creating the state directory if needed.
     pub fn save(&self, cursor: &KmsgCursor) -> Result<(), CursorError> {
-        let io_err = |what, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| CursorError::Io { what, path, source }
-        };
-        let dir = self
-            .path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(io_err("cannot create state directory", dir))?;
-        let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
-        tmp_name.push(".tmp");
-        let tmp = self.path.with_file_name(tmp_name);
         let mut body = serde_json::to_vec(cursor).map_err(|e| CursorError::Corrupt {
             path: self.path.clone(),
             reason: e.to_string(),
         })?;
         body.push(b'\n');
-        let mut f = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
-        f.write_all(&body).map_err(io_err("cannot write", &tmp))?;
-        f.sync_all().map_err(io_err("cannot fsync", &tmp))?;
-        drop(f);
-        fs::rename(&tmp, &self.path).map_err(io_err("cannot rename into", &self.path))?;
-        // Make the rename itself durable.
-        fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io_err("cannot fsync", dir))?;
-        Ok(())
+        write_atomic(&self.path, &body).map_err(CursorError::Save)
     }
 }
 

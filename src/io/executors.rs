@@ -7,7 +7,7 @@
 //! | re-create device | [`DeviceResetter::recreate`] | [`crate::io::reset::ResetOutcome`] / [`crate::io::reset::ResetError`] |
 //! | iSCSI login / logout / rescan | [`IscsiAdm`] methods | `LoginOutcome`, `LogoutOutcome`, `()` / [`crate::io::iscsiadm::IscsiadmError`] (with `retry()`) |
 //! | list sessions | [`IscsiAdm::sessions`] | raw text for [`crate::core::iscsi`] |
-//! | probe portal | [`PortalProber::probe`] | [`crate::io::probe::ProbeResult`] |
+//! | probe portal | [`PortalProber::probe`] | [`crate::io::probe::TcpAnswer`] |
 //! | alert | [`AlertSink::send`] | `()` / [`crate::io::syslog::SyslogError`] (log "unavailable" once) |
 //!
 //! Every call blocks (subprocesses, sysfs polling, a TCP connect with a deadline); the tokio

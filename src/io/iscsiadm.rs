@@ -175,17 +175,10 @@ impl IscsiadmError {
     }
 }
 
-fn advice(status: IscsiadmStatus) -> &'static str {
-    use IscsiadmStatus::*;
-    match status {
-        LoginAuthFailed => "; the target rejected the CHAP credentials: fix node.session.auth.* (retrying will not help)",
-        FatalLogin => "; the target refused the login for good: check its ACLs and the initiator name",
-        IscsidCommErr | IscsidNotconn => "; iscsid is not reachable: start it (`systemctl start iscsid`)",
-        TransNotFound => "; the transport is not available: load ib_iser (`modprobe ib_iser`)",
-        Access => "; iscsiadm needs root",
-        TransTimeout | ReqTimedout | PduTimeout => "; timed out: is the target reachable over the RDMA port?",
-        NoObjsFound => "; no such session or node record (a login may need the record re-created: -o new)",
-        _ => "",
+fn advice(status: IscsiadmStatus) -> String {
+    match status.remedy() {
+        "" => String::new(),
+        r => format!("; {r}"),
     }
 }
 

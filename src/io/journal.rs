@@ -1,16 +1,18 @@
 //! The engine's state journal: one JSON file in the state directory, replaced atomically.
 //!
-//! Writing: a temporary file in the same directory, `fsync`, `rename` over the journal, then
-//! `fsync` of the directory, so after a crash the journal is either the old or the new
-//! snapshot, never a mix. Loading: a missing journal is a fresh start; an unreadable or
-//! corrupt one is a typed error (never silently replaced, so no remembered session is lost).
+//! The bytes are the journal's own versioned format (`core::journal`), never the engine's
+//! internal types, so a newer release reads a journal the previous one wrote. Writing goes
+//! through [`crate::io::atomic::write_atomic`]: after a crash the journal is either the old
+//! or the new snapshot, never a mix. Loading: a missing journal is a fresh start; an
+//! unreadable, corrupt or too-new one is a typed error (never silently replaced, so no
+//! remembered session is lost).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::fs;
+use std::path::PathBuf;
 
+use crate::core::journal::{self as format, JournalFormatError};
 use crate::core::recovery::EngineSnapshot;
+use crate::io::atomic::{write_atomic, AtomicWriteError};
 
 /// The journal's file name inside the state directory.
 pub const JOURNAL_FILE: &str = "engine-journal.json";
@@ -18,18 +20,23 @@ pub const JOURNAL_FILE: &str = "engine-journal.json";
 /// Why the journal could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
-    /// An OS error.
+    /// Reading failed.
     #[error(
-        "state journal {path}: {op} failed: {source}; check the state directory (paths.state-dir)"
+        "state journal {path}: read failed: {source}; check the state directory (paths.state-dir)"
     )]
-    Io {
-        /// The file or directory.
+    Read {
+        /// The file.
         path: PathBuf,
-        /// What was being done.
-        op: &'static str,
         /// The OS error.
         #[source]
         source: std::io::Error,
+    },
+    /// Writing failed (which step is in the source).
+    #[error("state journal: {source}; check the state directory (paths.state-dir)")]
+    Write {
+        /// The failed step.
+        #[source]
+        source: AtomicWriteError,
     },
     /// The file exists but is not a valid journal.
     #[error(
@@ -40,9 +47,21 @@ pub enum JournalError {
     Corrupt {
         /// The file.
         path: PathBuf,
-        /// The parse error.
+        /// What is wrong with it.
         #[source]
-        source: serde_json::Error,
+        source: JournalFormatError,
+    },
+    /// The file was written by a newer release in a format this one does not know.
+    #[error(
+        "state journal {path}: {source}; it was left untouched (to move it aside: \
+         mv {path} {path}.newer)"
+    )]
+    NewerFormat {
+        /// The file.
+        path: PathBuf,
+        /// The version found, in the source.
+        #[source]
+        source: JournalFormatError,
     },
 }
 
@@ -67,61 +86,25 @@ impl Journal {
 
     /// Replaces the journal with `snapshot`, atomically and durably.
     pub fn save(&self, snapshot: &EngineSnapshot) -> Result<(), JournalError> {
-        let bytes = serde_json::to_vec_pretty(snapshot).map_err(|e| JournalError::Io {
-            path: self.path(),
-            op: "serialize",
-            source: std::io::Error::other(e),
-        })?;
-        self.save_bytes(&bytes)
+        write_atomic(&self.path(), &format::encode(snapshot))
+            .map_err(|source| JournalError::Write { source })
     }
 
-    fn save_bytes(&self, bytes: &[u8]) -> Result<(), JournalError> {
-        let path = self.path();
-        let tmp = self.dir.join(format!(".{JOURNAL_FILE}.tmp"));
-        let io = |op: &'static str, p: &Path| {
-            let p = p.to_path_buf();
-            move |source| JournalError::Io {
-                path: p,
-                op,
-                source,
-            }
-        };
-        fs::create_dir_all(&self.dir).map_err(io("create directory", &self.dir))?;
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io("create", &tmp))?;
-        f.write_all(bytes).map_err(io("write", &tmp))?;
-        f.sync_all().map_err(io("fsync", &tmp))?;
-        drop(f);
-        fs::rename(&tmp, &path).map_err(io("rename", &path))?;
-        // The rename is durable only once the directory entry is.
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io("fsync directory", &self.dir))?;
-        Ok(())
-    }
-
-    /// The journaled snapshot; `Ok(None)` if there is no journal yet.
+    /// The journaled snapshot, migrated from whichever version wrote it; `Ok(None)` if
+    /// there is no journal yet.
     pub fn load(&self) -> Result<Option<EngineSnapshot>, JournalError> {
         let path = self.path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(JournalError::Io {
-                    path,
-                    op: "read",
-                    source,
-                })
-            }
+            Err(source) => return Err(JournalError::Read { path, source }),
         };
-        serde_json::from_slice(&bytes)
+        format::decode(&bytes)
             .map(Some)
-            .map_err(|source| JournalError::Corrupt { path, source })
+            .map_err(|source| match source {
+                JournalFormatError::Newer { .. } => JournalError::NewerFormat { path, source },
+                _ => JournalError::Corrupt { path, source },
+            })
     }
 }
 
@@ -162,12 +145,27 @@ mod tests {
     }
 
     #[test]
-    fn an_unwritable_directory_is_an_io_error() {
+    fn a_journal_from_a_newer_release_is_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path());
+        fs::write(j.path(), br#"{"version": 99, "ports": []}"#).unwrap();
+        let e = j.load().unwrap_err();
+        assert!(matches!(e, JournalError::NewerFormat { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("version 99") && msg.contains("newer release"),
+            "{msg}"
+        );
+        assert!(j.path().exists());
+    }
+
+    #[test]
+    fn an_unwritable_directory_is_a_write_error() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("not-a-dir");
         fs::write(&file, b"x").unwrap();
         let j = Journal::new(&file);
         let snap = Engine::new(Policy::default(), 1).snapshot();
-        assert!(matches!(j.save(&snap), Err(JournalError::Io { .. })));
+        assert!(matches!(j.save(&snap), Err(JournalError::Write { .. })));
     }
 }

@@ -1,6 +1,7 @@
 //! Thin shells over OS facilities, one facility per module. Everything here is small and
 //! does no deciding: it turns the OS into typed inputs for the core and executes its actions.
 
+pub mod atomic;
 pub mod control;
 pub mod cursor;
 pub mod executors;
@@ -15,5 +16,6 @@ pub mod path_trust;
 pub mod probe;
 pub mod process;
 pub mod reset;
+pub mod route;
 pub mod sysfs;
 pub mod syslog;

@@ -15,6 +15,8 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
+
+pub use crate::core::recovery::ProbeResult;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{
     bind, connect, getsockopt, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType,
@@ -33,9 +35,12 @@ pub struct ProbeSource {
     pub device: Option<String>,
 }
 
-/// What one probe found.
+/// What the network answered to one probe, in full (round-trip time, errno). The engine
+/// needs less: [`TcpAnswer::verdict`] is its [`ProbeResult`], the one probe vocabulary of the
+/// core, and [`verdict_of`] the only place a probe (or a probe that could not be made) becomes
+/// one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeResult {
+pub enum TcpAnswer {
     /// The portal accepted a TCP connection after this round-trip time.
     Reachable {
         /// Time from connect() to established.
@@ -50,23 +55,42 @@ pub enum ProbeResult {
     Unreachable(Errno),
 }
 
-impl ProbeResult {
-    /// True for [`ProbeResult::Reachable`].
+impl TcpAnswer {
+    /// True for [`TcpAnswer::Reachable`].
     pub fn is_reachable(&self) -> bool {
-        matches!(self, ProbeResult::Reachable { .. })
+        matches!(self, TcpAnswer::Reachable { .. })
+    }
+
+    /// The engine's verdict: a time-out and a network error are both "unreachable" (no
+    /// answer from the target either way); a reset is "refused" (host up, nothing listening).
+    pub fn verdict(&self) -> ProbeResult {
+        match self {
+            TcpAnswer::Reachable { .. } => ProbeResult::Reachable,
+            TcpAnswer::Refused => ProbeResult::Refused,
+            TcpAnswer::Timeout | TcpAnswer::Unreachable(_) => ProbeResult::Unreachable,
+        }
     }
 }
 
-impl std::fmt::Display for ProbeResult {
+impl std::fmt::Display for TcpAnswer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ProbeResult::Reachable { rtt } => {
+            TcpAnswer::Reachable { rtt } => {
                 write!(f, "reachable (rtt {:.1} ms)", rtt.as_secs_f64() * 1e3)
             }
-            ProbeResult::Refused => write!(f, "refused (host up, portal not listening)"),
-            ProbeResult::Timeout => write!(f, "no answer (timeout)"),
-            ProbeResult::Unreachable(e) => write!(f, "unreachable ({})", e.desc()),
+            TcpAnswer::Refused => write!(f, "refused (host up, portal not listening)"),
+            TcpAnswer::Timeout => write!(f, "no answer (timeout)"),
+            TcpAnswer::Unreachable(e) => write!(f, "unreachable ({})", e.desc()),
         }
+    }
+}
+
+/// The engine's verdict on a probe and the words for the log: a probe that could not be made
+/// (a local problem) tells nothing about the target, so it counts as unreachable.
+pub fn verdict_of(probe: &Result<TcpAnswer, ProbeError>) -> (ProbeResult, String) {
+    match probe {
+        Ok(a) => (a.verdict(), a.to_string()),
+        Err(e) => (ProbeResult::Unreachable, e.to_string()),
     }
 }
 
@@ -131,7 +155,7 @@ pub trait PortalProber: Send + Sync {
         portal: SocketAddr,
         source: &ProbeSource,
         timeout: Duration,
-    ) -> Result<ProbeResult, ProbeError>;
+    ) -> Result<TcpAnswer, ProbeError>;
 }
 
 /// The real prober: a non-blocking TCP connect and `poll`.
@@ -144,7 +168,7 @@ impl PortalProber for TcpProber {
         portal: SocketAddr,
         source: &ProbeSource,
         timeout: Duration,
-    ) -> Result<ProbeResult, ProbeError> {
+    ) -> Result<TcpAnswer, ProbeError> {
         probe_tcp(portal, source, timeout)
     }
 }
@@ -191,7 +215,7 @@ pub fn probe_tcp(
     portal: SocketAddr,
     source: &ProbeSource,
     timeout: Duration,
-) -> Result<ProbeResult, ProbeError> {
+) -> Result<TcpAnswer, ProbeError> {
     let sock_err = |op: String, errno: Errno| ProbeError::Socket { portal, op, errno };
     let family = match portal {
         SocketAddr::V4(_) => AddressFamily::Inet,
@@ -219,7 +243,7 @@ pub fn probe_tcp(
     let remote = SockaddrStorage::from(portal);
     match connect(fd.as_raw_fd(), &remote) {
         Ok(()) => {
-            return Ok(ProbeResult::Reachable {
+            return Ok(TcpAnswer::Reachable {
                 rtt: start.elapsed(),
             })
         }
@@ -230,7 +254,7 @@ pub fn probe_tcp(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Ok(ProbeResult::Timeout);
+            return Ok(TcpAnswer::Timeout);
         }
         // Round up so a sub-millisecond remainder does not become a busy 0 ms poll.
         let ms = u32::try_from(left.as_millis().saturating_add(1)).unwrap_or(u32::MAX);
@@ -245,16 +269,16 @@ pub fn probe_tcp(
     }
     let rtt = start.elapsed();
     match getsockopt(&fd, sockopt::SocketError) {
-        Ok(0) => Ok(ProbeResult::Reachable { rtt }),
+        Ok(0) => Ok(TcpAnswer::Reachable { rtt }),
         Ok(code) => classify(Errno::from_raw(code), portal),
         Err(e) => Err(sock_err("getsockopt(SO_ERROR)".into(), e)),
     }
 }
 
-fn classify(e: Errno, portal: SocketAddr) -> Result<ProbeResult, ProbeError> {
+fn classify(e: Errno, portal: SocketAddr) -> Result<TcpAnswer, ProbeError> {
     Ok(match e {
-        Errno::ECONNREFUSED => ProbeResult::Refused,
-        Errno::ETIMEDOUT => ProbeResult::Timeout,
+        Errno::ECONNREFUSED => TcpAnswer::Refused,
+        Errno::ETIMEDOUT => TcpAnswer::Timeout,
         Errno::EHOSTUNREACH
         | Errno::ENETUNREACH
         | Errno::ENETDOWN
@@ -262,7 +286,7 @@ fn classify(e: Errno, portal: SocketAddr) -> Result<ProbeResult, ProbeError> {
         | Errno::ECONNRESET
         | Errno::ECONNABORTED
         | Errno::EACCES
-        | Errno::EPERM => ProbeResult::Unreachable(e),
+        | Errno::EPERM => TcpAnswer::Unreachable(e),
         other => {
             return Err(ProbeError::Socket {
                 portal,
@@ -274,19 +298,19 @@ fn classify(e: Errno, portal: SocketAddr) -> Result<ProbeResult, ProbeError> {
 }
 
 /// A scripted [`PortalProber`] for the daemon's tests and the simulator: answers per portal
-/// from a queue ([`ProbeResult::Timeout`] when empty: a target that is away) and records
+/// from a queue ([`TcpAnswer::Timeout`] when empty: a target that is away) and records
 /// every probe.
 #[derive(Debug, Default)]
 pub struct ScriptedProber {
     answers: std::sync::Mutex<
-        std::collections::HashMap<SocketAddr, std::collections::VecDeque<ProbeResult>>,
+        std::collections::HashMap<SocketAddr, std::collections::VecDeque<TcpAnswer>>,
     >,
     calls: std::sync::Mutex<Vec<(SocketAddr, ProbeSource)>>,
 }
 
 impl ScriptedProber {
     /// Queues `results` for `portal`, answered in order.
-    pub fn push(&self, portal: SocketAddr, results: impl IntoIterator<Item = ProbeResult>) {
+    pub fn push(&self, portal: SocketAddr, results: impl IntoIterator<Item = TcpAnswer>) {
         self.answers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -307,7 +331,7 @@ impl PortalProber for ScriptedProber {
         portal: SocketAddr,
         source: &ProbeSource,
         _timeout: Duration,
-    ) -> Result<ProbeResult, ProbeError> {
+    ) -> Result<TcpAnswer, ProbeError> {
         self.calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -318,6 +342,38 @@ impl PortalProber for ScriptedProber {
             .unwrap_or_else(|p| p.into_inner())
             .get_mut(&portal)
             .and_then(|q| q.pop_front());
-        Ok(next.unwrap_or(ProbeResult::Timeout))
+        Ok(next.unwrap_or(TcpAnswer::Timeout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_answer_has_one_engine_verdict() {
+        let rtt = Duration::from_millis(3);
+        assert_eq!(
+            TcpAnswer::Reachable { rtt }.verdict(),
+            ProbeResult::Reachable
+        );
+        assert_eq!(TcpAnswer::Refused.verdict(), ProbeResult::Refused);
+        assert_eq!(TcpAnswer::Timeout.verdict(), ProbeResult::Unreachable);
+        assert_eq!(
+            TcpAnswer::Unreachable(Errno::EHOSTUNREACH).verdict(),
+            ProbeResult::Unreachable
+        );
+    }
+
+    #[test]
+    fn a_probe_that_could_not_be_made_is_unreachable_with_its_reason() {
+        let (v, why) = verdict_of(&Err(ProbeError::BadPortal {
+            portal: "nowhere".into(),
+        }));
+        assert_eq!(v, ProbeResult::Unreachable);
+        assert!(why.contains("nowhere"), "{why}");
+        let (v, why) = verdict_of(&Ok(TcpAnswer::Refused));
+        assert_eq!(v, ProbeResult::Refused);
+        assert!(why.starts_with("refused"), "{why}");
     }
 }

@@ -24,6 +24,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub mod attr;
+
+use crate::core::reset_plan::is_rdma_aux_name;
+pub use attr::Skipped;
+use attr::{gid_ndevs, link_name, read_opt, skip};
+
 /// The InfiniBand class directory, relative to the sysfs root.
 pub const CLASS_INFINIBAND: &str = "class/infiniband";
 
@@ -163,15 +169,6 @@ impl SysfsDevice {
     }
 }
 
-/// Something the scan skipped, with why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skipped {
-    /// The file or directory.
-    pub path: PathBuf,
-    /// Why it was skipped.
-    pub reason: String,
-}
-
 /// The result of one scan.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SysfsScan {
@@ -252,39 +249,6 @@ pub fn scan(sysfs_root: &Path) -> Result<SysfsScan, SysfsError> {
     Ok(out)
 }
 
-fn skip(skipped: &mut Vec<Skipped>, path: PathBuf, reason: impl Into<String>) {
-    skipped.push(Skipped {
-        path,
-        reason: reason.into(),
-    });
-}
-
-/// Reads a small attribute file, trimmed. `Ok(None)` when absent.
-fn read_attr(path: &Path) -> io::Result<Option<String>> {
-    match fs::read(path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(s) => Ok(Some(s.trim().to_string())),
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "not valid UTF-8",
-            )),
-        },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Reads an optional attribute; unreadable → skipped with reason.
-fn read_opt(path: &Path, skipped: &mut Vec<Skipped>) -> Option<String> {
-    match read_attr(path) {
-        Ok(v) => v,
-        Err(e) => {
-            skip(skipped, path.to_path_buf(), format!("unreadable: {e}"));
-            None
-        }
-    }
-}
-
 fn read_coded(path: &Path, skipped: &mut Vec<Skipped>) -> Option<Coded> {
     let text = read_opt(path, skipped)?;
     match Coded::parse(&text) {
@@ -329,22 +293,6 @@ pub fn is_pci_bdf(s: &str) -> bool {
         && hex(8..10)
         && b.get(10) == Some(&b'.')
         && hex(11..12)
-}
-
-/// Whether a child of a PCI function looks like an RDMA auxiliary device
-/// (`<module>.<roce|iwarp|rdma>.<n>`).
-fn is_rdma_aux_name(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('.').collect();
-    matches!(parts.as_slice(), [m, kind, n]
-        if !m.is_empty()
-            && matches!(*kind, "roce" | "iwarp" | "rdma")
-            && !n.is_empty()
-            && n.bytes().all(|c| c.is_ascii_digit()))
-}
-
-fn link_name(path: &Path) -> Option<String> {
-    let target = fs::read_link(path).ok()?;
-    target.file_name()?.to_str().map(str::to_string)
 }
 
 fn read_parent(dir: &Path, skipped: &mut Vec<Skipped>) -> Parent {
@@ -437,35 +385,11 @@ fn read_ports(ports_dir: &Path, skipped: &mut Vec<Skipped>) -> Vec<SysfsPort> {
             state: read_coded(&path.join("state"), skipped),
             phys_state: read_coded(&path.join("phys_state"), skipped),
             link_layer: read_opt(&path.join("link_layer"), skipped),
-            netdevs: read_ndevs(&path.join("gid_attrs").join("ndevs")),
+            netdevs: gid_ndevs(&path.join("gid_attrs").join("ndevs"), usize::MAX),
         });
     }
     ports.sort_by_key(|p| p.n);
     ports
-}
-
-/// Netdev names of the port's GID table. Unused GID slots fail to read (the kernel returns
-/// EINVAL) or are empty; that is normal, not a problem to report.
-fn read_ndevs(dir: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut indexed: Vec<(u32, String)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let i = e.file_name().to_str()?.parse::<u32>().ok()?;
-            let name = read_attr(&e.path()).ok()??;
-            (!name.is_empty()).then_some((i, name))
-        })
-        .collect();
-    indexed.sort();
-    let mut out: Vec<String> = Vec::new();
-    for (_, n) in indexed {
-        if !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

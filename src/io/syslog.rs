@@ -32,27 +32,49 @@ pub const MAX_MESSAGE_BYTES: usize = 4096;
 /// A send never blocks the daemon longer than this (a stalled or overloaded receiver).
 const SEND_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Syslog severities used by alerts (`<syslog.h>` numbering).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A syslog severity (`<syslog.h>` numbering, RFC 5424 names without the `LOG_` prefix):
+/// the one severity type of alerts, as configured (`alerts.severity-*`) and as sent.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Severity {
-    /// Action must be taken immediately (LOG_ALERT, 1): e.g. a port quarantined.
+    /// 0 (LOG_EMERG): the system is unusable.
+    Emerg = 0,
+    /// 1 (LOG_ALERT): action must be taken immediately, e.g. a port quarantined.
     Alert = 1,
-    /// Critical (LOG_CRIT, 2): e.g. a device that did not come back.
+    /// 2 (LOG_CRIT): critical, e.g. a device that did not come back.
     Crit = 2,
-    /// Error (LOG_ERR, 3): a failed recovery step.
+    /// 3 (LOG_ERR): a failed recovery step.
     Err = 3,
-    /// Warning (LOG_WARNING, 4): e.g. a stuck QP seen, waiting for the target.
+    /// 4 (LOG_WARNING): e.g. a stuck QP seen, waiting for the target.
     Warning = 4,
-    /// Notice (LOG_NOTICE, 5): e.g. a port recovered.
+    /// 5 (LOG_NOTICE): normal but significant, e.g. a port recovered.
     Notice = 5,
-    /// Informational (LOG_INFO, 6).
+    /// 6 (LOG_INFO): informational.
     Info = 6,
+    /// 7 (LOG_DEBUG).
+    Debug = 7,
 }
 
 impl Severity {
     /// The `<syslog.h>` number.
     pub fn code(self) -> u8 {
         self as u8
+    }
+
+    /// The name used in the configuration file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Emerg => "emerg",
+            Severity::Alert => "alert",
+            Severity::Crit => "crit",
+            Severity::Err => "err",
+            Severity::Warning => "warning",
+            Severity::Notice => "notice",
+            Severity::Info => "info",
+            Severity::Debug => "debug",
+        }
     }
 }
 
@@ -269,5 +291,47 @@ impl AlertSink for RecordingSink {
             .unwrap_or_else(|p| p.into_inner())
             .push(alert.clone());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Severity; 8] = [
+        Severity::Emerg,
+        Severity::Alert,
+        Severity::Crit,
+        Severity::Err,
+        Severity::Warning,
+        Severity::Notice,
+        Severity::Info,
+        Severity::Debug,
+    ];
+
+    #[test]
+    fn one_severity_for_the_file_and_the_wire() {
+        for (i, s) in ALL.iter().enumerate() {
+            assert_eq!(usize::from(s.code()), i, "{s:?}");
+            // The configuration file's word is the name, both ways.
+            let json = serde_json::to_string(s).unwrap();
+            assert_eq!(json, format!("\"{}\"", s.name()));
+            assert_eq!(serde_json::from_str::<Severity>(&json).unwrap(), *s);
+        }
+    }
+
+    #[test]
+    fn the_configured_severity_is_the_one_sent() {
+        for s in ALL {
+            let a = Alert {
+                severity: s,
+                what: "w".into(),
+                why: String::new(),
+                todo: String::new(),
+            };
+            let d = format_datagram(FACILITY_DAEMON, "iser-guard", 1, &a);
+            let pri = u16::from(FACILITY_DAEMON) * 8 + u16::from(s.code());
+            assert!(d.starts_with(format!("<{pri}>").as_bytes()), "{s:?}");
+        }
     }
 }

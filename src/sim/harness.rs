@@ -15,8 +15,8 @@ use super::host::{Delivery, SimHost};
 use crate::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome, Refusal};
 use crate::core::kmsg::KERNEL_FACILITY;
 use crate::core::recovery::{
-    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, EngineSnapshot, Input, Policy,
-    Transition, Trust,
+    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, Input, Policy, Transition,
+    Trust,
 };
 use crate::core::signatures::{self, KernelEvent};
 use crate::core::time::Instant;
@@ -281,8 +281,8 @@ impl Harness {
     pub fn restart(&mut self) -> Result<(), SimError> {
         let engine = match &self.journal {
             Some(bytes) => {
-                let snap: EngineSnapshot =
-                    serde_json::from_slice(bytes).map_err(|e| SimError::Resume(e.to_string()))?;
+                let snap = crate::core::journal::decode(bytes)
+                    .map_err(|e| SimError::Resume(e.to_string()))?;
                 Engine::resume(snap, self.policy.clone(), self.now)
                     .map_err(|e| SimError::Resume(e.to_string()))?
             }
@@ -368,13 +368,11 @@ impl Harness {
         while let Some(effect) = self.driver.poll_effect(now) {
             match effect.kind {
                 EffectKind::WriteJournal { snapshot, .. } => {
-                    let result = serde_json::to_vec(&snapshot)
-                        .map(|bytes| {
-                            self.journal = Some(bytes);
-                            self.journal_writes += 1;
-                            self.journaled_at_input = Some(self.inputs);
-                        })
-                        .map_err(|e| e.to_string());
+                    // In the journal's on-disk format, so every restart tests it.
+                    self.journal = Some(crate::core::journal::encode(&snapshot));
+                    self.journal_writes += 1;
+                    self.journaled_at_input = Some(self.inputs);
+                    let result = Ok(());
                     self.driver.handle_effect_outcome(
                         effect.id,
                         EffectOutcome::Journal(result),

@@ -74,7 +74,14 @@ pub fn op() -> impl Strategy<Value = Op> {
 }
 
 fn session(i: usize) -> (SessionKey, PortId, String) {
-    let portal = Portal::new(if i % 2 == 0 { "10.0.0.5" } else { "10.0.0.6" }, 3260);
+    let portal = Portal::new(
+        if i % 2 == 0 {
+            [10, 0, 0, 5]
+        } else {
+            [10, 0, 0, 6]
+        },
+        3260,
+    );
     let key = SessionKey {
         target: format!("iqn.2003-01.org.example:t{}", i % 3),
         portal,
@@ -213,6 +220,7 @@ impl World {
                             netdev: None,
                             local_ip: None,
                             rdma: Some(port),
+                            placed_by: None,
                             state,
                             disks: vec![DiskInfo::new(disk, dstate)],
                         }

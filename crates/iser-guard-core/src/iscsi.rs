@@ -544,6 +544,23 @@ impl DeviceState {
         }
     }
 
+    /// The word iscsiadm (and sysfs) print: the inverse of [`DeviceState::parse`].
+    pub fn name(&self) -> &str {
+        match self {
+            DeviceState::Created => "created",
+            DeviceState::Running => "running",
+            DeviceState::Cancel => "cancel",
+            DeviceState::Deleted => "deleted",
+            DeviceState::Quiesce => "quiesce",
+            DeviceState::Offline => "offline",
+            DeviceState::TransportOffline => "transport-offline",
+            DeviceState::Blocked => "blocked",
+            DeviceState::CreatedBlocked => "created-blocked",
+            DeviceState::Unknown => "Unknown",
+            DeviceState::Other(o) => o,
+        }
+    }
+
     /// True when I/O to the device fails rather than waits (`offline`,
     /// `transport-offline`, `deleted`, `cancel`).
     pub fn rejects_io(&self) -> bool {
@@ -1514,6 +1531,22 @@ impl IscsiadmStatus {
         }
     }
 
+    /// What an operator can do about this code, in one phrase; empty when there is nothing
+    /// specific to say.
+    pub fn remedy(self) -> &'static str {
+        use IscsiadmStatus::*;
+        match self {
+            LoginAuthFailed => "the target rejected the CHAP credentials: fix node.session.auth.* (retrying will not help)",
+            FatalLogin => "the target refused the login for good: check its ACLs and the initiator name",
+            IscsidCommErr | IscsidNotconn => "iscsid is not reachable: start it (`systemctl start iscsid`)",
+            TransNotFound => "the transport is not available: load ib_iser (`modprobe ib_iser`)",
+            Access => "iscsiadm needs root",
+            TransTimeout | ReqTimedout | PduTimeout => "timed out: is the target reachable over the RDMA port?",
+            NoObjsFound => "no such session or node record (a login may need the record re-created: -o new)",
+            _ => "",
+        }
+    }
+
     /// How to react to this code.
     pub fn classify(self) -> StatusClass {
         use IscsiadmStatus::*;
@@ -1557,6 +1590,15 @@ impl IscsiadmStatus {
         matches!(
             self,
             IscsiadmStatus::TransTimeout | IscsiadmStatus::PduTimeout | IscsiadmStatus::ReqTimedout
+        )
+    }
+
+    /// The target refused the login for good: 24 (authentication failed) or 19
+    /// (non-retryable login failure). The engine stops retrying that node.
+    pub fn is_login_refused(self) -> bool {
+        matches!(
+            self,
+            IscsiadmStatus::LoginAuthFailed | IscsiadmStatus::FatalLogin
         )
     }
 

@@ -6,6 +6,7 @@
 
 pub mod driver;
 pub mod iscsi;
+pub mod journal;
 pub mod kmsg;
 pub mod nldev;
 pub mod qp;

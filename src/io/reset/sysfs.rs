@@ -6,14 +6,17 @@
 //! function), their driver folder (the `driver` link's target, else a search of
 //! `bus/auxiliary/drivers/*/<aux>`), the folder's `module` link, the ports' netdevs. Reads only.
 //!
-//! A missing or unreadable optional attribute is `None` (real sysfs returns EINVAL for, e.g.,
-//! an empty GID slot's `ndevs` file); only a missing device is an error.
+//! Files and links are read with the shared primitives of [`crate::io::sysfs::attr`]: a
+//! missing optional attribute is `None`; an unreadable one is `None` and logged as skipped
+//! with its reason (real sysfs returns EINVAL for, e.g., an empty GID slot's `ndevs` file);
+//! only a missing device is an error.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::core::reset_plan::{is_rdma_aux_name, AuxFacts, DeviceFacts, ParentFacts};
+use crate::io::sysfs::attr::{gid_ndevs, link_name, read_opt};
 
 /// A sysfs tree rooted at `root` (`/sys`, or a fixture).
 #[derive(Debug, Clone)]
@@ -74,18 +77,23 @@ impl Sysfs {
             Ok(parent_path) => self.parent_and_aux(&parent_path),
             Err(_) => (None, None),
         };
-        Ok(Some(DeviceFacts {
+        let mut skipped = Vec::new();
+        let facts = DeviceFacts {
             name: name.to_string(),
             parent,
             aux,
-            node_type: read_trimmed(&dev_real.join("node_type")).and_then(|s| {
+            node_type: read_opt(&dev_real.join("node_type"), &mut skipped).and_then(|s| {
                 // "1: CA", "4: RNIC"
                 s.split(':').next().and_then(|n| n.trim().parse().ok())
             }),
-            node_desc: read_trimmed(&dev_real.join("node_desc")),
+            node_desc: read_opt(&dev_real.join("node_desc"), &mut skipped),
             netdevs: port_netdevs(&dev_real),
-            soft_netdev: read_trimmed(&dev_real.join("parent")).filter(|s| !s.is_empty()),
-        }))
+            soft_netdev: read_opt(&dev_real.join("parent"), &mut skipped).filter(|s| !s.is_empty()),
+        };
+        for s in &skipped {
+            tracing::debug!(path = %s.path.display(), reason = %s.reason, "sysfs: skipped");
+        }
+        Ok(Some(facts))
     }
 
     /// Facts of every device present now (devices vanishing mid-scan are skipped).
@@ -173,24 +181,17 @@ impl Sysfs {
     }
 }
 
-fn read_trimmed(p: &Path) -> Option<String> {
-    fs::read_to_string(p).ok().map(|s| s.trim().to_string())
-}
-
 fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 
-/// The last component of a symlink's target (`driver` → `irdma.gen_2`).
-fn link_name(p: &Path) -> Option<String> {
-    let target = fs::read_link(p).ok()?;
-    target.file_name().map(|n| n.to_string_lossy().into_owned())
-}
-
-/// Netdevs named by `ports/*/gid_attrs/ndevs/*`, deduplicated, in port/GID order.
+/// Netdevs named by `ports/*/gid_attrs/ndevs/*`, deduplicated, in port/GID order. The first
+/// few GIDs carry the netdev; reading thousands of empty slots is wasted work (each returns
+/// EINVAL on real sysfs).
 fn port_netdevs(dev: &Path) -> Vec<String> {
+    const SLOTS: usize = 16;
     let mut out: Vec<String> = Vec::new();
     let Ok(ports) = fs::read_dir(dev.join("ports")) else {
         return out;
@@ -198,24 +199,9 @@ fn port_netdevs(dev: &Path) -> Vec<String> {
     let mut ports: Vec<PathBuf> = ports.flatten().map(|e| e.path()).collect();
     ports.sort();
     for port in ports {
-        let Ok(ndevs) = fs::read_dir(port.join("gid_attrs/ndevs")) else {
-            continue;
-        };
-        let mut files: Vec<(u32, PathBuf)> = ndevs
-            .flatten()
-            .filter_map(|e| {
-                let idx = e.file_name().to_string_lossy().parse().ok()?;
-                Some((idx, e.path()))
-            })
-            .collect();
-        files.sort();
-        // The first few GIDs carry the netdev; reading thousands of empty slots is wasted
-        // work (each returns EINVAL on real sysfs).
-        for (_, f) in files.into_iter().take(16) {
-            if let Some(n) = read_trimmed(&f).filter(|n| !n.is_empty()) {
-                if !out.contains(&n) {
-                    out.push(n);
-                }
+        for n in gid_ndevs(&port.join("gid_attrs/ndevs"), SLOTS) {
+            if !out.contains(&n) {
+                out.push(n);
             }
         }
     }

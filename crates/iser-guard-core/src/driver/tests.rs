@@ -25,13 +25,14 @@ fn session(sid: u32, device: &str, state: SessionState) -> SessionInfo {
         sid,
         key: SessionKey {
             target: format!("iqn.2003-01.org.example:t{sid}"),
-            portal: Portal::new(format!("192.0.2.{sid}"), 3260),
+            portal: Portal::parse(&format!("192.0.2.{sid}"), 3260).unwrap(),
             iface: "default".into(),
         },
         transport: "iser".into(),
         netdev: None,
         local_ip: None,
         rdma: Some(PortId::new(device, 1)),
+        placed_by: None,
         state,
         disks: vec![DiskInfo::new(format!("sd{sid}"), "running")],
     }

@@ -152,67 +152,83 @@ pub fn from_topology_event(ev: &TopologyEvent, topology: &Topology) -> Vec<Obser
 
 /// The engine's view of one `iscsiadm -m session -P 3` session (`core::iscsi`), mapped by
 /// the daemon to the RDMA port it runs on (`None` if it could not be mapped). `None` when the
-/// session names no portal.
+/// session names no portal, or one that is not an IP address.
 pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Option<SessionInfo> {
     let node = d.node_id()?;
-    let state = if d.is_logged_in() {
-        SessionState::LoggedIn
-    } else {
-        match d.session_state {
-            Some(iscsi::SessionState::Failed) => SessionState::Failed,
-            Some(iscsi::SessionState::Free) => SessionState::Free,
-            // LOGGED_IN in sysfs while iscsid is reconnecting counts as not logged in.
-            Some(iscsi::SessionState::LoggedIn) => SessionState::Failed,
-            _ => SessionState::Unknown,
-        }
-    };
-    let disks = d
-        .devices
-        .iter()
-        .filter_map(|dev| {
-            let name = dev.disk.clone()?;
-            Some(DiskInfo::new(name, device_state_word(dev.state.as_ref())))
-        })
-        .collect();
+    let portal = Portal::parse(&node.address, node.port).ok()?;
+    let state = session_state(d.session_state.as_ref());
+    let disks = disks(d);
     let netdev = d.iface.netdev.clone().filter(|n| n != "default");
     Some(SessionInfo {
         sid: d.sid,
         key: SessionKey {
             target: node.target,
-            portal: Portal::new(node.address, node.port),
+            portal,
             iface: node.iface.unwrap_or_else(|| "default".to_string()),
         },
         transport: d.transport().name().to_string(),
         netdev,
         local_ip: d.iface.ip_address.map(|ip| ip.to_string()),
         rdma,
+        placed_by: None,
         state,
         disks,
     })
 }
 
-fn device_state_word(s: Option<&iscsi::DeviceState>) -> String {
-    use iscsi::DeviceState as D;
-    match s {
-        Some(D::Created) => "created",
-        Some(D::Running) => "running",
-        Some(D::Cancel) => "cancel",
-        Some(D::Deleted) => "deleted",
-        Some(D::Quiesce) => "quiesce",
-        Some(D::Offline) => "offline",
-        Some(D::TransportOffline) => "transport-offline",
-        Some(D::Blocked) => "blocked",
-        Some(D::CreatedBlocked) => "created-blocked",
-        Some(D::Other(o)) => return o.clone(),
-        Some(D::Unknown) | None => "unknown",
+/// The engine's session state for the kernel's (`iSCSI Session State:`, sysfs
+/// `iscsi_session/state`): the one mapping, used by [`session_from_detail`] and the daemon.
+/// The kernel sets FAILED the moment a connection fails, so its word is enough; in every
+/// capture a LOGGED_IN session also has its connection LOGGED IN.
+pub fn session_state(parsed: Option<&iscsi::SessionState>) -> SessionState {
+    match parsed {
+        Some(iscsi::SessionState::LoggedIn) => SessionState::LoggedIn,
+        Some(iscsi::SessionState::Failed) => SessionState::Failed,
+        Some(iscsi::SessionState::Free) => SessionState::Free,
+        Some(iscsi::SessionState::Unknown | iscsi::SessionState::Other(_)) | None => {
+            SessionState::Unknown
+        }
     }
-    .to_string()
 }
 
-/// The engine's outcome of an iscsiadm run, from the parser's exit-code classification and
-/// the last line it printed.
+/// The session's attached disks with their state in iscsiadm's words (`Unknown` when the
+/// state line is missing).
+pub fn disks(d: &iscsi::SessionDetail) -> Vec<DiskInfo> {
+    d.devices
+        .iter()
+        .filter_map(|dev| {
+            let name = dev.disk.clone()?;
+            let state = dev
+                .state
+                .as_ref()
+                .map_or("Unknown", iscsi::DeviceState::name);
+            Some(DiskInfo::new(name, state))
+        })
+        .collect()
+}
+
+/// The engine's outcome of an iscsiadm run, from the exit-code table
+/// ([`iscsi::IscsiadmStatus`], the one place exit codes are given meaning) and the last line
+/// it printed. The engine distinguishes only what changes its decision: success, already
+/// logged in (15), no such session (2, 21), a time-out (8, 11, 33), a login refused for good
+/// (19, 24), and anything else.
 pub fn iscsiadm_outcome(status: iscsi::IscsiadmStatus, last_line: &str) -> IscsiadmStatus {
-    IscsiadmStatus::from_exit_code(status.code(), last_line)
+    if status.is_success() {
+        IscsiadmStatus::Success
+    } else if status.is_already_logged_in() {
+        IscsiadmStatus::AlreadyLoggedIn
+    } else if status.classify() == iscsi::StatusClass::NotFound {
+        IscsiadmStatus::NotFound
+    } else if status.is_timeout() {
+        IscsiadmStatus::Timeout
+    } else if status.is_login_refused() {
+        IscsiadmStatus::AuthFailed
+    } else {
+        IscsiadmStatus::Other {
+            code: Some(status.code()),
+            message: last_line.to_string(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -367,7 +383,7 @@ mod tests {
         assert_eq!(s.sid, 2);
         assert_eq!(s.state, SessionState::Failed);
         assert_eq!(s.key.target, "iqn.2003-01.org.example.lab:tgt0");
-        assert_eq!(s.key.portal, Portal::new("192.0.2.2", 3260));
+        assert_eq!(s.key.portal, Portal::new([192, 0, 2, 2], 3260));
         assert_eq!(s.key.iface, "iser");
         assert_eq!(s.transport, "iser");
         assert_eq!(s.rdma, Some(port));
@@ -376,6 +392,122 @@ mod tests {
             iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(15), "already present"),
             IscsiadmStatus::AlreadyLoggedIn
         );
+    }
+}
+
+#[cfg(test)]
+mod portal_tests {
+    use super::*;
+
+    #[test]
+    fn portals_are_addresses_displayed_as_iscsiadm_prints_them() {
+        let v4 = Portal::parse("192.0.2.2", 3260).unwrap();
+        assert_eq!(v4, Portal::new([192, 0, 2, 2], 3260));
+        assert_eq!(v4.to_string(), "192.0.2.2:3260");
+        let v6 = Portal::parse("[fd00::2]", 3260).unwrap();
+        assert_eq!(v6, Portal::parse("fd00:0::2", 3260).unwrap());
+        assert_eq!(v6.to_string(), "[fd00::2]:3260");
+        assert_eq!(v6.socket_addr().port(), 3260);
+        let e = Portal::parse("target.example", 3260).unwrap_err();
+        assert!(e.to_string().contains("target.example"), "{e}");
+    }
+
+    #[test]
+    fn the_serde_form_keeps_address_and_port_fields() {
+        let p = Portal::new([10, 0, 0, 5], 3261);
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(json, r#"{"address":"10.0.0.5","port":3261}"#);
+        assert_eq!(serde_json::from_str::<Portal>(&json).unwrap(), p);
+        assert!(serde_json::from_str::<Portal>(r#"{"address":"nope","port":1}"#).is_err());
+    }
+
+    #[test]
+    fn a_session_whose_portal_is_not_an_address_is_not_handed_to_the_engine() {
+        let text = include_str!("../../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let parsed = iscsi::parse_session_tree(text);
+        let mut d = parsed.items.first().expect("one session").clone();
+        assert!(session_from_detail(&d, None).is_some());
+        for p in [&mut d.persistent_portal, &mut d.current_portal]
+            .into_iter()
+            .flatten()
+        {
+            p.address = "not-an-ip".into();
+        }
+        assert!(session_from_detail(&d, None).is_none());
+    }
+}
+
+#[cfg(test)]
+mod session_state_tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_session_state_has_one_engine_state() {
+        use iscsi::SessionState as K;
+        for (word, engine) in [
+            ("LOGGED_IN", SessionState::LoggedIn),
+            ("FAILED", SessionState::Failed),
+            ("FREE", SessionState::Free),
+            ("Unknown", SessionState::Unknown),
+            ("SOMETHING_NEW", SessionState::Unknown),
+        ] {
+            let parsed = K::parse(word);
+            assert_eq!(session_state(Some(&parsed)), engine, "{word}");
+            // The engine's word is the kernel's for the states it knows.
+            if engine != SessionState::Unknown {
+                assert_eq!(engine.name(), word);
+            }
+        }
+        assert_eq!(session_state(None), SessionState::Unknown);
+    }
+
+    #[test]
+    fn disk_state_words_round_trip_through_the_parser() {
+        for w in [
+            "created",
+            "running",
+            "cancel",
+            "deleted",
+            "quiesce",
+            "offline",
+            "transport-offline",
+            "blocked",
+            "created-blocked",
+            "Unknown",
+            "something-new",
+        ] {
+            assert_eq!(iscsi::DeviceState::parse(w).name(), w);
+        }
+    }
+}
+
+#[cfg(test)]
+mod iscsiadm_outcome_tests {
+    use super::*;
+
+    /// What the engine made of each exit code before the two tables were folded into one
+    /// (the match that stood in `IscsiadmStatus::from_exit_code`): unchanged for every code.
+    fn before(code: i32, message: &str) -> IscsiadmStatus {
+        match code {
+            0 => IscsiadmStatus::Success,
+            15 => IscsiadmStatus::AlreadyLoggedIn,
+            2 | 21 => IscsiadmStatus::NotFound,
+            8 | 11 | 33 => IscsiadmStatus::Timeout,
+            19 | 24 => IscsiadmStatus::AuthFailed,
+            _ => IscsiadmStatus::Other {
+                code: Some(code),
+                message: message.to_string(),
+            },
+        }
+    }
+
+    #[test]
+    fn every_exit_code_maps_as_before() {
+        for code in -3..=40 {
+            let via_table = iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(code), "last");
+            assert_eq!(via_table, before(code, "last"), "exit {code}");
+            assert_eq!(IscsiadmStatus::from_exit_code(code, "last"), via_table);
+        }
     }
 }
 

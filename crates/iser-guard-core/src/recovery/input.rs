@@ -6,6 +6,7 @@
 //! sees raw text.
 
 use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
@@ -37,31 +38,92 @@ impl fmt::Display for PortId {
     }
 }
 
-/// A target portal (`ip:port`, IPv6 addresses in brackets as iscsiadm prints them).
+/// A target portal: an IP address and a TCP port. Displayed as iscsiadm prints it
+/// (`192.0.2.2:3260`, `[fd00::2]:3260`). Text from iscsiadm or an operator becomes a portal
+/// only through [`Portal::parse`], so a portal that is not an address never reaches the engine.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Portal {
-    /// The address as iscsiadm prints it, without brackets.
+#[serde(into = "PortalFields", try_from = "PortalFields")]
+pub struct Portal(SocketAddr);
+
+/// The serde form of a [`Portal`]: `{"address": "192.0.2.2", "port": 3260}`, as before
+/// portals were typed (status output and the control socket keep their shape).
+#[derive(Serialize, Deserialize)]
+struct PortalFields {
+    address: String,
+    port: u16,
+}
+
+/// Text that is not a portal address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("portal address {address:?} is not an IP address")]
+pub struct PortalError {
+    /// The text given.
     pub address: String,
-    /// The TCP port (3260 by default).
-    pub port: u16,
 }
 
 impl Portal {
     /// A portal.
-    pub fn new(address: impl Into<String>, port: u16) -> Self {
-        Portal {
-            address: address.into(),
-            port,
+    pub fn new(ip: impl Into<IpAddr>, port: u16) -> Self {
+        Portal(SocketAddr::new(ip.into(), port))
+    }
+
+    /// The portal of an address as iscsiadm prints it (IPv6 with or without brackets).
+    pub fn parse(address: &str, port: u16) -> Result<Self, PortalError> {
+        let bare = address
+            .strip_prefix('[')
+            .and_then(|a| a.strip_suffix(']'))
+            .unwrap_or(address);
+        bare.parse::<IpAddr>()
+            .map(|ip| Portal::new(ip, port))
+            .map_err(|_| PortalError {
+                address: address.to_string(),
+            })
+    }
+
+    /// The IP address.
+    pub fn ip(&self) -> IpAddr {
+        self.0.ip()
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.0.port()
+    }
+
+    /// The socket address, to connect to.
+    pub fn socket_addr(&self) -> SocketAddr {
+        self.0
+    }
+}
+
+impl From<SocketAddr> for Portal {
+    fn from(addr: SocketAddr) -> Self {
+        Portal(addr)
+    }
+}
+
+impl From<Portal> for PortalFields {
+    fn from(p: Portal) -> Self {
+        PortalFields {
+            address: p.ip().to_string(),
+            port: p.port(),
         }
+    }
+}
+
+impl TryFrom<PortalFields> for Portal {
+    type Error = PortalError;
+    fn try_from(f: PortalFields) -> Result<Self, PortalError> {
+        Portal::parse(&f.address, f.port)
     }
 }
 
 impl fmt::Display for Portal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.address.contains(':') {
-            write!(f, "[{}]:{}", self.address, self.port)
-        } else {
-            write!(f, "{}:{}", self.address, self.port)
+        match self.0 {
+            SocketAddr::V4(a) => write!(f, "{}:{}", a.ip(), a.port()),
+            // No scope id: iscsiadm prints none, and a portal is compared by address and port.
+            SocketAddr::V6(a) => write!(f, "[{}]:{}", a.ip(), a.port()),
         }
     }
 }
@@ -155,6 +217,10 @@ pub struct SessionInfo {
     /// The RDMA port the session runs on; `None` if the daemon could not map it (then the
     /// engine only counts it).
     pub rdma: Option<PortId>,
+    /// Why the session is on `rdma` (CM id, route, iface field, only port, remembered): every
+    /// automatic decision about the session names it. `None` when `rdma` is `None`.
+    #[serde(default)]
+    pub placed_by: Option<crate::session_map::Evidence>,
     /// iSCSI session state.
     pub state: SessionState,
     /// Attached disks.
@@ -390,7 +456,8 @@ pub enum RecreateResult {
     },
 }
 
-/// Typed result of one iscsiadm invocation (exit codes from open-iscsi's iscsi_err.h).
+/// What one iscsiadm invocation means to the engine; the exit codes themselves are given
+/// meaning in one table, [`crate::iscsi::IscsiadmStatus`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum IscsiadmStatus {
     /// Exit 0.
@@ -415,19 +482,11 @@ pub enum IscsiadmStatus {
 }
 
 impl IscsiadmStatus {
-    /// Maps an iscsiadm exit code (and its last output line) to a status.
+    /// Maps an iscsiadm exit code (and its last output line) to a status, through the one
+    /// exit-code table ([`crate::iscsi::IscsiadmStatus`], see
+    /// [`iscsiadm_outcome`](super::iscsiadm_outcome)).
     pub fn from_exit_code(code: i32, message: &str) -> Self {
-        match code {
-            0 => IscsiadmStatus::Success,
-            15 => IscsiadmStatus::AlreadyLoggedIn,
-            2 | 21 => IscsiadmStatus::NotFound,
-            8 | 11 | 33 => IscsiadmStatus::Timeout,
-            19 | 24 => IscsiadmStatus::AuthFailed,
-            _ => IscsiadmStatus::Other {
-                code: Some(code),
-                message: message.to_string(),
-            },
-        }
+        super::adapter::iscsiadm_outcome(crate::iscsi::IscsiadmStatus::from_code(code), message)
     }
 }
 

@@ -20,11 +20,14 @@ mod state;
 pub use action::{
     Action, ActionId, ActionKind, Alert, IscsiNode, Origin, RecreateMethod, Severity,
 };
-pub use adapter::{from_kernel_event, from_topology_event, iscsiadm_outcome, session_from_detail};
+pub use adapter::{
+    disks, from_kernel_event, from_topology_event, iscsiadm_outcome, session_from_detail,
+    session_state,
+};
 pub use input::{
     DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId,
-    Portal, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence,
-    Trust,
+    Portal, PortalError, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
+    StuckEvidence, Trust,
 };
 pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen};

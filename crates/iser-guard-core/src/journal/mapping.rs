@@ -1,0 +1,473 @@
+//! The one place the journal's current format ([`v1`]) meets the engine's state
+//! ([`EngineSnapshot`]). An engine refactor changes this file, never `v1.rs`.
+
+use super::{v1, JournalFormatError};
+use crate::recovery::{
+    ActionId, DeviceRecord, DiskInfo, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Origin,
+    Phase, PortId, PortRecord, Portal, PortalRecord, Recreation, RecreationState, SessionKey,
+    SessionOp, SessionRecord, SessionState, StuckEvidence, TimerKind,
+};
+use crate::time::Instant;
+
+impl v1::JournalFile {
+    /// The on-disk form of `snapshot`.
+    pub fn from_snapshot(s: &EngineSnapshot) -> Self {
+        v1::JournalFile {
+            version: 1,
+            taken_at: s.taken_at.0,
+            next_id: s.next_id,
+            rng: s.rng,
+            paused: s.paused,
+            recreating: s.recreating.clone(),
+            ports: s.ports.iter().map(port_out).collect(),
+            sessions: s.sessions.iter().map(session_out).collect(),
+            devices: s.devices.iter().map(device_out).collect(),
+            portals: s
+                .portals
+                .iter()
+                .map(|p| v1::PortalProbe {
+                    portal: portal_out(&p.portal),
+                    consecutive_ok: p.consecutive_ok,
+                    inflight: p.inflight.map(|id| id.0),
+                })
+                .collect(),
+            inflight: s
+                .inflight
+                .iter()
+                .map(|i| v1::InFlight {
+                    id: i.id.0,
+                    kind: match &i.kind {
+                        InFlightKind::Probe(p) => v1::InFlightKind::Probe(portal_out(p)),
+                        InFlightKind::Recreate(d) => v1::InFlightKind::Recreate(d.clone()),
+                        InFlightKind::Logout(k) => v1::InFlightKind::Logout(key_out(k)),
+                        InFlightKind::Login(k) => v1::InFlightKind::Login(key_out(k)),
+                        InFlightKind::Rescan(k) => v1::InFlightKind::Rescan(key_out(k)),
+                    },
+                    deadline: i.deadline.0,
+                })
+                .collect(),
+        }
+    }
+
+    /// The engine's snapshot of this file; a value the engine's types cannot hold (a portal
+    /// address that is not an IP address) is [`JournalFormatError::Value`].
+    pub fn into_snapshot(self) -> Result<EngineSnapshot, JournalFormatError> {
+        Ok(EngineSnapshot {
+            version: EngineSnapshot::VERSION,
+            taken_at: Instant(self.taken_at),
+            next_id: self.next_id,
+            rng: self.rng,
+            paused: self.paused,
+            recreating: self.recreating,
+            ports: self
+                .ports
+                .into_iter()
+                .map(port_in)
+                .collect::<Result<_, _>>()?,
+            sessions: self
+                .sessions
+                .into_iter()
+                .map(session_in)
+                .collect::<Result<_, _>>()?,
+            devices: self.devices.into_iter().map(device_in).collect(),
+            portals: self
+                .portals
+                .into_iter()
+                .map(|p| {
+                    Ok(PortalRecord {
+                        portal: portal_in(p.portal)?,
+                        consecutive_ok: p.consecutive_ok,
+                        inflight: p.inflight.map(ActionId),
+                    })
+                })
+                .collect::<Result<_, JournalFormatError>>()?,
+            inflight: self
+                .inflight
+                .into_iter()
+                .map(|i| {
+                    Ok(InFlight {
+                        id: ActionId(i.id),
+                        kind: match i.kind {
+                            v1::InFlightKind::Probe(p) => InFlightKind::Probe(portal_in(p)?),
+                            v1::InFlightKind::Recreate(d) => InFlightKind::Recreate(d),
+                            v1::InFlightKind::Logout(k) => InFlightKind::Logout(key_in(k)?),
+                            v1::InFlightKind::Login(k) => InFlightKind::Login(key_in(k)?),
+                            v1::InFlightKind::Rescan(k) => InFlightKind::Rescan(key_in(k)?),
+                        },
+                        deadline: Instant(i.deadline),
+                    })
+                })
+                .collect::<Result<_, JournalFormatError>>()?,
+        })
+    }
+}
+
+fn port_id_out(p: &PortId) -> v1::PortId {
+    v1::PortId {
+        device: p.device.clone(),
+        port: p.port,
+    }
+}
+
+fn port_id_in(p: v1::PortId) -> PortId {
+    PortId::new(p.device, p.port)
+}
+
+fn portal_out(p: &Portal) -> v1::Portal {
+    v1::Portal {
+        address: p.ip().to_string(),
+        port: p.port(),
+    }
+}
+
+fn portal_in(p: v1::Portal) -> Result<Portal, JournalFormatError> {
+    Portal::parse(&p.address, p.port).map_err(|e| JournalFormatError::Value {
+        field: "portal",
+        reason: e.to_string(),
+    })
+}
+
+fn key_out(k: &SessionKey) -> v1::SessionKey {
+    v1::SessionKey {
+        target: k.target.clone(),
+        portal: portal_out(&k.portal),
+        iface: k.iface.clone(),
+    }
+}
+
+fn key_in(k: v1::SessionKey) -> Result<SessionKey, JournalFormatError> {
+    Ok(SessionKey {
+        target: k.target,
+        portal: portal_in(k.portal)?,
+        iface: k.iface,
+    })
+}
+
+fn keys_out(keys: &[SessionKey]) -> Vec<v1::SessionKey> {
+    keys.iter().map(key_out).collect()
+}
+
+fn keys_in(keys: Vec<v1::SessionKey>) -> Result<Vec<SessionKey>, JournalFormatError> {
+    keys.into_iter().map(key_in).collect()
+}
+
+fn origin_out(o: Origin) -> v1::Origin {
+    match o {
+        Origin::Automatic => v1::Origin::Automatic,
+        Origin::Operator => v1::Origin::Operator,
+    }
+}
+
+fn origin_in(o: v1::Origin) -> Origin {
+    match o {
+        v1::Origin::Automatic => Origin::Automatic,
+        v1::Origin::Operator => Origin::Operator,
+    }
+}
+
+fn phase_out(p: Phase) -> v1::Phase {
+    match p {
+        Phase::Healthy => v1::Phase::Healthy,
+        Phase::Faulted => v1::Phase::Faulted,
+        Phase::AwaitingTarget => v1::Phase::AwaitingTarget,
+        Phase::AwaitingDevice => v1::Phase::AwaitingDevice,
+        Phase::ResettingDevice => v1::Phase::ResettingDevice,
+        Phase::Reconnecting => v1::Phase::Reconnecting,
+        Phase::Verifying => v1::Phase::Verifying,
+        Phase::Quarantined => v1::Phase::Quarantined,
+    }
+}
+
+fn phase_in(p: v1::Phase) -> Phase {
+    match p {
+        v1::Phase::Healthy => Phase::Healthy,
+        v1::Phase::Faulted => Phase::Faulted,
+        v1::Phase::AwaitingTarget => Phase::AwaitingTarget,
+        v1::Phase::AwaitingDevice => Phase::AwaitingDevice,
+        v1::Phase::ResettingDevice => Phase::ResettingDevice,
+        v1::Phase::Reconnecting => Phase::Reconnecting,
+        v1::Phase::Verifying => Phase::Verifying,
+        v1::Phase::Quarantined => Phase::Quarantined,
+    }
+}
+
+fn evidence_out(e: StuckEvidence) -> v1::StuckEvidence {
+    match e {
+        StuckEvidence::ModifyQpInvalid => v1::StuckEvidence::ModifyQpInvalid,
+        StuckEvidence::MadRtsFailed => v1::StuckEvidence::MadRtsFailed,
+        StuckEvidence::MadQpFatal => v1::StuckEvidence::MadQpFatal,
+        StuckEvidence::QpTable => v1::StuckEvidence::QpTable,
+    }
+}
+
+fn evidence_in(e: v1::StuckEvidence) -> StuckEvidence {
+    match e {
+        v1::StuckEvidence::ModifyQpInvalid => StuckEvidence::ModifyQpInvalid,
+        v1::StuckEvidence::MadRtsFailed => StuckEvidence::MadRtsFailed,
+        v1::StuckEvidence::MadQpFatal => StuckEvidence::MadQpFatal,
+        v1::StuckEvidence::QpTable => StuckEvidence::QpTable,
+    }
+}
+
+fn fault_out(f: &Fault) -> v1::Fault {
+    match f {
+        Fault::GsiStuck { evidence } => v1::Fault::GsiStuck {
+            evidence: evidence_out(*evidence),
+        },
+        Fault::DeviceGone => v1::Fault::DeviceGone,
+        Fault::SessionsDown => v1::Fault::SessionsDown,
+        Fault::Zombie { session } => v1::Fault::Zombie {
+            session: key_out(session),
+        },
+        Fault::Operator => v1::Fault::Operator,
+    }
+}
+
+fn fault_in(f: v1::Fault) -> Result<Fault, JournalFormatError> {
+    Ok(match f {
+        v1::Fault::GsiStuck { evidence } => Fault::GsiStuck {
+            evidence: evidence_in(evidence),
+        },
+        v1::Fault::DeviceGone => Fault::DeviceGone,
+        v1::Fault::SessionsDown => Fault::SessionsDown,
+        v1::Fault::Zombie { session } => Fault::Zombie {
+            session: key_in(session)?,
+        },
+        v1::Fault::Operator => Fault::Operator,
+    })
+}
+
+fn hold_out(h: &Hold) -> v1::Hold {
+    match h {
+        Hold::Paused => v1::Hold::Paused,
+        Hold::DryRun => v1::Hold::DryRun,
+        Hold::NotAllowed => v1::Hold::NotAllowed,
+        Hold::OtherSessionsHealthy { sessions } => v1::Hold::OtherSessionsHealthy {
+            sessions: keys_out(sessions),
+        },
+        Hold::WaitingForSlot { busy } => v1::Hold::WaitingForSlot { busy: busy.clone() },
+    }
+}
+
+fn hold_in(h: v1::Hold) -> Result<Hold, JournalFormatError> {
+    Ok(match h {
+        v1::Hold::Paused => Hold::Paused,
+        v1::Hold::DryRun => Hold::DryRun,
+        v1::Hold::NotAllowed => Hold::NotAllowed,
+        v1::Hold::OtherSessionsHealthy { sessions } => Hold::OtherSessionsHealthy {
+            sessions: keys_in(sessions)?,
+        },
+        v1::Hold::WaitingForSlot { busy } => Hold::WaitingForSlot { busy },
+    })
+}
+
+fn timer_out(t: TimerKind) -> v1::TimerKind {
+    match t {
+        TimerKind::ProbeRound => v1::TimerKind::ProbeRound,
+        TimerKind::Backoff => v1::TimerKind::Backoff,
+        TimerKind::Grace => v1::TimerKind::Grace,
+        TimerKind::SessionRefresh => v1::TimerKind::SessionRefresh,
+    }
+}
+
+fn timer_in(t: v1::TimerKind) -> TimerKind {
+    match t {
+        v1::TimerKind::ProbeRound => TimerKind::ProbeRound,
+        v1::TimerKind::Backoff => TimerKind::Backoff,
+        v1::TimerKind::Grace => TimerKind::Grace,
+        v1::TimerKind::SessionRefresh => TimerKind::SessionRefresh,
+    }
+}
+
+fn ms(i: Option<Instant>) -> Option<u64> {
+    i.map(|i| i.0)
+}
+
+fn at(ms: Option<u64>) -> Option<Instant> {
+    ms.map(Instant)
+}
+
+fn port_out(p: &PortRecord) -> v1::Port {
+    v1::Port {
+        id: port_id_out(&p.id),
+        phase: phase_out(p.phase),
+        fault: p.fault.as_ref().map(fault_out),
+        reason: p.reason.clone(),
+        since: p.since.0,
+        fault_since: ms(p.fault_since),
+        attempts: p.attempts,
+        hold: p.hold.as_ref().map(hold_out),
+        wake: p.wake.map(|(k, t)| (timer_out(k), t.0)),
+        deadline: ms(p.deadline),
+        target_back_at: ms(p.target_back_at),
+        listener_gone: p.listener_gone,
+        listener_rejected_at: ms(p.listener_rejected_at),
+        needs_recreate: p.needs_recreate,
+        recreated: p.recreated,
+        verify_recreate: p.verify_recreate,
+        evidence: p.evidence,
+        link_up: p.link_up,
+        origin: origin_out(p.origin),
+        skip_target_wait: p.skip_target_wait,
+        ops_not_before: ms(p.ops_not_before),
+        sessions: keys_out(&p.sessions),
+        targeted: keys_out(&p.targeted),
+    }
+}
+
+fn port_in(p: v1::Port) -> Result<PortRecord, JournalFormatError> {
+    Ok(PortRecord {
+        id: port_id_in(p.id),
+        phase: phase_in(p.phase),
+        fault: p.fault.map(fault_in).transpose()?,
+        reason: p.reason,
+        since: Instant(p.since),
+        fault_since: at(p.fault_since),
+        attempts: p.attempts,
+        hold: p.hold.map(hold_in).transpose()?,
+        wake: p.wake.map(|(k, t)| (timer_in(k), Instant(t))),
+        deadline: at(p.deadline),
+        target_back_at: at(p.target_back_at),
+        listener_gone: p.listener_gone,
+        listener_rejected_at: at(p.listener_rejected_at),
+        needs_recreate: p.needs_recreate,
+        recreated: p.recreated,
+        verify_recreate: p.verify_recreate,
+        evidence: p.evidence,
+        link_up: p.link_up,
+        origin: origin_in(p.origin),
+        skip_target_wait: p.skip_target_wait,
+        ops_not_before: at(p.ops_not_before),
+        sessions: keys_in(p.sessions)?,
+        targeted: keys_in(p.targeted)?,
+    })
+}
+
+fn state_out(s: SessionState) -> v1::SessionState {
+    match s {
+        SessionState::LoggedIn => v1::SessionState::LoggedIn,
+        SessionState::Failed => v1::SessionState::Failed,
+        SessionState::Free => v1::SessionState::Free,
+        SessionState::Unknown => v1::SessionState::Unknown,
+    }
+}
+
+fn state_in(s: v1::SessionState) -> SessionState {
+    match s {
+        v1::SessionState::LoggedIn => SessionState::LoggedIn,
+        v1::SessionState::Failed => SessionState::Failed,
+        v1::SessionState::Free => SessionState::Free,
+        v1::SessionState::Unknown => SessionState::Unknown,
+    }
+}
+
+fn op_out(o: &SessionOp) -> v1::SessionOp {
+    match o {
+        SessionOp::LoggingOut(id) => v1::SessionOp::LoggingOut(id.0),
+        SessionOp::LoggedOut => v1::SessionOp::LoggedOut,
+        SessionOp::LoggingIn(id) => v1::SessionOp::LoggingIn(id.0),
+        SessionOp::Done => v1::SessionOp::Done,
+        SessionOp::Failed(why) => v1::SessionOp::Failed(why.clone()),
+    }
+}
+
+fn op_in(o: v1::SessionOp) -> SessionOp {
+    match o {
+        v1::SessionOp::LoggingOut(id) => SessionOp::LoggingOut(ActionId(id)),
+        v1::SessionOp::LoggedOut => SessionOp::LoggedOut,
+        v1::SessionOp::LoggingIn(id) => SessionOp::LoggingIn(ActionId(id)),
+        v1::SessionOp::Done => SessionOp::Done,
+        v1::SessionOp::Failed(why) => SessionOp::Failed(why),
+    }
+}
+
+fn session_out(s: &SessionRecord) -> v1::Session {
+    v1::Session {
+        key: key_out(&s.key),
+        transport: s.transport.clone(),
+        port: port_id_out(&s.port),
+        sid: s.sid,
+        present: s.present,
+        state: state_out(s.state),
+        disks: s
+            .disks
+            .iter()
+            .map(|d| v1::Disk {
+                name: d.name.clone(),
+                state: d.state.clone(),
+            })
+            .collect(),
+        io_errors: s.io_errors.iter().map(|t| t.0).collect(),
+        op: s.op.as_ref().map(op_out),
+        reported: s.reported,
+    }
+}
+
+fn session_in(s: v1::Session) -> Result<SessionRecord, JournalFormatError> {
+    Ok(SessionRecord {
+        key: key_in(s.key)?,
+        transport: s.transport,
+        port: port_id_in(s.port),
+        sid: s.sid,
+        present: s.present,
+        state: state_in(s.state),
+        disks: s
+            .disks
+            .into_iter()
+            .map(|d| DiskInfo::new(d.name, d.state))
+            .collect(),
+        io_errors: s.io_errors.into_iter().map(Instant).collect(),
+        op: s.op.map(op_in),
+        reported: s.reported,
+    })
+}
+
+fn recreation_state_out(s: &RecreationState) -> v1::RecreationState {
+    match s {
+        RecreationState::InFlight => v1::RecreationState::InFlight,
+        RecreationState::Completed => v1::RecreationState::Completed,
+        RecreationState::Failed => v1::RecreationState::Failed,
+    }
+}
+
+fn recreation_state_in(s: v1::RecreationState) -> RecreationState {
+    match s {
+        v1::RecreationState::InFlight => RecreationState::InFlight,
+        v1::RecreationState::Completed => RecreationState::Completed,
+        v1::RecreationState::Failed => RecreationState::Failed,
+    }
+}
+
+fn device_out(d: &DeviceRecord) -> v1::Device {
+    v1::Device {
+        name: d.name.clone(),
+        present: d.present,
+        parent: d.parent.clone(),
+        driver: d.driver.clone(),
+        recreation: d.recreation.as_ref().map(|r| v1::Recreation {
+            id: r.id.0,
+            attempt: r.attempt,
+            started: r.started.0,
+            state: recreation_state_out(&r.state),
+            origin: origin_out(r.origin),
+        }),
+        completed_recreations: d.completed_recreations,
+    }
+}
+
+fn device_in(d: v1::Device) -> DeviceRecord {
+    DeviceRecord {
+        name: d.name,
+        present: d.present,
+        parent: d.parent,
+        driver: d.driver,
+        recreation: d.recreation.map(|r| Recreation {
+            id: ActionId(r.id),
+            attempt: r.attempt,
+            started: Instant(r.started),
+            state: recreation_state_in(r.state),
+            origin: origin_in(r.origin),
+        }),
+        completed_recreations: d.completed_recreations,
+    }
+}
