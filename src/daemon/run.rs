@@ -374,8 +374,13 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             Some(s) = sessions_rx.recv() => lp.on_sessions(s),
             Some(t) = topo_rx.recv() => lp.on_topology(t),
             Some((conn, req)) = ctrl_rx.recv() => {
-                let sink = reply_task(conn);
-                lp.operator(req, sink);
+                // A client that gave up before its command was taken does not get it run.
+                if conn.client_gone() {
+                    tracing::info!(?req, "control client went away before its command was taken; not run");
+                } else {
+                    let sink = reply_task(conn);
+                    lp.operator(req, sink);
+                }
             }
             _ = tokio::time::sleep(sleep) => {
                 let now = lp.clock.now();
