@@ -231,14 +231,9 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
     // The target returns.
     let back = Instant::now();
     let _target = h.start_target();
-    wait_for("the session to be logged back in", WAIT, || {
-        h.logins().iter().any(|l| l.contains(TARGET))
+    wait_for("the device to be re-created", WAIT, || {
+        h.devlink_sets().len() == 2
     });
-    let took = back.elapsed();
-    eprintln!(
-        "MEASURED: target return -> session login: {} ms",
-        took.as_millis()
-    );
     assert_eq!(
         h.devlink_sets(),
         [
@@ -246,12 +241,24 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
             "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime"
         ]
     );
-    let login = h.logins().pop().unwrap();
-    assert!(login.contains(&format!("-p {}", h.portal())), "{login}");
-    assert!(h.sys().join("class/infiniband/rocep2s0f0").exists());
+    // What iscsid does on a real kernel once the port works again (lab: 2.4-3.2 s after the
+    // re-creation): it logs the FAILED session back in by itself. The daemon leaves a session
+    // iscsid still holds to iscsid (never logs it out, never races it with a login).
+    h.set_session("LOGGED_IN");
     wait_for("the port to be healthy again", WAIT, || {
         d.log_has("to=Healthy")
     });
+    let took = back.elapsed();
+    eprintln!(
+        "MEASURED: target return -> port healthy (re-created, session back): {} ms",
+        took.as_millis()
+    );
+    assert!(
+        h.logins().is_empty(),
+        "iscsid still held the session: {:?}",
+        h.logins()
+    );
+    assert!(h.sys().join("class/infiniband/rocep2s0f0").exists());
     let alerts = d.syslog_messages();
     assert!(
         alerts
@@ -294,8 +301,8 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
     wait_for("the untrusted-record warning in syslog", WAIT, || {
         d.syslog_messages()
             .iter()
-            .any(|a| a.contains("ignored a kernel-log record written by userspace"))
-            || d.log_has("ignored a kernel-log record written by userspace")
+            .any(|a| a.contains("kernel-log record(s) written by userspace"))
+            || d.log_has("kernel-log record(s) written by userspace")
     });
     wait_for("the untrusted origin to be logged", WAIT, || {
         d.log_has("untrusted")
