@@ -11,7 +11,8 @@
 # tree, a stub iscsiadm that reports no sessions, a syslog socket read by a counter, a
 # private control socket and state directory. Records go through the real /dev/kmsg (one
 # open+write per record so the printk_devkmsg ratelimit, which is per open file, does not
-# drop them; level 7 so the console stays quiet), as fast as perl writes them.
+# drop them; level 7 so the console stays quiet: a console print per record would
+# slow the injector to a few hundred records per second), as fast as perl writes them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -109,7 +110,7 @@ perl -MTime::HiRes=time -e '
     my $t0 = time;
     for my $i (0 .. $n - 1) {
         open(my $fh, ">", "/dev/kmsg") or die "open /dev/kmsg: $!";
-        syswrite($fh, "<3>ice 0000:02:00.0 flood$i: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3\n")
+        syswrite($fh, "<7>ice 0000:02:00.0 flood$i: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3\n")
             or die "write: $!";
         close($fh);
     }
@@ -123,7 +124,8 @@ read -r t_peak r_peak <"$tmp/peak"
 kill -TERM "$daemon"; wait "$daemon" || true; daemon=
 sleep 0.5
 
-lost=$(grep 'kernel log records lost' "$tmp/daemon.log" | grep -o 'count=[0-9]*' | cut -d= -f2 | awk '{s += $1} END {print s + 0}')
+cp "$tmp/daemon.log" "${KEEP_LOG:-/dev/null}" 2>/dev/null || true
+lost=$( { grep 'kernel log records lost' "$tmp/daemon.log" || true; } | { grep -o 'count=[0-9]*' || true; } | cut -d= -f2 | awk '{s += $1} END {print s + 0}')
 overruns=$(grep -c 'kernel log records lost\|overrun before the first record' "$tmp/daemon.log" || true)
 seen=$(grep -c 'kernel log: ' "$tmp/daemon.log" || true)
 coalesce_logs=$(grep -c 'coalesced because the alert queue was full' "$tmp/daemon.log" || true)
@@ -132,7 +134,7 @@ echo "records read by the daemon (logged observations): $seen"
 echo "records lost (sequence gaps): ${lost:-0} in $overruns gap report(s)"
 echo "syslog datagrams received: $(cat "$tmp/syslog.count")"
 echo "coalescing reports: $coalesce_logs in the log, $(grep -c . "$tmp/syslog.coalesced" || true) in syslog"
-grep -m1 . "$tmp/syslog.coalesced" | cut -c1-300 || true
+{ grep -m1 . "$tmp/syslog.coalesced" || true; } | cut -c1-300
 echo "threads: before $t_before, peak $t_peak, after $t_after"
 echo "RSS (KiB): before $r_before, peak $r_peak, after $r_after"
 echo "elapsed: $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s"

@@ -41,6 +41,14 @@ use crate::io::kmsg::KmsgEvent;
 /// Lists the host's interface addresses (for placing sessions on RDMA ports).
 pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
 
+/// Kernel-log records read ahead of the loop. The reader task drains /dev/kmsg into this
+/// queue as fast as the kernel writes, so a burst the loop cannot process at once (a storm
+/// of distinct lines: each is classified, logged and fed to the engine) waits in memory
+/// instead of being overwritten in the ring (a few thousand records). Worst case ≈ 65 536 ×
+/// ~250 bytes ≈ 16 MB; past it the reader waits and the ring's loss is detected and reported
+/// as usual.
+const KMSG_READ_AHEAD: usize = 65_536;
+
 /// How long an operator command may take before its client is told it is still running.
 const OPERATOR_DEADLINE: Duration = Duration::from_secs(15 * 60);
 
@@ -319,7 +327,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         tracing::info!(socket = %server.path().display(), "control socket open");
         tokio::spawn(accept_loop(server, ctrl_tx))
     });
-    let mut kernel_log = deps.kernel_log;
+    let mut kernel_log = deps.kernel_log.map(ReadAhead::start);
     let mut shutdown = deps.shutdown;
     let poll_iscsi = settings.config.poll.iscsi;
     let mut driver = driver_for(engine, &settings);
@@ -408,7 +416,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             .map_or(Duration::from_secs(3600), |t| t.since(now));
         let kmsg_next = async {
             match kernel_log.as_mut() {
-                Some(k) => Some(k.next().await),
+                Some(k) => k.rx.recv().await,
                 None => std::future::pending().await,
             }
         };
@@ -433,9 +441,14 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 Some(Ok(ev)) => lp.on_kmsg(ev),
                 Some(Err(e)) => {
                     tracing::error!("the kernel log failed: {e}; continuing on RDMA netlink, sysfs and iscsiadm alone");
+                    if let Some(k) = kernel_log.take() {
+                        drop(k.stop().await);
+                    }
+                }
+                None => {
+                    tracing::error!("the kernel-log reader stopped; continuing on RDMA netlink, sysfs and iscsiadm alone");
                     kernel_log = None;
                 }
-                None => {}
             },
             Some(f) = done_rx.recv() => lp.on_finished(f),
             Some((id, written)) = journal_rx.recv() => {
@@ -475,8 +488,11 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
         Err(e) => tracing::error!("cannot write the journal at shutdown: {e}"),
     }
-    if let Some(k) = kernel_log.as_mut() {
-        k.save_cursor(Duration::from_millis(500));
+    if let Some(k) = kernel_log.take() {
+        // Records read ahead and not yet handled are not replayed after a restart.
+        if let Some(mut log) = k.stop().await {
+            log.save_cursor(Duration::from_millis(500));
+        }
     }
     kill_children();
     if let Some(t) = control_task {
@@ -487,6 +503,55 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     tokio::time::sleep(Duration::from_millis(20)).await;
     tracing::info!("stopped");
     Ok(exit_code)
+}
+
+/// The kernel log read on its own task, ahead of the loop.
+struct ReadAhead {
+    rx: tokio::sync::mpsc::Receiver<Result<KmsgEvent, crate::io::kmsg::KmsgError>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Box<dyn KernelLog>>,
+}
+
+impl ReadAhead {
+    fn start(mut log: Box<dyn KernelLog>) -> ReadAhead {
+        let (tx, rx) = tokio::sync::mpsc::channel(KMSG_READ_AHEAD);
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            loop {
+                // `next` is cancel-safe (io::kmsg): stopping between records loses none.
+                let ev = tokio::select! {
+                    _ = &mut stopped => return log,
+                    ev = log.next() => ev,
+                };
+                let failed = ev.is_err();
+                tokio::select! {
+                    _ = &mut stopped => return log,
+                    sent = tx.send(ev) => if sent.is_err() { return log; },
+                }
+                if failed {
+                    // The loop reports it and carries on without the kernel log.
+                    let _ = stopped.await;
+                    return log;
+                }
+            }
+        });
+        ReadAhead {
+            rx,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Stops the reader and gives the kernel log back (to save its cursor).
+    async fn stop(mut self) -> Option<Box<dyn KernelLog>> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        tokio::time::timeout(Duration::from_millis(500), self.task)
+            .await
+            .ok()?
+            .ok()
+    }
 }
 
 /// Kills the process groups of our children still running (an iscsiadm or devlink that an
