@@ -116,8 +116,16 @@ perl -MTime::HiRes=time -e '
     }
     printf STDERR "injected %d records in %.2f s\n", $n, time - $t0;
 ' "$N" 2>"$tmp/inject"
-# Let the daemon drain what is still queued and the sender report the coalesced alerts.
-sleep 3
+# Let the daemon handle what it read ahead (until its log stops growing, at most 60 s) and
+# the sender report the coalesced alerts.
+prev=-1
+for _ in $(seq 60); do
+    now=$(grep -c 'kernel log: ' "$tmp/daemon.log" || true)
+    [ "$now" = "$prev" ] && break
+    prev=$now
+    sleep 1
+done
+sleep 2
 touch "$tmp/stop-sampling"; wait "$sampler" 2>/dev/null || true
 t_after=$(threads); r_after=$(rss_kb)
 read -r t_peak r_peak <"$tmp/peak"
