@@ -34,6 +34,7 @@ fn sessions(failed_device: Option<usize>) -> Vec<SessionInfo> {
                 netdev: None,
                 local_ip: None,
                 rdma: Some(PortId::new(format!("rocep{d}s0f0"), 1)),
+                placed_by: None,
                 state,
                 disks: vec![DiskInfo::new(format!("sd{i}"), "running")],
             });

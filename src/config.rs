@@ -4,18 +4,22 @@
 //! setting. `iser-guard check-config` reports every problem with its key path.
 //! The documented default lives in `config/iser-guard.toml`; `Config::default()` must match it.
 //!
-//! Loading ([`load`]) runs in four steps, and steps 2–4 each report *every* problem they find,
+//! Loading ([`load`]) runs in five steps, and steps 2–5 each report *every* problem they find,
 //! not just the first, each with its key path and, where the key is in the file, its
 //! line and column:
 //!
-//! 1. the file itself: it must be a regular file and not world-writable, nor in a
-//!    world-writable directory without the sticky bit (whoever can write or replace the file
-//!    can make the daemon re-create RDMA devices and run iscsiadm as root);
+//! 1. the file itself: it must be a regular file that only root can write or replace: every
+//!    component from `/` to it, symlinks followed, is checked ([`crate::path_trust`]), since
+//!    whoever can write or replace the file can make the daemon re-create RDMA devices and
+//!    run programs as root;
 //! 2. TOML syntax, with the parser's error recovery (`toml::de::DeTable::parse_recoverable`);
 //! 3. schema: serde stops at the first error, so every key is deserialized on its own into its
 //!    table's struct (one single-key table at a time). The serde derives stay the one source
 //!    of truth for key names, types and `deny_unknown_fields`;
-//! 4. semantics ([`Config::validate`]): ranges and relations between keys.
+//! 4. semantics ([`Config::validate`]): ranges and relations between keys;
+//! 5. trust of the paths the daemon runs or keeps state in ([`trust_problems`]): the
+//!    executables in `paths.*`, `paths.state-dir` and the control socket's directory, by the
+//!    same rules, and `paths.control-socket` must not name anything but a socket.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -491,32 +495,37 @@ pub enum ConfigError {
         /// What it is instead.
         kind: &'static str,
     },
-    /// The file is writable by every user.
+    /// The file, or a directory on the way to it, could be written or replaced by someone
+    /// other than root (see [`crate::path_trust`]).
     #[error(
-        "refusing configuration {path}: it is world-writable (mode {mode:04o}), so any local \
-         user could make iser-guard re-create RDMA devices and run iscsiadm as root; \
-         fix it with `chmod o-w {path}`"
+        "refusing configuration {path}: {}; whoever can write or replace it could make \
+         iser-guard re-create RDMA devices and run programs as root",
+        refusals.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
     )]
-    WorldWritable {
+    Untrusted {
         /// The file.
         path: PathBuf,
-        /// Its permission bits.
-        mode: u32,
+        /// Every reason, outermost component first.
+        refusals: Vec<crate::path_trust::Refusal>,
     },
-    /// The file's directory is writable by every user without the sticky bit, so anyone
-    /// could replace the file.
-    #[error(
-        "refusing configuration {path}: its directory {dir} is world-writable (mode \
-         {mode:04o}) without the sticky bit, so any local user could replace the file; fix it \
-         with `chmod o-w {dir}`"
-    )]
-    WorldWritableDir {
+    /// The trust walk of the file failed (a component cannot be looked at).
+    #[error("refusing configuration {path}: {source}")]
+    Unwalkable {
         /// The file.
         path: PathBuf,
-        /// Its directory.
-        dir: PathBuf,
-        /// The directory's permission bits.
-        mode: u32,
+        /// Why.
+        #[source]
+        source: crate::io::path_trust::WalkError,
+    },
+    /// The built-in defaults name paths that cannot be trusted.
+    #[error(
+        "the built-in defaults ({DEFAULT_CONFIG_PATH} does not exist) have {} problem(s):\n{}",
+        problems.len(),
+        format_problems(problems)
+    )]
+    DefaultsUntrusted {
+        /// Every problem found.
+        problems: Vec<Problem>,
     },
     /// The file has problems; each names its key path.
     #[error("configuration {path} has {} problem(s):\n{}", problems.len(), format_problems(problems))]
@@ -532,7 +541,18 @@ impl ConfigError {
     /// The problems as a list: one per problem for `Invalid`, one key-less problem otherwise.
     pub fn problems(&self) -> Vec<Problem> {
         match self {
-            ConfigError::Invalid { problems, .. } => problems.clone(),
+            ConfigError::Invalid { problems, .. } | ConfigError::DefaultsUntrusted { problems } => {
+                problems.clone()
+            }
+            ConfigError::Untrusted { path, refusals } => refusals
+                .iter()
+                .map(|r| {
+                    Problem::new(
+                        "",
+                        format!("refusing configuration {}: {r}", path.display()),
+                    )
+                })
+                .collect(),
             other => vec![Problem::new("", other.to_string())],
         }
     }
@@ -544,10 +564,74 @@ impl ConfigError {
 /// syntax, schema and semantic problem at once (see the module docs).
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let text = read_checked(path)?;
-    parse_str(&text).map_err(|problems| ConfigError::Invalid {
+    let invalid = |problems| ConfigError::Invalid {
         path: path.to_path_buf(),
         problems,
-    })
+    };
+    let (config, spans) = parse_spanned(&text).map_err(invalid)?;
+    let lines = LineIndex::new(&text);
+    let mut problems = trust_problems(&config);
+    for p in &mut problems {
+        if let Some(span) = spans.get(&p.key) {
+            let (l, c) = lines.position(span.start);
+            p.line = Some(l);
+            p.col = Some(c);
+        }
+    }
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(invalid(sorted(problems)))
+    }
+}
+
+/// The trust checks of every path the daemon runs or keeps its state in
+/// ([`crate::path_trust`]), as problems at their keys. Reads the file system.
+///
+/// Executables and directories that do not exist yet are judged by the directories that
+/// do (nobody but root may create them); the control socket's path must not name anything
+/// but a socket, because binding replaces a stale socket there and nothing else.
+pub fn trust_problems(config: &Config) -> Vec<Problem> {
+    use crate::io::path_trust::{check, Verdict};
+    use crate::path_trust::Target;
+    let pa = &config.paths;
+    let socket_dir = pa.control_socket.parent().map(Path::to_path_buf);
+    let mut checks: Vec<(&str, &Path, Target)> = vec![
+        ("paths.iscsiadm", &pa.iscsiadm, Target::File),
+        ("paths.devlink", &pa.devlink, Target::File),
+        ("paths.rdma", &pa.rdma, Target::File),
+        ("paths.modprobe", &pa.modprobe, Target::File),
+        ("paths.state-dir", &pa.state_dir, Target::DedicatedDir),
+    ];
+    if let Some(d) = socket_dir.as_deref() {
+        checks.push(("paths.control-socket", d, Target::DedicatedDir));
+    }
+    let mut out = Vec::new();
+    for (key, path, target) in checks {
+        // Relative or empty paths are reported by `validate`.
+        if !path.is_absolute() {
+            continue;
+        }
+        match check(path, target) {
+            Verdict::Trusted { .. } => {}
+            Verdict::Refused(refusals) => {
+                for r in refusals {
+                    out.push(Problem::new(
+                        key,
+                        format!("refusing {}: {r}", path.display()),
+                    ));
+                }
+            }
+            Verdict::Unwalkable(e) => out.push(Problem::new(
+                key,
+                format!("refusing {}: {e}", path.display()),
+            )),
+        }
+    }
+    if let Err(m) = crate::io::control::check_socket_path(&pa.control_socket) {
+        out.push(Problem::new("paths.control-socket", m));
+    }
+    out
 }
 
 /// Loads `explicit` if given (it must exist); otherwise [`DEFAULT_CONFIG_PATH`] if it exists;
@@ -573,7 +657,12 @@ pub fn load_or_default_from(
                 path = %default_path.display(),
                 "no configuration file; using the built-in defaults"
             );
-            Ok((Config::default(), Source::Defaults))
+            let config = Config::default();
+            let problems = trust_problems(&config);
+            if !problems.is_empty() {
+                return Err(ConfigError::DefaultsUntrusted { problems });
+            }
+            Ok((config, Source::Defaults))
         }
         // Any other outcome (exists, or cannot be looked at) goes through `load`, which
         // reports it properly.
@@ -588,7 +677,7 @@ pub fn load_or_default_from(
 /// reads it.
 fn read_checked(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 
     let read_err = |source| ConfigError::Read {
         path: path.to_path_buf(),
@@ -621,27 +710,21 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
             kind,
         });
     }
-    let mode = meta.permissions().mode();
-    if mode & 0o002 != 0 {
-        return Err(ConfigError::WorldWritable {
-            path: path.to_path_buf(),
-            mode: mode & 0o7777,
-        });
-    }
-    // The directory the name was resolved in: a world-writable one without the sticky bit
-    // lets anyone rename another file over this one.
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if let Ok(dmeta) = std::fs::metadata(dir) {
-        let dmode = dmeta.permissions().mode();
-        if dmode & 0o002 != 0 && dmode & 0o1000 == 0 {
-            return Err(ConfigError::WorldWritableDir {
+    // Whoever can write the file or replace any directory on the way to it controls what
+    // the daemon does as root: every component is checked, symlinks followed.
+    match crate::io::path_trust::check(path, crate::path_trust::Target::File) {
+        crate::io::path_trust::Verdict::Trusted { .. } => {}
+        crate::io::path_trust::Verdict::Refused(refusals) => {
+            return Err(ConfigError::Untrusted {
                 path: path.to_path_buf(),
-                dir: dir.to_path_buf(),
-                mode: dmode & 0o7777,
-            });
+                refusals,
+            })
+        }
+        crate::io::path_trust::Verdict::Unwalkable(source) => {
+            return Err(ConfigError::Unwalkable {
+                path: path.to_path_buf(),
+                source,
+            })
         }
     }
     // A configuration is a few KiB; a huge file is a mistake (wrong path), not a config.
@@ -670,6 +753,14 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
 /// and the schema problems before it are reported: past it, the parser's recovery may
 /// attribute keys to the wrong table.
 pub fn parse_str(text: &str) -> Result<Config, Vec<Problem>> {
+    parse_spanned(text).map(|(c, _)| c)
+}
+
+/// Where each key's value is in the text, by key path.
+type Spans = BTreeMap<String, Range<usize>>;
+
+/// [`parse_str`], also returning the span of every key's value.
+fn parse_spanned(text: &str) -> Result<(Config, Spans), Vec<Problem>> {
     let lines = LineIndex::new(text);
     let (doc, syntax_errors) = DeTable::parse_recoverable(text);
     let mut problems: Vec<Problem> = syntax_errors
@@ -724,7 +815,7 @@ pub fn parse_str(text: &str) -> Result<Config, Vec<Problem>> {
         problems.push(p);
     }
     if problems.is_empty() {
-        Ok(config)
+        Ok((config, spans))
     } else {
         Err(sorted(problems))
     }
@@ -1519,14 +1610,15 @@ ident = \"\"
         let dir = tempfile::tempdir().expect("tempdir");
         let p = write(dir.path(), "c.toml", "", 0o666);
         let e = load(&p).expect_err("world-writable");
-        assert!(
-            matches!(e, ConfigError::WorldWritable { mode: 0o666, .. }),
-            "{e}"
-        );
-        assert!(e.to_string().contains("chmod o-w"), "{e}");
-        // Group-writable is the administrator's choice; only "other" is refused.
+        assert!(matches!(e, ConfigError::Untrusted { .. }), "{e}");
+        assert!(e.to_string().contains("world-writable (mode 0666)"), "{e}");
+        assert!(e.to_string().contains("chmod g-w,o-w"), "{e}");
+        // Group-writable: refused too (StrictModes, sudo).
         let p = write(dir.path(), "g.toml", "", 0o660);
-        assert_eq!(load(&p).expect("group-writable ok"), Config::default());
+        let e = load(&p).expect_err("group-writable");
+        assert!(e.to_string().contains("group-writable (mode 0660)"), "{e}");
+        let p = write(dir.path(), "ok.toml", "", 0o640);
+        assert_eq!(load(&p).expect("owner-only ok"), Config::default());
         // A world-writable directory: refused without the sticky bit, accepted with it.
         let open = dir.path().join("open");
         std::fs::create_dir(&open).expect("mkdir");
@@ -1534,7 +1626,8 @@ ident = \"\"
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         let e = load(&p).expect_err("world-writable dir");
         assert!(
-            matches!(e, ConfigError::WorldWritableDir { mode: 0o777, .. }),
+            e.to_string()
+                .contains("is world-writable (mode 0777) without the sticky bit"),
             "{e}"
         );
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).expect("chmod");

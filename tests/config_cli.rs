@@ -183,7 +183,7 @@ fn world_writable_refused() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
     assert!(t.contains("world-writable (mode 0666)"), "{t}");
-    assert!(t.contains("chmod o-w"), "{t}");
+    assert!(t.contains("chmod g-w,o-w"), "{t}");
 
     // JSON form carries the same refusal as its one problem.
     let o = check_json(&p);
@@ -194,9 +194,9 @@ fn world_writable_refused() {
         .as_str()
         .is_some_and(|m| m.contains("world-writable")));
 
-    // Fixed as the message says: accepted.
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o664)).expect("chmod");
-    assert_eq!(check(&p).status.code(), Some(0));
+    // Fixed as the message says (`chmod g-w,o-w`): accepted.
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    assert_eq!(check(&p).status.code(), Some(0), "{}", text(&check(&p)));
 }
 
 #[test]
@@ -277,4 +277,213 @@ fn shipped_default_file_is_valid() {
     std::fs::write(&empty, "").expect("write");
     let from_empty = json(&check_json(&empty));
     assert_eq!(from_file["config"], from_empty["config"]);
+}
+
+// ---- path trust: the attacker's bypasses (issue 12) -----------------------------------------
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// The uid the attacker's files belong to. Changing owners needs root: without it the test
+/// says why it is skipped.
+const ATTACKER_UID: u32 = 1001;
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn chown_attacker(p: &Path) {
+    std::os::unix::fs::lchown(p, Some(ATTACKER_UID), Some(ATTACKER_UID)).expect("chown");
+}
+
+/// A temporary tree: `base` (root-owned 0755 under the sticky /tmp) and a valid config file
+/// written at `rel` inside it with mode 0644.
+fn tree() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().canonicalize().expect("canonical");
+    chmod(&base, 0o755);
+    (dir, base)
+}
+
+fn config_at(p: &Path, text: &str) {
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, text).expect("write");
+    chmod(p, 0o644);
+}
+
+fn refused(p: &Path, needle: &str) {
+    let o = check(p);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(t.contains(needle), "expected {needle:?} in:\n{t}");
+}
+
+#[test]
+fn a_world_writable_grandparent_is_refused_and_named() {
+    let (_d, base) = tree();
+    let gp = base.join("gp");
+    let p = gp.join("parent/config.toml");
+    config_at(&p, "[devices]\nallow = [\"attacker0\"]\n");
+    chmod(&gp, 0o777);
+    let fix = format!("chmod g-w,o-w {}", gp.display());
+    refused(
+        &p,
+        &format!(
+            "{} is world-writable (mode 0777) without the sticky bit",
+            gp.display()
+        ),
+    );
+    refused(&p, &fix);
+    // The JSON form names the same component.
+    let v = json(&check_json(&p));
+    assert!(v["problems"][0]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains(&fix)));
+    chmod(&gp, 0o755);
+    assert_eq!(check(&p).status.code(), Some(0), "{}", text(&check(&p)));
+}
+
+#[test]
+fn a_safe_symlink_into_a_world_writable_directory_is_refused() {
+    let (_d, base) = tree();
+    let open = base.join("open");
+    config_at(&open.join("config.toml"), "");
+    chmod(&open, 0o777);
+    std::fs::create_dir(base.join("safe")).expect("mkdir");
+    let link = base.join("safe/config.toml");
+    std::os::unix::fs::symlink(open.join("config.toml"), &link).expect("symlink");
+    refused(&link, &format!("{} is world-writable", open.display()));
+}
+
+#[test]
+fn a_group_writable_config_is_refused() {
+    let (_d, base) = tree();
+    let p = base.join("config.toml");
+    config_at(&p, "");
+    chmod(&p, 0o664);
+    refused(&p, "is group-writable (mode 0664)");
+}
+
+#[test]
+fn a_config_owned_by_another_user_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: changing a file's owner to uid {ATTACKER_UID} needs root");
+        return;
+    }
+    let (_d, base) = tree();
+    let p = base.join("config.toml");
+    config_at(&p, "");
+    chown_attacker(&p);
+    refused(&p, &format!("is owned by uid {ATTACKER_UID}"));
+    refused(&p, &format!("chown root {}", p.display()));
+    // A directory on the way owned by the attacker: refused the same way.
+    let (_d2, base2) = tree();
+    let dir = base2.join("attacker");
+    let p2 = dir.join("config.toml");
+    config_at(&p2, "");
+    chown_attacker(&dir);
+    refused(
+        &p2,
+        &format!("{} is owned by uid {ATTACKER_UID}", dir.display()),
+    );
+}
+
+#[test]
+fn executables_in_world_writable_directories_are_refused() {
+    let (_d, base) = tree();
+    let open = base.join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    for name in ["iscsiadm", "devlink"] {
+        let s = open.join(name);
+        std::fs::write(&s, "#!/bin/sh\nid > /tmp/pwned\n").expect("write");
+        chmod(&s, 0o777);
+    }
+    chmod(&open, 0o777);
+    let p = base.join("config.toml");
+    config_at(
+        &p,
+        &format!(
+            "[paths]\niscsiadm = {:?}\ndevlink = {:?}\n",
+            open.join("iscsiadm").display().to_string(),
+            open.join("devlink").display().to_string()
+        ),
+    );
+    let o = check_json(&p);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{}", text(&o));
+    let got = problems(&o);
+    // Each key: its directory, then the script itself, with the key's line.
+    assert_eq!(
+        got,
+        [
+            ("paths.iscsiadm".to_string(), Some(2)),
+            ("paths.iscsiadm".to_string(), Some(2)),
+            ("paths.devlink".to_string(), Some(3)),
+            ("paths.devlink".to_string(), Some(3)),
+        ]
+    );
+    let t = text(&check(&p));
+    assert!(
+        t.contains(&format!(
+            "{} is world-writable (mode 0777)",
+            open.join("iscsiadm").display()
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("chmod g-w,o-w {}", open.display())),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_state_dir_that_is_not_dedicated_is_refused() {
+    let (_d, base) = tree();
+    let p = base.join("config.toml");
+    config_at(&p, "[paths]\nstate-dir = \"/\"\n");
+    refused(
+        &p,
+        "paths.state-dir: refusing /: / is a directory the whole system shares",
+    );
+    // A directory others can write, even with the sticky bit: not dedicated.
+    let shared = base.join("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    chmod(&shared, 0o1777);
+    config_at(
+        &p,
+        &format!("[paths]\nstate-dir = {:?}\n", shared.display().to_string()),
+    );
+    refused(
+        &p,
+        &format!("{} is world-writable (mode 1777)", shared.display()),
+    );
+    // Its own directory, or one not created yet under a trusted one: accepted.
+    config_at(
+        &p,
+        &format!(
+            "[paths]\nstate-dir = {:?}\n",
+            base.join("state/new").display().to_string()
+        ),
+    );
+    assert_eq!(check(&p).status.code(), Some(0), "{}", text(&check(&p)));
+}
+
+#[test]
+fn a_control_socket_path_naming_a_regular_file_is_refused() {
+    let (_d, base) = tree();
+    let victim = base.join("run/important");
+    config_at(&victim, "precious");
+    let p = base.join("config.toml");
+    config_at(
+        &p,
+        &format!(
+            "[paths]\ncontrol-socket = {:?}\n",
+            victim.display().to_string()
+        ),
+    );
+    refused(&p, "exists and is a regular file, not a socket");
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("still there"),
+        "precious"
+    );
 }

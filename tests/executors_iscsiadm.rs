@@ -265,3 +265,34 @@ fn hung_iscsiadm_and_its_helpers_are_killed_and_reaped() {
         }
     }
 }
+
+/// A runner that answers every invocation with a cut listing, and records the limit asked.
+struct CutListing(std::sync::Mutex<Vec<usize>>);
+
+impl iser_guard::io::process::Runner for CutListing {
+    fn run(
+        &self,
+        inv: &iser_guard::io::process::Invocation,
+    ) -> Result<iser_guard::io::process::Output, iser_guard::io::process::RunError> {
+        self.0.lock().unwrap().push(inv.capture_limit);
+        Ok(iser_guard::io::process::Output {
+            exit: iser_guard::io::process::Exit::Code(0),
+            stdout: "tcp: [1] 192.0.2.2:3260,1 iqn.x (non-flash)\n".into(),
+            stderr: String::new(),
+            truncated: true,
+            took: Duration::from_millis(1),
+        })
+    }
+}
+
+#[test]
+fn a_cut_session_listing_is_an_error_not_a_shorter_listing() {
+    let runner = std::sync::Arc::new(CutListing(Default::default()));
+    let adm = Iscsiadm::with_runner("/usr/sbin/iscsiadm", Duration::from_secs(1), runner.clone());
+    let e = adm.sessions(true).expect_err("cut listing");
+    assert!(e.to_string().contains("was cut and is not used"), "{e}");
+    assert_eq!(
+        *runner.0.lock().unwrap(),
+        vec![iser_guard::io::iscsiadm::SESSION_LISTING_LIMIT]
+    );
+}

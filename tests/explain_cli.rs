@@ -311,3 +311,30 @@ fn malformed_and_binary_input_is_skipped_not_fatal() {
         .is_some_and(|s| s.starts_with("line 1:")));
     assert_eq!(v["events"][0]["first_line"], 3);
 }
+
+/// A line without a newline no longer grows memory: lines are cut at 64 KiB, the rest is
+/// counted and skipped with a warning, and what follows is still explained. (`/dev/zero`
+/// itself never ends, so a bounded stand-in: 32 MiB of NULs.)
+#[test]
+fn an_endless_line_is_cut_and_the_log_still_explained() {
+    let mut input = vec![0u8; 32 << 20];
+    input.extend_from_slice(format!("\n[ 5.000000] {MAD}\n").as_bytes());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("zeros.log");
+    std::fs::write(&p, &input).expect("write");
+    let o = run(&["--file", p.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}{err}", stdout(&o));
+    assert!(stdout(&o).contains("rocep2s0f0"), "{}", stdout(&o));
+    assert!(err.contains("longer than 65536 bytes"), "{err}");
+    // The same through `watch --file`.
+    let o = bin()
+        .args(["watch", "--file", p.to_str().expect("utf-8")])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(stdout(&o).contains("line 2 "), "{}", stdout(&o));
+    assert!(stdout(&o).contains("mad_rts_failed"), "{}", stdout(&o));
+    assert!(err.contains("longer than 65536 bytes"), "{err}");
+}

@@ -596,3 +596,36 @@ fn the_watcher_resyncs_after_an_overflow_and_falls_back_to_polling() {
     drop(w);
     h.join().unwrap();
 }
+
+#[test]
+fn the_watcher_dumps_the_cm_id_table_with_the_qp_table() {
+    use iser_guard::io::netlink::NldevWatcher;
+
+    for kernel in ["k61", "k612"] {
+        let (t, h) = serve(Replay::default().moment(&format!("{kernel}/nldev-1-loggedin")));
+        let empty_sysfs = tempfile::tempdir().unwrap();
+        let mut w = NldevWatcher::new(
+            NldevClient::new(t),
+            Box::new(|| Err::<NldevMonitor<OverflowThenFail>, _>(NetlinkError::Closed)),
+            Duration::from_secs(5),
+            empty_sysfs.path().to_path_buf(),
+            Instant(0),
+        );
+        w.step(&|| Instant(0), Duration::ZERO).unwrap();
+        let iser: Vec<_> = w
+            .cm_ids()
+            .iter()
+            .filter(|c| c.kern_name.as_deref() == Some("ib_iser"))
+            .collect();
+        assert_eq!(iser.len(), 1, "{kernel}");
+        assert_eq!(iser[0].dev_name, "rxe_ini");
+        assert_eq!(iser[0].port, Some(1));
+        assert_eq!(iser[0].dst().unwrap().to_string(), "192.0.2.2:3260");
+        assert!(w
+            .cm_ids()
+            .iter()
+            .any(|c| c.dev_name == "rxe_tgt" && c.kern_name.as_deref() == Some("ib_isert")));
+        drop(w);
+        h.join().unwrap();
+    }
+}

@@ -4,6 +4,13 @@
 #[path = "scenarios/util.rs"]
 mod util;
 
+#[path = "scenarios/kernel_run.rs"]
+#[allow(dead_code)]
+mod kernel_run;
+
+#[path = "scenarios/issue9.rs"]
+mod issue9;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Observation, Origin, Phase, Policy, PortId, Severity,
     StuckEvidence, Trust,
@@ -126,7 +133,9 @@ fn initiator_device_that_stays_gone_is_recreated_from_its_parent_after_the_wait(
 
 #[test]
 fn dead_target_listener_never_recreates_the_local_device_and_names_the_target_remedy() {
-    let h = run("dead-listener");
+    // With dynamic debug on (the 6.1 kernel logs `RDMA CM: REJECTED` only then); without it
+    // see tests/scenarios_placement.rs (an engine defect, issue 9 item 6).
+    let h = run("dead-listener-dyndbg");
     assert_safety(&h);
     assert!(h.recreations().is_empty());
     assert_eq!(
@@ -394,8 +403,14 @@ fn forged_userspace_records_never_trigger_an_action() {
         0
     );
     let a = alerts_with(&h, "written by userspace");
-    assert_eq!(a.len(), 2, "one per distinct forged line");
-    assert_eq!(a.iter().map(|a| a.count).sum::<u64>(), 100);
+    assert_eq!(a.len(), 1, "one coalesced alert whatever the signatures");
+    let counted: u64 = h
+        .alerts
+        .iter()
+        .filter(|(_, a)| a.key == "untrusted")
+        .map(|(_, a)| a.count)
+        .sum();
+    assert_eq!(counted, 100);
     assert_eq!(h.engine().stats().ignored_untrusted, 100);
 }
 

@@ -49,6 +49,7 @@ fn session(i: usize, st: u8) -> SessionInfo {
         netdev: None,
         local_ip: None,
         rdma: Some(PortId::new(DEVICES[i % 3], 1 + u32::try_from(i / 3).unwrap_or(0))),
+        placed_by: None,
         state,
         disks: vec![DiskInfo::new(
             format!("sd{i}"),

@@ -92,7 +92,8 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
             (Some(p), _) => {
                 let ctx = || format!("cannot read {}", p.display());
                 let f = std::fs::File::open(p).map_err(|e| Error::io(ctx(), e))?;
-                let report = Report::scan_reader(f).map_err(|e| Error::io(ctx(), e))?;
+                let capped = crate::io::lines::CappedLines::new(f, p.display().to_string());
+                let report = Report::scan_reader(capped).map_err(|e| Error::io(ctx(), e))?;
                 (report, p.display().to_string())
             }
             (None, [one]) if one == "-" => (scan_stdin()?, "stdin".to_string()),
@@ -124,8 +125,11 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
 }
 
 fn scan_stdin() -> Result<Report, Error> {
-    Report::scan_reader(std::io::stdin().lock())
-        .map_err(|e| Error::io("cannot read standard input", e))
+    Report::scan_reader(crate::io::lines::CappedLines::new(
+        std::io::stdin().lock(),
+        "standard input",
+    ))
+    .map_err(|e| Error::io("cannot read standard input", e))
 }
 
 // ---- --transition --------------------------------------------------------------------------
@@ -298,14 +302,19 @@ impl Report {
             } else {
                 match memchr::memrchr(b'\n', &buf) {
                     Some(i) => i + 1,
-                    None => {
+                    None if chunk < MAX_CHUNK => {
                         // One line longer than the chunk: read more of it.
                         chunk = chunk.saturating_mul(2);
                         continue;
                     }
+                    // An uncapped reader with a line longer than MAX_CHUNK: take it as it is.
+                    None => buf.len(),
                 }
             };
-            let consumed = r.scan_chunk(&buf[..limit], eof, &mut scratch);
+            // A record whose dictionary goes on past MAX_CHUNK is taken as it stands, so that
+            // no input grows the buffer without bound (lines are capped by the caller).
+            let whole = eof || chunk >= MAX_CHUNK;
+            let consumed = r.scan_chunk(&buf[..limit], whole, &mut scratch);
             if let Some(b) = buf[..consumed].last() {
                 last_byte = Some(*b);
             }
@@ -798,6 +807,9 @@ fn strip_log_prefix(line: &str) -> &str {
 
 /// Bytes read per chunk of a saved log.
 const CHUNK: usize = 1 << 20;
+
+/// The most a chunk grows to hold one record and its dictionary lines.
+const MAX_CHUNK: usize = 16 << 20;
 
 #[cold]
 fn unreachable_read_error() -> Report {

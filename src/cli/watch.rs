@@ -352,43 +352,112 @@ fn write_err(e: io::Error) -> Error {
     Error::io("writing to standard output", e)
 }
 
-/// Replays a saved log.
-fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> {
-    let bytes = if path == Path::new("-") {
-        let mut b = Vec::new();
-        io::Read::read_to_end(&mut io::stdin().lock(), &mut b)
-            .map_err(|e| Error::io("reading standard input", e))?;
-        b
-    } else {
-        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?
+/// Bytes read per chunk of a saved log.
+const CHUNK: usize = 1 << 20;
+
+/// The most a chunk grows to hold one record and its dictionary lines.
+const MAX_CHUNK: usize = 16 << 20;
+
+/// Where the last record of `buf` starts: the last line not beginning with a space (a
+/// /dev/kmsg dictionary line), among the complete lines. What comes before it is whole
+/// records; the record itself may go on in the next chunk. 0 when there is no such split.
+fn last_record_start(buf: &[u8]) -> usize {
+    let Some(last_nl) = memchr::memrchr(b'\n', buf) else {
+        return 0;
     };
+    let mut end = last_nl;
+    loop {
+        let start = memchr::memrchr(b'\n', &buf[..end]).map_or(0, |i| i + 1);
+        if buf.get(start) != Some(&b' ') || start == 0 {
+            return start;
+        }
+        end = start - 1;
+    }
+}
+
+/// Replays a saved log, streamed in chunks of whole records with every line capped
+/// ([`crate::io::lines`]): memory stays at about one chunk whatever the input.
+fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> {
+    let name = if path == Path::new("-") {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let read_err = |e| Error::io(format!("reading {name}"), e);
+    let input: Box<dyn io::Read> = if path == Path::new("-") {
+        Box::new(io::stdin().lock())
+    } else {
+        Box::new(std::fs::File::open(path).map_err(read_err)?)
+    };
+    let mut src = crate::io::lines::CappedLines::new(input, name.clone());
     let mut bad = 0u64;
     let mut records = 0u64;
-    for item in SavedLog::from_bytes(&bytes) {
-        match item {
-            Ok(entry) => {
-                records += 1;
-                // The cheap prefilter first: most lines of a real log match nothing.
-                if !printer.all && !signatures::prefilter(entry.record.text.as_bytes()) {
-                    continue;
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
+    let mut want = CHUNK;
+    let mut eof = false;
+    let mut lines_before = 0usize;
+    loop {
+        while !eof && buf.len() < want {
+            let len = buf.len();
+            buf.resize(want, 0);
+            match io::Read::read(&mut src, &mut buf[len..]) {
+                Ok(0) => {
+                    buf.truncate(len);
+                    eof = true;
                 }
-                printer
-                    .record(&View::saved(entry.line, &entry.record))
-                    .map_err(write_err)?;
+                Ok(n) => buf.truncate(len + n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
+                Err(e) => return Err(read_err(e)),
             }
-            Err(e) => {
-                bad += 1;
-                warn!("{}: skipping {e}", path.display());
+        }
+        let mut cut = if eof {
+            buf.len()
+        } else {
+            last_record_start(&buf)
+        };
+        if cut == 0 && !eof {
+            if want < MAX_CHUNK {
+                // One record with a dictionary longer than the chunk: read more of it.
+                want = want.saturating_mul(2);
+                continue;
             }
+            // Take it as it stands rather than grow without bound.
+            cut = memchr::memrchr(b'\n', &buf).map_or(buf.len(), |i| i + 1);
+        }
+        for item in SavedLog::from_bytes(&buf[..cut]) {
+            match item {
+                Ok(entry) => {
+                    records += 1;
+                    // The cheap prefilter first: most lines of a real log match nothing.
+                    if !printer.all && !signatures::prefilter(entry.record.text.as_bytes()) {
+                        continue;
+                    }
+                    printer
+                        .record(&View::saved(lines_before + entry.line, &entry.record))
+                        .map_err(write_err)?;
+                }
+                Err(mut e) => {
+                    bad += 1;
+                    e.line += lines_before;
+                    warn!("{name}: skipping {e}");
+                }
+            }
+        }
+        lines_before += memchr::memchr_iter(b'\n', &buf[..cut]).count();
+        buf.drain(..cut);
+        want = CHUNK;
+        if eof && buf.is_empty() {
+            break;
         }
     }
     printer.out.flush().map_err(write_err)?;
+    let cut = src.stats();
     info!(
         records,
         printed = printer.printed,
         skipped = bad,
-        "replayed {}",
-        path.display()
+        long_lines_cut = cut.lines_cut,
+        "replayed {name}"
     );
     Ok(())
 }
@@ -456,6 +525,41 @@ mod tests {
             trust_userspace: false,
             printed: 0,
         }
+    }
+
+    /// The streamed replay prints exactly what parsing the whole log at once gives, with the
+    /// same line numbers, when records and their dictionary lines straddle chunk ends.
+    #[test]
+    fn streamed_replay_matches_the_whole_log() {
+        let kmsg = include_str!("../../tests/fixtures/kmsg/field-incident.kmsg");
+        let mut log = String::new();
+        while log.len() < 3 * CHUNK {
+            log.push_str(kmsg);
+            log.push_str("[    1.000000] filler line to move the chunk boundaries\n");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, &log).unwrap();
+        let mut streamed = printer(true);
+        replay(&path, &mut streamed).unwrap();
+        let mut whole = printer(true);
+        for entry in SavedLog::from_bytes(log.as_bytes()).flatten() {
+            whole
+                .record(&View::saved(entry.line, &entry.record))
+                .unwrap();
+        }
+        assert!(whole.printed > 1000, "{}", whole.printed);
+        assert_eq!(streamed.printed, whole.printed);
+        assert!(streamed.out == whole.out, "streamed output differs");
+    }
+
+    #[test]
+    fn last_record_start_keeps_dictionary_lines_with_their_record() {
+        assert_eq!(last_record_start(b"a\nb\n SUB=x\n DEV=y\n"), 2);
+        assert_eq!(last_record_start(b"a\nb\nc"), 2);
+        assert_eq!(last_record_start(b"a\n"), 0);
+        assert_eq!(last_record_start(b"abc"), 0);
+        assert_eq!(last_record_start(b" K=V\n K=W\n"), 0);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::core::nldev::CmIdEntry;
 use crate::core::recovery::{from_topology_event, Observation};
 use crate::core::session_map::RdmaPortNetdev;
 use crate::core::time::Instant;
@@ -81,6 +82,8 @@ pub enum TopologyReport {
         observations: Vec<Observation>,
         /// Every RDMA port with its netdev.
         ports: Vec<RdmaPortNetdev>,
+        /// Every RDMA CM id (RES_CM_ID_GET, for session placement); empty without netlink.
+        cm_ids: Vec<CmIdEntry>,
     },
     /// RDMA netlink is not available: the source continues on sysfs alone.
     NetlinkUnavailable(String),
@@ -203,6 +206,7 @@ impl HostTopology {
             ) {
                 Ok(mut w) => {
                     let mut first = true;
+                    let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
                     while !stop.load(Ordering::Relaxed) {
                         let forced = refresh.swap(false, Ordering::Relaxed);
                         if forced {
@@ -210,9 +214,15 @@ impl HostTopology {
                         }
                         match w.step(&now, Duration::from_millis(250)) {
                             Ok(events) => {
-                                if events.is_empty() && !first && !forced {
+                                // A new connection changes the CM id table alone.
+                                if events.is_empty()
+                                    && !first
+                                    && !forced
+                                    && w.cm_ids() == sent_cm_ids.as_slice()
+                                {
                                     continue;
                                 }
+                                sent_cm_ids = w.cm_ids().to_vec();
                                 first = false;
                                 let observations = events
                                     .iter()
@@ -223,6 +233,7 @@ impl HostTopology {
                                     .send(TopologyReport::Update {
                                         observations,
                                         ports,
+                                        cm_ids: sent_cm_ids.clone(),
                                     })
                                     .is_err()
                                 {
@@ -272,6 +283,7 @@ impl HostTopology {
                         .send(TopologyReport::Update {
                             observations,
                             ports,
+                            cm_ids: Vec::new(),
                         })
                         .is_err()
                     {

@@ -108,10 +108,26 @@ pub enum IscsiadmError {
         /// Its value.
         value: String,
     },
+    /// A session listing longer than the capture limit: a partial listing would make the
+    /// sessions past the cut look gone, so none of it is used.
+    #[error(
+        "`{command}` printed more than {limit} bytes; the listing was cut and is not used \
+         (sessions past the cut would look gone)"
+    )]
+    Truncated {
+        /// The command line.
+        command: String,
+        /// The capture limit, in bytes.
+        limit: usize,
+    },
     /// A waiting problem in the runner (should not happen).
     #[error("running iscsiadm failed: {0}")]
     Run(#[source] RunError),
 }
+
+/// Bytes of a session listing kept: `-P 3` prints about 2 KiB per session, so this holds
+/// thousands of sessions (the runner's default, 256 KiB, would cut at about a hundred).
+pub const SESSION_LISTING_LIMIT: usize = 16 * 1024 * 1024;
 
 impl IscsiadmError {
     /// How to react: [`StatusClass::Transient`] (retry with back-off; also for a hang),
@@ -121,7 +137,7 @@ impl IscsiadmError {
     pub fn class(&self) -> StatusClass {
         match self {
             IscsiadmError::Failed { status, .. } => status.classify(),
-            IscsiadmError::Hung { .. } => StatusClass::Transient,
+            IscsiadmError::Hung { .. } | IscsiadmError::Truncated { .. } => StatusClass::Transient,
             IscsiadmError::NotRunnable { .. } | IscsiadmError::BadArgument { .. } => {
                 StatusClass::Permanent
             }
@@ -248,7 +264,16 @@ impl Iscsiadm {
     }
 
     fn exec(&self, args: Vec<OsString>) -> Result<(String, Output), IscsiadmError> {
-        let inv = Invocation::new(self.program.clone(), args, self.timeout);
+        self.exec_capped(args, crate::io::process::DEFAULT_CAPTURE_LIMIT)
+    }
+
+    fn exec_capped(
+        &self,
+        args: Vec<OsString>,
+        capture_limit: usize,
+    ) -> Result<(String, Output), IscsiadmError> {
+        let mut inv = Invocation::new(self.program.clone(), args, self.timeout);
+        inv.capture_limit = capture_limit;
         let command = inv.display();
         match self.runner.run(&inv) {
             Ok(out) => match out.exit {
@@ -324,8 +349,12 @@ impl IscsiAdm for Iscsiadm {
         if detail {
             args.extend(["-P".into(), "3".into()]);
         }
-        let (command, out) = self.exec(args)?;
+        let (command, out) = self.exec_capped(args, SESSION_LISTING_LIMIT)?;
         match out.exit {
+            Exit::Code(0) if out.truncated => Err(IscsiadmError::Truncated {
+                command,
+                limit: SESSION_LISTING_LIMIT,
+            }),
             Exit::Code(0) => Ok(SessionListing::Text(out.stdout)),
             Exit::Code(c) if IscsiadmStatus::from_code(c).no_objects() => {
                 Ok(SessionListing::NoSessions)

@@ -40,7 +40,7 @@ pub const DEFAULT_DUMP_ATTEMPTS: u32 = 3;
 
 use crate::core::nldev::MonitorEvent;
 use crate::core::nldev::{
-    request, DeviceInfo, NldevError, NldevMessage, PortInfo, QpDump, QpEntry, SysInfo,
+    request, CmIdEntry, DeviceInfo, NldevError, NldevMessage, PortInfo, QpDump, QpEntry, SysInfo,
 };
 use crate::core::topology::{
     DeviceObservation, PollAction, Poller, Snapshot, Topology, TopologyEvent,
@@ -751,6 +751,31 @@ impl<T: Transport> NldevClient<T> {
         Ok(out)
     }
 
+    /// RES_CM_ID_GET dump of one device: its RDMA CM ids (ib_iser's connections, with
+    /// addresses; session placement).
+    pub fn cm_ids(
+        &mut self,
+        dev_index: u32,
+        skips: &mut Skips,
+    ) -> Result<Vec<CmIdEntry>, NetlinkError> {
+        let replies = self.dump(request::res_cm_id_get_dump(0, dev_index))?;
+        let mut out = Vec::new();
+        for m in &replies {
+            match CmIdEntry::all(m) {
+                Ok(entries) => {
+                    for e in entries {
+                        match e {
+                            Ok(c) => out.push(c),
+                            Err(e) => skips.note(format!("CM id entry of device {dev_index}"), e),
+                        }
+                    }
+                }
+                Err(e) => skips.note("CM id reply", e),
+            }
+        }
+        Ok(out)
+    }
+
     /// Everything the model needs: the device list, then each device's ports and QPs.
     /// `parent_of` gives a device's parent identity (from sysfs) by name.
     ///
@@ -953,6 +978,7 @@ pub struct NldevWatcher<T, M> {
     sysfs_root: std::path::PathBuf,
     started: bool,
     last_error: Option<NetlinkError>,
+    cm_ids: Vec<CmIdEntry>,
 }
 
 impl NldevWatcher<FdTransport, FdTransport> {
@@ -991,12 +1017,18 @@ impl<T: Transport, M: Transport> NldevWatcher<T, M> {
             sysfs_root,
             started: false,
             last_error: None,
+            cm_ids: Vec::new(),
         }
     }
 
     /// The model as of the last dump or event.
     pub fn topology(&self) -> &Topology {
         &self.topology
+    }
+
+    /// Every RDMA CM id as of the last dump (session placement).
+    pub fn cm_ids(&self) -> &[CmIdEntry] {
+        &self.cm_ids
     }
 
     /// The poller (monitor support, next deadline).
@@ -1073,6 +1105,22 @@ impl<T: Transport, M: Transport> NldevWatcher<T, M> {
         Ok(events)
     }
 
+    /// The CM id table of every device in the snapshot; a device whose dump fails keeps no
+    /// entries (its sessions are placed by route, or by memory).
+    fn dump_cm_ids(&mut self, snapshot: &Snapshot) -> Vec<CmIdEntry> {
+        let mut out = Vec::new();
+        let mut skips = Skips::default();
+        for d in &snapshot.devices {
+            match self.client.cm_ids(d.info.index, &mut skips) {
+                Ok(ids) => out.extend(ids),
+                Err(e) => {
+                    tracing::debug!(device = %d.info.name, error = %e, "CM id dump failed")
+                }
+            }
+        }
+        out
+    }
+
     fn act(
         &mut self,
         action: PollAction,
@@ -1112,6 +1160,7 @@ impl<T: Transport, M: Transport> NldevWatcher<T, M> {
                             devices = report.snapshot.devices.len(),
                             "nldev dump"
                         );
+                        self.cm_ids = self.dump_cm_ids(&report.snapshot);
                         events.extend(self.topology.apply_snapshot(report.snapshot, clock()));
                         self.last_error = None;
                     }

@@ -299,6 +299,12 @@ impl Harness {
         }
         self.inputs += 1;
         self.driver.handle_sessions(list, self.now);
+        self.driver.handle(
+            Input::ScanComplete(crate::core::recovery::ScanComplete {
+                qp_table_available: true,
+            }),
+            self.now,
+        );
         self.run_effects(self.now);
         Ok(())
     }
@@ -330,7 +336,19 @@ impl Harness {
                 }
             }
             Delivery::Netlink(obs) => self.driver.handle_observation(obs, Trust::Trusted, now),
-            Delivery::Sessions(list) => self.driver.handle_sessions(list, now),
+            Delivery::Sessions(list) => {
+                self.driver.handle_sessions(list, now);
+                // The host's first session poll completes the first scan (the topology is
+                // delivered with it); the engine acts on nothing destructive before it.
+                if !self.driver.engine().scan_complete() {
+                    self.driver.handle(
+                        Input::ScanComplete(crate::core::recovery::ScanComplete {
+                            qp_table_available: true,
+                        }),
+                        now,
+                    );
+                }
+            }
             Delivery::Outcome { id, outcome } => match self.effect_of.remove(&id) {
                 Some(effect) => {
                     self.driver

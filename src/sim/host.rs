@@ -11,19 +11,42 @@
 //!   after `replacement_timeout` (120 s) the session recovery times out and I/O fails.
 //! - A short target link outage leaves a zombie: LOGGED_IN, but every I/O fails with
 //!   DID_ABORT until the session is logged out and in.
-//! - A target whose iSER listener died rejects CM connections (`invalid service ID`) while
-//!   its portal still answers TCP. A missing initiator device gives `ADDR_ERROR … -19`.
+//! - A target whose iSER listener died rejects CM connections while its portal still
+//!   answers TCP; the 6.1 kernel logs `RDMA CM: REJECTED: invalid service ID` only with
+//!   dynamic debug on ([`SimHost::cm_debug`], off by default). A missing initiator device
+//!   gives `ADDR_ERROR … -19`.
+//!
+//! Host facts kept from the lab (Debian 6.1/6.12 guests, rxe on both ends of a veth):
+//! - `iscsiadm -m session -P 3` is rendered as the real tool prints it and parsed by the
+//!   real parser: iSER ifaces say `Iface IPaddress: [default]` and `Iface Netdev: default`,
+//!   so nothing in it ties a session to a device; a session is known by target + portal +
+//!   iface, and its SID changes with every new login (iscsid's own reconnects keep it);
+//! - the default host has two RDMA devices: the initiator's and the target's (`rxe_tgt` on
+//!   `tgt0`, holding ib_isert's listener and its side of every connection);
+//! - the RDMA CM id table (`RES_CM_ID_GET`): one ib_iser cm_id per connected session, on its
+//!   device and port, src = the netdev's address and a new source port per connection,
+//!   dst = the portal; gone while the session is down;
+//! - the route to each portal names the initiator netdev (as `ip route get` does in the
+//!   lab), and each RDMA port's netdev is what sysfs `gid_attrs/ndevs` says;
+//! - a device deleted and added back gets a new index (rxe_ini 0 -> 2); its netdev stays.
+//!
+//! The sessions the agent sees are placed on RDMA ports by the daemon's own code
+//! (`daemon::sessions::map_sessions` with `core::session_map::Placer`) from those facts.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use super::kernel;
+use crate::core::nldev::{CmIdEntry, QpTypeOrRaw, SockAddr};
 use crate::core::qp::QpState;
 use crate::core::recovery::{
     ActionId, DiskInfo, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
     ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
 };
+use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::core::time::Instant;
 
 /// NOP-Out interval + timeout: how long a dead target goes unnoticed.
@@ -72,11 +95,27 @@ pub struct IscsiadmPlan {
     pub auth_fail: bool,
 }
 
+/// The target's own RDMA device on the default host (the lab's layout).
+pub const TARGET_DEVICE: &str = "rxe_tgt";
+/// Its netdev.
+pub const TARGET_NETDEV: &str = "tgt0";
+
+/// `enum rdma_cm_state`: RDMA_CM_CONNECT.
+const CM_STATE_CONNECT: u8 = 5;
+/// RDMA_CM_LISTEN.
+const CM_STATE_LISTEN: u8 = 8;
+/// RDMA_PS_TCP.
+const RDMA_PS_TCP: u32 = 0x106;
+
 /// One simulated RDMA device.
 #[derive(Debug, Clone)]
 pub struct SimDevice {
     /// Name.
     pub name: String,
+    /// RDMA device index (a device deleted and added back gets a new one).
+    pub index: u32,
+    /// The netdev of each port (index 0 = port 1), as sysfs `gid_attrs/ndevs` names it.
+    pub netdevs: Vec<String>,
     /// PCI function.
     pub pci: String,
     /// Driver.
@@ -137,6 +176,8 @@ pub struct SimSession {
     pub zombie_errors: u32,
     /// When the connection failed.
     pub down_since: Option<Instant>,
+    /// The live connection's ib_iser cm_id (source port, cm-idn); `None` while down.
+    pub conn: Option<(u16, u32)>,
 }
 
 /// What the host tells the agent.
@@ -291,6 +332,24 @@ pub struct SimHost {
     pub max_concurrent_recreations: usize,
     /// Re-creations started on a device while one was in progress on that same device.
     pub overlapping_recreations: u32,
+    /// Dynamic debug for rdma_cm is on: the kernel logs `RDMA CM: REJECTED` (6.1 prints it
+    /// with `pr_debug` only).
+    pub cm_debug: bool,
+    /// RDMA netlink answers RES_CM_ID_GET (false: the agent runs on sysfs alone and sees no
+    /// CM id).
+    pub cm_id_table: bool,
+    /// The netdev the kernel routes each portal address through (`ip route get`).
+    pub routes: BTreeMap<IpAddr, String>,
+    /// Each netdev's address.
+    pub netdev_addrs: BTreeMap<String, IpAddr>,
+    /// The agent's session placement (the daemon's memory, kept here until the harness
+    /// runs the daemon's own loop).
+    pub placer: Placer,
+    /// The placement warnings the agent logged, in order.
+    pub placement_warnings: Vec<String>,
+    next_dev_index: u32,
+    next_cm_idn: u32,
+    next_src_port: u16,
 }
 
 impl Default for SimHost {
@@ -300,8 +359,16 @@ impl Default for SimHost {
 }
 
 impl SimHost {
-    /// An empty host.
+    /// The default host, as truthful as the lab: the target's own RDMA device (`rxe_tgt` on
+    /// `tgt0`) is present beside whatever initiator devices the scenario adds.
     pub fn new() -> Self {
+        let mut h = SimHost::bare();
+        h.add_device(TARGET_DEVICE, "tgt0", Driver::Rxe, 1);
+        h
+    }
+
+    /// A host with no device at all.
+    pub fn bare() -> Self {
         SimHost {
             devices: BTreeMap::new(),
             targets: BTreeMap::new(),
@@ -319,19 +386,53 @@ impl SimHost {
             concurrent_recreations: 0,
             max_concurrent_recreations: 0,
             overlapping_recreations: 0,
+            cm_debug: false,
+            cm_id_table: true,
+            routes: BTreeMap::new(),
+            netdev_addrs: BTreeMap::new(),
+            placer: Placer::new(),
+            placement_warnings: Vec::new(),
+            next_dev_index: 0,
+            next_cm_idn: 0,
+            next_src_port: 57998,
         }
     }
 
-    /// Adds a device with `ports` ports, QP 1 in RTS on each.
+    /// Adds a device with `ports` ports, QP 1 in RTS on each. Each port gets a netdev
+    /// (`rxe_ini` → `ini0` as in the lab; `rocep2s0f0` → `rocep2s0f0np0`, …) with an address.
     pub fn add_device(&mut self, name: &str, pci: &str, driver: Driver, ports: u32) {
+        let ports = ports.max(1);
+        let netdevs: Vec<String> = (0..ports)
+            .map(|i| match name.strip_prefix("rxe_") {
+                Some(short) if ports == 1 => format!("{short}0"),
+                _ => format!("{name}np{i}"),
+            })
+            .collect();
+        self.add_device_on(name, pci, driver, &netdevs);
+    }
+
+    /// Adds a device whose ports run over these netdevs (one per port).
+    pub fn add_device_on(&mut self, name: &str, pci: &str, driver: Driver, netdevs: &[String]) {
+        for n in netdevs {
+            if !self.netdev_addrs.contains_key(n) {
+                let k = u8::try_from(self.netdev_addrs.len() + 1).unwrap_or(u8::MAX);
+                self.netdev_addrs
+                    .insert(n.clone(), IpAddr::from([192, 168, k, 1]));
+            }
+        }
+        let index = self.next_dev_index;
+        self.next_dev_index += 1;
+        let ports = netdevs.len().max(1);
         self.devices.insert(
             name.to_string(),
             SimDevice {
                 name: name.to_string(),
+                index,
+                netdevs: netdevs.to_vec(),
                 pci: pci.to_string(),
                 driver,
                 present: true,
-                gsi: vec![QpState::Rts; usize::try_from(ports.max(1)).unwrap_or(1)],
+                gsi: vec![QpState::Rts; ports],
                 plans: VecDeque::new(),
                 recreations_started: 0,
                 recreations_completed: 0,
@@ -366,7 +467,25 @@ impl SimHost {
             key.clone(),
             (host, disks.iter().map(|d| d.to_string()).collect()),
         );
+        // The kernel routes the portal through the port's netdev (the scenario's layout).
+        if let Some(n) = self.netdev_of(&port) {
+            self.routes.entry(portal.ip()).or_insert(n);
+        }
         self.login_session(key, port)
+    }
+
+    /// The netdev a port runs over.
+    pub fn netdev_of(&self, port: &PortId) -> Option<String> {
+        let d = self.devices.get(&port.device)?;
+        let i = usize::try_from(port.port.checked_sub(1)?).ok()?;
+        d.netdevs.get(i).cloned()
+    }
+
+    fn new_conn(&mut self) -> (u16, u32) {
+        let c = (self.next_src_port, self.next_cm_idn);
+        self.next_src_port = self.next_src_port.wrapping_add(1).max(32768);
+        self.next_cm_idn += 1;
+        c
     }
 
     fn login_session(&mut self, key: SessionKey, port: PortId) -> u32 {
@@ -378,6 +497,7 @@ impl SimHost {
             .cloned()
             .unwrap_or((sid + 1, Vec::new()));
         self.node_ports.insert(key.clone(), port.clone());
+        let conn = Some(self.new_conn());
         self.sessions.insert(
             sid,
             SimSession {
@@ -393,6 +513,7 @@ impl SimHost {
                 zombie: false,
                 zombie_errors: 0,
                 down_since: None,
+                conn,
             },
         );
         sid
@@ -698,6 +819,7 @@ impl SimHost {
             return;
         }
         s.state = SessionState::Failed;
+        s.conn = None;
         s.zombie = false;
         s.down_since = Some(now);
         for d in &mut s.disks {
@@ -722,6 +844,7 @@ impl SimHost {
         let idx = usize::try_from(port.port.saturating_sub(1)).unwrap_or(0);
         let reachable = self.path_ok_to_target(&portal);
         let listener = self.targets.get(&portal).is_some_and(|t| t.listener);
+        let cm_debug = self.cm_debug;
         let mut ok = false;
         match self.devices.get_mut(&port.device) {
             Some(d) if !d.present || d.recreating => {
@@ -740,14 +863,18 @@ impl SimHost {
                 } else if !reachable {
                     // rxe: the CM request just times out; nothing in the log.
                 } else if !listener {
-                    Self::kmsg(out, kernel::CM_REJECTED.to_string());
+                    if cm_debug {
+                        Self::kmsg(out, kernel::CM_REJECTED.to_string());
+                    }
                 } else {
                     ok = true;
                 }
             }
         }
         if ok {
+            let conn = self.new_conn();
             if let Some(s) = self.sessions.get_mut(&sid) {
+                s.conn = Some(conn);
                 s.state = SessionState::LoggedIn;
                 s.down_since = None;
                 s.zombie = false;
@@ -776,6 +903,9 @@ impl SimHost {
         let was = d.present;
         d.present = present;
         if present && !was {
+            // A device added back is a new device to the RDMA core: a new index.
+            d.index = self.next_dev_index;
+            self.next_dev_index += 1;
             for g in &mut d.gsi {
                 *g = QpState::Rts;
             }
@@ -825,21 +955,187 @@ impl SimHost {
         out
     }
 
-    /// What `iscsiadm -m session -P 3` shows now, mapped to RDMA ports as the daemon does.
-    pub fn session_list(&self) -> Vec<SessionInfo> {
-        self.sessions
-            .values()
-            .map(|s| SessionInfo {
-                sid: s.sid,
-                key: s.key.clone(),
-                transport: "iser".into(),
-                netdev: None,
-                local_ip: None,
-                rdma: Some(s.port.clone()),
-                state: s.state,
-                disks: s.disks.clone(),
+    /// What `iscsiadm -m session -P 3` prints now (the real layout: iSER ifaces at
+    /// `[default]`/`default`, no local address).
+    pub fn session_text(&self) -> String {
+        if self.sessions.is_empty() {
+            return "iscsiadm: No active sessions.\n".to_string();
+        }
+        let mut t = String::from("iSCSI Transport Class version 2.0-870\nversion 2.1.8\n");
+        for s in self.sessions.values() {
+            let portal = format!("{},1", s.key.portal);
+            let (conn, state, internal) = match s.state {
+                SessionState::LoggedIn => ("LOGGED IN", "LOGGED_IN", "NO CHANGE"),
+                SessionState::Failed => ("TRANSPORT WAIT", "FAILED", "REOPEN"),
+                SessionState::Free => ("TRANSPORT WAIT", "FREE", "REOPEN"),
+                SessionState::Unknown => ("UNKNOWN", "UNKNOWN", "NO CHANGE"),
+            };
+            let _ = write!(
+                t,
+                "Target: {} (non-flash)\n\tCurrent Portal: {portal}\n\tPersistent Portal: {portal}\n\
+                 \t\t**********\n\t\tInterface:\n\t\t**********\n\t\tIface Name: {}\n\
+                 \t\tIface Transport: iser\n\
+                 \t\tIface Initiatorname: iqn.2004-10.com.example:sim-initiator\n\
+                 \t\tIface IPaddress: [default]\n\t\tIface HWaddress: default\n\
+                 \t\tIface Netdev: default\n\t\tSID: {}\n\
+                 \t\tiSCSI Connection State: {conn}\n\t\tiSCSI Session State: {state}\n\
+                 \t\tInternal iscsid Session State: {internal}\n\
+                 \t\t*********\n\t\tTimeouts:\n\t\t*********\n\t\tRecovery Timeout: 120\n\
+                 \t\t************************\n\t\tAttached SCSI devices:\n\
+                 \t\t************************\n\t\tHost Number: {}\tState: running\n",
+                s.key.target, s.key.iface, s.sid, s.host
+            );
+            for (lun, d) in s.disks.iter().enumerate() {
+                let _ = write!(
+                    t,
+                    "\t\tscsi{} Channel 00 Id 0 Lun: {lun}\n\t\t\tAttached scsi disk {}\t\tState: {}\n",
+                    s.host, d.name, d.state
+                );
+            }
+        }
+        t
+    }
+
+    /// The RDMA CM id table (`rdma resource show cm_id`): ib_iser's cm_id of every connected
+    /// session on its device, and ib_isert's listener and connections on the target's device.
+    pub fn cm_ids(&self) -> Vec<CmIdEntry> {
+        let entry = |d: &SimDevice,
+                     port: u32,
+                     src: SocketAddr,
+                     dst: SocketAddr,
+                     st: u8,
+                     idn: u32,
+                     kern: &str| CmIdEntry {
+            dev_index: d.index,
+            dev_name: d.name.clone(),
+            port: Some(port),
+            lqpn: (st == CM_STATE_CONNECT).then_some(17 + idn),
+            qp_type: (st == CM_STATE_CONNECT).then_some(QpTypeOrRaw::from(2u8)),
+            ps: Some(RDMA_PS_TCP),
+            state: st,
+            src_addr: Some(SockAddr::from_socket_addr(src)),
+            dst_addr: Some(SockAddr::from_socket_addr(dst)),
+            cm_idn: Some(idn),
+            pid: None,
+            kern_name: Some(kern.to_string()),
+        };
+        let mut out = Vec::new();
+        if !self.cm_id_table {
+            return out;
+        }
+        for s in self.sessions.values() {
+            let (Some((sport, idn)), Some(d)) = (s.conn, self.devices.get(&s.port.device)) else {
+                continue;
+            };
+            let Some(local) = self
+                .netdev_of(&s.port)
+                .and_then(|n| self.netdev_addrs.get(&n).copied())
+            else {
+                continue;
+            };
+            if !d.present || s.state != SessionState::LoggedIn {
+                continue;
+            }
+            let src = SocketAddr::new(local, sport);
+            let dst = s.key.portal.socket_addr();
+            out.push(entry(
+                d,
+                s.port.port,
+                src,
+                dst,
+                CM_STATE_CONNECT,
+                idn,
+                "ib_iser",
+            ));
+            if let Some(t) = self.devices.get(TARGET_DEVICE).filter(|t| t.present) {
+                out.push(entry(
+                    t,
+                    1,
+                    dst,
+                    src,
+                    CM_STATE_CONNECT,
+                    idn + 1000,
+                    "ib_isert",
+                ));
+            }
+        }
+        if let Some(t) = self.devices.get(TARGET_DEVICE).filter(|t| t.present) {
+            for (i, tg) in self.targets.values().filter(|t| t.listener).enumerate() {
+                {
+                    let any = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0);
+                    let idn = u32::try_from(i).unwrap_or(0) + 2000;
+                    out.push(entry(
+                        t,
+                        1,
+                        tg.portal.socket_addr(),
+                        any,
+                        CM_STATE_LISTEN,
+                        idn,
+                        "ib_isert",
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every present RDMA port with its netdev (sysfs `gid_attrs/ndevs`).
+    pub fn port_netdevs(&self) -> Vec<RdmaPortNetdev> {
+        let mut out = Vec::new();
+        for d in self.devices.values().filter(|d| d.present) {
+            for (i, n) in d.netdevs.iter().enumerate() {
+                out.push(RdmaPortNetdev {
+                    device: d.name.clone(),
+                    port: u32::try_from(i + 1).unwrap_or(1),
+                    netdev: n.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// The host's interface addresses (initiator netdevs; the target's netdev holds the
+    /// portal addresses when the target device is present, as in the lab).
+    pub fn addresses(&self) -> Vec<NetdevAddr> {
+        let mut out: Vec<NetdevAddr> = self
+            .netdev_addrs
+            .iter()
+            .filter(|(n, _)| n.as_str() != TARGET_NETDEV)
+            .map(|(n, ip)| NetdevAddr {
+                netdev: n.clone(),
+                ip: *ip,
             })
-            .collect()
+            .collect();
+        if self.devices.contains_key(TARGET_DEVICE) {
+            for t in self.targets.values() {
+                {
+                    let ip = t.portal.ip();
+                    out.push(NetdevAddr {
+                        netdev: TARGET_NETDEV.into(),
+                        ip,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// What the agent gets from `iscsiadm -m session -P 3`: the rendered text, parsed by the
+    /// real parser and placed by the daemon's own mapping from the host's facts (CM ids,
+    /// routes, addresses, port netdevs).
+    pub fn session_list(&mut self) -> Vec<SessionInfo> {
+        let parsed = crate::core::iscsi::parse_session_tree(&self.session_text());
+        let (cm, addrs, ports) = (self.cm_ids(), self.addresses(), self.port_netdevs());
+        let routes = self.routes.clone();
+        let facts = HostFacts {
+            cm_ids: &cm,
+            routes: &routes,
+            addrs: &addrs,
+            ports: &ports,
+        };
+        let mapped = crate::daemon::sessions::map_sessions(&parsed.items, &facts, &mut self.placer);
+        self.placement_warnings.extend(mapped.warnings);
+        mapped.sessions
     }
 
     /// Starts re-creating a device (the executor's side of `RecreateDevice`).
@@ -944,7 +1240,13 @@ impl SimHost {
 
     /// Runs `iscsiadm --login` for a node (the executor's side of `IscsiLogin`).
     pub fn login(&mut self, key: &SessionKey, id: ActionId, now: Instant) {
-        if self.take_hang() {
+        // Lab (6.1, target's rxe device deleted and re-added): with the iSER listener dead
+        // the login gets no answer and hangs until the daemon's iscsiadm timeout.
+        let dead_listener = self
+            .targets
+            .get(&key.portal)
+            .is_some_and(|t| t.reachable() && !t.listener);
+        if self.take_hang() || dead_listener {
             let command = format!(
                 "iscsiadm -m node -T {} -p {} -I {} --login",
                 key.target, key.portal, key.iface
@@ -967,6 +1269,17 @@ impl SimHost {
     }
 
     fn node_port(&self, key: &SessionKey) -> Option<PortId> {
+        // The kernel picks the device by the route to the portal (ib_iser connects by the
+        // target address alone).
+        let routed = self.routes.get(&key.portal.ip()).and_then(|n| {
+            self.devices.values().find_map(|d| {
+                let i = d.netdevs.iter().position(|x| x == n)?;
+                Some(PortId::new(d.name.clone(), u32::try_from(i + 1).ok()?))
+            })
+        });
+        if routed.is_some() {
+            return routed;
+        }
         self.sessions
             .values()
             .find(|s| &s.key == key)

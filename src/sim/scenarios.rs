@@ -183,6 +183,71 @@ fn dead_listener() -> (SimHost, Policy) {
     (h, rxe_policy())
 }
 
+/// The 6.1 lab with dynamic debug on for rdma_cm: the kernel logs `RDMA CM: REJECTED`.
+fn dead_listener_dyndbg() -> (SimHost, Policy) {
+    let (mut h, p) = dead_listener();
+    h.cm_debug = true;
+    (h, p)
+}
+
+/// The lab's layout: rxe_ini (initiator, ini0) and rxe_tgt (target, tgt0), default iser
+/// iface: only the CM id table and the route tie the session to rxe_ini. Target off 40 s.
+fn lab_two_devices() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    h.schedule(
+        at(60),
+        HostEvent::TargetPower {
+            portal: portal_a(),
+            on: false,
+        },
+    );
+    h.schedule(
+        at(100),
+        HostEvent::TargetPower {
+            portal: portal_a(),
+            on: true,
+        },
+    );
+    (h, rxe_policy())
+}
+
+/// A dual-port E810 (two irdma devices, one per PCI function, each on its own netdev), one
+/// session on each; only the target behind port 0 goes away.
+fn dual_port_nic() -> (SimHost, Policy) {
+    let mut h = field_host();
+    h.add_device("rocep2s0f1", "0000:02:00.1", Driver::Irdma, 1);
+    h.add_target(TARGET_B_IQN, portal_b());
+    h.add_session(
+        TARGET_B_IQN,
+        &portal_b(),
+        PortId::new("rocep2s0f1", 1),
+        &["sdb"],
+    );
+    power(&mut h, 60, false);
+    power(&mut h, 240, true);
+    let mut p = base_policy();
+    p.allow.insert("rocep2s0f1".into());
+    (h, p)
+}
+
+/// Two RDMA ports and no evidence: the agent runs on sysfs alone (no CM id table) and the
+/// route lookup answers nothing; the target goes away for 40 s and iscsid recovers.
+fn no_placement_evidence() -> (SimHost, Policy) {
+    let (mut h, p) = lab_two_devices();
+    h.cm_id_table = false;
+    h.routes.clear();
+    (h, p)
+}
+
+/// The field incident on a host where nothing places the session (no CM id table, no
+/// route answer, two RDMA ports): the stuck QP is seen, but no portal is known for the port.
+fn field_incident_unplaced() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.cm_id_table = false;
+    h.routes.clear();
+    (h, p)
+}
+
 fn target_blip() -> (SimHost, Policy) {
     let mut h = field_host();
     power(&mut h, 60, false);
@@ -459,6 +524,36 @@ pub fn all() -> Vec<Scenario> {
             "the target's iSER listener dies; its portal still answers TCP",
             600,
             dead_listener,
+        ),
+        s(
+            "dead-listener-dyndbg",
+            "the target's iSER listener dies; dynamic debug shows `RDMA CM: REJECTED`",
+            600,
+            dead_listener_dyndbg,
+        ),
+        s(
+            "lab-two-devices",
+            "rxe_ini + rxe_tgt, default iser iface: target off 40 s, iscsid recovers",
+            300,
+            lab_two_devices,
+        ),
+        s(
+            "dual-port-nic",
+            "dual-port E810 (two irdma devices), one session each; one target goes away",
+            600,
+            dual_port_nic,
+        ),
+        s(
+            "no-placement-evidence",
+            "two RDMA ports, no CM id table, no route: warn once, never guess",
+            300,
+            no_placement_evidence,
+        ),
+        s(
+            "field-incident-unplaced",
+            "field incident, but nothing places the session (no CM ids, no route)",
+            600,
+            field_incident_unplaced,
         ),
         s(
             "target-blip",

@@ -114,8 +114,15 @@ impl World {
             p.other_sessions = OtherSessions::Proceed;
         }
         p.iscsid_grace = Duration::from_secs(5);
+        let mut engine = Engine::new(p, seed);
+        engine.handle_scan_complete(
+            iser_guard::core::recovery::ScanComplete {
+                qp_table_available: true,
+            },
+            Instant(1),
+        );
         World {
-            driver: Driver::new(Engine::new(p, seed), true),
+            driver: Driver::new(engine, true),
             now: Instant(1),
             pending: BTreeMap::new(),
             actions: 0,
@@ -220,6 +227,7 @@ impl World {
                             netdev: None,
                             local_ip: None,
                             rdma: Some(port),
+                            placed_by: None,
                             state,
                             disks: vec![DiskInfo::new(disk, dstate)],
                         }

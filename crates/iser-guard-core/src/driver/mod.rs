@@ -230,6 +230,9 @@ impl Driver {
                     .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
                     .map(|s| s.port.device.clone())
                     .collect();
+                // Live sessions iscsiadm lists on no RDMA port are reconnected too (the
+                // engine's actions for them name no device): the grant for "" covers them.
+                d.push(String::new());
                 d.sort();
                 d.dedup();
                 d
@@ -324,11 +327,15 @@ impl Driver {
         let t = self.engine.poll_transition()?;
         if matches!(t.to, Phase::Healthy | Phase::Quarantined) {
             let engine = &self.engine;
+            // A grant for sessions on no RDMA port ("") has no port to settle: it lasts
+            // until the next reconnect replaces it, and only ever covers operator-origin
+            // iSCSI actions, which the engine emits for operator commands alone.
             self.grants.retain(|g| {
-                !engine
-                    .ports()
-                    .filter(|p| p.id.device == g.device)
-                    .all(|p| matches!(p.phase, Phase::Healthy | Phase::Quarantined))
+                g.device.is_empty()
+                    || !engine
+                        .ports()
+                        .filter(|p| p.id.device == g.device)
+                        .all(|p| matches!(p.phase, Phase::Healthy | Phase::Quarantined))
             });
         }
         Some(t)

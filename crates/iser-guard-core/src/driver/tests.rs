@@ -32,6 +32,7 @@ fn session(sid: u32, device: &str, state: SessionState) -> SessionInfo {
         netdev: None,
         local_ip: None,
         rdma: Some(PortId::new(device, 1)),
+        placed_by: None,
         state,
         disks: vec![DiskInfo::new(format!("sd{sid}"), "running")],
     }
@@ -54,6 +55,14 @@ fn driver(p: Policy, devices: &[&str]) -> Driver {
         .map(|(dev, sid)| session(sid, dev, SessionState::Failed))
         .collect();
     d.handle_sessions(list, Instant(0));
+    // What the daemon says once its first scan (sessions and topology) is complete: the
+    // engine acts on nothing destructive before it.
+    d.handle(
+        crate::recovery::Input::ScanComplete(crate::recovery::ScanComplete {
+            qp_table_available: true,
+        }),
+        Instant(0),
+    );
     d
 }
 
@@ -316,9 +325,10 @@ fn a_standalone_driver_leaves_automatic_actions_to_the_daemon() {
 
 #[test]
 fn safe_mode_refuses_automatic_destructive_actions_until_the_first_complete_scan() {
-    let mut d = Driver::new(Engine::new(policy(&["dev0"]), 7), true);
+    // The engine has heard its scan (its own rule is satisfied): what refuses is the
+    // driver's safe-mode hold, the daemon's second line of defence.
+    let mut d = driver(policy(&["dev0"]), &["dev0"]);
     d.hold_until_first_scan("the journal was corrupt");
-    d.handle_sessions(vec![session(1, "dev0", SessionState::Failed)], Instant(0));
     drain(&mut d, Instant(0), Ok(()));
     d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
     let mut effects = drain(&mut d, Instant(10), Ok(()));

@@ -1,19 +1,19 @@
-//! The one place the journal's current format ([`v1`]) meets the engine's state
-//! ([`EngineSnapshot`]). An engine refactor changes this file, never `v1.rs`.
+//! The one place the journal's current format ([`v2`]) meets the engine's state
+//! ([`EngineSnapshot`]). An engine refactor changes this file, never `v1.rs`/`v2.rs`.
 
-use super::{v1, JournalFormatError};
+use super::{v2, JournalFormatError};
 use crate::recovery::{
-    ActionId, DeviceRecord, DiskInfo, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Origin,
-    Phase, PortId, PortRecord, Portal, PortalRecord, Recreation, RecreationState, SessionKey,
-    SessionOp, SessionRecord, SessionState, StuckEvidence, TimerKind,
+    ActionId, DeviceRecord, DiskInfo, EngineSnapshot, Fault, Hold, InFlight, InFlightKind,
+    IscsiNode, Origin, Phase, PortId, PortRecord, Portal, PortalRecord, Recreation,
+    RecreationState, SessionKey, SessionOp, SessionRecord, SessionState, StuckEvidence, TimerKind,
 };
 use crate::time::Instant;
 
-impl v1::JournalFile {
+impl v2::JournalFile {
     /// The on-disk form of `snapshot`.
     pub fn from_snapshot(s: &EngineSnapshot) -> Self {
-        v1::JournalFile {
-            version: 1,
+        v2::JournalFile {
+            version: 2,
             taken_at: s.taken_at.0,
             next_id: s.next_id,
             rng: s.rng,
@@ -25,23 +25,32 @@ impl v1::JournalFile {
             portals: s
                 .portals
                 .iter()
-                .map(|p| v1::PortalProbe {
+                .map(|p| v2::PortalProbe {
                     portal: portal_out(&p.portal),
                     consecutive_ok: p.consecutive_ok,
                     inflight: p.inflight.map(|id| id.0),
+                    inflight_started: ms(p.inflight_started),
+                    ok_started: p.ok_started.iter().map(|t| t.0).collect(),
+                    newest_started: ms(p.newest_started),
                 })
                 .collect(),
             inflight: s
                 .inflight
                 .iter()
-                .map(|i| v1::InFlight {
+                .map(|i| v2::InFlight {
                     id: i.id.0,
                     kind: match &i.kind {
-                        InFlightKind::Probe(p) => v1::InFlightKind::Probe(portal_out(p)),
-                        InFlightKind::Recreate(d) => v1::InFlightKind::Recreate(d.clone()),
-                        InFlightKind::Logout(k) => v1::InFlightKind::Logout(key_out(k)),
-                        InFlightKind::Login(k) => v1::InFlightKind::Login(key_out(k)),
-                        InFlightKind::Rescan(k) => v1::InFlightKind::Rescan(key_out(k)),
+                        InFlightKind::Probe(p) => v2::InFlightKind::Probe(portal_out(p)),
+                        InFlightKind::Recreate(d) => v2::InFlightKind::Recreate(d.clone()),
+                        InFlightKind::Logout(k) => v2::InFlightKind::Logout(key_out(k)),
+                        InFlightKind::Login(k) => v2::InFlightKind::Login(key_out(k)),
+                        InFlightKind::Rescan(k) => v2::InFlightKind::Rescan(key_out(k)),
+                        InFlightKind::OperatorLogout(n) => {
+                            v2::InFlightKind::OperatorLogout(node_out(n))
+                        }
+                        InFlightKind::OperatorLogin(n) => {
+                            v2::InFlightKind::OperatorLogin(node_out(n))
+                        }
                     },
                     deadline: i.deadline.0,
                 })
@@ -78,6 +87,9 @@ impl v1::JournalFile {
                         portal: portal_in(p.portal)?,
                         consecutive_ok: p.consecutive_ok,
                         inflight: p.inflight.map(ActionId),
+                        inflight_started: at(p.inflight_started),
+                        ok_started: p.ok_started.into_iter().map(Instant).collect(),
+                        newest_started: at(p.newest_started),
                     })
                 })
                 .collect::<Result<_, JournalFormatError>>()?,
@@ -88,11 +100,17 @@ impl v1::JournalFile {
                     Ok(InFlight {
                         id: ActionId(i.id),
                         kind: match i.kind {
-                            v1::InFlightKind::Probe(p) => InFlightKind::Probe(portal_in(p)?),
-                            v1::InFlightKind::Recreate(d) => InFlightKind::Recreate(d),
-                            v1::InFlightKind::Logout(k) => InFlightKind::Logout(key_in(k)?),
-                            v1::InFlightKind::Login(k) => InFlightKind::Login(key_in(k)?),
-                            v1::InFlightKind::Rescan(k) => InFlightKind::Rescan(key_in(k)?),
+                            v2::InFlightKind::Probe(p) => InFlightKind::Probe(portal_in(p)?),
+                            v2::InFlightKind::Recreate(d) => InFlightKind::Recreate(d),
+                            v2::InFlightKind::Logout(k) => InFlightKind::Logout(key_in(k)?),
+                            v2::InFlightKind::Login(k) => InFlightKind::Login(key_in(k)?),
+                            v2::InFlightKind::Rescan(k) => InFlightKind::Rescan(key_in(k)?),
+                            v2::InFlightKind::OperatorLogout(n) => {
+                                InFlightKind::OperatorLogout(node_in(n)?)
+                            }
+                            v2::InFlightKind::OperatorLogin(n) => {
+                                InFlightKind::OperatorLogin(node_in(n)?)
+                            }
                         },
                         deadline: Instant(i.deadline),
                     })
@@ -102,40 +120,40 @@ impl v1::JournalFile {
     }
 }
 
-fn port_id_out(p: &PortId) -> v1::PortId {
-    v1::PortId {
+fn port_id_out(p: &PortId) -> v2::PortId {
+    v2::PortId {
         device: p.device.clone(),
         port: p.port,
     }
 }
 
-fn port_id_in(p: v1::PortId) -> PortId {
+fn port_id_in(p: v2::PortId) -> PortId {
     PortId::new(p.device, p.port)
 }
 
-fn portal_out(p: &Portal) -> v1::Portal {
-    v1::Portal {
+fn portal_out(p: &Portal) -> v2::Portal {
+    v2::Portal {
         address: p.ip().to_string(),
         port: p.port(),
     }
 }
 
-fn portal_in(p: v1::Portal) -> Result<Portal, JournalFormatError> {
+fn portal_in(p: v2::Portal) -> Result<Portal, JournalFormatError> {
     Portal::parse(&p.address, p.port).map_err(|e| JournalFormatError::Value {
         field: "portal",
         reason: e.to_string(),
     })
 }
 
-fn key_out(k: &SessionKey) -> v1::SessionKey {
-    v1::SessionKey {
+fn key_out(k: &SessionKey) -> v2::SessionKey {
+    v2::SessionKey {
         target: k.target.clone(),
         portal: portal_out(&k.portal),
         iface: k.iface.clone(),
     }
 }
 
-fn key_in(k: v1::SessionKey) -> Result<SessionKey, JournalFormatError> {
+fn key_in(k: v2::SessionKey) -> Result<SessionKey, JournalFormatError> {
     Ok(SessionKey {
         target: k.target,
         portal: portal_in(k.portal)?,
@@ -143,139 +161,155 @@ fn key_in(k: v1::SessionKey) -> Result<SessionKey, JournalFormatError> {
     })
 }
 
-fn keys_out(keys: &[SessionKey]) -> Vec<v1::SessionKey> {
+fn node_out(n: &IscsiNode) -> v2::Node {
+    v2::Node {
+        key: key_out(&n.key),
+        transport: n.transport.clone(),
+    }
+}
+
+fn node_in(n: v2::Node) -> Result<IscsiNode, JournalFormatError> {
+    Ok(IscsiNode {
+        key: key_in(n.key)?,
+        transport: n.transport,
+    })
+}
+
+fn keys_out(keys: &[SessionKey]) -> Vec<v2::SessionKey> {
     keys.iter().map(key_out).collect()
 }
 
-fn keys_in(keys: Vec<v1::SessionKey>) -> Result<Vec<SessionKey>, JournalFormatError> {
+fn keys_in(keys: Vec<v2::SessionKey>) -> Result<Vec<SessionKey>, JournalFormatError> {
     keys.into_iter().map(key_in).collect()
 }
 
-fn origin_out(o: Origin) -> v1::Origin {
+fn origin_out(o: Origin) -> v2::Origin {
     match o {
-        Origin::Automatic => v1::Origin::Automatic,
-        Origin::Operator => v1::Origin::Operator,
+        Origin::Automatic => v2::Origin::Automatic,
+        Origin::Operator => v2::Origin::Operator,
     }
 }
 
-fn origin_in(o: v1::Origin) -> Origin {
+fn origin_in(o: v2::Origin) -> Origin {
     match o {
-        v1::Origin::Automatic => Origin::Automatic,
-        v1::Origin::Operator => Origin::Operator,
+        v2::Origin::Automatic => Origin::Automatic,
+        v2::Origin::Operator => Origin::Operator,
     }
 }
 
-fn phase_out(p: Phase) -> v1::Phase {
+fn phase_out(p: Phase) -> v2::Phase {
     match p {
-        Phase::Healthy => v1::Phase::Healthy,
-        Phase::Faulted => v1::Phase::Faulted,
-        Phase::AwaitingTarget => v1::Phase::AwaitingTarget,
-        Phase::AwaitingDevice => v1::Phase::AwaitingDevice,
-        Phase::ResettingDevice => v1::Phase::ResettingDevice,
-        Phase::Reconnecting => v1::Phase::Reconnecting,
-        Phase::Verifying => v1::Phase::Verifying,
-        Phase::Quarantined => v1::Phase::Quarantined,
+        Phase::Healthy => v2::Phase::Healthy,
+        Phase::Faulted => v2::Phase::Faulted,
+        Phase::AwaitingTarget => v2::Phase::AwaitingTarget,
+        Phase::AwaitingDevice => v2::Phase::AwaitingDevice,
+        Phase::ResettingDevice => v2::Phase::ResettingDevice,
+        Phase::Reconnecting => v2::Phase::Reconnecting,
+        Phase::Verifying => v2::Phase::Verifying,
+        Phase::Quarantined => v2::Phase::Quarantined,
     }
 }
 
-fn phase_in(p: v1::Phase) -> Phase {
+fn phase_in(p: v2::Phase) -> Phase {
     match p {
-        v1::Phase::Healthy => Phase::Healthy,
-        v1::Phase::Faulted => Phase::Faulted,
-        v1::Phase::AwaitingTarget => Phase::AwaitingTarget,
-        v1::Phase::AwaitingDevice => Phase::AwaitingDevice,
-        v1::Phase::ResettingDevice => Phase::ResettingDevice,
-        v1::Phase::Reconnecting => Phase::Reconnecting,
-        v1::Phase::Verifying => Phase::Verifying,
-        v1::Phase::Quarantined => Phase::Quarantined,
+        v2::Phase::Healthy => Phase::Healthy,
+        v2::Phase::Faulted => Phase::Faulted,
+        v2::Phase::AwaitingTarget => Phase::AwaitingTarget,
+        v2::Phase::AwaitingDevice => Phase::AwaitingDevice,
+        v2::Phase::ResettingDevice => Phase::ResettingDevice,
+        v2::Phase::Reconnecting => Phase::Reconnecting,
+        v2::Phase::Verifying => Phase::Verifying,
+        v2::Phase::Quarantined => Phase::Quarantined,
     }
 }
 
-fn evidence_out(e: StuckEvidence) -> v1::StuckEvidence {
+fn evidence_out(e: StuckEvidence) -> v2::StuckEvidence {
     match e {
-        StuckEvidence::ModifyQpInvalid => v1::StuckEvidence::ModifyQpInvalid,
-        StuckEvidence::MadRtsFailed => v1::StuckEvidence::MadRtsFailed,
-        StuckEvidence::MadQpFatal => v1::StuckEvidence::MadQpFatal,
-        StuckEvidence::QpTable => v1::StuckEvidence::QpTable,
+        StuckEvidence::ModifyQpInvalid => v2::StuckEvidence::ModifyQpInvalid,
+        StuckEvidence::MadRtsFailed => v2::StuckEvidence::MadRtsFailed,
+        StuckEvidence::MadQpFatal => v2::StuckEvidence::MadQpFatal,
+        StuckEvidence::QpTable => v2::StuckEvidence::QpTable,
     }
 }
 
-fn evidence_in(e: v1::StuckEvidence) -> StuckEvidence {
+fn evidence_in(e: v2::StuckEvidence) -> StuckEvidence {
     match e {
-        v1::StuckEvidence::ModifyQpInvalid => StuckEvidence::ModifyQpInvalid,
-        v1::StuckEvidence::MadRtsFailed => StuckEvidence::MadRtsFailed,
-        v1::StuckEvidence::MadQpFatal => StuckEvidence::MadQpFatal,
-        v1::StuckEvidence::QpTable => StuckEvidence::QpTable,
+        v2::StuckEvidence::ModifyQpInvalid => StuckEvidence::ModifyQpInvalid,
+        v2::StuckEvidence::MadRtsFailed => StuckEvidence::MadRtsFailed,
+        v2::StuckEvidence::MadQpFatal => StuckEvidence::MadQpFatal,
+        v2::StuckEvidence::QpTable => StuckEvidence::QpTable,
     }
 }
 
-fn fault_out(f: &Fault) -> v1::Fault {
+fn fault_out(f: &Fault) -> v2::Fault {
     match f {
-        Fault::GsiStuck { evidence } => v1::Fault::GsiStuck {
+        Fault::GsiStuck { evidence } => v2::Fault::GsiStuck {
             evidence: evidence_out(*evidence),
         },
-        Fault::DeviceGone => v1::Fault::DeviceGone,
-        Fault::SessionsDown => v1::Fault::SessionsDown,
-        Fault::Zombie { session } => v1::Fault::Zombie {
+        Fault::DeviceGone => v2::Fault::DeviceGone,
+        Fault::SessionsDown => v2::Fault::SessionsDown,
+        Fault::Zombie { session } => v2::Fault::Zombie {
             session: key_out(session),
         },
-        Fault::Operator => v1::Fault::Operator,
+        Fault::Operator => v2::Fault::Operator,
     }
 }
 
-fn fault_in(f: v1::Fault) -> Result<Fault, JournalFormatError> {
+fn fault_in(f: v2::Fault) -> Result<Fault, JournalFormatError> {
     Ok(match f {
-        v1::Fault::GsiStuck { evidence } => Fault::GsiStuck {
+        v2::Fault::GsiStuck { evidence } => Fault::GsiStuck {
             evidence: evidence_in(evidence),
         },
-        v1::Fault::DeviceGone => Fault::DeviceGone,
-        v1::Fault::SessionsDown => Fault::SessionsDown,
-        v1::Fault::Zombie { session } => Fault::Zombie {
+        v2::Fault::DeviceGone => Fault::DeviceGone,
+        v2::Fault::SessionsDown => Fault::SessionsDown,
+        v2::Fault::Zombie { session } => Fault::Zombie {
             session: key_in(session)?,
         },
-        v1::Fault::Operator => Fault::Operator,
+        v2::Fault::Operator => Fault::Operator,
     })
 }
 
-fn hold_out(h: &Hold) -> v1::Hold {
+fn hold_out(h: &Hold) -> v2::Hold {
     match h {
-        Hold::Paused => v1::Hold::Paused,
-        Hold::DryRun => v1::Hold::DryRun,
-        Hold::NotAllowed => v1::Hold::NotAllowed,
-        Hold::OtherSessionsHealthy { sessions } => v1::Hold::OtherSessionsHealthy {
+        Hold::Paused => v2::Hold::Paused,
+        Hold::DryRun => v2::Hold::DryRun,
+        Hold::NotAllowed => v2::Hold::NotAllowed,
+        Hold::OtherSessionsHealthy { sessions } => v2::Hold::OtherSessionsHealthy {
             sessions: keys_out(sessions),
         },
-        Hold::WaitingForSlot { busy } => v1::Hold::WaitingForSlot { busy: busy.clone() },
+        Hold::WaitingForSlot { busy } => v2::Hold::WaitingForSlot { busy: busy.clone() },
+        Hold::NoPortalKnown => v2::Hold::NoPortalKnown,
     }
 }
 
-fn hold_in(h: v1::Hold) -> Result<Hold, JournalFormatError> {
+fn hold_in(h: v2::Hold) -> Result<Hold, JournalFormatError> {
     Ok(match h {
-        v1::Hold::Paused => Hold::Paused,
-        v1::Hold::DryRun => Hold::DryRun,
-        v1::Hold::NotAllowed => Hold::NotAllowed,
-        v1::Hold::OtherSessionsHealthy { sessions } => Hold::OtherSessionsHealthy {
+        v2::Hold::Paused => Hold::Paused,
+        v2::Hold::DryRun => Hold::DryRun,
+        v2::Hold::NotAllowed => Hold::NotAllowed,
+        v2::Hold::OtherSessionsHealthy { sessions } => Hold::OtherSessionsHealthy {
             sessions: keys_in(sessions)?,
         },
-        v1::Hold::WaitingForSlot { busy } => Hold::WaitingForSlot { busy },
+        v2::Hold::WaitingForSlot { busy } => Hold::WaitingForSlot { busy },
+        v2::Hold::NoPortalKnown => Hold::NoPortalKnown,
     })
 }
 
-fn timer_out(t: TimerKind) -> v1::TimerKind {
+fn timer_out(t: TimerKind) -> v2::TimerKind {
     match t {
-        TimerKind::ProbeRound => v1::TimerKind::ProbeRound,
-        TimerKind::Backoff => v1::TimerKind::Backoff,
-        TimerKind::Grace => v1::TimerKind::Grace,
-        TimerKind::SessionRefresh => v1::TimerKind::SessionRefresh,
+        TimerKind::ProbeRound => v2::TimerKind::ProbeRound,
+        TimerKind::Backoff => v2::TimerKind::Backoff,
+        TimerKind::Grace => v2::TimerKind::Grace,
+        TimerKind::SessionRefresh => v2::TimerKind::SessionRefresh,
     }
 }
 
-fn timer_in(t: v1::TimerKind) -> TimerKind {
+fn timer_in(t: v2::TimerKind) -> TimerKind {
     match t {
-        v1::TimerKind::ProbeRound => TimerKind::ProbeRound,
-        v1::TimerKind::Backoff => TimerKind::Backoff,
-        v1::TimerKind::Grace => TimerKind::Grace,
-        v1::TimerKind::SessionRefresh => TimerKind::SessionRefresh,
+        v2::TimerKind::ProbeRound => TimerKind::ProbeRound,
+        v2::TimerKind::Backoff => TimerKind::Backoff,
+        v2::TimerKind::Grace => TimerKind::Grace,
+        v2::TimerKind::SessionRefresh => TimerKind::SessionRefresh,
     }
 }
 
@@ -287,8 +321,8 @@ fn at(ms: Option<u64>) -> Option<Instant> {
     ms.map(Instant)
 }
 
-fn port_out(p: &PortRecord) -> v1::Port {
-    v1::Port {
+fn port_out(p: &PortRecord) -> v2::Port {
+    v2::Port {
         id: port_id_out(&p.id),
         phase: phase_out(p.phase),
         fault: p.fault.as_ref().map(fault_out),
@@ -312,10 +346,14 @@ fn port_out(p: &PortRecord) -> v1::Port {
         ops_not_before: ms(p.ops_not_before),
         sessions: keys_out(&p.sessions),
         targeted: keys_out(&p.targeted),
+        probes_count_from: ms(p.probes_count_from),
+        awaiting_fresh_qp: p.awaiting_fresh_qp,
+        attempt_recreated: p.attempt_recreated,
+        hold_alerted_at: ms(p.hold_alerted_at),
     }
 }
 
-fn port_in(p: v1::Port) -> Result<PortRecord, JournalFormatError> {
+fn port_in(p: v2::Port) -> Result<PortRecord, JournalFormatError> {
     Ok(PortRecord {
         id: port_id_in(p.id),
         phase: phase_in(p.phase),
@@ -340,49 +378,53 @@ fn port_in(p: v1::Port) -> Result<PortRecord, JournalFormatError> {
         ops_not_before: at(p.ops_not_before),
         sessions: keys_in(p.sessions)?,
         targeted: keys_in(p.targeted)?,
+        probes_count_from: at(p.probes_count_from),
+        awaiting_fresh_qp: p.awaiting_fresh_qp,
+        attempt_recreated: p.attempt_recreated,
+        hold_alerted_at: at(p.hold_alerted_at),
     })
 }
 
-fn state_out(s: SessionState) -> v1::SessionState {
+fn state_out(s: SessionState) -> v2::SessionState {
     match s {
-        SessionState::LoggedIn => v1::SessionState::LoggedIn,
-        SessionState::Failed => v1::SessionState::Failed,
-        SessionState::Free => v1::SessionState::Free,
-        SessionState::Unknown => v1::SessionState::Unknown,
+        SessionState::LoggedIn => v2::SessionState::LoggedIn,
+        SessionState::Failed => v2::SessionState::Failed,
+        SessionState::Free => v2::SessionState::Free,
+        SessionState::Unknown => v2::SessionState::Unknown,
     }
 }
 
-fn state_in(s: v1::SessionState) -> SessionState {
+fn state_in(s: v2::SessionState) -> SessionState {
     match s {
-        v1::SessionState::LoggedIn => SessionState::LoggedIn,
-        v1::SessionState::Failed => SessionState::Failed,
-        v1::SessionState::Free => SessionState::Free,
-        v1::SessionState::Unknown => SessionState::Unknown,
+        v2::SessionState::LoggedIn => SessionState::LoggedIn,
+        v2::SessionState::Failed => SessionState::Failed,
+        v2::SessionState::Free => SessionState::Free,
+        v2::SessionState::Unknown => SessionState::Unknown,
     }
 }
 
-fn op_out(o: &SessionOp) -> v1::SessionOp {
+fn op_out(o: &SessionOp) -> v2::SessionOp {
     match o {
-        SessionOp::LoggingOut(id) => v1::SessionOp::LoggingOut(id.0),
-        SessionOp::LoggedOut => v1::SessionOp::LoggedOut,
-        SessionOp::LoggingIn(id) => v1::SessionOp::LoggingIn(id.0),
-        SessionOp::Done => v1::SessionOp::Done,
-        SessionOp::Failed(why) => v1::SessionOp::Failed(why.clone()),
+        SessionOp::LoggingOut(id) => v2::SessionOp::LoggingOut(id.0),
+        SessionOp::LoggedOut => v2::SessionOp::LoggedOut,
+        SessionOp::LoggingIn(id) => v2::SessionOp::LoggingIn(id.0),
+        SessionOp::Done => v2::SessionOp::Done,
+        SessionOp::Failed(why) => v2::SessionOp::Failed(why.clone()),
     }
 }
 
-fn op_in(o: v1::SessionOp) -> SessionOp {
+fn op_in(o: v2::SessionOp) -> SessionOp {
     match o {
-        v1::SessionOp::LoggingOut(id) => SessionOp::LoggingOut(ActionId(id)),
-        v1::SessionOp::LoggedOut => SessionOp::LoggedOut,
-        v1::SessionOp::LoggingIn(id) => SessionOp::LoggingIn(ActionId(id)),
-        v1::SessionOp::Done => SessionOp::Done,
-        v1::SessionOp::Failed(why) => SessionOp::Failed(why),
+        v2::SessionOp::LoggingOut(id) => SessionOp::LoggingOut(ActionId(id)),
+        v2::SessionOp::LoggedOut => SessionOp::LoggedOut,
+        v2::SessionOp::LoggingIn(id) => SessionOp::LoggingIn(ActionId(id)),
+        v2::SessionOp::Done => SessionOp::Done,
+        v2::SessionOp::Failed(why) => SessionOp::Failed(why),
     }
 }
 
-fn session_out(s: &SessionRecord) -> v1::Session {
-    v1::Session {
+fn session_out(s: &SessionRecord) -> v2::Session {
+    v2::Session {
         key: key_out(&s.key),
         transport: s.transport.clone(),
         port: port_id_out(&s.port),
@@ -392,7 +434,7 @@ fn session_out(s: &SessionRecord) -> v1::Session {
         disks: s
             .disks
             .iter()
-            .map(|d| v1::Disk {
+            .map(|d| v2::Disk {
                 name: d.name.clone(),
                 state: d.state.clone(),
             })
@@ -400,10 +442,11 @@ fn session_out(s: &SessionRecord) -> v1::Session {
         io_errors: s.io_errors.iter().map(|t| t.0).collect(),
         op: s.op.as_ref().map(op_out),
         reported: s.reported,
+        troubled: s.troubled,
     }
 }
 
-fn session_in(s: v1::Session) -> Result<SessionRecord, JournalFormatError> {
+fn session_in(s: v2::Session) -> Result<SessionRecord, JournalFormatError> {
     Ok(SessionRecord {
         key: key_in(s.key)?,
         transport: s.transport,
@@ -419,32 +462,33 @@ fn session_in(s: v1::Session) -> Result<SessionRecord, JournalFormatError> {
         io_errors: s.io_errors.into_iter().map(Instant).collect(),
         op: s.op.map(op_in),
         reported: s.reported,
+        troubled: s.troubled,
     })
 }
 
-fn recreation_state_out(s: &RecreationState) -> v1::RecreationState {
+fn recreation_state_out(s: &RecreationState) -> v2::RecreationState {
     match s {
-        RecreationState::InFlight => v1::RecreationState::InFlight,
-        RecreationState::Completed => v1::RecreationState::Completed,
-        RecreationState::Failed => v1::RecreationState::Failed,
+        RecreationState::InFlight => v2::RecreationState::InFlight,
+        RecreationState::Completed => v2::RecreationState::Completed,
+        RecreationState::Failed => v2::RecreationState::Failed,
     }
 }
 
-fn recreation_state_in(s: v1::RecreationState) -> RecreationState {
+fn recreation_state_in(s: v2::RecreationState) -> RecreationState {
     match s {
-        v1::RecreationState::InFlight => RecreationState::InFlight,
-        v1::RecreationState::Completed => RecreationState::Completed,
-        v1::RecreationState::Failed => RecreationState::Failed,
+        v2::RecreationState::InFlight => RecreationState::InFlight,
+        v2::RecreationState::Completed => RecreationState::Completed,
+        v2::RecreationState::Failed => RecreationState::Failed,
     }
 }
 
-fn device_out(d: &DeviceRecord) -> v1::Device {
-    v1::Device {
+fn device_out(d: &DeviceRecord) -> v2::Device {
+    v2::Device {
         name: d.name.clone(),
         present: d.present,
         parent: d.parent.clone(),
         driver: d.driver.clone(),
-        recreation: d.recreation.as_ref().map(|r| v1::Recreation {
+        recreation: d.recreation.as_ref().map(|r| v2::Recreation {
             id: r.id.0,
             attempt: r.attempt,
             started: r.started.0,
@@ -455,7 +499,7 @@ fn device_out(d: &DeviceRecord) -> v1::Device {
     }
 }
 
-fn device_in(d: v1::Device) -> DeviceRecord {
+fn device_in(d: v2::Device) -> DeviceRecord {
     DeviceRecord {
         name: d.name,
         present: d.present,

@@ -2,7 +2,11 @@
 //! internal state, so an engine refactor never breaks a journal the previous release wrote.
 //!
 //! - [`v1`]: the format of release 1 (field for field what `EngineSnapshot` serialised to
-//!   before the journal had a type of its own). Frozen: never edit it, add `v2` instead.
+//!   before the journal had a type of its own). Frozen: never edit it.
+//! - [`v2`]: v1 plus the engine state the real-kernel fixes added (probe start times for
+//!   target-back gating, the fresh-QP check, hold re-alert times, troubled sessions, the
+//!   `NoPortalKnown` hold, operator logout/login in flight); every new field has a default,
+//!   so [`migrate_v1`] is "read v1 strictly, then read it again as v2".
 //! - [`mapping`]: the one place that maps the current format onto the engine's
 //!   [`EngineSnapshot`] and back. An engine refactor changes only that file.
 //! - [`decode`] reads any known version and migrates it forward to the current one;
@@ -17,16 +21,17 @@
 
 pub mod mapping;
 pub mod v1;
+pub mod v2;
 
 use serde::Deserialize;
 
 use crate::recovery::EngineSnapshot;
 
 /// The version this build writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The on-disk type of [`VERSION`].
-pub type Current = v1::JournalFile;
+pub type Current = v2::JournalFile;
 
 /// Why bytes are not a journal this build can read.
 #[derive(Debug, thiserror::Error)]
@@ -83,10 +88,25 @@ pub fn decode_file(bytes: &[u8]) -> Result<Current, JournalFormatError> {
         source,
     };
     match version {
-        1 => serde_json::from_slice::<v1::JournalFile>(bytes).map_err(invalid),
+        1 => migrate_v1(serde_json::from_slice::<v1::JournalFile>(bytes).map_err(invalid)?),
+        2 => serde_json::from_slice::<v2::JournalFile>(bytes).map_err(invalid),
         v if v > VERSION => Err(JournalFormatError::Newer { found: v }),
         v => Err(JournalFormatError::Unknown { found: v }),
     }
+}
+
+/// v1 → v2: v2 is v1 with new fields that all have defaults and new enum variants, so the
+/// strictly-read v1 file, written out again with version 2, is read as v2 unchanged.
+pub fn migrate_v1(file: v1::JournalFile) -> Result<v2::JournalFile, JournalFormatError> {
+    let invalid = |source| JournalFormatError::Invalid {
+        version: Some(1),
+        source,
+    };
+    let mut value = serde_json::to_value(file).map_err(invalid)?;
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("version".into(), serde_json::Value::from(2u32));
+    }
+    serde_json::from_value(value).map_err(invalid)
 }
 
 /// Reads a journal of any known version into the engine's snapshot.

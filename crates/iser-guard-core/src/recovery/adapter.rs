@@ -170,6 +170,7 @@ pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Op
         netdev,
         local_ip: d.iface.ip_address.map(|ip| ip.to_string()),
         rdma,
+        placed_by: None,
         state,
         disks,
     })

@@ -217,6 +217,10 @@ pub struct SessionInfo {
     /// The RDMA port the session runs on; `None` if the daemon could not map it (then the
     /// engine only counts it).
     pub rdma: Option<PortId>,
+    /// Why the session is on `rdma` (CM id, route, iface field, only port, remembered): every
+    /// automatic decision about the session names it. `None` when `rdma` is `None`.
+    #[serde(default)]
+    pub placed_by: Option<crate::session_map::Evidence>,
     /// iSCSI session state.
     pub state: SessionState,
     /// Attached disks.
@@ -571,4 +575,19 @@ pub enum Input {
     Command(OperatorCommand),
     /// Time passed (`handle_timeout`).
     Timeout,
+    /// A complete scan finished (`handle_scan_complete`): lets a wrapper that forwards
+    /// [`Input`]s (the driver) report it without a method of its own.
+    ScanComplete(ScanComplete),
+}
+
+/// A complete scan of the host finished: the iscsiadm session list and the RDMA topology
+/// (devices, ports, QP table) have both been fed to the engine since the start. The daemon
+/// reports this once after its first scan at start (and may report later scans too); until
+/// the first report, the engine runs nothing destructive, so a journal resumed after a
+/// restart is never acted on before the host has been looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanComplete {
+    /// The RDMA netlink QP table could be read (`false` without RDMA netlink: then a fresh
+    /// GSI QP after a re-creation cannot be verified, and the verdict says so).
+    pub qp_table_available: bool,
 }

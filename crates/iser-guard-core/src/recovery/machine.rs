@@ -9,7 +9,8 @@ use super::action::{
 use super::alerts::AlertGate;
 use super::input::{
     Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
-    ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
+    ProbeResult, RecreateResult, ScanComplete, SessionInfo, SessionKey, SessionState,
+    StuckEvidence, Trust,
 };
 use super::policy::Policy;
 use super::policy::{OtherSessions, ProbeMethod, ResetWhen};
@@ -24,6 +25,8 @@ use crate::time::Instant;
 const VERIFY_RECREATE_WINDOW: Duration = Duration::from_secs(30);
 /// Session-list refreshes the engine asks for are at least this far apart.
 const REFRESH_MIN_GAP: Duration = Duration::from_secs(1);
+/// Ids skipped on resume (see [`Engine::resume`]).
+const RESUME_ID_GAP: u64 = 1 << 20;
 /// Bound on re-evaluating one port within one input (each step changes the phase).
 const MAX_STEPS_PER_EVALUATION: usize = 16;
 
@@ -116,6 +119,16 @@ pub struct Engine {
     gate: AlertGate,
     dirty: Option<String>,
     stats: EngineStats,
+    /// A complete scan was reported since this engine started (new or resumed): until then
+    /// nothing destructive runs. Not journaled on purpose: every start must look first.
+    scanned: bool,
+    /// Whether the RDMA netlink QP table can be read (`None` until a scan said).
+    qp_table: Option<bool>,
+    /// What the last journal write held ([`Engine::journal_view`]), to skip unchanged writes.
+    journaled: Option<EngineSnapshot>,
+    /// Live sessions of the last session list that no port holds (not placed, never
+    /// remembered): not journaled, re-learned from every list.
+    unplaced: BTreeMap<SessionKey, SessionInfo>,
 }
 
 impl Engine {
@@ -143,6 +156,10 @@ impl Engine {
             gate: AlertGate::default(),
             dirty: None,
             stats: EngineStats::default(),
+            scanned: false,
+            qp_table: None,
+            journaled: None,
+            unplaced: BTreeMap::new(),
         }
     }
 
@@ -161,7 +178,9 @@ impl Engine {
         }
         let mut e = Engine::new(policy, snapshot.rng);
         e.now = now;
-        e.next_id = snapshot.next_id.max(1);
+        // Ids handed out after the last write (alerts, probes whose journal write was skipped)
+        // are skipped so an id is never reused for a different action.
+        e.next_id = snapshot.next_id.max(1).saturating_add(RESUME_ID_GAP);
         e.paused = snapshot.paused;
         e.recreating = snapshot.recreating;
         e.ports = snapshot
@@ -186,6 +205,18 @@ impl Engine {
             .collect();
         e.inflight = snapshot.inflight.into_iter().map(|i| (i.id, i)).collect();
         e.rebuild_indexes();
+        // A probe whose deadline passed died with the old process: it gives no result (and
+        // an unchanged journal need not have recorded that it timed out).
+        e.inflight
+            .retain(|_, i| !(matches!(i.kind, InFlightKind::Probe(_)) && i.deadline <= now));
+        let live: BTreeSet<ActionId> = e.inflight.keys().copied().collect();
+        for r in e.portals.values_mut() {
+            if r.inflight.is_some_and(|id| !live.contains(&id)) {
+                r.inflight = None;
+                r.inflight_started = None;
+            }
+        }
+        e.journaled = Some(e.journal_view());
         let mut verify = false;
         let in_flight_devices: Vec<String> = e
             .devices
@@ -215,6 +246,7 @@ impl Engine {
     }
 
     /// The journal snapshot of the current state.
+    ///
     pub fn snapshot(&self) -> EngineSnapshot {
         EngineSnapshot {
             version: EngineSnapshot::VERSION,
@@ -229,6 +261,18 @@ impl Engine {
             portals: self.portals.values().cloned().collect(),
             inflight: self.inflight.values().cloned().collect(),
         }
+    }
+
+    /// The snapshot without the clock and the storm counters: two equal ones need no journal
+    /// write in between (a kernel line repeated on a faulted port, or a QP table poll showing
+    /// the same ERR, changes nothing worth a write).
+    fn journal_view(&self) -> EngineSnapshot {
+        let mut s = self.snapshot();
+        s.taken_at = Instant::ZERO;
+        for p in &mut s.ports {
+            p.evidence = 0;
+        }
+        s
     }
 
     /// The policy in force.
@@ -322,6 +366,7 @@ impl Engine {
                 let _ = self.handle_command(cmd, now);
             }
             Input::Timeout => self.handle_timeout(now),
+            Input::ScanComplete(scan) => self.handle_scan_complete(scan, now),
         }
     }
 
@@ -335,13 +380,14 @@ impl Engine {
         self.stats.observations += 1;
         if trust == Trust::Untrusted && !self.policy.trust_userspace {
             self.stats.ignored_untrusted += 1;
-            let key = format!("untrusted:{}", obs.dedup_key());
+            // One coalesced alert for every forged record, whatever its signature: the point
+            // is that someone writes into /dev/kmsg, not each line they wrote.
             self.alert_coalesced(
                 now,
                 Severity::Warning,
-                key,
+                "untrusted".to_string(),
                 format!(
-                    "ignored a kernel-log record written by userspace: {}",
+                    "ignored kernel-log record(s) written by userspace, the first: {}",
                     obs.describe()
                 ),
                 "it looks like a fault, but it was written into /dev/kmsg by a process, not by \
@@ -388,8 +434,12 @@ impl Engine {
                 ports: _,
             } => self.on_device_appeared(&device, parent, driver, now),
             Observation::DeviceRenamed { from, to } => self.rename_device(&from, &to, now),
-            Observation::ConnError { .. } => self.request_sessions(now, false),
+            Observation::ConnError { sid, .. } => {
+                self.mark_troubled(sid);
+                self.request_sessions(now, false)
+            }
             Observation::SessionRecoveryTimedOut { sid } => {
+                self.mark_troubled(sid);
                 if let Some(key) = self.by_sid.get(&sid).cloned() {
                     let mut pid = None;
                     if let Some(rec) = self.sessions.get_mut(&key) {
@@ -455,10 +505,23 @@ impl Engine {
         let mut unmapped = 0u64;
         let mut seen: BTreeSet<SessionKey> = BTreeSet::new();
         let mut touched: BTreeSet<PortId> = BTreeSet::new();
+        let mut unplaced = BTreeMap::new();
         for info in list {
-            let Some(port) = info.rdma.clone() else {
-                unmapped += 1;
-                continue;
+            // A session this scan could not place keeps the placement it had: a scan that
+            // cannot place it is no evidence that it moved or went away.
+            let known = self.sessions.get(&info.key).map(|r| r.port.clone());
+            let port = match (info.rdma.clone(), known) {
+                (Some(port), Some(old)) if port != old && !self.may_move(&old) => old,
+                (Some(port), _) => port,
+                (None, Some(old)) => {
+                    unmapped += 1;
+                    old
+                }
+                (None, None) => {
+                    unmapped += 1;
+                    unplaced.insert(info.key.clone(), info);
+                    continue;
+                }
             };
             seen.insert(info.key.clone());
             self.by_sid.insert(info.sid, info.key.clone());
@@ -479,6 +542,9 @@ impl Engine {
                     rec.disks = info.disks;
                     rec.sid = Some(info.sid);
                     rec.transport = info.transport;
+                    if rec.is_healthy() {
+                        rec.troubled = false;
+                    }
                     if moved {
                         rec.port = port.clone();
                         if let Some(p) = self.ports.get_mut(&old_port) {
@@ -507,6 +573,7 @@ impl Engine {
                             io_errors: Vec::new(),
                             op: None,
                             reported: false,
+                            troubled: false,
                         },
                     );
                     self.port_or_create(&port, now)
@@ -518,6 +585,7 @@ impl Engine {
             }
         }
         self.stats.unmapped_sessions = unmapped;
+        self.unplaced = unplaced;
         // Sessions that vanished: a clean logout of a healthy session is forgotten; anything
         // else (iscsid dropped a failing session) is kept so it can be restored.
         let mut forget = Vec::new();
@@ -529,7 +597,13 @@ impl Engine {
                     .ports
                     .get(&rec.port)
                     .is_some_and(|p| p.phase == Phase::Healthy);
-                if rec.state == SessionState::LoggedIn && port_healthy && rec.op.is_none() {
+                // Evidence of a clean logout: it vanished while LOGGED_IN with running disks,
+                // on a healthy port, with no error seen since, and not by our own hand.
+                if rec.is_healthy_when_last_seen()
+                    && !rec.troubled
+                    && port_healthy
+                    && rec.op.is_none()
+                {
                     forget.push(rec.key.clone());
                 }
             }
@@ -579,6 +653,25 @@ impl Engine {
         self.finish();
     }
 
+    /// A complete scan (sessions and topology) was fed: see [`ScanComplete`]. The first one
+    /// after a start lifts the start-up gate on destructive actions; every port is then
+    /// re-evaluated on what the scan showed.
+    pub fn handle_scan_complete(&mut self, scan: ScanComplete, now: Instant) {
+        self.now = now;
+        self.qp_table = Some(scan.qp_table_available);
+        let first = !self.scanned;
+        self.scanned = true;
+        if first {
+            self.evaluate_all(now);
+        }
+        self.finish();
+    }
+
+    /// A complete scan was reported since the start (destructive actions may run).
+    pub fn scan_complete(&self) -> bool {
+        self.scanned
+    }
+
     /// The outcome of an action the engine asked for.
     pub fn handle_outcome(&mut self, id: ActionId, outcome: Outcome, now: Instant) {
         self.now = now;
@@ -603,10 +696,10 @@ impl Engine {
         };
         match (inf.kind, outcome) {
             (InFlightKind::Probe(portal), Outcome::Probe(result)) => {
-                self.on_probe(&portal, result, now)
+                self.on_probe(&portal, id, result, now)
             }
             (InFlightKind::Probe(portal), _) => {
-                self.on_probe(&portal, ProbeResult::Unreachable, now)
+                self.on_probe(&portal, id, ProbeResult::Unreachable, now)
             }
             (InFlightKind::Recreate(device), Outcome::Recreate(result)) => {
                 self.on_recreate_done(&device, result, now)
@@ -633,6 +726,12 @@ impl Engine {
             }
             (InFlightKind::Login(key), outcome) => {
                 self.on_iscsiadm(&key, false, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::OperatorLogout(node), outcome) => {
+                self.on_operator_logout(node, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::OperatorLogin(node), outcome) => {
+                self.on_operator_login(&node, iscsiadm_status(outcome), now)
             }
             (InFlightKind::Rescan(key), _) => {
                 if let Some(pid) = self.sessions.get(&key).map(|s| s.port.clone()) {
@@ -671,7 +770,7 @@ impl Engine {
             };
             match inf.kind {
                 InFlightKind::Probe(portal) => {
-                    self.on_probe(&portal, ProbeResult::Unreachable, now)
+                    self.on_probe(&portal, id, ProbeResult::Unreachable, now)
                 }
                 InFlightKind::Recreate(device) => self.on_recreate_silent(&device, now),
                 InFlightKind::Logout(key) => {
@@ -681,6 +780,12 @@ impl Engine {
                     self.on_iscsiadm(&key, false, IscsiadmStatus::Timeout, now)
                 }
                 InFlightKind::Rescan(_) => {}
+                InFlightKind::OperatorLogout(node) => {
+                    self.on_operator_logout(node, IscsiadmStatus::Timeout, now)
+                }
+                InFlightKind::OperatorLogin(node) => {
+                    self.on_operator_login(&node, IscsiadmStatus::Timeout, now)
+                }
             }
         }
         let pids: Vec<PortId> = self
@@ -802,6 +907,16 @@ impl Engine {
                 },
                 now,
             );
+            // That sighting was the fresh QP 1 itself.
+            if let Some(p) = self.ports.get_mut(pid) {
+                p.awaiting_fresh_qp = false;
+            }
+            return;
+        }
+        if p.awaiting_fresh_qp {
+            p.awaiting_fresh_qp = false;
+            self.mark_dirty(format!("{pid}: the new QP 1 is in RTS"));
+            self.evaluate(pid, now);
             return;
         }
         if p.needs_recreate
@@ -878,6 +993,9 @@ impl Engine {
         let Some(key) = self.by_disk.get(disk).cloned() else {
             return;
         };
+        if let Some(rec) = self.sessions.get_mut(&key) {
+            rec.troubled = true;
+        }
         if kind == IoErrorKind::Offline {
             self.request_sessions(now, false);
             return;
@@ -1008,15 +1126,36 @@ impl Engine {
         }
     }
 
-    fn on_probe(&mut self, portal: &Portal, result: ProbeResult, now: Instant) {
-        self.mark_dirty(format!("probe of {portal}: {result:?}"));
-        if let Some(r) = self.portals.get_mut(portal) {
-            r.inflight = None;
-            if result == ProbeResult::Reachable {
-                r.consecutive_ok = r.consecutive_ok.saturating_add(1);
-            } else {
-                r.consecutive_ok = 0;
+    fn on_probe(&mut self, portal: &Portal, id: ActionId, result: ProbeResult, now: Instant) {
+        let Some(r) = self.portals.get_mut(portal) else {
+            return;
+        };
+        if r.inflight != Some(id) {
+            // Not the probe this record waits for (superseded): its result is not the newest.
+            self.stats.stale_outcomes += 1;
+            return;
+        }
+        let started = r.inflight_started.unwrap_or(now);
+        r.inflight = None;
+        r.inflight_started = None;
+        if r.newest_started.is_some_and(|t| t > started) {
+            self.stats.stale_outcomes += 1;
+            return; // A newer probe already answered: the newest result wins.
+        }
+        r.newest_started = Some(started);
+        let before = (r.consecutive_ok, r.ok_started.len());
+        if result == ProbeResult::Reachable {
+            r.consecutive_ok = r.consecutive_ok.saturating_add(1);
+            r.ok_started.push(started);
+            if r.ok_started.len() > PortalRecord::MAX_OK_KEPT {
+                r.ok_started.remove(0);
             }
+        } else {
+            r.consecutive_ok = 0;
+            r.ok_started.clear();
+        }
+        if before != (r.consecutive_ok, r.ok_started.len()) {
+            self.mark_dirty(format!("probe of {portal}: {result:?}"));
         }
         let users: Vec<PortId> = self
             .ports
@@ -1070,6 +1209,7 @@ impl Engine {
                         p.recreated = true;
                         p.needs_recreate = false;
                         p.verify_recreate = false;
+                        p.awaiting_fresh_qp = true;
                     }
                     let grace = self.policy.iscsid_grace.as_secs();
                     self.start_reconnect(
@@ -1085,6 +1225,15 @@ impl Engine {
                 self.persist(format!(
                     "re-created {device} (attempt {attempt}): completed"
                 ));
+                // Verification looks at the QP table itself: the new QP 1 must be in RTS.
+                self.push(
+                    None,
+                    Some(device.clone()),
+                    Origin::Automatic,
+                    format!("{device} re-created: is its new QP 1 in RTS?"),
+                    ActionKind::RefreshTopology,
+                );
+                self.last_topology_request = Some(now);
             }
             RecreateResult::Failed { reason } => {
                 self.mark_recreation_failed(device);
@@ -1256,6 +1405,21 @@ impl Engine {
             }
             _ => {
                 rec.op = Some(SessionOp::Failed(format!("{what}: {status:?}")));
+                let portal = rec.key.portal.clone();
+                let needs_recreate = self.ports.get(&pid).is_some_and(|p| p.needs_recreate);
+                if !logout && !needs_recreate && self.answering_portals(&pid).contains(&portal) {
+                    if let Some(rec) = self.sessions.get_mut(key) {
+                        rec.op = None;
+                    }
+                    self.mark_dirty(format!("{key}: {what} {status:?}"));
+                    self.target_refuses_logins(
+                        &pid,
+                        format!("the login to {portal} failed ({status:?}) while the portal answers TCP"),
+                        now,
+                    );
+                    self.request_sessions(now, true);
+                    return;
+                }
             }
         }
         self.mark_dirty(format!("{key}: {what} {status:?}"));
@@ -1325,8 +1489,24 @@ impl Engine {
                     .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
                     .map(|s| s.key.clone())
                     .collect();
-                if keys.is_empty() {
+                // Live sessions iscsiadm reports that no port holds (not placed on an RDMA
+                // port): the operator's word still applies to them.
+                let unplaced: Vec<SessionInfo> = self
+                    .unplaced
+                    .values()
+                    .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
+                    .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
+                    .cloned()
+                    .collect();
+                if keys.is_empty() && unplaced.is_empty() {
                     return Err(CommandError::NoMatchingSessions);
+                }
+                let n_unplaced = unplaced.len();
+                if !unplaced.is_empty() {
+                    self.reconnect_unplaced(unplaced, now);
+                }
+                if keys.is_empty() {
+                    return Ok(format!("logging {n_unplaced} session(s) out and in"));
                 }
                 let mut pids = BTreeSet::new();
                 for k in &keys {
@@ -1358,9 +1538,114 @@ impl Engine {
                     );
                     self.evaluate(pid, now);
                 }
-                Ok(format!("logging {} session(s) out and in", keys.len()))
+                Ok(format!(
+                    "logging {} session(s) out and in",
+                    keys.len() + n_unplaced
+                ))
             }
         }
+    }
+
+    /// `reconnect` of live sessions no port holds: log each out, then in (operator origin).
+    fn reconnect_unplaced(&mut self, list: Vec<SessionInfo>, now: Instant) {
+        let timeout = self.policy.iscsiadm_timeout;
+        let mut batch = Vec::new();
+        for s in list {
+            let node = IscsiNode {
+                key: s.key.clone(),
+                transport: s.transport.clone(),
+            };
+            let id = self.alloc_id();
+            let kind = InFlightKind::OperatorLogout(node.clone());
+            self.inflight.insert(
+                id,
+                InFlight {
+                    id,
+                    kind,
+                    deadline: now.plus(timeout + Duration::from_secs(10)),
+                },
+            );
+            batch.push((
+                id,
+                format!(
+                    "operator asked: iser-guard reconnect; session {} {} is not placed on an \
+                     RDMA port, logging it out and in as asked",
+                    s.sid, s.key
+                ),
+                ActionKind::IscsiLogout {
+                    sid: s.sid,
+                    node,
+                    timeout,
+                },
+            ));
+        }
+        self.persist(format!(
+            "about to log {} session(s) out/in (operator)",
+            batch.len()
+        ));
+        for (id, reason, kind) in batch {
+            self.push_with_id(id, None, None, Origin::Operator, reason, kind);
+        }
+    }
+
+    fn on_operator_logout(&mut self, node: IscsiNode, status: IscsiadmStatus, now: Instant) {
+        if !matches!(status, IscsiadmStatus::Success | IscsiadmStatus::NotFound) {
+            self.alert(
+                now,
+                Severity::Error,
+                format!("reconnect:{}", node.key),
+                format!("reconnect of {}: the logout failed", node.key),
+                format!("iscsiadm --logout: {status:?}; the session was left as it was"),
+                None,
+            );
+            self.request_sessions(now, true);
+            return;
+        }
+        let timeout = self.policy.iscsiadm_timeout;
+        let id = self.alloc_id();
+        self.inflight.insert(
+            id,
+            InFlight {
+                id,
+                kind: InFlightKind::OperatorLogin(node.clone()),
+                deadline: now.plus(timeout + Duration::from_secs(10)),
+            },
+        );
+        self.persist(format!("about to log {} in (operator)", node.key));
+        let reason = format!(
+            "operator asked: iser-guard reconnect; logging {} in",
+            node.key
+        );
+        self.push_with_id(
+            id,
+            None,
+            None,
+            Origin::Operator,
+            reason,
+            ActionKind::IscsiLogin { node, timeout },
+        );
+    }
+
+    fn on_operator_login(&mut self, node: &IscsiNode, status: IscsiadmStatus, now: Instant) {
+        self.request_sessions(now, true);
+        if matches!(
+            status,
+            IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn
+        ) {
+            self.mark_dirty(format!("{}: reconnected (operator)", node.key));
+            return;
+        }
+        self.alert(
+            now,
+            Severity::Critical,
+            format!("reconnect:{}", node.key),
+            format!("reconnect of {}: the login failed", node.key),
+            format!("iscsiadm --login: {status:?}; the session is logged out now"),
+            Some(format!(
+                "iscsiadm -m node -T {} -p {} -I {} --login",
+                node.key.target, node.key.portal, node.key.iface
+            )),
+        );
     }
 
     fn command_ports(
@@ -1390,6 +1675,7 @@ impl Engine {
         p.origin = Origin::Operator;
         p.attempts = 0;
         p.hold = None;
+        p.listener_gone = false;
         p.needs_recreate = recreate;
         p.skip_target_wait = skip_wait;
         p.fault = Some(Fault::Operator);
@@ -1479,6 +1765,7 @@ impl Engine {
                         let backoff = self.policy.backoff(attempts, j);
                         if let Some(p) = self.ports.get_mut(pid) {
                             p.wake = Some((TimerKind::Backoff, now.plus(backoff)));
+                            p.probes_count_from = Some(now.plus(backoff));
                         }
                     }
                     self.evaluate(pid, now);
@@ -1556,9 +1843,16 @@ impl Engine {
                 if p.listener_gone && !p.needs_recreate {
                     // Only the target side can fix a dead listener; iscsid keeps retrying.
                     // Once no rejection came for a while, the listener is probably back.
+                    // While iscsid still holds a failed session it keeps retrying it; the port
+                    // stays here (no churn) until the sessions come back.
                     let quiet = self.policy.probe_interval.saturating_mul(3);
-                    let still = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
-                    if still {
+                    let rejected = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
+                    let retrying = p
+                        .sessions
+                        .iter()
+                        .filter_map(|k| self.sessions.get(k))
+                        .any(|s| s.present && !s.is_up());
+                    if rejected || retrying {
                         if let Some(p) = self.ports.get_mut(pid) {
                             p.deadline = None;
                         }
@@ -1568,6 +1862,21 @@ impl Engine {
                         p.listener_gone = false;
                     }
                     self.mark_dirty(format!("{pid}: no more rejections from the target"));
+                }
+                let automatic = self
+                    .ports
+                    .get(pid)
+                    .is_some_and(|p| p.origin == Origin::Automatic);
+                if !self.no_wait(pid) && automatic && self.down_portals_of(pid).is_empty() {
+                    let Some(p) = self.ports.get(pid) else {
+                        return false;
+                    };
+                    if p.needs_recreate && p.hold != Some(Hold::NoPortalKnown) {
+                        let why = p.reason.clone();
+                        let what = format!("re-create RDMA device {}", pid.device);
+                        self.set_hold(pid, Hold::NoPortalKnown, &what, &why, now);
+                    }
+                    return false;
                 }
                 if self.target_back(pid) {
                     if let Some(p) = self.ports.get_mut(pid) {
@@ -1633,7 +1942,7 @@ impl Engine {
             Phase::Reconnecting => self.step_reconnect(pid, now),
             Phase::Verifying => {
                 let fresh = self.last_sessions_at.is_some_and(|t| t >= p.since);
-                if fresh && self.all_healthy(pid) {
+                if fresh && self.verified(pid) {
                     self.become_healthy(
                         pid,
                         "every session is logged in with its disks running".into(),
@@ -1642,6 +1951,20 @@ impl Engine {
                     return true;
                 }
                 if p.deadline.is_some_and(|d| d <= now) {
+                    // Judge on a session list taken at the deadline, never on an older one
+                    // (the session may be back under a new SID already).
+                    // `ops_not_before` (unused while verifying) marks when the deadline first
+                    // passed and a list was asked for.
+                    let asked = p.ops_not_before.unwrap_or(now);
+                    if self.last_sessions_at.is_none_or(|t| t < asked) {
+                        let wait = self.policy.session_refresh;
+                        if let Some(p) = self.ports.get_mut(pid) {
+                            p.ops_not_before = Some(asked);
+                            p.deadline = Some(now.plus(wait));
+                        }
+                        self.request_sessions(now, true);
+                        return false;
+                    }
                     let n = self.down_sessions_text(pid);
                     self.after_failed_attempt(
                         pid,
@@ -1710,6 +2033,7 @@ impl Engine {
         if let Some(p) = self.ports.get_mut(pid) {
             p.deadline = Some(now.plus(max));
             p.target_back_at = None;
+            p.probes_count_from = Some(now);
         }
         if !self.no_wait(pid) {
             self.start_probes(pid, now);
@@ -1736,14 +2060,30 @@ impl Engine {
         }
         // Every portal with a session to restore must answer: re-creating the device while
         // one of them is still dead would only get QP 1 stuck again on the next CM retry.
+        // Only probes started since the wait began count (a success from an earlier episode
+        // says nothing about the target now), N in a row, the newest result winning.
         let portals = self.down_portals_of(pid);
         if portals.is_empty() {
-            return true; // Nothing to wait for.
+            // Nothing to probe: an operator's word goes; automatic recovery holds
+            // (`Hold::NoPortalKnown`).
+            return self
+                .ports
+                .get(pid)
+                .is_some_and(|p| p.origin == Origin::Operator);
         }
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        let from = p
+            .probes_count_from
+            .or(p.fault_since)
+            .unwrap_or(Instant::ZERO);
         let n = self.policy.probe_successes.max(1);
-        portals
-            .iter()
-            .all(|pt| self.portals.get(pt).is_some_and(|r| r.consecutive_ok >= n))
+        portals.iter().all(|pt| {
+            self.portals
+                .get(pt)
+                .is_some_and(|r| r.successes_since(from) >= n)
+        })
     }
 
     /// Portals of the sessions of this port that are not up (all portals if none is down).
@@ -1772,17 +2112,14 @@ impl Engine {
             let rec = self
                 .portals
                 .entry(portal.clone())
-                .or_insert_with(|| PortalRecord {
-                    portal: portal.clone(),
-                    consecutive_ok: 0,
-                    inflight: None,
-                });
+                .or_insert_with(|| PortalRecord::new(portal.clone()));
             if rec.inflight.is_some() {
                 continue;
             }
             let id = self.alloc_id();
             if let Some(rec) = self.portals.get_mut(&portal) {
                 rec.inflight = Some(id);
+                rec.inflight_started = Some(now);
             }
             self.inflight.insert(
                 id,
@@ -1828,8 +2165,17 @@ impl Engine {
             .ports
             .get(pid)
             .is_some_and(|p| p.hold.as_ref() != Some(&hold));
+        let repeat = self.policy.alert_repeat_interval;
+        let recent = self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.hold_alerted_at.is_some_and(|t| now.since(t) < repeat));
+        if !changed && recent {
+            return; // Already decided and alerted within the repeat interval.
+        }
         if let Some(p) = self.ports.get_mut(pid) {
             p.hold = Some(hold.clone());
+            p.hold_alerted_at = Some(now);
         }
         let down = self.down_sessions_text(pid);
         let device = &pid.device;
@@ -1849,7 +2195,8 @@ impl Engine {
                 Some("iser-guard resume".to_string()),
             ),
             Hold::NotAllowed => (
-                Severity::Error,
+                // An operator-action alert (alerts.severity-operator), not a fault.
+                Severity::Critical,
                 "not-allowed",
                 format!("{device} is not in devices.allow: will not {what}"),
                 Some(format!(
@@ -1858,7 +2205,7 @@ impl Engine {
                 )),
             ),
             Hold::OtherSessionsHealthy { sessions } => (
-                Severity::Error,
+                Severity::Critical,
                 "other-sessions",
                 format!(
                     "{pid}: re-creating {device} would drop {} healthy session(s); waiting for \
@@ -1874,6 +2221,19 @@ impl Engine {
                 "slot",
                 format!("{pid}: waiting for the re-creation of {busy} to finish (one at a time)"),
                 None,
+            ),
+            Hold::NoPortalKnown => (
+                Severity::Critical,
+                "no-portal",
+                format!(
+                    "{pid}: no target portal is known for this port, so iser-guard cannot tell \
+                     when the target is back: will not {what} on its own"
+                ),
+                Some(format!(
+                    "check that the iSCSI sessions of {device} are placed on {pid} \
+                     (`iser-guard status`), or re-create it by hand once the target answers: \
+                     iser-guard recover {pid}"
+                )),
             ),
         };
         if changed {
@@ -1906,6 +2266,11 @@ impl Engine {
         if p.wake
             .is_some_and(|(k, at)| k == TimerKind::Backoff && at > now)
         {
+            return false;
+        }
+        if !self.scanned {
+            // Started (or restarted) and not looked at the host yet: a journal's view may be
+            // stale, so nothing destructive until the first complete scan.
             return false;
         }
         let device = pid.device.clone();
@@ -2011,6 +2376,7 @@ impl Engine {
                 r.verify_recreate = false;
                 if q == *pid {
                     r.attempts = attempt;
+                    r.attempt_recreated = true;
                 } else if r.phase == Phase::Healthy {
                     r.fault = Some(Fault::SessionsDown);
                     r.fault_since = Some(now);
@@ -2093,6 +2459,10 @@ impl Engine {
         let mut failed = 0usize;
         let mut done = 0usize;
         let mut need: Vec<SessionKey> = Vec::new();
+        let mut waiting = 0usize;
+        // The operator's `recover`/`reset-device` reconnects what is still down after the
+        // grace, as its plan says; automatic recovery leaves held sessions to iscsid.
+        let operator = p.origin == Origin::Operator;
         for k in &p.sessions {
             let Some(s) = self.sessions.get(k) else {
                 continue;
@@ -2104,17 +2474,19 @@ impl Engine {
                 Some(SessionOp::Done) => done += 1,
                 Some(SessionOp::LoggedOut) => need.push(k.clone()),
                 None => {
-                    if !s.is_healthy() || targeted {
+                    if targeted || !s.present || (operator && !s.is_healthy()) {
+                        // A zombie or an operator's pick is logged out and in; a session
+                        // iscsid dropped is logged in.
                         need.push(k.clone());
+                    } else if !s.is_healthy() {
+                        // iscsid still holds it and keeps retrying: never log it out (that
+                        // removes the session and its disks while the target may come back).
+                        waiting += 1;
                     }
                 }
             }
         }
-        if inflight == 0
-            && failed == 0
-            && done == 0
-            && p.targeted.is_empty()
-            && self.all_healthy(pid)
+        if inflight == 0 && failed == 0 && done == 0 && p.targeted.is_empty() && self.verified(pid)
         {
             self.become_healthy(
                 pid,
@@ -2132,6 +2504,37 @@ impl Engine {
         if need.is_empty() {
             if inflight > 0 {
                 return false;
+            }
+            let grace_over = p
+                .ops_not_before
+                .is_some_and(|t| self.last_sessions_at.is_some_and(|s| s >= t));
+            if failed == 0 && waiting > 0 && !grace_over {
+                // Judge the sessions iscsid is retrying on a list taken after the grace.
+                if p.ops_not_before.is_none() {
+                    if let Some(p) = self.ports.get_mut(pid) {
+                        p.ops_not_before = Some(now);
+                    }
+                }
+                self.request_sessions(now, false);
+                return false;
+            }
+            if failed == 0 && waiting > 0 && !p.needs_recreate {
+                let answering = self.answering_portals(pid);
+                if !answering.is_empty() {
+                    let list = answering
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return self.target_refuses_logins(
+                        pid,
+                        format!(
+                            "the portal {list} answers TCP, yet iscsid could not log the \
+                             session(s) in again within its grace period"
+                        ),
+                        now,
+                    );
+                }
             }
             if failed > 0 {
                 let why = self
@@ -2179,6 +2582,9 @@ impl Engine {
             }
             self.request_sessions(now, false);
             return false;
+        }
+        if !self.scanned {
+            return false; // No login/logout before the first complete scan.
         }
         let origin = p.origin;
         let listener_gone = p.listener_gone;
@@ -2260,6 +2666,83 @@ impl Engine {
         false
     }
 
+    /// Portals of this port's down sessions whose latest probe (in this episode) answered.
+    fn answering_portals(&self, pid: &PortId) -> Vec<Portal> {
+        let Some(p) = self.ports.get(pid) else {
+            return Vec::new();
+        };
+        let from = p.fault_since.unwrap_or(Instant::ZERO);
+        self.down_portals_of(pid)
+            .into_iter()
+            .filter(|pt| {
+                self.portals
+                    .get(pt)
+                    .is_some_and(|r| r.consecutive_ok > 0 && r.successes_since(from) > 0)
+            })
+            .collect()
+    }
+
+    /// The target answers TCP but does not accept iSER logins (its listener died, e.g. its
+    /// RDMA device was re-created). Recognised from login outcomes and session states, so it
+    /// works without the `RDMA CM: REJECTED` line (pr_debug on 6.1). Nothing local can fix
+    /// it: no re-creation, no logout; one target-side alert; the port waits in
+    /// AwaitingTarget (probing) until iscsid brings the sessions back.
+    fn target_refuses_logins(&mut self, pid: &PortId, evidence: String, now: Instant) -> bool {
+        let Some(p) = self.ports.get_mut(pid) else {
+            return false;
+        };
+        if p.listener_gone {
+            return false;
+        }
+        p.listener_gone = true;
+        let targets = self.targets_of(pid);
+        let portals = self.answering_portals(pid);
+        self.transition(
+            pid,
+            Phase::AwaitingTarget,
+            format!(
+                "{evidence}: the target does not accept iSER logins; only the target side can \
+                 fix that, so nothing is re-created or logged out (iscsid keeps retrying)"
+            ),
+            now,
+        );
+        self.enter_awaiting_target(pid, now);
+        let portal_list = portals
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let remedy = format!(
+            "on the target, re-enable iSER on the portal, e.g. with LIO: \
+             echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser; \
+             echo 1 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser",
+            t = targets
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "TARGET_IQN".into()),
+            p = portals
+                .first()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "PORTAL".into()),
+        );
+        self.mark_reported(pid);
+        let down = self.down_sessions_text(pid);
+        self.alert(
+            now,
+            Severity::Error,
+            format!("listener:{pid}"),
+            format!("target portal {portal_list} answers TCP but does not accept iSER logins"),
+            format!(
+                "{evidence}. The target's iSER listener is probably gone (for example its RDMA \
+                 device was re-created). iser-guard will not re-create {} or log sessions out; \
+                 it keeps probing and iscsid keeps retrying. Sessions waiting: {down}",
+                pid.device
+            ),
+            Some(remedy),
+        );
+        true
+    }
+
     /// An attempt failed: back off, or quarantine when attempts are exhausted.
     fn after_failed_attempt(&mut self, pid: &PortId, reason: String, now: Instant) {
         let Some(p) = self.ports.get_mut(pid) else {
@@ -2267,8 +2750,14 @@ impl Engine {
         };
         let was_reconnect = matches!(p.phase, Phase::Reconnecting | Phase::Verifying);
         if was_reconnect {
-            p.attempts = p.attempts.saturating_add(1);
+            if p.attempt_recreated {
+                // The reconnect after a re-creation is part of that attempt.
+                p.attempt_recreated = false;
+            } else {
+                p.attempts = p.attempts.saturating_add(1);
+            }
         }
+        p.attempts = p.attempts.min(self.policy.max_attempts.max(1));
         let attempts = p.attempts;
         let keys = p.sessions.clone();
         for k in keys {
@@ -2330,7 +2819,26 @@ impl Engine {
             Some(p) => (p.fault_since, p.evidence, p.recreated, p.attempts),
             None => return,
         };
-        let n = self.ports.get(pid).map(|p| p.sessions.len()).unwrap_or(0);
+        let n = self
+            .ports
+            .get(pid)
+            .map(|p| {
+                p.sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .filter(|s| s.is_healthy())
+                    .count()
+            })
+            .unwrap_or(0);
+        let qp = if !recreated {
+            String::new()
+        } else if self.ports.get(pid).is_some_and(|p| p.awaiting_fresh_qp) {
+            " The device's new QP 1 was not verified: the RDMA netlink QP table is not \
+             available on this host."
+                .to_string()
+        } else {
+            " The device's new GSI QP 1 was seen in RTS in the QP table.".to_string()
+        };
         self.transition(pid, Phase::Healthy, reason.clone(), now);
         let keys = self
             .ports
@@ -2353,6 +2861,8 @@ impl Engine {
             p.needs_recreate = false;
             p.recreated = false;
             p.verify_recreate = false;
+            p.awaiting_fresh_qp = false;
+            p.attempt_recreated = false;
             p.skip_target_wait = false;
             p.target_back_at = None;
             p.origin = Origin::Automatic;
@@ -2367,13 +2877,19 @@ impl Engine {
         } else {
             "no device re-creation was needed".to_string()
         };
+        let summary = if n == 0 {
+            format!("{pid}: recovered; no iSCSI session is known on this port to verify")
+        } else {
+            format!("{pid}: storage is back ({n} session(s) logged in)")
+        };
         self.alert(
             now,
             Severity::Info,
             format!("healthy:{pid}:{}", now.as_millis()),
-            format!("{pid}: storage is back ({n} session(s) logged in)"),
+            summary,
             format!(
-                "{reason}. Down for {down_for}s; {how}; the fault was reported {evidence} time(s)."
+                "{reason}. Down for {down_for}s; {how}; the fault was reported {evidence} \
+                 time(s).{qp}"
             ),
             None,
         );
@@ -2473,6 +2989,29 @@ impl Engine {
     // Helpers
     // ---------------------------------------------------------------------------------------
 
+    /// A session seen with trouble (connection error, recovery timeout) is not forgotten if
+    /// it vanishes: that was no clean logout.
+    fn mark_troubled(&mut self, sid: u32) {
+        if let Some(key) = self.by_sid.get(&sid).cloned() {
+            if let Some(rec) = self.sessions.get_mut(&key) {
+                rec.troubled = true;
+            }
+        }
+    }
+
+    /// A session placed on `old` may be placed elsewhere by a scan only while `old` is
+    /// healthy and its device present: while a port recovers (its device gone or being
+    /// re-created, its sessions failed), a scan that places the session on another device
+    /// guesses, and the other device must never be blamed.
+    fn may_move(&self, old: &PortId) -> bool {
+        let healthy = self
+            .ports
+            .get(old)
+            .is_none_or(|p| p.phase == Phase::Healthy);
+        let present = self.devices.get(&old.device).is_none_or(|d| d.present);
+        healthy && present
+    }
+
     fn phase(&self, pid: &PortId) -> Option<Phase> {
         self.ports.get(pid).map(|p| p.phase)
     }
@@ -2555,12 +3094,36 @@ impl Engine {
         v
     }
 
+    /// At least one session, and every remembered session (by target + portal + iface,
+    /// whatever its SID now) LOGGED_IN with its disks running.
     fn all_healthy(&self, pid: &PortId) -> bool {
         self.ports.get(pid).is_some_and(|p| {
-            p.sessions
-                .iter()
-                .all(|k| self.sessions.get(k).is_some_and(SessionRecord::is_healthy))
+            !p.sessions.is_empty()
+                && p.sessions
+                    .iter()
+                    .all(|k| self.sessions.get(k).is_some_and(SessionRecord::is_healthy))
         })
+    }
+
+    /// The new QP 1 of a re-created device was seen in RTS, or cannot be (no QP table).
+    fn fresh_qp_ok(&self, pid: &PortId) -> bool {
+        self.ports
+            .get(pid)
+            .is_some_and(|p| !p.awaiting_fresh_qp || self.qp_table == Some(false))
+    }
+
+    /// The port's recovery is verified: its sessions are healthy (or, for a port without
+    /// any session, its device was re-created) and a re-created device's new QP 1 is in RTS.
+    fn verified(&self, pid: &PortId) -> bool {
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        let sessions_ok = if p.sessions.is_empty() {
+            p.recreated
+        } else {
+            self.all_healthy(pid)
+        };
+        sessions_ok && self.fresh_qp_ok(pid)
     }
 
     fn healthy_sessions_of_device(&self, device: &str) -> Vec<SessionKey> {
@@ -2803,6 +3366,7 @@ impl Engine {
     /// Queues a journal write now (write-ahead before a destructive action).
     fn persist(&mut self, reason: String) {
         self.dirty = None;
+        self.journaled = Some(self.journal_view());
         self.push(
             None,
             None,
@@ -2815,6 +3379,13 @@ impl Engine {
     /// End of an input: journal what changed.
     fn finish(&mut self) {
         if let Some(reason) = self.dirty.take() {
+            // Journal only what changed since the last write (the daemon and the simulator
+            // poll every few seconds; rewriting an unchanged journal helps nobody).
+            let view = self.journal_view();
+            if self.journaled.as_ref() == Some(&view) {
+                return;
+            }
+            self.journaled = Some(view);
             self.push(
                 None,
                 None,

@@ -26,8 +26,8 @@ pub use adapter::{
 };
 pub use input::{
     DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId,
-    Portal, PortalError, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
-    StuckEvidence, Trust,
+    Portal, PortalError, ProbeResult, RecreateResult, ScanComplete, SessionInfo, SessionKey,
+    SessionState, StuckEvidence, Trust,
 };
 pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen};

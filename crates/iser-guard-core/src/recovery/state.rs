@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::action::{ActionId, Origin};
+use super::action::{ActionId, IscsiNode, Origin};
 use super::input::{DiskInfo, PortId, Portal, SessionKey, SessionState, StuckEvidence};
 use crate::time::Instant;
 
@@ -104,6 +104,10 @@ pub enum Hold {
         /// The device being re-created.
         busy: String,
     },
+    /// `recovery.reset-when = target-back`, but no session of this port names a target
+    /// portal to probe: the engine cannot know when the target is back, so it does not
+    /// re-create the device on its own.
+    NoPortalKnown,
 }
 
 /// What a port timer means when it fires.
@@ -157,6 +161,10 @@ pub struct SessionRecord {
     pub op: Option<SessionOp>,
     /// Named in an alert as not restored.
     pub reported: bool,
+    /// A connection error, recovery timeout or I/O error was seen for it since it was last
+    /// seen healthy: if it vanishes now, that was no clean logout.
+    #[serde(default)]
+    pub troubled: bool,
 }
 
 impl SessionRecord {
@@ -168,6 +176,11 @@ impl SessionRecord {
     /// LOGGED_IN, present, and every disk running.
     pub fn is_healthy(&self) -> bool {
         self.is_up() && self.disks.iter().all(DiskInfo::is_running)
+    }
+
+    /// LOGGED_IN with every disk running in the last snapshot that listed it.
+    pub fn is_healthy_when_last_seen(&self) -> bool {
+        self.state == SessionState::LoggedIn && self.disks.iter().all(DiskInfo::is_running)
     }
 }
 
@@ -217,6 +230,23 @@ pub struct PortRecord {
     /// Log sessions out and in only with a session list at least this recent (so a session
     /// iscsid just restored is never disrupted).
     pub ops_not_before: Option<Instant>,
+    /// Only probes started at or after this count towards "the target is back" (set when
+    /// the wait for the target begins, and again after a failed attempt's back-off).
+    #[serde(default)]
+    pub probes_count_from: Option<Instant>,
+    /// The device was re-created and its new GSI QP 1 has not been seen in RTS in the QP
+    /// table yet: the port is not verified healthy until it is (or until a scan said the QP
+    /// table cannot be read, and the verdict says so).
+    #[serde(default)]
+    pub awaiting_fresh_qp: bool,
+    /// The current attempt started with a device re-creation: its reconnect belongs to that
+    /// attempt and does not count as another one.
+    #[serde(default)]
+    pub attempt_recreated: bool,
+    /// When the current hold's alert was last decided: a hold re-evaluated on every input
+    /// is re-alerted at most once per `alerts.repeat-interval`.
+    #[serde(default)]
+    pub hold_alerted_at: Option<Instant>,
     /// The sessions remembered on this port.
     pub sessions: Vec<SessionKey>,
     /// Sessions to log out and in even though they look logged in (zombie, operator).
@@ -248,6 +278,10 @@ impl PortRecord {
             origin: Origin::Automatic,
             skip_target_wait: false,
             ops_not_before: None,
+            probes_count_from: None,
+            awaiting_fresh_qp: false,
+            attempt_recreated: false,
+            hold_alerted_at: None,
             sessions: Vec::new(),
             targeted: Vec::new(),
         }
@@ -306,6 +340,41 @@ pub struct PortalRecord {
     pub consecutive_ok: u32,
     /// The probe in flight.
     pub inflight: Option<ActionId>,
+    /// When the probe in flight started.
+    #[serde(default)]
+    pub inflight_started: Option<Instant>,
+    /// When the probes of the current run of successes started, oldest first (bounded). A
+    /// port counts only those started after its fault, so a success from an earlier episode
+    /// never counts.
+    #[serde(default)]
+    pub ok_started: Vec<Instant>,
+    /// When the probe whose result is the newest started: an older probe's late result never
+    /// overrides a newer one.
+    #[serde(default)]
+    pub newest_started: Option<Instant>,
+}
+
+impl PortalRecord {
+    /// Most successes a portal record keeps (more than any sane `probe-successes`).
+    pub const MAX_OK_KEPT: usize = 64;
+
+    /// A portal never probed.
+    pub fn new(portal: Portal) -> Self {
+        PortalRecord {
+            portal,
+            consecutive_ok: 0,
+            inflight: None,
+            inflight_started: None,
+            ok_started: Vec::new(),
+            newest_started: None,
+        }
+    }
+
+    /// Consecutive successes of probes started at or after `from`.
+    pub fn successes_since(&self, from: Instant) -> u32 {
+        let n = self.ok_started.iter().filter(|t| **t >= from).count();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
 }
 
 /// What an in-flight action was for, so its outcome (or its silence) can be handled.
@@ -321,6 +390,11 @@ pub enum InFlightKind {
     Login(SessionKey),
     /// A rescan of a session.
     Rescan(SessionKey),
+    /// An operator's `reconnect` of a live session no port holds (not placed on an RDMA
+    /// port): its logout; the login follows.
+    OperatorLogout(IscsiNode),
+    /// The login that follows [`InFlightKind::OperatorLogout`].
+    OperatorLogin(IscsiNode),
 }
 
 /// An action whose outcome is awaited.

@@ -1,0 +1,414 @@
+//! Journal format version 2: version 1 plus what the engine learned from the real-kernel run
+//! (target-back gating by probe start times, the fresh-QP check after a re-creation, hold
+//! re-alert times, troubled sessions, the `NoPortalKnown` hold, operator logout/login in
+//! flight). Every field added since v1 has a default, so a v1 file is a v2 file without them
+//! ([`super::migrate_v1`]).
+//!
+//! Frozen once released: these types say what is on disk, not what the engine holds. Names, variants and
+//! shapes must never change here; a new format is a new module (see the parent module).
+//! Times are milliseconds on the engine's monotonic clock; action ids are plain numbers.
+//! Unknown fields are refused, so a file is either read completely or not at all.
+
+use serde::{Deserialize, Serialize};
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalFile {
+    /// Always 2.
+    pub version: u32,
+    /// When the snapshot was taken (ms).
+    pub taken_at: u64,
+    /// The next action id.
+    pub next_id: u64,
+    /// Jitter generator state.
+    pub rng: u64,
+    /// Automatic actions paused by the operator.
+    pub paused: bool,
+    /// The device being re-created.
+    pub recreating: Option<String>,
+    /// Ports.
+    pub ports: Vec<Port>,
+    /// Remembered sessions.
+    pub sessions: Vec<Session>,
+    /// RDMA devices.
+    pub devices: Vec<Device>,
+    /// Portals being probed.
+    pub portals: Vec<PortalProbe>,
+    /// Actions awaiting an outcome.
+    pub inflight: Vec<InFlight>,
+}
+
+/// An RDMA port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortId {
+    /// RDMA device name.
+    pub device: String,
+    /// Port number, from 1.
+    pub port: u32,
+}
+
+/// A target portal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Portal {
+    /// Address without brackets.
+    pub address: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+/// A session's node identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionKey {
+    /// Target IQN.
+    pub target: String,
+    /// Portal.
+    pub portal: Portal,
+    /// iscsiadm iface.
+    pub iface: String,
+}
+
+/// Phase of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    /// Healthy.
+    Healthy,
+    /// Faulted.
+    Faulted,
+    /// AwaitingTarget.
+    AwaitingTarget,
+    /// AwaitingDevice.
+    AwaitingDevice,
+    /// ResettingDevice.
+    ResettingDevice,
+    /// Reconnecting.
+    Reconnecting,
+    /// Verifying.
+    Verifying,
+    /// Quarantined.
+    Quarantined,
+}
+
+/// How a stuck GSI QP was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StuckEvidence {
+    /// irdma modify_qp invalid.
+    ModifyQpInvalid,
+    /// MAD ib_modify_qp to RTS: -22.
+    MadRtsFailed,
+    /// Fatal error on MAD QP 1.
+    MadQpFatal,
+    /// The QP table.
+    QpTable,
+}
+
+/// Why a port is not healthy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fault {
+    /// GSI QP stuck.
+    GsiStuck {
+        /// How it was seen.
+        evidence: StuckEvidence,
+    },
+    /// Device gone.
+    DeviceGone,
+    /// Sessions down.
+    SessionsDown,
+    /// Zombie session.
+    Zombie {
+        /// The session.
+        session: SessionKey,
+    },
+    /// Operator.
+    Operator,
+}
+
+/// Why a port does not act.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Hold {
+    /// Paused.
+    Paused,
+    /// Dry run.
+    DryRun,
+    /// Not in the allow-list.
+    NotAllowed,
+    /// Healthy sessions would be disrupted.
+    OtherSessionsHealthy {
+        /// Those sessions.
+        sessions: Vec<SessionKey>,
+    },
+    /// Another device is being re-created.
+    WaitingForSlot {
+        /// That device.
+        busy: String,
+    },
+    /// Target-back mode, but no portal is known to probe (v2).
+    NoPortalKnown,
+}
+
+/// A port timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimerKind {
+    /// ProbeRound.
+    ProbeRound,
+    /// Backoff.
+    Backoff,
+    /// Grace.
+    Grace,
+    /// SessionRefresh.
+    SessionRefresh,
+}
+
+/// Who drives an episode or asked for an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Origin {
+    /// Automatic.
+    Automatic,
+    /// Operator.
+    Operator,
+}
+
+/// One port's recovery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Port {
+    /// The port.
+    pub id: PortId,
+    /// Phase.
+    pub phase: Phase,
+    /// Fault.
+    pub fault: Option<Fault>,
+    /// Reason of the last transition.
+    pub reason: String,
+    /// Phase entered at (ms).
+    pub since: u64,
+    /// Episode began at (ms).
+    pub fault_since: Option<u64>,
+    /// Attempts in this episode.
+    pub attempts: u32,
+    /// Hold.
+    pub hold: Option<Hold>,
+    /// Phase timer: kind and when (ms).
+    pub wake: Option<(TimerKind, u64)>,
+    /// Phase deadline (ms).
+    pub deadline: Option<u64>,
+    /// Target back since (ms).
+    pub target_back_at: Option<u64>,
+    /// Target rejects iSER connections.
+    pub listener_gone: bool,
+    /// Last `invalid service ID` rejection (ms).
+    pub listener_rejected_at: Option<u64>,
+    /// A re-creation is needed.
+    pub needs_recreate: bool,
+    /// A re-creation completed in this episode.
+    pub recreated: bool,
+    /// A re-creation was in flight at a restart.
+    pub verify_recreate: bool,
+    /// Kernel lines seen for this fault.
+    pub evidence: u64,
+    /// Link state.
+    pub link_up: bool,
+    /// Who drives this episode.
+    pub origin: Origin,
+    /// Do not wait for the target.
+    pub skip_target_wait: bool,
+    /// Session ops need a session list at least this recent (ms).
+    pub ops_not_before: Option<u64>,
+    /// Remembered sessions on this port.
+    pub sessions: Vec<SessionKey>,
+    /// Sessions to log out and in regardless.
+    pub targeted: Vec<SessionKey>,
+    /// Only probes started at or after this count toward the target's return (ms; v2).
+    #[serde(default)]
+    pub probes_count_from: Option<u64>,
+    /// After a re-creation: the new GSI QP has not yet been seen in RTS (v2).
+    #[serde(default)]
+    pub awaiting_fresh_qp: bool,
+    /// This attempt already re-created the device (v2).
+    #[serde(default)]
+    pub attempt_recreated: bool,
+    /// When the current hold was last alerted (ms; v2).
+    #[serde(default)]
+    pub hold_alerted_at: Option<u64>,
+}
+
+/// iSCSI session state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionState {
+    /// LOGGED_IN.
+    #[serde(rename = "LOGGED_IN")]
+    LoggedIn,
+    /// FAILED.
+    #[serde(rename = "FAILED")]
+    Failed,
+    /// FREE.
+    #[serde(rename = "FREE")]
+    Free,
+    /// Anything else.
+    #[serde(rename = "UNKNOWN")]
+    Unknown,
+}
+
+/// A disk of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Disk {
+    /// Block device name.
+    pub name: String,
+    /// sysfs device state.
+    pub state: String,
+}
+
+/// A session's reconnect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionOp {
+    /// Logout in flight (action id).
+    LoggingOut(u64),
+    /// Logged out.
+    LoggedOut,
+    /// Login in flight (action id).
+    LoggingIn(u64),
+    /// Done.
+    Done,
+    /// Failed, with the reason.
+    Failed(String),
+}
+
+/// A remembered session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Session {
+    /// Node identity.
+    pub key: SessionKey,
+    /// iface transport.
+    pub transport: String,
+    /// Its port.
+    pub port: PortId,
+    /// Last SID.
+    pub sid: Option<u32>,
+    /// In the last iscsiadm list.
+    pub present: bool,
+    /// Last state.
+    pub state: SessionState,
+    /// Last disks.
+    pub disks: Vec<Disk>,
+    /// I/O error times (ms).
+    pub io_errors: Vec<u64>,
+    /// Reconnect in this episode.
+    pub op: Option<SessionOp>,
+    /// Named in an alert as not restored.
+    pub reported: bool,
+    /// Trouble seen since it was last healthy: vanishing now is no clean logout (v2).
+    #[serde(default)]
+    pub troubled: bool,
+}
+
+/// Where a re-creation got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecreationState {
+    /// InFlight.
+    InFlight,
+    /// Completed.
+    Completed,
+    /// Failed.
+    Failed,
+}
+
+/// A device's last re-creation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recreation {
+    /// Action id.
+    pub id: u64,
+    /// Attempt.
+    pub attempt: u32,
+    /// Started at (ms).
+    pub started: u64,
+    /// State.
+    pub state: RecreationState,
+    /// Who asked.
+    pub origin: Origin,
+}
+
+/// An RDMA device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Device {
+    /// Name.
+    pub name: String,
+    /// Present when last seen.
+    pub present: bool,
+    /// Parent.
+    pub parent: Option<String>,
+    /// Driver.
+    pub driver: Option<String>,
+    /// Last re-creation.
+    pub recreation: Option<Recreation>,
+    /// Completed re-creations.
+    pub completed_recreations: u64,
+}
+
+/// Probes of a portal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortalProbe {
+    /// The portal.
+    pub portal: Portal,
+    /// Consecutive successes.
+    pub consecutive_ok: u32,
+    /// Probe in flight (action id).
+    pub inflight: Option<u64>,
+    /// When the probe in flight started (ms; v2).
+    #[serde(default)]
+    pub inflight_started: Option<u64>,
+    /// Start times of the current run of successes, oldest first (ms; v2).
+    #[serde(default)]
+    pub ok_started: Vec<u64>,
+    /// Start time of the probe whose result is the newest (ms; v2).
+    #[serde(default)]
+    pub newest_started: Option<u64>,
+}
+
+/// What an in-flight action is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InFlightKind {
+    /// Probe.
+    Probe(Portal),
+    /// Re-creation of a device.
+    Recreate(String),
+    /// Logout.
+    Logout(SessionKey),
+    /// Login.
+    Login(SessionKey),
+    /// Rescan.
+    Rescan(SessionKey),
+    /// An operator's logout of a live session (v2).
+    OperatorLogout(Node),
+    /// The login that follows an operator's logout (v2).
+    OperatorLogin(Node),
+}
+
+/// An iSCSI node addressed by an operator's reconnect (v2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Node {
+    /// Target, portal and iface.
+    pub key: SessionKey,
+    /// iface transport.
+    pub transport: String,
+}
+
+/// An action awaiting its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InFlight {
+    /// Action id.
+    pub id: u64,
+    /// What for.
+    pub kind: InFlightKind,
+    /// Deadline (ms).
+    pub deadline: u64,
+}
