@@ -13,3 +13,4 @@ pub mod notify;
 pub mod run;
 pub mod sessions;
 pub mod sources;
+pub mod workers;

@@ -22,14 +22,17 @@ use crate::core::driver::{Driver, Effect, EffectId, EffectKind, EffectOutcome, R
 use crate::core::iscsi::{Parsed, SessionDetail};
 use crate::core::nldev::CmIdEntry;
 use crate::core::recovery::{
-    from_kernel_event, ActionKind, Engine, EngineSnapshot, OperatorCommand, Phase, PortId, Portal,
-    Trust,
+    from_kernel_event, ActionKind, Engine, EngineSnapshot, OperatorCommand, Outcome, Phase, PortId,
+    Portal, Trust,
 };
 use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::notify::Notifier;
 use crate::daemon::sessions::map_sessions;
 use crate::daemon::sources::{Clock, KernelLog, TopologyReport, TopologySource};
+use crate::daemon::workers::{
+    AlertQueue, WorkerPool, ALERT_QUEUE, EXECUTOR_QUEUE, EXECUTOR_THREADS,
+};
 use crate::error::{Error, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE};
 use crate::io::control::{ControlConnection, ControlServer, Reply, Request};
 use crate::io::executors::Executors;
@@ -38,6 +41,14 @@ use crate::io::kmsg::KmsgEvent;
 
 /// Lists the host's interface addresses (for placing sessions on RDMA ports).
 pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
+
+/// Kernel-log records read ahead of the loop. The reader task drains /dev/kmsg into this
+/// queue as fast as the kernel writes, so a burst the loop cannot process at once (a storm
+/// of distinct lines: each is classified, logged and fed to the engine) waits in memory
+/// instead of being overwritten in the ring (a few thousand records). Worst case ≈ 65 536 ×
+/// ~250 bytes ≈ 16 MB; past it the reader waits and the ring's loss is detected and reported
+/// as usual.
+const KMSG_READ_AHEAD: usize = 65_536;
 
 /// Names the netdev the kernel routes an address through (`ip route get`), for placing
 /// sessions on RDMA ports; `Err` says why there is no answer.
@@ -166,7 +177,73 @@ struct Pending {
 struct Ready {
     topology: bool,
     sessions: bool,
+    /// A session snapshot was read (not only attempted): with `topology`, the first
+    /// complete scan that ends safe mode's hold.
+    sessions_read: bool,
     sent: bool,
+}
+
+/// The daemon started without a usable journal (corrupt, unreadable, newer format): it runs
+/// on a fresh engine, re-learns sessions from iscsiadm, and the driver refuses automatic
+/// destructive actions until the first complete scan.
+#[derive(Debug, Clone)]
+struct SafeMode {
+    /// What was wrong with the journal.
+    problem: String,
+    /// Where the journal was kept, or why it could not be moved.
+    kept: Result<PathBuf, String>,
+}
+
+impl SafeMode {
+    fn kept_words(&self) -> String {
+        match &self.kept {
+            Ok(p) => format!("kept as {}", p.display()),
+            Err(e) => format!("could not be kept aside ({e}); it is still in place"),
+        }
+    }
+
+    /// The operator alert for it.
+    fn alert(&self, journal: &std::path::Path, cfg: &Config) -> crate::io::syslog::Alert {
+        let look = match &self.kept {
+            Ok(p) => p.display().to_string(),
+            Err(_) => journal.display().to_string(),
+        };
+        crate::io::syslog::Alert {
+            severity: cfg.alerts.severity_operator,
+            what: format!(
+                "iser-guard started in safe mode: the state journal {} was not usable",
+                journal.display()
+            ),
+            why: format!(
+                "{}; the file was {}. Remembered sessions are re-learned from iscsiadm and \
+                 no automatic destructive action is taken before the first complete scan of \
+                 RDMA devices and iSCSI sessions",
+                self.problem,
+                self.kept_words()
+            ),
+            todo: format!(
+                "inspect {look} (a newer release's journal: run that release again, or leave \
+                 it; this daemon carries on with a fresh journal); delete the kept file when \
+                 done, and check `iser-guard status`"
+            ),
+        }
+    }
+}
+
+/// Moves an unusable journal aside (UTC-stamped name, never deleted) and says what happened.
+fn keep_journal_aside(journal: &Journal, what: &str, problem: String) -> SafeMode {
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let kept = journal.keep_aside(what, unix).map_err(|e| e.to_string());
+    let mode = SafeMode { problem, kept };
+    tracing::error!(
+        journal = %journal.path().display(),
+        "the state journal is not usable: {}; the file was {}; starting in safe mode",
+        mode.problem,
+        mode.kept_words()
+    );
+    mode
 }
 
 struct Loop {
@@ -178,6 +255,11 @@ struct Loop {
     addresses: AddressLister,
     routes: RouteLookup,
     journal: Journal,
+    /// Executor work (actions, session listings, plans): a fixed set of threads.
+    pool: WorkerPool,
+    /// The one alert sender.
+    alert_queue: AlertQueue,
+    safe_mode: Option<SafeMode>,
     ports: Vec<RdmaPortNetdev>,
     /// The RDMA CM ids of the last topology poll (session placement).
     cm_ids: Vec<CmIdEntry>,
@@ -194,7 +276,6 @@ struct Loop {
     /// Each portal's local address, from the last session snapshot (probe source).
     probe_from: BTreeMap<Portal, std::net::IpAddr>,
     pendings: Vec<Pending>,
-    syslog_warned: Arc<AtomicBool>,
     netlink_warned: bool,
     ready: Ready,
     status: String,
@@ -228,19 +309,40 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let journal = Journal::new(&cfg.paths.state_dir);
     let now = deps.clock.now();
     let policy = cfg.policy();
-    let engine = match journal.load()? {
-        Some(snap) => {
-            tracing::info!(
-                journal = %journal.path().display(),
-                "resuming from the journal"
-            );
-            Engine::resume(snap, policy, now).map_err(|e| Error::Data(e.to_string()))?
-        }
-        None => {
+    let seed = u64::from(std::process::id()) ^ now.as_millis();
+    // An unusable journal never stops the daemon (systemd would restart it in a loop and
+    // leave the host unprotected): it is kept aside and the daemon starts in safe mode.
+    let (engine, safe_mode) = match journal.load() {
+        Ok(Some(snap)) => match Engine::resume(snap, policy.clone(), now) {
+            Ok(engine) => {
+                tracing::info!(
+                    journal = %journal.path().display(),
+                    "resuming from the journal"
+                );
+                (engine, None)
+            }
+            Err(e) => (
+                Engine::new(policy, seed),
+                Some(keep_journal_aside(
+                    &journal,
+                    "corrupt",
+                    format!("its state cannot be resumed ({e})"),
+                )),
+            ),
+        },
+        Ok(None) => {
             tracing::info!("no journal yet: starting afresh");
-            Engine::new(policy, u64::from(std::process::id()) ^ now.as_millis())
+            (Engine::new(policy, seed), None)
         }
+        Err(e) => (
+            Engine::new(policy, seed),
+            Some(keep_journal_aside(&journal, &e.kind_word(), e.problem())),
+        ),
     };
+    let pool = WorkerPool::new("iser-guard-exec", EXECUTOR_THREADS, EXECUTOR_QUEUE)
+        .map_err(|e| Error::io("start the executor threads", e))?;
+    let alert_queue =
+        AlertQueue::new(ALERT_QUEUE).map_err(|e| Error::io("start the alert sender", e))?;
     let (done_tx, mut done_rx) = unbounded_channel();
     let (journal_tx, mut journal_rx) = unbounded_channel();
     let (sessions_tx, mut sessions_rx) = unbounded_channel();
@@ -253,17 +355,29 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         tracing::info!(socket = %server.path().display(), "control socket open");
         tokio::spawn(accept_loop(server, ctrl_tx))
     });
-    let mut kernel_log = deps.kernel_log;
+    let mut kernel_log = deps.kernel_log.map(ReadAhead::start);
     let mut shutdown = deps.shutdown;
     let poll_iscsi = settings.config.poll.iscsi;
+    let mut driver = driver_for(engine, &settings);
+    if let Some(mode) = &safe_mode {
+        driver.hold_until_first_scan(format!("the state journal {}", mode.kept_words()));
+        let alert = mode.alert(&journal.path(), &settings.config);
+        tracing::error!("ALERT {}", alert.message());
+        if let Some(sink) = deps.executors.alerts.clone() {
+            alert_queue.send(sink, alert);
+        }
+    }
     let mut lp = Loop {
-        driver: driver_for(engine, &settings),
+        driver,
         ex: deps.executors,
         clock: deps.clock,
         notifier: deps.notifier,
         addresses: deps.addresses,
         routes: deps.routes,
         journal,
+        pool,
+        alert_queue,
+        safe_mode,
         ports: Vec::new(),
         cm_ids: Vec::new(),
         placer: Placer::new(),
@@ -277,7 +391,6 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         inflight: BTreeMap::new(),
         probe_from: BTreeMap::new(),
         pendings: Vec::new(),
-        syslog_warned: Arc::new(AtomicBool::new(false)),
         netlink_warned: false,
         ready: Ready::default(),
         status: String::new(),
@@ -304,6 +417,12 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     loop {
         lp.pump();
         lp.check_pendings();
+        if lp.driver.held_until_scan().is_some() && lp.ready.topology && lp.ready.sessions_read {
+            lp.driver.first_scan_complete();
+            tracing::warn!(
+                "safe mode: first complete scan done; automatic destructive actions are allowed again"
+            );
+        }
         lp.update_status();
         if !lp.ready.sent && lp.ready.topology && lp.ready.sessions {
             lp.ready.sent = true;
@@ -337,7 +456,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             .map_or(Duration::from_secs(3600), |t| t.since(now));
         let kmsg_next = async {
             match kernel_log.as_mut() {
-                Some(k) => Some(k.next().await),
+                Some(k) => k.rx.recv().await,
                 None => std::future::pending().await,
             }
         };
@@ -362,9 +481,14 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 Some(Ok(ev)) => lp.on_kmsg(ev),
                 Some(Err(e)) => {
                     tracing::error!("the kernel log failed: {e}; continuing on RDMA netlink, sysfs and iscsiadm alone");
+                    if let Some(k) = kernel_log.take() {
+                        drop(k.stop().await);
+                    }
+                }
+                None => {
+                    tracing::error!("the kernel-log reader stopped; continuing on RDMA netlink, sysfs and iscsiadm alone");
                     kernel_log = None;
                 }
-                None => {}
             },
             Some(f) = done_rx.recv() => lp.on_finished(f),
             Some((id, written)) = journal_rx.recv() => {
@@ -409,8 +533,11 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
         Err(e) => tracing::error!("cannot write the journal at shutdown: {e}"),
     }
-    if let Some(k) = kernel_log.as_mut() {
-        k.save_cursor(Duration::from_millis(500));
+    if let Some(k) = kernel_log.take() {
+        // Records read ahead and not yet handled are not replayed after a restart.
+        if let Some(mut log) = k.stop().await {
+            log.save_cursor(Duration::from_millis(500));
+        }
     }
     kill_children();
     if let Some(t) = control_task {
@@ -421,6 +548,55 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     tokio::time::sleep(Duration::from_millis(20)).await;
     tracing::info!("stopped");
     Ok(exit_code)
+}
+
+/// The kernel log read on its own task, ahead of the loop.
+struct ReadAhead {
+    rx: tokio::sync::mpsc::Receiver<Result<KmsgEvent, crate::io::kmsg::KmsgError>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Box<dyn KernelLog>>,
+}
+
+impl ReadAhead {
+    fn start(mut log: Box<dyn KernelLog>) -> ReadAhead {
+        let (tx, rx) = tokio::sync::mpsc::channel(KMSG_READ_AHEAD);
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            loop {
+                // `next` is cancel-safe (io::kmsg): stopping between records loses none.
+                let ev = tokio::select! {
+                    _ = &mut stopped => return log,
+                    ev = log.next() => ev,
+                };
+                let failed = ev.is_err();
+                tokio::select! {
+                    _ = &mut stopped => return log,
+                    sent = tx.send(ev) => if sent.is_err() { return log; },
+                }
+                if failed {
+                    // The loop reports it and carries on without the kernel log.
+                    let _ = stopped.await;
+                    return log;
+                }
+            }
+        });
+        ReadAhead {
+            rx,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Stops the reader and gives the kernel log back (to save its cursor).
+    async fn stop(mut self) -> Option<Box<dyn KernelLog>> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        tokio::time::timeout(Duration::from_millis(500), self.task)
+            .await
+            .ok()?
+            .ok()
+    }
 }
 
 /// Kills the process groups of our children still running (an iscsiadm or devlink that an
@@ -601,17 +777,10 @@ impl Loop {
                         );
                         self.tell(port.as_ref(), &format!("alert: {}", alert.summary));
                         if let Some(sink) = self.ex.alerts.clone() {
+                            // Never waits: a full queue coalesces (the sender reports the
+                            // count), so the loop goes straight back to the kernel log.
                             let msg = syslog_alert(alert, &self.settings.config.alerts);
-                            let warned = self.syslog_warned.clone();
-                            tokio::task::spawn_blocking(move || {
-                                if let Err(e) = sink.send(&msg) {
-                                    if !e.is_unavailable() {
-                                        tracing::warn!("{e}");
-                                    } else if !warned.swap(true, Ordering::Relaxed) {
-                                        tracing::warn!("{e}");
-                                    }
-                                }
-                            });
+                            self.alert_queue.send(sink, msg);
                         }
                     }
                     ActionKind::RefreshSessions => self.request_sessions(),
@@ -635,12 +804,27 @@ impl Loop {
                             }
                             _ => None,
                         };
-                        tokio::task::spawn_blocking(move || {
+                        let refused_tx = tx.clone();
+                        let what = action.to_string();
+                        let job = move || {
                             let executed = execute(&ex, &action, lock_dir.as_deref(), probe_from);
                             if let Some(executed) = executed {
                                 let _ = tx.send(Finished { id, executed });
                             }
-                        });
+                        };
+                        if let Err(full) = self.pool.submit(job) {
+                            // Answered at once so the engine is not left waiting.
+                            tracing::error!("not run: {what}: {full}");
+                            let _ = refused_tx.send(Finished {
+                                id,
+                                executed: Executed {
+                                    outcome: Outcome::NotRun {
+                                        reason: full.to_string(),
+                                    },
+                                    summary: format!("{what}: not run: {full}"),
+                                },
+                            });
+                        }
                     }
                 }
             }
@@ -665,14 +849,17 @@ impl Loop {
     /// Logs what a planned (dry-run) re-creation would do, from the resetter's own plan.
     fn log_reset_plan(&self, device: String) {
         let resetter = self.ex.resetter.clone();
-        tokio::task::spawn_blocking(move || match resetter.plan(&device) {
+        let plan = move || match resetter.plan(&device) {
             Ok(plan) => {
                 for m in &plan.methods {
                     tracing::info!(%device, method = %m.method, steps = %m.steps.join("; "), "dry-run plan");
                 }
             }
             Err(e) => tracing::info!(%device, "dry-run plan: {e}"),
-        });
+        };
+        if let Err(full) = self.pool.submit(plan) {
+            tracing::info!("dry-run plan not logged: {full}");
+        }
     }
 
     fn on_finished(&mut self, f: Finished) {
@@ -692,10 +879,15 @@ impl Loop {
         self.sessions_inflight = true;
         let iscsi = self.ex.iscsi.clone();
         let tx = self.sessions_tx.clone();
-        tokio::task::spawn_blocking(move || {
+        let job = move || {
             let r = iscsi.session_details().map_err(|e| e.to_string());
             let _ = tx.send(r);
-        });
+        };
+        if let Err(full) = self.pool.submit(job) {
+            // The next tick asks again.
+            tracing::warn!("iSCSI sessions not listed now: {full}");
+            self.sessions_inflight = false;
+        }
     }
 
     fn on_sessions(&mut self, r: Result<Parsed<SessionDetail>, String>) {
@@ -750,6 +942,7 @@ impl Loop {
                 tracing::debug!(sessions = list.len(), "iscsiadm session snapshot");
                 let now = self.now();
                 self.driver.handle_sessions(list, now);
+                self.ready.sessions_read = true;
             }
             Err(e) => {
                 if self.last_sessions_error.as_deref() != Some(e.as_str()) {
@@ -889,6 +1082,17 @@ impl Loop {
         if self.driver.engine().is_paused() {
             s.push_str(" (paused)");
         }
+        if let Some(mode) = &self.safe_mode {
+            let held = if self.driver.held_until_scan().is_some() {
+                "automatic destructive actions held until the first complete scan"
+            } else {
+                "first complete scan done"
+            };
+            s.push_str(&format!(
+                " (safe mode: started without its journal, which was {}; {held})",
+                mode.kept_words()
+            ));
+        }
         if s != self.status {
             self.status = s;
             self.notifier.status(&self.status);
@@ -983,6 +1187,12 @@ impl Loop {
                     detail: Some(serde_json::json!({
                         "paused": self.driver.engine().is_paused(),
                         "ports": ports,
+                        "safe_mode": self.safe_mode.as_ref().map(|m| serde_json::json!({
+                            "problem": m.problem,
+                            "journal_kept": m.kept.as_ref().ok().map(|p| p.display().to_string()),
+                            "keep_failed": m.kept.as_ref().err(),
+                            "held_until_first_scan": self.driver.held_until_scan().is_some(),
+                        })),
                     })),
                 });
                 return;
@@ -1095,7 +1305,8 @@ impl Loop {
                     .filter(|s| s.port.device == device)
                     .map(|s| s.key.to_string())
                     .collect();
-                tokio::task::spawn_blocking(move || match resetter.plan(&device) {
+                let busy = sink.clone();
+                let job = move || match resetter.plan(&device) {
                     Ok(plan) => {
                         progress(
                             &sink,
@@ -1121,7 +1332,15 @@ impl Loop {
                         );
                     }
                     Err(e) => done(&sink, false, format!("{what}: {e}"), e.exit_code()),
-                });
+                };
+                if let Err(full) = self.pool.submit(job) {
+                    done(
+                        &busy,
+                        false,
+                        format!("busy: {full}; try again"),
+                        EXIT_TEMPFAIL,
+                    );
+                }
             }
             OperatorCommand::Reconnect { target, portal } => {
                 let keys: Vec<String> = self
@@ -1453,6 +1672,174 @@ mod tests {
             .iter()
             .any(|a| a.what.contains("not re-created") || a.what.contains("quarantined")));
         stop_tx.send(()).unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(5), daemon)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(code, EXIT_OK);
+    }
+
+    /// The loop on doubles with one healthy session, a control socket in `dir`, started on
+    /// whatever journal `dir` holds. Returns the daemon task, its stop switch and the doubles.
+    fn start_on(
+        dir: &std::path::Path,
+    ) -> (
+        tokio::task::JoinHandle<Result<u8, Error>>,
+        tokio::sync::oneshot::Sender<()>,
+        Doubles,
+        Config,
+    ) {
+        let cfg = config(dir, false);
+        let doubles = Doubles::default();
+        let host = Arc::new(Host {
+            state: Mutex::new("LOGGED_IN"),
+            logins: Mutex::new(Vec::new()),
+        });
+        let mut ex = doubles.executors(&cfg);
+        ex.iscsi = host;
+        let (_log_tx, log_rx) = unbounded_channel();
+        std::mem::forget(_log_tx);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let deps = Deps {
+            kernel_log: Some(Box::new(ChannelLog(log_rx))),
+            topology: Box::new(OnePort),
+            executors: ex,
+            clock: Arc::new(BootClock),
+            notifier: Notifier::silent(),
+            addresses: Arc::new(|| {
+                Ok(vec![NetdevAddr {
+                    netdev: "ens1f0".into(),
+                    ip: "192.0.2.1".parse().unwrap(),
+                }])
+            }),
+            routes: Arc::new(|_| Err("no route in this test".into())),
+            control: Some(ControlServer::bind(&cfg.paths.control_socket).unwrap()),
+            shutdown: Some(stop_rx),
+        };
+        let settings = Settings {
+            config: cfg.clone(),
+            config_path: None,
+            force_dry_run: false,
+            take_lock: true,
+            automatic_actions: true,
+        };
+        (
+            tokio::spawn(run(settings, deps, Mode::Daemon)),
+            stop_tx,
+            doubles,
+            cfg,
+        )
+    }
+
+    /// `iser-guard status` through the control socket, once the daemon answers.
+    async fn status(cfg: &Config) -> serde_json::Value {
+        let path = cfg.paths.control_socket.clone();
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let p = path.clone();
+            let r = tokio::task::spawn_blocking(move || {
+                crate::io::control::request(&p, &Request::Status, Duration::from_secs(5), |_| {})
+            })
+            .await
+            .unwrap();
+            match r {
+                Ok(Reply::Done {
+                    message, detail, ..
+                }) => {
+                    return serde_json::json!({ "message": message, "detail": detail });
+                }
+                other => {
+                    assert!(std::time::Instant::now() < end, "no status: {other:?}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    fn kept_files(dir: &std::path::Path, what: &str) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("engine-journal.json.{what}-")))
+            })
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_corrupt_journal_is_kept_aside_and_the_daemon_runs_in_safe_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let corrupt = b"{\"version\": 1, \"ports\": [tru".to_vec();
+        std::fs::write(Journal::new(dir.path()).path(), &corrupt).unwrap();
+        let (daemon, stop, doubles, cfg) = start_on(dir.path());
+        let st = status(&cfg).await;
+        // Running, and it says so.
+        let message = st["message"].as_str().unwrap();
+        assert!(message.contains("safe mode"), "{st:#}");
+        let safe = &st["detail"]["safe_mode"];
+        let kept = PathBuf::from(safe["journal_kept"].as_str().unwrap());
+        assert!(
+            safe["problem"].as_str().unwrap().contains("corrupt"),
+            "{st:#}"
+        );
+        // The file is kept, byte for byte, under a UTC-stamped name.
+        assert_eq!(kept_files(dir.path(), "corrupt"), vec![kept.clone()]);
+        assert_eq!(std::fs::read(&kept).unwrap(), corrupt);
+        // One operator-severity alert names the kept file.
+        let alerts = doubles.alerts.alerts();
+        let a = alerts
+            .iter()
+            .find(|a| a.what.contains("safe mode"))
+            .unwrap_or_else(|| panic!("{alerts:#?}"));
+        assert_eq!(a.severity, cfg.alerts.severity_operator);
+        assert!(a.message().contains(&kept.display().to_string()), "{a:?}");
+        // The first scan (one port, one session from iscsiadm) lifts the hold.
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let st = status(&cfg).await;
+            if st["detail"]["safe_mode"]["held_until_first_scan"] == false {
+                break;
+            }
+            assert!(std::time::Instant::now() < end, "hold never lifted: {st:#}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        stop.send(()).unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(5), daemon)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(code, EXIT_OK);
+        // A fresh journal was written at shutdown; the kept one is untouched.
+        assert!(Journal::new(dir.path()).load().unwrap().is_some());
+        assert_eq!(std::fs::read(&kept).unwrap(), corrupt);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_newer_journal_is_kept_aside_and_its_version_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            Journal::new(dir.path()).path(),
+            br#"{"version": 999, "ports": []}"#,
+        )
+        .unwrap();
+        let (daemon, stop, doubles, cfg) = start_on(dir.path());
+        let st = status(&cfg).await;
+        let problem = st["detail"]["safe_mode"]["problem"].as_str().unwrap();
+        assert!(problem.contains("format version 999"), "{st:#}");
+        assert_eq!(kept_files(dir.path(), "v999").len(), 1);
+        let alerts = doubles.alerts.alerts();
+        assert!(
+            alerts
+                .iter()
+                .any(|a| a.message().contains("format version 999")
+                    && a.message().contains("engine-journal.json.v999-")),
+            "{alerts:#?}"
+        );
+        stop.send(()).unwrap();
         let code = tokio::time::timeout(Duration::from_secs(5), daemon)
             .await
             .unwrap()

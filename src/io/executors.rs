@@ -11,7 +11,8 @@
 //! | alert | [`AlertSink::send`] | `()` / [`crate::io::syslog::SyslogError`] (log "unavailable" once) |
 //!
 //! Every call blocks (subprocesses, sysfs polling, a TCP connect with a deadline); the tokio
-//! daemon runs them with `spawn_blocking`, one device at a time, under
+//! daemon runs them on its fixed executor pool and alerts through its one alert sender
+//! ([`crate::daemon::workers`]), never a thread per call; a re-creation holds
 //! [`crate::io::lock::RecoveryLock`].
 
 use std::sync::Arc;

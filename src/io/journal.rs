@@ -4,8 +4,9 @@
 //! internal types, so a newer release reads a journal the previous one wrote. Writing goes
 //! through [`crate::io::atomic::write_atomic`]: after a crash the journal is either the old
 //! or the new snapshot, never a mix. Loading: a missing journal is a fresh start; an
-//! unreadable, corrupt or too-new one is a typed error (never silently replaced, so no
-//! remembered session is lost).
+//! unreadable, corrupt or too-new one is a typed error. The daemon then keeps the file aside
+//! ([`Journal::keep_aside`]: renamed with a UTC timestamp suffix, never deleted or
+//! overwritten) and starts in safe mode.
 
 use std::fs;
 use std::path::PathBuf;
@@ -108,6 +109,124 @@ impl Journal {
     }
 }
 
+/// Why a journal could not be kept aside.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot rename {from} to {to}: {source}")]
+pub struct KeepAsideError {
+    /// The journal.
+    pub from: PathBuf,
+    /// The name it was to get.
+    pub to: PathBuf,
+    /// The OS error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl JournalError {
+    /// What is wrong, without the file name or advice (the daemon's safe-mode alert adds
+    /// its own: the file is kept aside by then).
+    pub fn problem(&self) -> String {
+        match self {
+            JournalError::Read { source, .. } => format!("it cannot be read ({source})"),
+            JournalError::Write { source } => source.to_string(),
+            JournalError::Corrupt { source, .. } => format!("it is corrupt ({source})"),
+            JournalError::NewerFormat {
+                source: JournalFormatError::Newer { found },
+                ..
+            } => format!(
+                "it has format version {found}, written by a newer iser-guard release (this \
+                 one knows up to version {})",
+                format::VERSION
+            ),
+            JournalError::NewerFormat { source, .. } => source.to_string(),
+        }
+    }
+
+    /// The word for the kept file's suffix: `corrupt`, `unreadable`, or `v<N>` for a newer
+    /// format (so the operator sees which release wrote it).
+    pub fn kind_word(&self) -> String {
+        match self {
+            JournalError::Read { .. } => "unreadable".into(),
+            JournalError::Write { .. } | JournalError::Corrupt { .. } => "corrupt".into(),
+            JournalError::NewerFormat {
+                source: JournalFormatError::Newer { found },
+                ..
+            } => format!("v{found}"),
+            JournalError::NewerFormat { .. } => "newer".into(),
+        }
+    }
+}
+
+/// `YYYYMMDDTHHMMSSZ` for seconds since the Unix epoch (UTC, proleptic Gregorian).
+pub fn utc_stamp(unix_secs: u64) -> String {
+    let days = i64::try_from(unix_secs / 86_400).unwrap_or(0);
+    let rem = unix_secs % 86_400;
+    // Days to civil date (Howard Hinnant's `civil_from_days`).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+impl Journal {
+    /// Moves the journal aside as `engine-journal.json.<what>-<UTC stamp>` (a `-N` suffix
+    /// when that name is taken: nothing is ever overwritten) and returns the new path. The
+    /// file is renamed, never copied or deleted, so the operator can inspect it.
+    /// `unix_secs`: the wall-clock time for the name.
+    pub fn keep_aside(&self, what: &str, unix_secs: u64) -> Result<PathBuf, KeepAsideError> {
+        let from = self.path();
+        let base = format!("{JOURNAL_FILE}.{what}-{}", utc_stamp(unix_secs));
+        let mut to = self.dir.join(&base);
+        for n in 1.. {
+            // A hard link fails when the name exists, so an earlier kept file is never
+            // replaced; then the original name is removed (the data stays, under `to`).
+            match fs::hard_link(&from, &to) {
+                Ok(()) => {
+                    return fs::remove_file(&from)
+                        .map(|()| to.clone())
+                        .map_err(|source| KeepAsideError {
+                            from: from.clone(),
+                            to: to.clone(),
+                            source,
+                        })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => {
+                    to = self.dir.join(format!("{base}-{n}"));
+                }
+                // No hard links here (some filesystems): a plain rename, after checking
+                // the name is free.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EPERM | libc::EXDEV | libc::EOPNOTSUPP)
+                    ) && !to.exists() =>
+                {
+                    return fs::rename(&from, &to)
+                        .map(|()| to.clone())
+                        .map_err(|source| KeepAsideError {
+                            from: from.clone(),
+                            to: to.clone(),
+                            source,
+                        })
+                }
+                Err(source) => return Err(KeepAsideError { from, to, source }),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +276,34 @@ mod tests {
             "{msg}"
         );
         assert!(j.path().exists());
+    }
+
+    #[test]
+    fn utc_stamps_match_known_dates() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+        assert_eq!(utc_stamp(1_796_154_921), "20261201T195521Z");
+    }
+
+    #[test]
+    fn keeping_aside_renames_with_a_stamp_and_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path());
+        fs::write(j.path(), b"first").unwrap();
+        let a = j.keep_aside("corrupt", 1_796_154_921).unwrap();
+        assert_eq!(
+            a.file_name().unwrap(),
+            "engine-journal.json.corrupt-20261201T195521Z"
+        );
+        assert!(!j.path().exists());
+        fs::write(j.path(), b"second").unwrap();
+        let b = j.keep_aside("corrupt", 1_796_154_921).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(fs::read(&a).unwrap(), b"first");
+        assert_eq!(fs::read(&b).unwrap(), b"second");
+        // Nothing to keep: a typed error naming both paths.
+        let e = j.keep_aside("corrupt", 0).unwrap_err();
+        assert!(e.to_string().contains(JOURNAL_FILE), "{e}");
     }
 
     #[test]

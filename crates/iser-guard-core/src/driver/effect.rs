@@ -83,6 +83,12 @@ pub enum Refusal {
         /// The OS error, in words.
         reason: String,
     },
+    /// Safe mode (the daemon started without a usable journal): automatic destructive
+    /// actions wait for the first complete scan of devices and sessions.
+    SafeMode {
+        /// Why the daemon is in safe mode, in words.
+        reason: String,
+    },
 }
 
 impl Refusal {
@@ -95,7 +101,9 @@ impl Refusal {
             Refusal::NotAllowed { .. } | Refusal::NotNamedByOperator { .. } => {
                 Some(Hold::NotAllowed)
             }
-            Refusal::LeftToDaemon | Refusal::JournalFailed { .. } => None,
+            Refusal::LeftToDaemon | Refusal::JournalFailed { .. } | Refusal::SafeMode { .. } => {
+                None
+            }
         }
     }
 
@@ -126,6 +134,11 @@ impl fmt::Display for Refusal {
             Refusal::JournalFailed { reason } => {
                 write!(f, "the journal could not be written: {reason}")
             }
+            Refusal::SafeMode { reason } => write!(
+                f,
+                "safe mode ({reason}): no automatic destructive action before the first \
+                 complete scan of devices and sessions"
+            ),
         }
     }
 }

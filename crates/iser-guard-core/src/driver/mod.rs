@@ -91,6 +91,9 @@ pub struct Driver {
     /// Effects that expect an action outcome.
     outstanding: BTreeMap<EffectId, ActionId>,
     grants: Vec<Grant>,
+    /// Safe mode: automatic destructive actions are refused until
+    /// [`Driver::first_scan_complete`]; the reason, in words.
+    held_until_scan: Option<String>,
     stats: DriverStats,
 }
 
@@ -110,6 +113,7 @@ impl Driver {
             journal_failed: None,
             outstanding: BTreeMap::new(),
             grants: Vec::new(),
+            held_until_scan: None,
             stats: DriverStats::default(),
         }
     }
@@ -128,6 +132,24 @@ impl Driver {
     /// standalone manual command).
     pub fn automatic_actions(&self) -> bool {
         self.automatic_actions
+    }
+
+    /// Safe mode: refuse every automatic destructive action ([`Refusal::SafeMode`]) until
+    /// [`Driver::first_scan_complete`]. The daemon calls this when it started without a
+    /// usable journal: until devices and sessions have been seen once, what the engine
+    /// believes is not known to be true. Operator commands still run.
+    pub fn hold_until_first_scan(&mut self, reason: impl Into<String>) {
+        self.held_until_scan = Some(reason.into());
+    }
+
+    /// The first complete scan is done: ends [`Driver::hold_until_first_scan`].
+    pub fn first_scan_complete(&mut self) {
+        self.held_until_scan = None;
+    }
+
+    /// Why automatic destructive actions are held until the first scan, if they are.
+    pub fn held_until_scan(&self) -> Option<&str> {
+        self.held_until_scan.as_deref()
     }
 
     /// Counters.
@@ -352,6 +374,11 @@ impl Driver {
         }
         if !self.automatic_actions {
             return Err(Refusal::LeftToDaemon);
+        }
+        if let Some(reason) = &self.held_until_scan {
+            return Err(Refusal::SafeMode {
+                reason: reason.clone(),
+            });
         }
         if self.engine.is_paused() {
             return Err(Refusal::Paused);

@@ -322,3 +322,40 @@ fn a_standalone_driver_leaves_automatic_actions_to_the_daemon() {
         .iter()
         .all(|(_, r)| **r == Refusal::LeftToDaemon));
 }
+
+#[test]
+fn safe_mode_refuses_automatic_destructive_actions_until_the_first_complete_scan() {
+    // The engine has heard its scan (its own rule is satisfied): what refuses is the
+    // driver's safe-mode hold, the daemon's second line of defence.
+    let mut d = driver(policy(&["dev0"]), &["dev0"]);
+    d.hold_until_first_scan("the journal was corrupt");
+    drain(&mut d, Instant(0), Ok(()));
+    d.handle_observation(stuck("dev0"), Trust::Trusted, Instant(10));
+    let mut effects = drain(&mut d, Instant(10), Ok(()));
+    for t in 1..5u64 {
+        let now = Instant(t * 60_000);
+        d.handle_timeout(now);
+        effects.extend(drain(&mut d, now, Ok(())));
+    }
+    assert!(destructive_runs(&effects).is_empty(), "{effects:#?}");
+    let refused = plans(&effects);
+    assert!(!refused.is_empty(), "{effects:#?}");
+    assert!(refused
+        .iter()
+        .all(|(_, r)| matches!(r, Refusal::SafeMode { reason } if reason.contains("corrupt"))));
+    assert_eq!(d.held_until_scan(), Some("the journal was corrupt"));
+    // The scan is complete: the next stuck QP on an allowed device is recovered.
+    d.first_scan_complete();
+    assert_eq!(d.held_until_scan(), None);
+    let mut effects = Vec::new();
+    for t in 5..40u64 {
+        let now = Instant(t * 60_000);
+        d.handle_observation(stuck("dev0"), Trust::Trusted, now);
+        d.handle_timeout(now);
+        effects.extend(drain(&mut d, now, Ok(())));
+        if !destructive_runs(&effects).is_empty() {
+            break;
+        }
+    }
+    assert!(!destructive_runs(&effects).is_empty(), "{effects:#?}");
+}

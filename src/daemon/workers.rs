@@ -1,0 +1,343 @@
+//! Bounded blocking work for the daemon loop: a fixed pool of executor threads and one alert
+//! sender, each fed through a bounded queue the loop never waits on.
+//!
+//! Why not `tokio::task::spawn_blocking`: tokio's blocking pool grows a thread per call that
+//! finds no idle one, up to 512. A storm of 20 000 kernel-log records each naming a
+//! different device gave 20 000 alerts, each a blocking syslog send (up to a 1 s timeout),
+//! and the daemon went from 6 to 517 threads; the loop, which also reads the kernel log,
+//! fell behind the ring. Here the number of threads is fixed at start, a full queue is
+//! answered at once (the job is refused, or the alert coalesced and counted), and the loop
+//! goes back to reading.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::io::syslog::{Alert, AlertSink, Severity};
+
+/// Executor threads: enough for a probe, an iscsiadm call and a re-creation to overlap on a
+/// few devices (the engine runs one re-creation at a time).
+pub const EXECUTOR_THREADS: usize = 4;
+/// Executor jobs queued beyond the running ones before new ones are refused.
+pub const EXECUTOR_QUEUE: usize = 256;
+/// Alerts queued for the sender before new ones are coalesced into a count.
+pub const ALERT_QUEUE: usize = 64;
+/// How long the sender waits before reporting coalesced alerts on their own.
+const COALESCE_FLUSH: Duration = Duration::from_secs(1);
+/// Sample descriptions kept of coalesced alerts, for the summary.
+const COALESCE_SAMPLES: usize = 3;
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The executor job queue is full: the job was not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the executor queue is full ({EXECUTOR_QUEUE} jobs waiting for {EXECUTOR_THREADS} threads)"
+)]
+pub struct QueueFull;
+
+/// A fixed set of threads running blocking jobs in order of submission.
+#[derive(Debug, Clone)]
+pub struct WorkerPool {
+    tx: SyncSender<Job>,
+    threads: usize,
+}
+
+impl WorkerPool {
+    /// Starts `threads` threads named `name-N` with room for `queue` waiting jobs.
+    pub fn new(name: &str, threads: usize, queue: usize) -> std::io::Result<WorkerPool> {
+        let (tx, rx) = sync_channel::<Job>(queue);
+        let rx = Arc::new(Mutex::new(rx));
+        for n in 0..threads.max(1) {
+            let rx = rx.clone();
+            std::thread::Builder::new()
+                .name(format!("{name}-{n}"))
+                .spawn(move || worker(&rx))?;
+        }
+        Ok(WorkerPool {
+            tx,
+            threads: threads.max(1),
+        })
+    }
+
+    /// Queues `job`; never blocks. `Err(QueueFull)`: it will not run.
+    pub fn submit(&self, job: impl FnOnce() + Send + 'static) -> Result<(), QueueFull> {
+        self.tx.try_send(Box::new(job)).map_err(|_| QueueFull)
+    }
+
+    /// The number of threads.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+}
+
+fn worker(rx: &Mutex<Receiver<Job>>) {
+    loop {
+        // The lock is held only while waiting for the next job, never while running it.
+        let job = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+            Ok(job) => job,
+            // Every sender is gone: the daemon is stopping.
+            Err(_) => return,
+        };
+        // A panicking job (a bug) must not shrink the pool.
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+            tracing::error!("an executor job panicked; the worker carries on");
+        }
+    }
+}
+
+/// Alerts that did not fit in the queue, waiting to be reported as one.
+#[derive(Debug, Default)]
+struct Coalesced {
+    count: u64,
+    /// The most urgent severity among them (lowest number).
+    severity: Option<Severity>,
+    samples: BTreeSet<String>,
+}
+
+impl Coalesced {
+    fn add(&mut self, alert: &Alert) {
+        self.count += 1;
+        self.severity = Some(
+            self.severity
+                .map_or(alert.severity, |s| s.min(alert.severity)),
+        );
+        if self.samples.len() < COALESCE_SAMPLES {
+            self.samples.insert(alert.what.clone());
+        }
+    }
+
+    fn describe(&self) -> String {
+        let samples: Vec<&str> = self.samples.iter().map(String::as_str).collect();
+        format!(
+            "{} more alert(s) coalesced because the alert queue was full (e.g. {})",
+            self.count,
+            samples.join("; ")
+        )
+    }
+}
+
+struct Shared {
+    coalesced: Mutex<Coalesced>,
+    unavailable_logged: AtomicBool,
+}
+
+/// The one alert sender: a thread draining a bounded queue into the alert sink. When the
+/// queue is full, [`AlertQueue::send`] counts the alert instead of queueing it; the count
+/// (with the most urgent severity and a few examples) rides on the next alert sent and is
+/// sent on its own within a second when no alert follows, and is logged.
+#[derive(Clone)]
+pub struct AlertQueue {
+    tx: SyncSender<(Arc<dyn AlertSink>, Alert)>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for AlertQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlertQueue").finish_non_exhaustive()
+    }
+}
+
+/// What [`AlertQueue::send`] did with an alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queued {
+    /// Queued for the sender.
+    Queued,
+    /// The queue was full: counted, reported with the next alert.
+    Coalesced,
+}
+
+impl AlertQueue {
+    /// Starts the sender thread with room for `capacity` alerts.
+    pub fn new(capacity: usize) -> std::io::Result<AlertQueue> {
+        let (tx, rx) = sync_channel(capacity.max(1));
+        let shared = Arc::new(Shared {
+            coalesced: Mutex::new(Coalesced::default()),
+            unavailable_logged: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("iser-guard-alerts".into())
+            .spawn(move || sender(&rx, &s))?;
+        Ok(AlertQueue { tx, shared })
+    }
+
+    /// Queues `alert` for `sink`; never blocks.
+    pub fn send(&self, sink: Arc<dyn AlertSink>, alert: Alert) -> Queued {
+        match self.tx.try_send((sink, alert)) {
+            Ok(()) => Queued::Queued,
+            Err(TrySendError::Full((_, alert)) | TrySendError::Disconnected((_, alert))) => {
+                self.shared
+                    .coalesced
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .add(&alert);
+                Queued::Coalesced
+            }
+        }
+    }
+}
+
+fn sender(rx: &Receiver<(Arc<dyn AlertSink>, Alert)>, shared: &Shared) {
+    let mut last_sink: Option<Arc<dyn AlertSink>> = None;
+    loop {
+        let next = rx.recv_timeout(COALESCE_FLUSH);
+        let taken =
+            std::mem::take(&mut *shared.coalesced.lock().unwrap_or_else(|p| p.into_inner()));
+        if taken.count > 0 {
+            tracing::warn!(coalesced = taken.count, "{}", taken.describe());
+        }
+        match next {
+            Ok((sink, mut alert)) => {
+                if taken.count > 0 {
+                    alert.severity = alert.severity.min(taken.severity.unwrap_or(alert.severity));
+                    alert.why = if alert.why.trim().is_empty() {
+                        taken.describe()
+                    } else {
+                        format!("{}; {}", alert.why.trim(), taken.describe())
+                    };
+                }
+                deliver(&*sink, &alert, shared);
+                last_sink = Some(sink);
+            }
+            Err(timeout_or_gone) => {
+                if taken.count > 0 {
+                    if let Some(sink) = &last_sink {
+                        let summary = Alert {
+                            severity: taken.severity.unwrap_or(Severity::Warning),
+                            what: "iser-guard: alert storm".into(),
+                            why: taken.describe(),
+                            todo: "see the daemon log (journalctl -u iser-guard) for each one"
+                                .into(),
+                        };
+                        deliver(&**sink, &summary, shared);
+                    }
+                }
+                if timeout_or_gone == RecvTimeoutError::Disconnected {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn deliver(sink: &dyn AlertSink, alert: &Alert, shared: &Shared) {
+    if let Err(e) = sink.send(alert) {
+        // "No syslog here" once; a failed send every time.
+        if !e.is_unavailable() || !shared.unavailable_logged.swap(true, Ordering::Relaxed) {
+            tracing::warn!("{e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::syslog::{RecordingSink, SyslogError};
+
+    /// A sink that blocks until released, like a stalled syslog receiver.
+    struct Gate {
+        open: Mutex<bool>,
+        cv: std::sync::Condvar,
+        inner: RecordingSink,
+    }
+    impl AlertSink for Gate {
+        fn send(&self, alert: &Alert) -> Result<(), SyslogError> {
+            let mut open = self.open.lock().unwrap();
+            while !*open {
+                open = self.cv.wait(open).unwrap();
+            }
+            self.inner.send(alert)
+        }
+    }
+
+    fn alert(severity: Severity, what: &str) -> Alert {
+        Alert {
+            severity,
+            what: what.into(),
+            why: String::new(),
+            todo: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_full_alert_queue_coalesces_and_reports_the_count_at_the_most_urgent_severity() {
+        let gate = Arc::new(Gate {
+            open: Mutex::new(false),
+            cv: std::sync::Condvar::new(),
+            inner: RecordingSink::default(),
+        });
+        let q = AlertQueue::new(4).unwrap();
+        let start = std::time::Instant::now();
+        let mut coalesced = 0;
+        for i in 0..10_000 {
+            let sev = if i == 5000 {
+                Severity::Crit
+            } else {
+                Severity::Warning
+            };
+            if q.send(gate.clone(), alert(sev, &format!("dev{i}"))) == Queued::Coalesced {
+                coalesced += 1;
+            }
+        }
+        // Never waited on the stalled receiver, never grew a thread.
+        assert!(start.elapsed() < Duration::from_secs(2));
+        assert!(coalesced >= 10_000 - 6, "{coalesced}");
+        *gate.open.lock().unwrap() = true;
+        gate.cv.notify_all();
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        let sent = loop {
+            let sent = gate.inner.alerts();
+            if sent.iter().any(|a| a.why.contains("coalesced")) {
+                break sent;
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "no coalesced report: {sent:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(sent.len() <= 6, "{sent:#?}");
+        let report = sent.iter().find(|a| a.why.contains("coalesced")).unwrap();
+        assert!(
+            report.why.contains(&format!("{coalesced} more alert(s)")),
+            "{report:?}"
+        );
+        assert_eq!(report.severity, Severity::Crit);
+    }
+
+    #[test]
+    fn the_pool_runs_jobs_on_a_fixed_set_of_threads_and_refuses_beyond_its_queue() {
+        let pool = WorkerPool::new("test-exec", 2, 3).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let release = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let mut refused = 0;
+        for i in 0..100 {
+            let tx = tx.clone();
+            let release = release.clone();
+            let job = move || {
+                let (m, cv) = &*release;
+                let mut open = m.lock().unwrap();
+                while !*open {
+                    open = cv.wait(open).unwrap();
+                }
+                let _ = tx.send((i, std::thread::current().name().map(str::to_string)));
+            };
+            if pool.submit(job).is_err() {
+                refused += 1;
+            }
+        }
+        // 2 running + 3 queued accepted (a worker may not have picked its job up yet).
+        assert!((95..=97).contains(&refused), "{refused}");
+        *release.0.lock().unwrap() = true;
+        release.1.notify_all();
+        drop(tx);
+        let ran: Vec<_> = rx.iter().collect();
+        assert_eq!(ran.len(), 100 - refused);
+        assert!(ran
+            .iter()
+            .all(|(_, n)| n.as_deref().is_some_and(|n| n.starts_with("test-exec-"))));
+    }
+}
