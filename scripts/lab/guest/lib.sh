@@ -162,6 +162,21 @@ for line in open(sys.argv[1]):
 print(n)
 EOP
 }
+# recreations_between A B: re-creations (index changes) of rxe_ini that became visible in [A, B]
+recreations_between() {
+	python3 - "$OUT/devwatch.log" "$1" "$2" <<'EOP'
+import sys
+a, b = float(sys.argv[2]), float(sys.argv[3]); idx = None; n = 0
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) < 2: continue
+    t = float(p[0])
+    if p[1] == "present":
+        if idx is not None and p[2] != idx and a < t <= b: n += 1
+        idx = p[2]
+print(n)
+EOP
+}
 # first_recreation_since EPOCH: epoch at which rxe_ini first came back (new index) after EPOCH,
 # and the time it was absent: "<epoch> <absent_s>" or nothing
 first_recreation_since() {
@@ -179,10 +194,6 @@ for line in open(sys.argv[1]):
             print("%.3f %.2f" % (t, t - (gone if gone else t))); break
         idx = p[2]
 EOP
-}
-# recreated_before EPOCH_A EPOCH_B: rxe_ini vanished at any moment in [A, B]?
-vanished_between() {
-	awk -v a="$1" -v b="$2" '$1>=a && $1<=b && $2=="absent"{f=1} END{exit !f}' "$OUT/devwatch.log"
 }
 
 # I/O loop: 16 × 4 KiB direct write + direct read on the iSCSI disk every 0.5 s. Lines:
@@ -350,7 +361,7 @@ write_config() {
 }
 daemon_start() {
 	local tag=${1:-daemon}
-	$IG --log info daemon >> "$SOUT/$tag.log" 2>&1 &
+	NO_COLOR=1 $IG --log info daemon >> "$SOUT/$tag.log" 2>&1 &
 	DAEMON_PID=$!
 	# ready when the control socket answers (the first scan is done before it serves)
 	local i

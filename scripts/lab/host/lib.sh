@@ -42,7 +42,7 @@ k61-recovery 6.1. tiny 900
 smoke 6.12 tiny 400
 EOT
 }
-lab_batches() { lab_batch_table | awk '{print $1}'; }
+lab_batches() { lab_batch_table | awk '$1!="smoke"{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
