@@ -68,17 +68,26 @@ lab_stage_binary() {
 	install -m 0755 "$REPO/target/release/iser-guard" "$SHARE/bin/iser-guard"
 	{
 		echo "commit=$(git -C "$REPO" rev-parse HEAD 2>/dev/null)"
-		echo "dirty=$(git -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null | wc -l)"
+		echo "code_commit=$(git -C "$REPO" log -1 --format=%H -- src crates Cargo.toml Cargo.lock 2>/dev/null)"
+		echo "code_dirty=$(git -C "$REPO" status --porcelain --untracked-files=no -- src crates Cargo.toml Cargo.lock 2>/dev/null | wc -l)"
 		echo "built=$(date -u +%FT%TZ)"
 	} > "$SHARE/bin/build.txt"
-	rm -f "$SHARE"/deb/*.deb
-	if [ -z "${NO_DEB:-}" ]; then
+	local sha
+	sha=$(sha256sum "$SHARE/bin/iser-guard" | cut -c1-64)
+	if [ -n "${NO_DEB:-}" ]; then
+		rm -f "$SHARE"/deb/*.deb "$SHARE"/deb/.binary.sha
+	elif [ "$(cat "$SHARE/deb/.binary.sha" 2>/dev/null)" = "$sha" ] && ls "$SHARE"/deb/1-*.deb "$SHARE"/deb/2-upgrade.deb > /dev/null 2>&1; then
+		echo "lab: the .debs of this binary are staged already"
+	else
+		rm -f "$SHARE"/deb/*.deb "$SHARE"/deb/*.ddeb "$SHARE"/deb/.binary.sha
 		(cd "$REPO" && scripts/build-deb.sh --no-build)
 		local deb ver
 		deb=$(ls -t "$REPO"/target/debian/iser-guard_*_amd64.deb | head -1)
 		cp "$deb" "$SHARE/deb/1-$(basename "$deb")"
 		ver=$(dpkg-deb -f "$deb" Version)
 		(cd "$REPO" && cargo deb --locked --no-build --deb-version "${ver}+lab1" -o "$SHARE/deb/2-upgrade.deb")
+		rm -f "$SHARE"/deb/*.ddeb
+		echo "$sha" > "$SHARE/deb/.binary.sha"
 		ls -l "$SHARE/deb"
 	fi
 	cat "$SHARE/bin/build.txt"

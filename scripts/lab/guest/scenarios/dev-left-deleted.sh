@@ -1,6 +1,6 @@
 # The initiator's RDMA device deleted and left deleted (`rdma link delete rxe_ini`, nobody
 # re-adds it). The README promises: a vanished initiator device whose sessions are known is
-# awaited, then re-created from its netdev. Expected within 120 s: rxe_ini back on ini0, its GSI
+# awaited, then re-created from its netdev. Expected within 90 s: rxe_ini back on ini0, its GSI
 # QP in RTS, the session LOGGED_IN, direct I/O works; no advice naming rxe_tgt (the target's
 # device) for the initiator's session.
 scenario_dev_left_deleted() {
@@ -11,13 +11,13 @@ scenario_dev_left_deleted() {
 	local a0=$(wc -l < "$OUT/alerts.log" 2>/dev/null || echo 0)
 	local t0=$(now) i back= io=
 	rdma link delete $INI_RXE
-	for i in $(seq 1 240); do
+	for i in $(seq 1 180); do
 		if [ -z "$back" ] && dev_present $INI_RXE; then back=$(now); fi
 		if [ -n "$back" ] && session_logged_in; then io=$(io_ok_after $back); [ -n "$io" ] && break; fi
 		sleep 0.5
 	done
-	figure device_back_after_delete_s ${back:+$(elapsed $t0 $back)}${back:-never_within_120}
-	figure io_flowing_after_delete_s ${io:+$(elapsed $t0 $io)}${io:-never_within_120}
+	figure device_back_after_delete_s ${back:+$(elapsed $t0 $back)}${back:-never_within_90}
+	figure io_flowing_after_delete_s ${io:+$(elapsed $t0 $io)}${io:-never_within_90}
 	check "rxe_ini re-created by the daemon" [ -n "$back" ]
 	check "rxe_ini's GSI QP in RTS" gsi_rts $INI_RXE
 	check "session LOGGED_IN" session_logged_in

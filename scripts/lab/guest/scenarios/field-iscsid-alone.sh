@@ -4,9 +4,9 @@ source /lab/guest/scenarios/field-common.sh
 # verdict says whether the lab reproduced the incident: storage must NOT come back by itself).
 scenario_field_iscsid_alone() {
 	field_run 30
-	local t=$(wait_logged_in 60)
+	local t=$(wait_logged_in 30)
 	local io=$(io_ok_after $T_UP)
-	figure io_flowing_after_target_back_s ${io:+$(elapsed $T_UP $io)}${io:-never_within_60}
+	figure io_flowing_after_target_back_s ${io:+$(elapsed $T_UP $io)}${io:-never_within_30}
 	figure session_logged_in_after_target_back_s $t
 	if session_logged_in && [ -n "$io" ]; then
 		lab_error "storage came back without a re-creation: the GSI stand-in did not hold"

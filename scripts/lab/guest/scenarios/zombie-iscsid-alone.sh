@@ -3,10 +3,10 @@ source /lab/guest/scenarios/zombie-common.sh
 scenario_zombie_iscsid_alone() {
 	dmesg -C
 	zombie_run
-	sleep 60
+	sleep 30
 	local io=$(io_ok_after $(python3 -c "print($T_UP + 1)"))
 	local last=$(tail -1 "$OUT/io.log" | awk '{print $3}')
 	figure zombie_formed $(zombie_seen && echo yes || echo no)
-	figure io_flowing_after_link_up_s ${io:+$(elapsed $T_UP $io)}${io:-never_within_60}
+	figure io_flowing_after_link_up_s ${io:+$(elapsed $T_UP $io)}${io:-never_within_30}
 	figure last_io_round $last
 }
