@@ -273,7 +273,7 @@ wait_logged_in() {
 	elapsed $t0
 }
 iser_login() {
-	iscsiadm -m discovery -t st -p $TGT_IP:$PORT -I iser > /tmp/discovery.txt 2>&1
+	timeout 30 iscsiadm -m discovery -t st -p $TGT_IP:$PORT -I iser > /tmp/discovery.txt 2>&1
 	if ! grep -q "$IQN" /tmp/discovery.txt; then
 		# iSER SendTargets discovery sometimes fails on LIO under CPU contention ("Unable to
 		# accept text parameter length ... MaxXmitDataSegmentLength 0"): a static node record

@@ -99,7 +99,10 @@ lab_kernel() { grep "^$1" "$LAB_WORK/image/kernels.txt" | sort -V | tail -1; }
 # these machines (MSR 0x10a, then a guest that never boots).
 lab_boot() {
 	local kver=$1 init=$2 batch=$3 out=$4 tmo=$5 img=$LAB_WORK/image
-	local append="root=/dev/vda rw console=ttyS0 panic=-1 log_buf_len=16M lab.batch=$batch lab.out=/lab/$out"
+	# softlockup_panic: a CPU stuck in the kernel for 60 s (watchdog_thresh 30: 2 × 30 s, high
+	# enough for a starved TCG vCPU) ends the boot with a panic instead of a hung batch
+	local append="root=/dev/vda rw console=ttyS0 panic=-1 log_buf_len=16M watchdog_thresh=30 softlockup_panic=1"
+	append+=" lab.batch=$batch lab.out=/lab/$out"
 	[ "$init" = tiny ] && append+=" init=/usr/local/sbin/lab-init"
 	[ "$init" = systemd ] && append+=" systemd.show_status=1"
 	timeout "$tmo" "$LAB_WORK/qemu/usr/bin/qemu-system-x86_64" -L "$LAB_WORK/fw" \

@@ -2,5 +2,6 @@
 # panics in iser_task_rsp when the link returns after one in which the connection failed).
 source /lab/guest/lib.sh
 lab_up
-run_scenarios lab-selftest netlink-view field-incident dev-left-deleted dead-listener
+run_scenarios netlink-view field-incident dev-left-deleted dead-listener \
+	lab-selftest
 lab_down
