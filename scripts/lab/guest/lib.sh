@@ -131,20 +131,11 @@ syslog_start() {
 	SYSLOG_PID=$!
 }
 
-# devwatch: a background poller (every 0.2 s) of rxe_ini's presence and RDMA device index in
-# RDMA netlink. A re-creation is an index change (a deleted and re-added device gets a new
-# index while its netdev keeps its own). Lines: "<epoch> present <index>" or "<epoch> absent".
+# devwatch (guest/devwatch.py): rxe_ini's presence and identity every 50 ms. A re-creation is
+# a new identity (a re-created device is a new sysfs node, and gets a new RDMA device index
+# while its netdev keeps its own). Lines: "<epoch> present <inode>" or "<epoch> absent".
 devwatch_start() {
-	(
-		last=
-		while true; do
-			idx=$(rdma link show -j 2>/dev/null | jq -r ".[] | select(.ifname==\"$INI_RXE\") | .ifindex" 2>/dev/null | head -1)
-			cur=${idx:+present $idx}
-			cur=${cur:-absent}
-			if [ "$cur" != "$last" ]; then echo "$(now) $cur"; last=$cur; fi
-			sleep 0.2
-		done
-	) >> "$OUT/devwatch.log" 2>&1 &
+	python3 /lab/guest/devwatch.py $INI_RXE >> "$OUT/devwatch.log" 2>&1 &
 	DEVWATCH_PID=$!
 }
 # recreations_since EPOCH: how many times rxe_ini came back with a new index after EPOCH
@@ -324,10 +315,10 @@ gsi_stuck_active() { tc filter show dev $INI_IF 2>/dev/null | grep -q u32; }
 # clears the stand-in when rxe_ini's index changes; logs when
 gsi_stuck_watch() {
 	local idx0
-	idx0=$(rdma link show -j | jq -r ".[] | select(.ifname==\"$INI_RXE\") | .ifindex")
+	idx0=$(stat -L -c %i /sys/class/infiniband/$INI_RXE)
 	(
 		while gsi_stuck_active; do
-			idx=$(rdma link show -j 2>/dev/null | jq -r ".[] | select(.ifname==\"$INI_RXE\") | .ifindex" | head -1)
+			idx=$(stat -L -c %i /sys/class/infiniband/$INI_RXE 2>/dev/null)
 			if [ -n "$idx" ] && [ "$idx" != "$idx0" ]; then
 				gsi_stuck_off
 				echo "$(now) gsi stand-in cleared: rxe_ini re-created (index $idx0 -> $idx)"

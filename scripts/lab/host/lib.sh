@@ -35,10 +35,10 @@ SHARE=$LAB_WORK/share
 # guest/batches/NAME.sh under systemd (systemd init).
 lab_batch_table() {
 	cat <<'EOT'
-k612-recovery 6.12 tiny 1200
-k612-operator 6.12 tiny 900
+k612-recovery 6.12 tiny 1800
+k612-operator 6.12 tiny 1200
 systemd 6.12 systemd 1200
-k61-recovery 6.1. tiny 900
+k61-recovery 6.1. tiny 1200
 smoke 6.12 tiny 400
 EOT
 }

@@ -1,6 +1,7 @@
 # The lab checks its own instruments before any product verdict depends on them:
 #  - the blackhole makes the portal unreachable (TCP connect to 192.0.2.2:3260 fails) and
 #    lifting it makes it reachable again;
+#  - devwatch sees a re-creation of rxe_ini (the counts every verdict relies on);
 #  - the GSI stand-in blocks an iSER login from rxe_ini (as a stuck QP 1 does), and a
 #    re-creation of rxe_ini clears it, after which the login succeeds.
 tcp_probe() { timeout 3 bash -c "exec 3<>/dev/tcp/$TGT_IP/$PORT" 2>/dev/null; }
@@ -18,8 +19,11 @@ scenario_lab_selftest() {
 		fail "GSI stand-in: an iSER login succeeded through it"
 	fi
 	log "  login under the stand-in failed after $(elapsed $t0) s (expected)"
+	local t1=$(now)
 	rdma link delete $INI_RXE
 	rdma link add $INI_RXE type rxe netdev $INI_IF
+	sleep 1
+	check "devwatch counts the re-creation (got $(recreations_since $t1))" [ "$(recreations_since $t1)" = 1 ]
 	local i
 	for i in $(seq 1 60); do gsi_stuck_active || break; sleep 0.25; done # the watcher polls; TCG under load is slow
 	check "re-creating rxe_ini clears the stand-in" not gsi_stuck_active
