@@ -21,6 +21,10 @@ mkdir -p "$OUT"
 now() { date +%s.%N | cut -c1-14; }
 up() { cut -d' ' -f1 /proc/uptime; }
 log() { echo "[$(up)] $*"; }
+# deadline S: an epoch S seconds from now; before EPOCH: true while now < EPOCH. Loops are bounded
+# by time, not by a count: under TCG on a loaded host one iteration can take seconds.
+deadline() { python3 -c "print($(now) + $1)"; }
+before() { python3 -c "import sys; sys.exit(0 if $(now) < $1 else 1)"; }
 # elapsed A [B]: B - A in seconds with 2 decimals (B defaults to now)
 elapsed() { python3 -c "print('%.2f' % (${2:-$(now)} - $1))"; }
 

@@ -10,10 +10,11 @@ scenario_dead_listener() {
 	io_start "$(iscsi_disk)"
 	sleep 3
 	local a0=$(wc -l < "$OUT/alerts.log" 2>/dev/null || echo 0)
-	local sid0=$(session_sid) t0=$(now) gone=0 i
+	local sid0=$(session_sid) t0=$(now) gone=0 end
 	rdma link delete $TGT_RXE
 	rdma link add $TGT_RXE type rxe netdev $TGT_IF
-	for i in $(seq 1 90); do
+	end=$(deadline 45)
+	while before $end; do
 		session_sid > /dev/null || gone=$((gone + 1))
 		sleep 0.5
 	done
@@ -24,7 +25,8 @@ scenario_dead_listener() {
 	local t1=$(now) io=
 	echo 0 > $NP/iser
 	echo 1 > $NP/iser
-	for i in $(seq 1 60); do
+	end=$(deadline 30)
+	while before $end; do
 		io=$(io_ok_after $t1)
 		[ -n "$io" ] && session_logged_in && break
 		sleep 0.5

@@ -9,9 +9,10 @@ scenario_dev_left_deleted() {
 	io_start "$(iscsi_disk)"
 	sleep 3
 	local a0=$(wc -l < "$OUT/alerts.log" 2>/dev/null || echo 0)
-	local t0=$(now) i back= io=
+	local t0=$(now) back= io= end
 	rdma link delete $INI_RXE
-	for i in $(seq 1 180); do
+	end=$(deadline 90)
+	while before $end; do
 		if [ -z "$back" ] && dev_present $INI_RXE; then back=$(now); fi
 		if [ -n "$back" ] && session_logged_in; then io=$(io_ok_after $back); [ -n "$io" ] && break; fi
 		sleep 0.5

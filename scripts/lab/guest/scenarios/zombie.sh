@@ -7,8 +7,8 @@ scenario_zombie() {
 	daemon_start || { fail "daemon did not start"; return; }
 	dmesg -C
 	zombie_run
-	local i io
-	for i in $(seq 1 120); do
+	local io end=$(deadline 60)
+	while before $end; do
 		io=$(io_ok_after $(python3 -c "print($T_UP + 1)"))
 		[ -n "$io" ] && break
 		sleep 0.5
