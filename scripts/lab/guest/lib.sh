@@ -56,13 +56,13 @@ verdict() {
 	if [ -n "${SCEN_ERROR:-}" ]; then
 		v=ERROR r="lab: $SCEN_ERROR"
 	elif [ ${#FAILS[@]} -eq 0 ]; then
-		v=PASS r="${1:-all expectations met}"
+		v=PASS r="${SCEN_PASS_REASON:-${1:-all expectations met}}"
 	else
 		v=FAIL r=$(IFS=';'; echo "${FAILS[*]}")
 	fi
 	echo "VERDICT $SCEN $v $r" | tee -a "$OUT/verdicts.txt" "$SOUT/verdict.txt"
 	echo "scenario_s $SCEN $(elapsed "$SCEN_T0")" >> "$OUT/figures.txt"
-	SCEN_ERROR=
+	SCEN_ERROR= SCEN_PASS_REASON=
 }
 # figure NAME VALUE: one measured figure of the current scenario
 figure() { echo "FIGURE $SCEN $1 $2" | tee -a "$OUT/figures.txt"; }
