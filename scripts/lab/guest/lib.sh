@@ -21,6 +21,8 @@ mkdir -p "$OUT"
 now() { date +%s.%N | cut -c1-14; }
 up() { cut -d' ' -f1 /proc/uptime; }
 log() { echo "[$(up)] $*"; }
+# since T0 EPOCH LABEL: EPOCH - T0, or LABEL when EPOCH is empty (it never happened)
+since() { if [ -n "$2" ]; then elapsed $1 $2; else echo $3; fi; }
 # deadline S: an epoch S seconds from now; before EPOCH: true while now < EPOCH. Loops are bounded
 # by time, not by a count: under TCG on a loaded host one iteration can take seconds.
 deadline() { python3 -c "print($(now) + $1)"; }

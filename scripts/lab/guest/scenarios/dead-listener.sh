@@ -31,7 +31,7 @@ scenario_dead_listener() {
 		[ -n "$io" ] && session_logged_in && break
 		sleep 0.5
 	done
-	figure io_flowing_after_listener_restored_s ${io:+$(elapsed $t1 $io)}${io:-never_within_30}
+	figure io_flowing_after_listener_restored_s $(since $t1 "$io" never_within_30)
 	check "I/O flowing within 30 s of the listener's return" [ -n "$io" ]
 	check "session LOGGED_IN" session_logged_in
 	check "daemon still running" daemon_alive

@@ -17,8 +17,8 @@ scenario_dev_left_deleted() {
 		if [ -n "$back" ] && session_logged_in; then io=$(io_ok_after $back); [ -n "$io" ] && break; fi
 		sleep 0.5
 	done
-	figure device_back_after_delete_s ${back:+$(elapsed $t0 $back)}${back:-never_within_90}
-	figure io_flowing_after_delete_s ${io:+$(elapsed $t0 $io)}${io:-never_within_90}
+	figure device_back_after_delete_s $(since $t0 "$back" never_within_90)
+	figure io_flowing_after_delete_s $(since $t0 "$io" never_within_90)
 	check "rxe_ini re-created by the daemon" [ -n "$back" ]
 	check "rxe_ini's GSI QP in RTS" gsi_rts $INI_RXE
 	check "session LOGGED_IN" session_logged_in

@@ -6,7 +6,7 @@ scenario_field_iscsid_alone() {
 	field_run 30
 	local t=$(wait_logged_in 30)
 	local io=$(io_ok_after $T_UP)
-	figure io_flowing_after_target_back_s ${io:+$(elapsed $T_UP $io)}${io:-never_within_30}
+	figure io_flowing_after_target_back_s $(since $T_UP "$io" never_within_30)
 	figure session_logged_in_after_target_back_s $t
 	SCEN_PASS_REASON="reference run: the incident was reproduced, storage did not come back by itself"
 	if session_logged_in && [ -n "$io" ]; then

@@ -9,7 +9,7 @@ scenario_sd_dev_left_deleted() {
 		sleep 0.5
 	done
 	for i in $(seq 1 60); do session_logged_in && break; sleep 0.5; done
-	figure device_back_after_delete_s ${back:+$(elapsed $t0 $back)}${back:-never_within_120}
+	figure device_back_after_delete_s $(since $t0 "$back" never_within_120)
 	check "rxe_ini re-created by the service" [ -n "$back" ]
 	check "session LOGGED_IN" session_logged_in
 	check "direct I/O" direct_io_check

@@ -7,7 +7,7 @@ scenario_zombie_iscsid_alone() {
 	local io=$(io_ok_after $(python3 -c "print($T_UP + 1)"))
 	local last=$(tail -1 "$OUT/io.log" | awk '{print $3}')
 	figure zombie_formed $(zombie_seen && echo yes || echo no)
-	figure io_flowing_after_link_up_s ${io:+$(elapsed $T_UP $io)}${io:-never_within_30}
+	figure io_flowing_after_link_up_s $(since $T_UP "$io" never_within_30)
 	figure last_io_round $last
 	SCEN_PASS_REASON="reference run (see its figures: zombie_formed, io_flowing_after_link_up_s)"
 }

@@ -14,7 +14,7 @@ scenario_zombie() {
 		sleep 0.5
 	done
 	figure zombie_formed $(zombie_seen && echo yes || echo no)
-	figure io_flowing_after_link_up_s ${io:+$(elapsed $T_UP $io)}${io:-never_within_60}
+	figure io_flowing_after_link_up_s $(since $T_UP "$io" never_within_60)
 	check "I/O flowing within 60 s of the link's return" [ -n "$io" ]
 	check "session LOGGED_IN" session_logged_in
 	check "direct-I/O write and read" direct_io_check
