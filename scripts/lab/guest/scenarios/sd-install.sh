@@ -13,5 +13,5 @@ scenario_sd_install() {
 	check "unit active with the lab configuration" sd_wait_active 60
 	systemctl show $UNIT > "$SOUT/unit-show.txt"
 	systemd-analyze security $UNIT > "$SOUT/security.txt" 2>&1
-	figure security_exposure "$(tail -1 "$SOUT/security.txt" | grep -o '[0-9.]* [A-Z]*' | head -1 | tr ' ' '_')"
+	figure security_exposure "$(tail -1 "$SOUT/security.txt" | grep -o '[0-9]\+\.[0-9]\+ [A-Z]\+' | head -1 | tr ' ' '_')"
 }
