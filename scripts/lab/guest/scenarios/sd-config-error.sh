@@ -1,0 +1,20 @@
+source /lab/guest/scenarios/sd-common.sh
+# A broken configuration: ExecStartPre (check-config) exits 78; systemd must not restart the
+# service in a loop (RestartPreventExitStatus=78 covers only the main process's status).
+scenario_sd_config_error() {
+	local t0=$(now)
+	EXTRA_CONFIG=$'[recovery]\nmax-attempts = 0' write_config 0
+	systemctl restart $UNIT > "$SOUT/restart.txt" 2>&1
+	sleep 30
+	local n=$(systemctl show -p NRestarts --value $UNIT)
+	local st=$(systemctl is-active $UNIT)
+	figure restarts_in_30s $n
+	check "not restarted in a loop (NRestarts=$n)" [ "${n:-0}" -le 1 ]
+	check "state failed, not activating (got $st)" [ "$st" = failed ]
+	sd_journal_since $t0 > "$SOUT/journal.txt"
+	check "journal names the problem" grep -q 'max-attempts' "$SOUT/journal.txt"
+	write_config 0
+	systemctl reset-failed $UNIT
+	systemctl start $UNIT
+	sd_wait_active 60 || lab_error "the service does not start again with a good configuration"
+}

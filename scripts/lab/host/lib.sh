@@ -1,0 +1,165 @@
+#!/bin/bash
+# Host-side helpers of scripts/lab/run.sh (sourced). LAB_SRC, REPO and LAB_WORK are set.
+
+# The image recipe: every file under image/. Its hash names the image that is cached in
+# $LAB_WORK/image; another hash means another recipe, and the image is rebuilt.
+lab_recipe_hash() {
+	(cd "$LAB_SRC/image" && find . -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16
+}
+
+lab_build_image() {
+	local want have
+	want=$(lab_recipe_hash)
+	have=$(cat "$LAB_WORK/image/recipe.sha" 2>/dev/null || true)
+	if [ "$want" = "$have" ] && [ -f "$LAB_WORK/image/rootfs.img" ]; then
+		echo "lab: image cached (recipe $want): $(tr '\n' ' ' < "$LAB_WORK/image/kernels.txt")"
+		return 0
+	fi
+	echo "lab: building the guest image (recipe $want; was ${have:-none})"
+	rm -f "$LAB_WORK/image/recipe.sha"
+	local t0=$(date +%s)
+	"$LAB_SRC/image/build.sh" > "$LAB_WORK/image-build.log" 2>&1 || {
+		echo "lab: image build failed, see $LAB_WORK/image-build.log" >&2
+		tail -20 "$LAB_WORK/image-build.log" >&2
+		return 1
+	}
+	echo "$want" > "$LAB_WORK/image/recipe.sha"
+	echo "lab: image built in $(($(date +%s) - t0)) s: $(tr '\n' ' ' < "$LAB_WORK/image/kernels.txt")"
+}
+
+# The 9p share the guest mounts on /lab: guest scripts, the binary, the .debs, the results.
+SHARE=$LAB_WORK/share
+
+# Batches: NAME KERNEL(prefix of the kernel release) INIT(tiny|systemd) TIMEOUT_S, in run order.
+# Each batch is one guest boot running guest/batches/NAME.sh (tiny init) or
+# guest/batches/NAME.sh under systemd (systemd init).
+lab_batch_table() {
+	cat <<'EOT'
+k612-recovery 6.12 tiny 1800
+k612-operator 6.12 tiny 1200
+systemd 6.12 systemd 1200
+k61-recovery 6.1. tiny 1200
+smoke 6.12 tiny 400
+k612-baseline-b 6.12 tiny 1800
+EOT
+}
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b"{print $1}'; }
+lab_list() {
+	local b
+	for b in $(lab_batches); do
+		echo "$b ($(lab_batch_table | awk -v b=$b '$1==b{print "kernel " $2 "*, init " $3}')):"
+		grep -o 'run_scenarios.*\|^\s*sd_run [a-z-]*' "$LAB_SRC/guest/batches/$b.sh" | sed 's/run_scenarios//; s/sd_run//' | tr -s ' \\\n' ' ' | sed 's/^/  /'
+		echo
+	done
+}
+
+lab_stage_guest() {
+	mkdir -p "$SHARE/guest" "$SHARE/results"
+	[ -e "$LAB_WORK/results" ] || ln -s share/results "$LAB_WORK/results"
+	rm -rf "$SHARE/guest"
+	cp -a "$LAB_SRC/guest" "$SHARE/guest"
+}
+
+# cargo build --release (the binary the guest runs as the daemon) and the .debs for the systemd
+# batch: the package as scripts/build-deb.sh builds it, and the same package with a higher
+# version for the upgrade scenario.
+lab_stage_binary() {
+	mkdir -p "$SHARE/bin" "$SHARE/deb"
+	(cd "$REPO" && cargo build --release --locked)
+	install -m 0755 "$REPO/target/release/iser-guard" "$SHARE/bin/iser-guard"
+	{
+		echo "commit=$(git -C "$REPO" rev-parse HEAD 2>/dev/null)"
+		echo "code_commit=$(git -C "$REPO" log -1 --format=%H -- src crates Cargo.toml Cargo.lock 2>/dev/null)"
+		echo "code_dirty=$(git -C "$REPO" status --porcelain --untracked-files=no -- src crates Cargo.toml Cargo.lock 2>/dev/null | wc -l)"
+		echo "built=$(date -u +%FT%TZ)"
+	} > "$SHARE/bin/build.txt"
+	local sha
+	sha=$(sha256sum "$SHARE/bin/iser-guard" | cut -c1-64)
+	if [ -n "${NO_DEB:-}" ]; then
+		rm -f "$SHARE"/deb/*.deb "$SHARE"/deb/.binary.sha
+	elif [ "$(cat "$SHARE/deb/.binary.sha" 2>/dev/null)" = "$sha" ] && ls "$SHARE"/deb/1-*.deb "$SHARE"/deb/2-upgrade.deb > /dev/null 2>&1; then
+		echo "lab: the .debs of this binary are staged already"
+	else
+		rm -f "$SHARE"/deb/*.deb "$SHARE"/deb/*.ddeb "$SHARE"/deb/.binary.sha
+		(cd "$REPO" && scripts/build-deb.sh --no-build)
+		local deb ver
+		deb=$(ls -t "$REPO"/target/debian/iser-guard_*_amd64.deb | head -1)
+		cp "$deb" "$SHARE/deb/1-$(basename "$deb")"
+		ver=$(dpkg-deb -f "$deb" Version)
+		(cd "$REPO" && cargo deb --locked --no-build --deb-version "${ver}+lab1" -o "$SHARE/deb/2-upgrade.deb")
+		rm -f "$SHARE"/deb/*.ddeb
+		echo "$sha" > "$SHARE/deb/.binary.sha"
+		ls -l "$SHARE/deb"
+	fi
+	cat "$SHARE/bin/build.txt"
+}
+
+lab_kernel() { grep "^$1" "$LAB_WORK/image/kernels.txt" | sort -V | tail -1; }
+
+# lab_boot KVER INIT BATCH OUTDIR_IN_SHARE TIMEOUT: one guest boot. TCG: KVM does not work on
+# these machines (MSR 0x10a, then a guest that never boots).
+lab_boot() {
+	local kver=$1 init=$2 batch=$3 out=$4 tmo=$5 img=$LAB_WORK/image
+	# softlockup_panic: a CPU stuck in the kernel for 60 s (watchdog_thresh 30: 2 × 30 s, high
+	# enough for a starved TCG vCPU) ends the boot with a panic instead of a hung batch
+	local append="root=/dev/vda rw console=ttyS0 panic=-1 log_buf_len=16M watchdog_thresh=30 softlockup_panic=1"
+	append+=" lab.batch=$batch lab.out=/lab/$out"
+	[ "$init" = tiny ] && append+=" init=/usr/local/sbin/lab-init"
+	[ "$init" = systemd ] && append+=" systemd.show_status=1"
+	timeout "$tmo" "$LAB_WORK/qemu/usr/bin/qemu-system-x86_64" -L "$LAB_WORK/fw" \
+		-accel tcg,thread=multi -cpu max -smp "${SMP:-2}" -m "${MEM:-2048}" \
+		-kernel "$img/vmlinuz-$kver" -initrd "$img/initrd.img-$kver" -append "$append" \
+		-drive file="$img/rootfs.img",if=virtio,format=raw,snapshot=on \
+		-virtfs local,path="$SHARE",mount_tag=lab,security_model=none,id=lab \
+		-nic none -display none -monitor none -serial file:"$SHARE/$out/console.log" -no-reboot
+}
+
+lab_run_batch() {
+	local b=$1 row kpre init tmo kver rel out t0 rc
+	row=$(lab_batch_table | awk -v b="$b" '$1==b')
+	[ -n "$row" ] || { echo "lab: no batch $b (run.sh list)" >&2; return 64; }
+	read -r _ kpre init tmo <<< "$row"
+	kver=${KVER:-$(lab_kernel "$kpre")}
+	[ -n "$kver" ] || { echo "lab: no $kpre kernel in the image" >&2; return 1; }
+	[ -x "$SHARE/bin/iser-guard" ] || { echo "lab: no binary staged (run.sh binary)" >&2; return 1; }
+	rel=${RESULTS#"$LAB_WORK"/results/}
+	out=results/$rel/$b
+	mkdir -p "$SHARE/$out"
+	cp "$SHARE/bin/build.txt" "$SHARE/$out/binary.txt"
+	echo "lab: batch $b on $kver ($init init), timeout $tmo s"
+	t0=$(date +%s)
+	lab_boot "$kver" "$init" "$b" "$out" "$tmo"
+	rc=$?
+	echo "batch $b kernel $kver init $init wall_s $(($(date +%s) - t0)) qemu_rc $rc" | tee -a "$RESULTS/timing.txt"
+	grep -h '^VERDICT' "$SHARE/$out/verdicts.txt" 2>/dev/null || true
+	# soft lockups are counted, not judged: under TCG on a loaded host the guest's vCPUs starve
+	# and its watchdog reports "BUG: soft lockup" for code that is merely not scheduled
+	echo "FIGURE $b soft_lockup_reports $(grep -ac 'BUG: soft lockup' "$SHARE/$out/console.log")" >> "$SHARE/$out/figures.txt"
+	local bad='Kernel panic\|Oops\|BUG: kernel\|BUG: unable\|general protection fault'
+	if grep -aq "$bad" "$SHARE/$out/console.log" 2>/dev/null; then
+		echo "VERDICT $b-guest FAIL kernel: $(grep -a -m1 "$bad" "$SHARE/$out/console.log" | cut -c1-160)" | tee -a "$SHARE/$out/verdicts.txt"
+	elif [ $rc = 124 ]; then
+		echo "VERDICT $b-guest ERROR lab: the guest did not power off within $tmo s" | tee -a "$SHARE/$out/verdicts.txt"
+	fi
+	return 0
+}
+
+lab_summary() {
+	local r=${1%/} b
+	{
+		echo "# iser-guard lab run $(basename "$r")"
+		cat "$r"/*/binary.txt 2>/dev/null | sort -u | sed 's/^/binary: /'
+		for b in "$r"/*/; do
+			[ -f "$b/kernel.txt" ] && echo "batch $(basename "$b"): kernel $(cat "$b/kernel.txt")"
+		done
+		echo
+		cat "$r"/*/verdicts.txt 2>/dev/null
+		echo
+		cat "$r"/*/figures.txt 2>/dev/null | grep '^FIGURE'
+		echo
+		cat "$r/timing.txt" 2>/dev/null
+		echo
+		echo "PASS $(cat "$r"/*/verdicts.txt 2>/dev/null | grep -c ' PASS ') FAIL $(cat "$r"/*/verdicts.txt 2>/dev/null | grep -c ' FAIL ') ERROR $(cat "$r"/*/verdicts.txt 2>/dev/null | grep -c ' ERROR ')"
+	} > "$r/summary.txt"
+	cat "$r/summary.txt"
+}
