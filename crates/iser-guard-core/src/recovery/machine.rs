@@ -1386,7 +1386,10 @@ impl Engine {
             (IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn, false) => {
                 rec.op = Some(SessionOp::Done);
                 rec.io_errors.clear();
-                rec.reported = false;
+                // `reported` stays: a successful login is not yet a healthy session (the next
+                // list says so), and on a quarantined port clearing it here left a session
+                // that stays down unreported (found by the invariant proptest). It is cleared
+                // when the port is healthy again.
             }
             (IscsiadmStatus::AuthFailed, _) => {
                 rec.op = Some(SessionOp::Failed("authentication failed".into()));
