@@ -306,3 +306,25 @@ fn a_stuck_port_without_a_known_portal_is_not_recreated_in_target_back_mode() {
         "re-created at {t:?}s, before the target answered"
     );
 }
+
+/// Issue 9 "What to build" 1: every automatic decision that concerns a session names the
+/// evidence that placed it (here the route to the portal through ini0, or the CM id).
+#[test]
+fn decisions_about_a_session_name_the_evidence_that_placed_it() {
+    let h = run("lab-two-devices");
+    let faulted: Vec<_> = h
+        .transitions
+        .iter()
+        .filter(|t| t.reason.contains("session(s) down"))
+        .collect();
+    assert!(!faulted.is_empty(), "{:#?}", h.transitions);
+    for t in faulted {
+        assert!(
+            t.reason.contains("on rxe_ini/1 by ")
+                && (t.reason.contains("route to the portal via ini0")
+                    || t.reason.contains("CM id")),
+            "{}",
+            t.reason
+        );
+    }
+}

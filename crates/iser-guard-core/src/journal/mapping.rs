@@ -443,6 +443,7 @@ fn session_out(s: &SessionRecord) -> v2::Session {
         op: s.op.as_ref().map(op_out),
         reported: s.reported,
         troubled: s.troubled,
+        placed_by: s.placed_by.clone(),
     }
 }
 
@@ -463,6 +464,7 @@ fn session_in(s: v2::Session) -> Result<SessionRecord, JournalFormatError> {
         op: s.op.map(op_in),
         reported: s.reported,
         troubled: s.troubled,
+        placed_by: s.placed_by,
     })
 }
 

@@ -304,6 +304,9 @@ pub struct Session {
     /// Trouble seen since it was last healthy: vanishing now is no clean logout (v2).
     #[serde(default)]
     pub troubled: bool,
+    /// What placed it on its port, in operator words (v2).
+    #[serde(default)]
+    pub placed_by: Option<String>,
 }
 
 /// Where a re-creation got.

@@ -542,6 +542,13 @@ impl Engine {
                     rec.disks = info.disks;
                     rec.sid = Some(info.sid);
                     rec.transport = info.transport;
+                    // A scan that placed it by the kernel's word updates the evidence; one
+                    // that kept the remembered port keeps the evidence it had.
+                    if info.rdma.is_some() {
+                        if let Some(e) = &info.placed_by {
+                            rec.placed_by = Some(e.describe());
+                        }
+                    }
                     if rec.is_healthy() {
                         rec.troubled = false;
                     }
@@ -574,6 +581,7 @@ impl Engine {
                             op: None,
                             reported: false,
                             troubled: false,
+                            placed_by: info.placed_by.as_ref().map(|e| e.describe()),
                         },
                     );
                     self.port_or_create(&port, now)
@@ -3421,7 +3429,10 @@ fn describe_session(s: &SessionRecord) -> String {
     } else {
         "gone from iscsid"
     };
-    format!("{sid}{} ({state})", s.key)
+    match &s.placed_by {
+        Some(evidence) => format!("{sid}{} ({state}; on {} by {evidence})", s.key, s.port),
+        None => format!("{sid}{} ({state})", s.key),
+    }
 }
 
 fn join_ports(pids: &[PortId]) -> String {

@@ -165,6 +165,10 @@ pub struct SessionRecord {
     /// seen healthy: if it vanishes now, that was no clean logout.
     #[serde(default)]
     pub troubled: bool,
+    /// What placed it on its port, in operator words (the CM id, the route, the iface
+    /// fields, ...): every decision that names the session names this evidence too.
+    #[serde(default)]
+    pub placed_by: Option<String>,
 }
 
 impl SessionRecord {
