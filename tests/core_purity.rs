@@ -36,7 +36,10 @@ fn core_dependency_tree_has_no_os_crates() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert!(names.contains(&"iser-guard-core"), "unexpected tree: {tree}");
+    assert!(
+        names.contains(&"iser-guard-core"),
+        "unexpected tree: {tree}"
+    );
     for bad in FORBIDDEN_CRATES {
         assert!(
             !names.contains(bad),

@@ -24,7 +24,7 @@ use crate::core::session_map::{NetdevAddr, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::notify::Notifier;
 use crate::daemon::sessions::map_sessions;
-use crate::daemon::sources::{Clock, KernelLog, TopologyReport, TopologySource};
+use crate::daemon::sources::{Clock, KernelLog, Signal, TopologyReport, TopologySource};
 use crate::error::{Error, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE};
 use crate::io::control::{ControlConnection, ControlServer, Reply, Request};
 use crate::io::executors::Executors;
@@ -115,7 +115,7 @@ impl Deps {
             topology: Box::new(HostTopology {
                 sysfs_root: cfg.paths.sysfs_root.clone(),
                 interval: cfg.poll.netlink,
-                use_netlink: true,
+                netlink: crate::daemon::sources::NetlinkAccess::Kernel,
             }),
             executors: Executors::from_config(cfg),
             clock: Arc::new(BootClock),
@@ -172,7 +172,7 @@ struct Loop {
     sessions_inflight: bool,
     sessions_again: bool,
     last_sessions_error: Option<String>,
-    refresh_topology: Arc<AtomicBool>,
+    refresh_topology: Arc<Signal>,
     inflight: BTreeMap<ActionId, Option<PortId>>,
     /// Each portal's local address, from the last session snapshot (probe source).
     probe_from: BTreeMap<Portal, std::net::IpAddr>,
@@ -221,8 +221,8 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let (done_tx, mut done_rx) = unbounded_channel();
     let (sessions_tx, mut sessions_rx) = unbounded_channel();
     let (topo_tx, mut topo_rx) = unbounded_channel();
-    let refresh = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
+    let refresh = Arc::new(Signal::default());
+    let stop = Arc::new(Signal::default());
     deps.topology.start(topo_tx, refresh.clone(), stop.clone());
     let (ctrl_tx, mut ctrl_rx) = unbounded_channel::<(ControlConnection, Request)>();
     let control_task = deps.control.map(|server| {
@@ -349,7 +349,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     // Shutdown: bounded, never waiting for in-flight executors (their children are killed
     // with their process groups when the runtime drops them or on their own timeout).
     lp.notifier.stopping();
-    stop.store(true, Ordering::Relaxed);
+    stop.raise();
     for p in lp.pendings.drain(..) {
         let _ = p.sink.send(Reply::Done {
             ok: false,
@@ -571,9 +571,7 @@ impl Loop {
                         }
                     }
                     ActionKind::RefreshSessions => self.request_sessions(),
-                    ActionKind::RefreshTopology => {
-                        self.refresh_topology.store(true, Ordering::Relaxed)
-                    }
+                    ActionKind::RefreshTopology => self.refresh_topology.raise(),
                     _ => {
                         self.tell(port.as_ref(), &format!("running: {action}"));
                         self.inflight.insert(action.id, port);
@@ -769,7 +767,7 @@ impl Loop {
                     overrun,
                     "kernel-log records were lost; re-checking devices and sessions"
                 );
-                self.refresh_topology.store(true, Ordering::Relaxed);
+                self.refresh_topology.raise();
                 self.request_sessions();
             }
         }
@@ -1120,8 +1118,8 @@ mod tests {
         fn start(
             self: Box<Self>,
             tx: UnboundedSender<TopologyReport>,
-            _: Arc<AtomicBool>,
-            _: Arc<AtomicBool>,
+            _: Arc<Signal>,
+            _: Arc<Signal>,
         ) {
             let _ = tx.send(TopologyReport::NetlinkUnavailable("no RDMA netlink".into()));
             let _ = tx.send(TopologyReport::Update {
