@@ -654,8 +654,9 @@ async fn the_watcher_resyncs_after_an_overflow_and_falls_back_to_polling() {
 mod virtual_time {
     use super::*;
     use iser_guard::daemon::sources::{
-        watch_netlink, HostTopology, NetlinkAccess, Signal, TopologyReport, TopologySource,
+        watch_netlink, HostTopology, NetlinkAccess, Signal, TopologyReport,
     };
+    use iser_guard::io::netlink::RuntimeTimer;
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
     use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -913,7 +914,8 @@ mod virtual_time {
         });
         let (tx, mut rx) = unbounded_channel();
         let (refresh, stop) = (Arc::new(Signal::default()), Arc::new(Signal::default()));
-        source.start(tx, refresh.clone(), stop.clone());
+        // The runtime's timers, which the paused clock drives (production uses a timerfd).
+        tokio::spawn(source.watch(tx, refresh.clone(), stop.clone(), || Box::new(RuntimeTimer)));
         tokio::time::sleep(Duration::from_millis(7_000)).await;
         let mut first = Vec::new();
         while let Ok(r) = rx.try_recv() {
@@ -943,4 +945,21 @@ mod virtual_time {
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert!(rx.is_closed() || rx.try_recv().is_err());
     }
+}
+
+#[tokio::test]
+async fn a_timerfd_sleep_fires_once_and_a_dropped_one_is_disarmed() {
+    use iser_guard::io::netlink::{Timer, TimerFd};
+    let mut t = TimerFd::new().unwrap();
+    let start = std::time::Instant::now();
+    t.sleep(Duration::from_millis(30)).await;
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(30), "{took:?}");
+    // A sleep cancelled before its deadline leaves nothing armed: the next one waits its
+    // own full time, not the stale deadline.
+    let _ =
+        tokio::time::timeout(Duration::from_millis(5), t.sleep(Duration::from_millis(20))).await;
+    let start = std::time::Instant::now();
+    t.sleep(Duration::from_millis(40)).await;
+    assert!(start.elapsed() >= Duration::from_millis(40));
 }

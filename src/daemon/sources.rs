@@ -17,7 +17,9 @@ use crate::core::recovery::{from_topology_event, Observation};
 use crate::core::session_map::RdmaPortNetdev;
 use crate::core::time::Instant;
 use crate::io::kmsg::{FdSource, KmsgError, KmsgEvent, KmsgReader};
-use crate::io::netlink::{AsyncFdTransport, AsyncTransport, NetlinkError, NldevWatcher, StepEnd};
+use crate::io::netlink::{
+    precise_timer, AsyncFdTransport, AsyncTransport, NetlinkError, NldevWatcher, StepEnd, Timer,
+};
 
 /// The engine's time source.
 pub trait Clock: Send + Sync {
@@ -260,7 +262,7 @@ impl TopologySource for HostTopology {
     ) {
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
-                rt.spawn(self.run(tx, refresh, stop));
+                rt.spawn(self.watch(tx, refresh, stop, precise_timer));
             }
             Err(e) => tracing::error!("cannot start the RDMA topology source: {e}"),
         }
@@ -268,11 +270,15 @@ impl TopologySource for HostTopology {
 }
 
 impl HostTopology {
-    async fn run(
+    /// The source's task: netlink if it can be had, else (or once it is gone) sysfs, each
+    /// waiting with a timer from `timers` ([`precise_timer`] in production, the runtime's in
+    /// paused-clock tests).
+    pub async fn watch(
         self,
         tx: UnboundedSender<TopologyReport>,
         refresh: Arc<Signal>,
         stop: Arc<Signal>,
+        timers: fn() -> Box<dyn Timer>,
     ) {
         let HostTopology {
             sysfs_root,
@@ -287,7 +293,8 @@ impl HostTopology {
             NetlinkAccess::Off => None,
         };
         match opened {
-            Some(Ok(mut w)) => {
+            Some(Ok(w)) => {
+                let mut w = w.with_timer(timers());
                 match watch_netlink(&mut w, &now, &sysfs_root, &tx, &refresh, &stop).await {
                     Ok(()) => return,
                     Err(e) => {
@@ -300,7 +307,15 @@ impl HostTopology {
             }
             None => {}
         }
-        watch_sysfs(&sysfs_root, interval, &tx, &refresh, &stop).await;
+        watch_sysfs(
+            &sysfs_root,
+            interval,
+            timers().as_mut(),
+            &tx,
+            &refresh,
+            &stop,
+        )
+        .await;
     }
 }
 
@@ -364,6 +379,7 @@ pub async fn watch_netlink<T: AsyncTransport, M: AsyncTransport>(
 pub async fn watch_sysfs(
     sysfs_root: &Path,
     interval: Duration,
+    timer: &mut dyn Timer,
     tx: &UnboundedSender<TopologyReport>,
     refresh: &Signal,
     stop: &Signal,
@@ -393,7 +409,7 @@ pub async fn watch_sysfs(
         view = new;
         first = false;
         tokio::select! {
-            () = tokio::time::sleep(interval) => {}
+            () = timer.sleep(interval) => {}
             () = refresh.raised() => {}
             () = stop.raised() => return,
             () = tx.closed() => return,

@@ -1294,6 +1294,152 @@ impl<T: AsyncTransport> NldevMonitor<T> {
     }
 }
 
+/// How the watcher waits for its next deadline.
+pub trait Timer: Send {
+    /// Completes `d` from now. Dropping the future cancels it.
+    fn sleep(&mut self, d: Duration) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+/// The runtime's own timers (`tokio::time::sleep`): what tests use, since a paused runtime
+/// clock drives them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuntimeTimer;
+
+impl Timer for RuntimeTimer {
+    fn sleep(&mut self, d: Duration) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(tokio::time::sleep(d))
+    }
+}
+
+/// A `timerfd` (CLOCK_MONOTONIC) registered with the runtime: the thread wakes exactly once,
+/// at the deadline. The runtime's timer wheel instead wakes at every level it cascades a
+/// far deadline through (for a 5 s sleep: about 4 s, then about 1 s, then at the deadline),
+/// which is most of an idle daemon's wakeups.
+#[derive(Debug)]
+pub struct TimerFd {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl TimerFd {
+    /// A disarmed timer (call inside the runtime).
+    pub fn new() -> io::Result<TimerFd> {
+        // SAFETY: timerfd_create takes no pointers; the result is checked below.
+        let raw = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a descriptor we just created and own alone.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: the OwnedFd is a valid open descriptor, owned by the AsyncFd from here until
+        // it is dropped, and its as_raw_fd() always returns that same descriptor.
+        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }?;
+        Ok(TimerFd { fd })
+    }
+
+    /// Arms the timer `d` from now (`None`: disarms it).
+    fn set(&self, d: Option<Duration>) -> io::Result<()> {
+        let value = d.map_or(
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            |d| {
+                // Zero would disarm: one nanosecond is "now".
+                let d = d.max(Duration::from_nanos(1));
+                libc::timespec {
+                    tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
+                    tv_nsec: libc::c_long::from(d.subsec_nanos()),
+                }
+            },
+        );
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: value,
+        };
+        // SAFETY: `spec` is a valid itimerspec for the call; the old value is not asked for.
+        let rc = unsafe {
+            libc::timerfd_settime(
+                self.fd.get_ref().as_raw_fd(),
+                0,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    async fn expire(&self) -> io::Result<()> {
+        loop {
+            let mut ready = self.fd.readable().await?;
+            let mut ticks = [0u8; 8];
+            // SAFETY: the pointer and length describe `ticks`, valid for the call.
+            let n = unsafe {
+                libc::read(
+                    ready.get_inner().as_raw_fd(),
+                    ticks.as_mut_ptr().cast(),
+                    ticks.len(),
+                )
+            };
+            if n == 8 {
+                return Ok(());
+            }
+            // EAGAIN: readiness left over from an expiry that a re-arm has since reset.
+            ready.clear_ready();
+        }
+    }
+}
+
+/// Disarms the timer when a sleep is dropped before it fired, so no stale expiry wakes the
+/// thread later.
+struct Disarm<'a>(&'a TimerFd);
+
+impl Drop for Disarm<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.set(None);
+    }
+}
+
+impl Timer for TimerFd {
+    fn sleep(&mut self, d: Duration) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            let armed = self.set(Some(d)).map(|()| Disarm(self));
+            let fired = match &armed {
+                Ok(_) => self.expire().await,
+                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+            };
+            if let Err(e) = fired {
+                // Never a hang or a busy loop: the runtime's timer does the job instead.
+                tracing::debug!(error = %e, "timerfd unusable; using the runtime's timer");
+                tokio::time::sleep(d).await;
+            }
+            drop(armed);
+        })
+    }
+}
+
+/// A [`TimerFd`], or the runtime's timer when the kernel refuses one.
+pub fn precise_timer() -> Box<dyn Timer> {
+    match TimerFd::new() {
+        Ok(t) => Box::new(t),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot create a timerfd; using the runtime's timers");
+            Box::new(RuntimeTimer)
+        }
+    }
+}
+
 /// Opens the event socket when the poller asks for it.
 pub type MonitorOpener<M> = Box<dyn FnMut() -> Result<NldevMonitor<M>, NetlinkError> + Send>;
 
@@ -1314,6 +1460,7 @@ pub struct NldevWatcher<T, M> {
     started: bool,
     last_error: Option<NetlinkError>,
     last_scan: Option<crate::io::sysfs::SysfsScan>,
+    timer: Box<dyn Timer>,
 }
 
 /// Why [`NldevWatcher::step`] returned.
@@ -1364,7 +1511,14 @@ impl<T: AsyncTransport, M: AsyncTransport> NldevWatcher<T, M> {
             started: false,
             last_error: None,
             last_scan: None,
+            timer: Box::new(RuntimeTimer),
         }
+    }
+
+    /// Waits for dumps with `timer` instead of the runtime's timers ([`RuntimeTimer`]).
+    pub fn with_timer(mut self, timer: Box<dyn Timer>) -> Self {
+        self.timer = timer;
+        self
     }
 
     /// The model as of the last dump or event.
@@ -1422,11 +1576,11 @@ impl<T: AsyncTransport, M: AsyncTransport> NldevWatcher<T, M> {
                 .next_deadline()
                 .map(|d| d.since(clock()))
                 .unwrap_or(Duration::MAX);
+            let sleep = (wait != Duration::MAX).then(|| self.timer.sleep(wait));
             let timer = async {
-                if wait == Duration::MAX {
-                    std::future::pending::<()>().await;
-                } else {
-                    tokio::time::sleep(wait).await;
+                match sleep {
+                    Some(s) => s.await,
+                    None => std::future::pending::<()>().await,
                 }
             };
             let monitor = async {
