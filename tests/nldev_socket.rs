@@ -720,21 +720,19 @@ mod virtual_time {
         fn send(&mut self, _: &[u8]) -> impl std::future::Future<Output = io::Result<()>> {
             std::future::ready(Ok(()))
         }
-        fn recv(
+        async fn recv(
             &mut self,
             deadline: Option<tokio::time::Instant>,
-        ) -> impl std::future::Future<Output = io::Result<Option<Vec<u8>>>> {
-            async move {
-                let got = match deadline {
-                    Some(d) => match tokio::time::timeout_at(d, self.0.recv()).await {
-                        Ok(got) => got,
-                        Err(_) => return Ok(None),
-                    },
-                    None => self.0.recv().await,
-                };
-                // A closed channel reads as a closed socket (an empty datagram).
-                Ok(Some(got.unwrap_or_default()))
-            }
+        ) -> io::Result<Option<Vec<u8>>> {
+            let got = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, self.0.recv()).await {
+                    Ok(got) => got,
+                    Err(_) => return Ok(None),
+                },
+                None => self.0.recv().await,
+            };
+            // A closed channel reads as a closed socket (an empty datagram).
+            Ok(Some(got.unwrap_or_default()))
         }
     }
 

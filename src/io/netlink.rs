@@ -498,18 +498,16 @@ impl AsyncTransport for AsyncFdTransport {
         std::future::ready(send_datagram(self.fd.get_ref().as_raw_fd(), datagram))
     }
 
-    fn recv(
+    async fn recv(
         &mut self,
         deadline: Option<tokio::time::Instant>,
-    ) -> impl Future<Output = io::Result<Option<Vec<u8>>>> {
-        async move {
-            match deadline {
-                None => self.recv_ready().await.map(Some),
-                Some(d) => match tokio::time::timeout_at(d, self.recv_ready()).await {
-                    Ok(r) => r.map(Some),
-                    Err(_elapsed) => Ok(None),
-                },
-            }
+    ) -> io::Result<Option<Vec<u8>>> {
+        match deadline {
+            None => self.recv_ready().await.map(Some),
+            Some(d) => match tokio::time::timeout_at(d, self.recv_ready()).await {
+                Ok(r) => r.map(Some),
+                Err(_elapsed) => Ok(None),
+            },
         }
     }
 }
