@@ -195,7 +195,9 @@ fn main() -> ExitCode {
             .enable_all()
             .build()
     } else {
+        // As src/cli/daemon.rs builds it.
         tokio::runtime::Builder::new_current_thread()
+            .thread_keep_alive(Duration::from_secs(300))
             .enable_all()
             .build()
     };
