@@ -70,8 +70,13 @@ fn full_snapshot_of_the_lab_host_has_the_gsi_qps_in_rts() {
     let rc = qps.iter().find(|q| q.lqpn == 18).unwrap();
     assert_eq!(rc.qp_type.known(), Some(QpType::Rc));
     assert_eq!(rc.kern_name.as_deref(), Some("rdma_cm"));
-    // GET, 2 x PORT_GET, 2 x RES_QP_GET.
-    assert_eq!(c.stats().requests, 5);
+    // GET, then PORT_GET, RES_QP_GET and RES_CM_ID_GET of each of the two devices.
+    assert_eq!(c.stats().requests, 7);
+    // The CM id table comes with the snapshot (session placement): ib_iser's connection.
+    assert!(report
+        .cm_ids
+        .iter()
+        .any(|c| c.dev_name == "rxe_ini" && c.kern_name.as_deref() == Some("ib_iser")));
 
     let mut model = Topology::new();
     let ev = model.apply_snapshot(report.snapshot, Instant(0));
@@ -509,7 +514,11 @@ async fn the_async_client_reads_the_real_6_12_snapshot_over_a_socketpair() {
         .map(|d| d.info.name.as_str())
         .collect();
     assert_eq!(names, ["rxe_ini", "rxe_tgt"]);
-    assert_eq!(c.stats().requests, 5);
+    assert_eq!(c.stats().requests, 7);
+    assert!(report
+        .cm_ids
+        .iter()
+        .any(|c| c.dev_name == "rxe_tgt" && c.kern_name.as_deref() == Some("ib_isert")));
     drop(c);
     h.join().unwrap();
 }
@@ -586,8 +595,8 @@ async fn the_watcher_subscribes_dumps_and_follows_events() {
     assert_eq!(end, StepEnd::Dumped);
     assert!(w.topology().device("rxe_ini").is_some());
     assert!(w.last_error().is_none());
-    // SYS_GET + 5 dump requests, twice.
-    assert_eq!(w.client().stats().requests, 11);
+    // SYS_GET + 7 dump requests, twice.
+    assert_eq!(w.client().stats().requests, 15);
     drop(w);
     h.join().unwrap();
 }
