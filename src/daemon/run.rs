@@ -1754,6 +1754,22 @@ mod tests {
         }
     }
 
+    /// The alerts sent so far, once one matches `wanted` (or after 5 s): the alert thread
+    /// sends them after the loop decided, so they may arrive after a status answer.
+    async fn alerts_once(
+        sink: &crate::io::syslog::RecordingSink,
+        wanted: impl Fn(&crate::io::syslog::Alert) -> bool,
+    ) -> Vec<crate::io::syslog::Alert> {
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let alerts = sink.alerts();
+            if alerts.iter().any(&wanted) || std::time::Instant::now() >= end {
+                return alerts;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     fn kept_files(dir: &std::path::Path, what: &str) -> Vec<PathBuf> {
         std::fs::read_dir(dir)
             .unwrap()
@@ -1786,7 +1802,7 @@ mod tests {
         assert_eq!(kept_files(dir.path(), "corrupt"), vec![kept.clone()]);
         assert_eq!(std::fs::read(&kept).unwrap(), corrupt);
         // One operator-severity alert names the kept file.
-        let alerts = doubles.alerts.alerts();
+        let alerts = alerts_once(&doubles.alerts, |a| a.what.contains("safe mode")).await;
         let a = alerts
             .iter()
             .find(|a| a.what.contains("safe mode"))
@@ -1828,7 +1844,10 @@ mod tests {
         let problem = st["detail"]["safe_mode"]["problem"].as_str().unwrap();
         assert!(problem.contains("format version 999"), "{st:#}");
         assert_eq!(kept_files(dir.path(), "v999").len(), 1);
-        let alerts = doubles.alerts.alerts();
+        let alerts = alerts_once(&doubles.alerts, |a| {
+            a.message().contains("format version 999")
+        })
+        .await;
         assert!(
             alerts
                 .iter()
