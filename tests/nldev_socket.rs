@@ -717,7 +717,7 @@ mod virtual_time {
     /// Answers each request from a [`Replay`] at once (as the real kernel does within
     /// `send()`/`recv()`), or never (`silent`).
     struct ReplayKernel {
-        replay: Arc<Replay>,
+        replay: Arc<Mutex<Replay>>,
         queue: VecDeque<Vec<u8>>,
         log: Log,
         start: tokio::time::Instant,
@@ -731,7 +731,7 @@ mod virtual_time {
             let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap();
             self.log.lock().unwrap().push((ms, kind, flags));
             if !self.silent {
-                match self.replay.answer(d) {
+                match self.replay.lock().unwrap().answer(d) {
                     Some(msgs) => self
                         .queue
                         .extend(msgs.iter().map(|m| with_seq(m, seq_of(d)))),
@@ -784,6 +784,8 @@ mod virtual_time {
 
     struct Setup {
         watcher: NldevWatcher<ReplayKernel, ChannelEvents>,
+        /// What the kernel double answers (a test may change it mid-run).
+        replay: Arc<Mutex<Replay>>,
         log: Log,
         events: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
         start: tokio::time::Instant,
@@ -792,9 +794,12 @@ mod virtual_time {
 
     fn setup(silent: bool) -> Setup {
         let start = tokio::time::Instant::now();
+        let replay = Arc::new(Mutex::new(
+            Replay::default().moment("k612/nldev-1-loggedin"),
+        ));
         let log = Log::default();
         let kernel = ReplayKernel {
-            replay: Arc::new(Replay::default().moment("k612/nldev-1-loggedin")),
+            replay: replay.clone(),
             queue: VecDeque::new(),
             log: log.clone(),
             start,
@@ -812,6 +817,7 @@ mod virtual_time {
         );
         Setup {
             watcher,
+            replay,
             log,
             events,
             start,
@@ -879,6 +885,41 @@ mod virtual_time {
             matches!(&reports[0], TopologyReport::Update { observations, ports, cm_ids }
             if observations.len() == 2 && ports.is_empty()
                 && cm_ids.iter().any(|c| c.kern_name.as_deref() == Some("ib_iser")))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_changed_cm_id_table_alone_is_reported() {
+        let mut s = setup(false);
+        let replay = s.replay.clone();
+        // At 2 s ib_iser's connection on rxe_ini goes away (its CM id dump ends empty: the
+        // captured NLMSG_DONE only); devices, ports and GSI QPs stay as they were.
+        let logout = async move {
+            tokio::time::sleep(Duration::from_millis(2_000)).await;
+            let edited = std::mem::take(&mut *replay.lock().unwrap()).edit(
+                "k612/nldev-1-loggedin/10-res-cm-id-get-dump-dev0.hex",
+                |replies| {
+                    let done = replies.pop().unwrap();
+                    *replies = vec![done];
+                },
+            );
+            *replay.lock().unwrap() = edited;
+        };
+        let reports = run_for(&mut s, 6_000, &Signal::default(), logout).await;
+        let iser = |r: &TopologyReport| match r {
+            TopologyReport::Update { cm_ids, .. } => cm_ids
+                .iter()
+                .filter(|c| c.kern_name.as_deref() == Some("ib_iser"))
+                .count(),
+            other => panic!("{other:?}"),
+        };
+        // The first dump, then the 5 s dump: no topology event, but the table changed.
+        assert_eq!(reports.len(), 2, "{reports:#?}");
+        assert_eq!(iser(&reports[0]), 1);
+        assert_eq!(iser(&reports[1]), 0);
+        assert!(
+            matches!(&reports[1], TopologyReport::Update { observations, cm_ids, .. }
+            if observations.is_empty() && cm_ids.iter().any(|c| c.dev_name == "rxe_tgt"))
         );
     }
 
