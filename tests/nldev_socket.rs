@@ -16,7 +16,8 @@ use iser_guard::core::qp::{QpState, QpType};
 use iser_guard::core::time::Instant;
 use iser_guard::core::topology::{MatchedBy, Topology, TopologyEvent};
 use iser_guard::io::netlink::{
-    FdTransport, MonitorRead, NetlinkError, NldevClient, NldevMonitor, Skips, Transport,
+    AsyncNldevClient, AsyncTransport, FdTransport, MonitorRead, NetlinkError, NldevClient,
+    NldevMonitor, NldevWatcher, Skips, StepEnd, Transport,
 };
 
 fn no_parent(_: &str) -> Option<String> {
@@ -69,8 +70,13 @@ fn full_snapshot_of_the_lab_host_has_the_gsi_qps_in_rts() {
     let rc = qps.iter().find(|q| q.lqpn == 18).unwrap();
     assert_eq!(rc.qp_type.known(), Some(QpType::Rc));
     assert_eq!(rc.kern_name.as_deref(), Some("rdma_cm"));
-    // GET, 2 x PORT_GET, 2 x RES_QP_GET.
-    assert_eq!(c.stats().requests, 5);
+    // GET, then PORT_GET, RES_QP_GET and RES_CM_ID_GET of each of the two devices.
+    assert_eq!(c.stats().requests, 7);
+    // The CM id table comes with the snapshot (session placement): ib_iser's connection.
+    assert!(report
+        .cm_ids
+        .iter()
+        .any(|c| c.dev_name == "rxe_ini" && c.kern_name.as_deref() == Some("ib_iser")));
 
     let mut model = Topology::new();
     let ev = model.apply_snapshot(report.snapshot, Instant(0));
@@ -496,18 +502,46 @@ fn a_datagram_larger_than_the_receive_buffer_is_read_whole() {
     server.join().unwrap();
 }
 
-#[test]
-fn the_watcher_subscribes_dumps_and_follows_events() {
+#[tokio::test]
+async fn the_async_client_reads_the_real_6_12_snapshot_over_a_socketpair() {
+    let (t, h) = serve(Replay::default().moment("k612/nldev-1-loggedin"));
+    let mut c = AsyncNldevClient::new(t.into_async().unwrap());
+    let report = c.snapshot(&no_parent).await.unwrap();
+    let names: Vec<_> = report
+        .snapshot
+        .devices
+        .iter()
+        .map(|d| d.info.name.as_str())
+        .collect();
+    assert_eq!(names, ["rxe_ini", "rxe_tgt"]);
+    assert_eq!(c.stats().requests, 7);
+    assert!(report
+        .cm_ids
+        .iter()
+        .any(|c| c.dev_name == "rxe_tgt" && c.kern_name.as_deref() == Some("ib_isert")));
+    drop(c);
+    h.join().unwrap();
+}
+
+#[tokio::test]
+async fn the_async_client_times_out_on_a_silent_kernel() {
+    let (t, _k) = pair();
+    let mut c = AsyncNldevClient::new(t.into_async().unwrap()).with_timeout(SHORT);
+    let err = c.devices(&mut Skips::default()).await.unwrap_err();
+    assert!(matches!(err, NetlinkError::Timeout { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn the_watcher_subscribes_dumps_and_follows_events() {
     use iser_guard::core::topology::MonitorSupport;
-    use iser_guard::io::netlink::NldevWatcher;
     use std::cell::Cell;
 
     let (t, h) = serve(Replay::default().moment("k612/nldev-1-loggedin"));
     let (mon_t, mon_k) = pair();
-    let mut mon = Some(NldevMonitor::new(mon_t));
+    let mut mon = Some(NldevMonitor::new(mon_t.into_async().unwrap()));
     let empty_sysfs = tempfile::tempdir().unwrap();
     let mut w = NldevWatcher::new(
-        NldevClient::new(t),
+        AsyncNldevClient::new(t.into_async().unwrap()),
         Box::new(move || mon.take().ok_or(NetlinkError::Closed)),
         Duration::from_secs(5),
         empty_sysfs.path().to_path_buf(),
@@ -515,9 +549,11 @@ fn the_watcher_subscribes_dumps_and_follows_events() {
     );
     let now = Cell::new(0u64);
     let clock = || Instant(now.get());
+    let at_once = || std::future::ready(());
 
     // First step: SYS_GET (6.12: monitor mode 1), subscribe, initial dump.
-    let ev = w.step(&clock, Duration::ZERO).unwrap();
+    let (ev, end) = w.step(&clock, at_once()).await.unwrap();
+    assert_eq!(end, StepEnd::Dumped);
     assert_eq!(w.poller().monitor(), MonitorSupport::Supported);
     let appeared: Vec<_> = ev
         .iter()
@@ -528,12 +564,24 @@ fn the_watcher_subscribes_dumps_and_follows_events() {
         .collect();
     assert_eq!(appeared, ["rxe_ini", "rxe_tgt"]);
     assert_eq!(w.poller().next_deadline(), Some(Instant(5_000)));
+    assert!(
+        w.take_scan().is_some(),
+        "the dump's sysfs scan is kept for the port map"
+    );
+
+    // Nothing due, nothing on the event socket: the wake future ends the wait.
+    let (ev, end) = w.step(&clock, at_once()).await.unwrap();
+    assert_eq!((ev.len(), end), (0, StepEnd::Woken));
 
     // The kernel says rxe_ini was unregistered (real 6.12 event bytes): the model follows
     // and the next dump is brought forward.
     mon_k.send(&monitor_events()[4]);
     now.set(1_000);
-    let ev = w.step(&clock, Duration::from_secs(2)).unwrap();
+    let (ev, end) = w
+        .step(&clock, tokio::time::sleep(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert_eq!(end, StepEnd::Monitor);
     assert!(
         matches!(ev.as_slice(), [TopologyEvent::DeviceDisappeared { device }] if device.name == "rxe_ini"),
         "{ev:#?}"
@@ -541,11 +589,14 @@ fn the_watcher_subscribes_dumps_and_follows_events() {
     assert_eq!(w.poller().next_deadline(), Some(Instant(1_250)));
     assert!(w.topology().device("rxe_ini").is_none());
 
-    // At the deadline the watcher dumps again (SYS_GET + 5 dump requests so far, then 5 more).
+    // At the deadline the watcher dumps again.
     now.set(1_250);
-    w.step(&clock, Duration::ZERO).unwrap();
+    let (_, end) = w.step(&clock, at_once()).await.unwrap();
+    assert_eq!(end, StepEnd::Dumped);
     assert!(w.topology().device("rxe_ini").is_some());
     assert!(w.last_error().is_none());
+    // SYS_GET + 7 dump requests, twice.
+    assert_eq!(w.client().stats().requests, 15);
     drop(w);
     h.join().unwrap();
 }
@@ -553,30 +604,32 @@ fn the_watcher_subscribes_dumps_and_follows_events() {
 /// An event socket that overflows once, then fails for good.
 struct OverflowThenFail(u8);
 
-impl Transport for OverflowThenFail {
-    fn send(&mut self, _: &[u8]) -> io::Result<()> {
-        Ok(())
+impl AsyncTransport for OverflowThenFail {
+    fn send(&mut self, _: &[u8]) -> impl std::future::Future<Output = io::Result<()>> {
+        std::future::ready(Ok(()))
     }
-    fn recv(&mut self, _: Duration) -> io::Result<Option<Vec<u8>>> {
+    fn recv(
+        &mut self,
+        _: Option<tokio::time::Instant>,
+    ) -> impl std::future::Future<Output = io::Result<Option<Vec<u8>>>> {
         self.0 += 1;
-        match self.0 {
+        std::future::ready(match self.0 {
             1 => Err(io::Error::from_raw_os_error(libc::ENOBUFS)),
             _ => Err(io::Error::from_raw_os_error(libc::EBADF)),
-        }
+        })
     }
 }
 
-#[test]
-fn the_watcher_resyncs_after_an_overflow_and_falls_back_to_polling() {
+#[tokio::test]
+async fn the_watcher_resyncs_after_an_overflow_and_falls_back_to_polling() {
     use iser_guard::core::topology::MonitorSupport;
-    use iser_guard::io::netlink::NldevWatcher;
     use std::cell::Cell;
 
     let (t, h) = serve(Replay::default().moment("k612/nldev-1-loggedin"));
     let mut mon = Some(NldevMonitor::new(OverflowThenFail(0)));
     let empty_sysfs = tempfile::tempdir().unwrap();
     let mut w = NldevWatcher::new(
-        NldevClient::new(t),
+        AsyncNldevClient::new(t.into_async().unwrap()),
         Box::new(move || mon.take().ok_or(NetlinkError::Closed)),
         Duration::from_secs(5),
         empty_sysfs.path().to_path_buf(),
@@ -584,12 +637,15 @@ fn the_watcher_resyncs_after_an_overflow_and_falls_back_to_polling() {
     );
     let now = Cell::new(0u64);
     let clock = || Instant(now.get());
-    // Initial dump, then the event socket reports ENOBUFS: a dump is due at once.
-    w.step(&clock, Duration::from_secs(1)).unwrap();
+    let at_once = || std::future::ready(());
+    // Initial dump; then the event socket reports ENOBUFS: a dump is due at once.
+    assert_eq!(w.step(&clock, at_once()).await.unwrap().1, StepEnd::Dumped);
+    assert_eq!(w.step(&clock, at_once()).await.unwrap().1, StepEnd::Monitor);
     assert_eq!(w.poller().next_deadline(), Some(Instant(0)));
     // The resync dump; then the event socket fails: polling continues alone.
     now.set(10);
-    w.step(&clock, Duration::from_secs(1)).unwrap();
+    assert_eq!(w.step(&clock, at_once()).await.unwrap().1, StepEnd::Dumped);
+    assert_eq!(w.step(&clock, at_once()).await.unwrap().1, StepEnd::Monitor);
     assert_eq!(w.poller().monitor(), MonitorSupport::Unsupported);
     assert_eq!(w.poller().next_deadline(), Some(Instant(5_010)));
     assert_eq!(w.topology().devices().len(), 2);
@@ -597,21 +653,25 @@ fn the_watcher_resyncs_after_an_overflow_and_falls_back_to_polling() {
     h.join().unwrap();
 }
 
-#[test]
-fn the_watcher_dumps_the_cm_id_table_with_the_qp_table() {
-    use iser_guard::io::netlink::NldevWatcher;
-
+#[tokio::test]
+async fn the_watcher_dumps_the_cm_id_table_with_the_qp_table() {
     for kernel in ["k61", "k612"] {
         let (t, h) = serve(Replay::default().moment(&format!("{kernel}/nldev-1-loggedin")));
         let empty_sysfs = tempfile::tempdir().unwrap();
         let mut w = NldevWatcher::new(
-            NldevClient::new(t),
+            AsyncNldevClient::new(t.into_async().unwrap()),
             Box::new(|| Err::<NldevMonitor<OverflowThenFail>, _>(NetlinkError::Closed)),
             Duration::from_secs(5),
             empty_sysfs.path().to_path_buf(),
             Instant(0),
         );
-        w.step(&|| Instant(0), Duration::ZERO).unwrap();
+        assert_eq!(
+            w.step(&|| Instant(0), std::future::ready(()))
+                .await
+                .unwrap()
+                .1,
+            StepEnd::Dumped
+        );
         let iser: Vec<_> = w
             .cm_ids()
             .iter()
@@ -628,4 +688,365 @@ fn the_watcher_dumps_the_cm_id_table_with_the_qp_table() {
         drop(w);
         h.join().unwrap();
     }
+}
+
+// --- The poll schedule in virtual time -------------------------------------------------
+//
+// The daemon's topology source (`watch_netlink`) over an in-process kernel double that
+// answers from the same captured bytes at once, on a paused runtime clock: the timers are
+// the real ones, time only moves when every task waits, so the tests see exactly when each
+// request is sent and that nothing is sent in between.
+
+mod virtual_time {
+    use super::*;
+    use iser_guard::daemon::sources::{
+        watch_netlink, HostTopology, NetlinkAccess, Signal, TopologyReport,
+    };
+    use iser_guard::io::netlink::RuntimeTimer;
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+    use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+    /// RDMA_NLDEV_CMD_GET (client 5, op 1): the first request of every dump.
+    const NLDEV_GET: u16 = 0x1401;
+    const NLM_F_DUMP: u16 = 0x300;
+
+    /// (virtual ms, message type, flags) of every request sent.
+    type Log = Arc<Mutex<Vec<(u64, u16, u16)>>>;
+
+    /// Answers each request from a [`Replay`] at once (as the real kernel does within
+    /// `send()`/`recv()`), or never (`silent`).
+    struct ReplayKernel {
+        replay: Arc<Mutex<Replay>>,
+        queue: VecDeque<Vec<u8>>,
+        log: Log,
+        start: tokio::time::Instant,
+        silent: bool,
+    }
+
+    impl AsyncTransport for ReplayKernel {
+        fn send(&mut self, d: &[u8]) -> impl std::future::Future<Output = io::Result<()>> {
+            let kind = u16::from_ne_bytes([d[4], d[5]]);
+            let flags = u16::from_ne_bytes([d[6], d[7]]);
+            let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap();
+            self.log.lock().unwrap().push((ms, kind, flags));
+            if !self.silent {
+                match self.replay.lock().unwrap().answer(d) {
+                    Some(msgs) => self
+                        .queue
+                        .extend(msgs.iter().map(|m| with_seq(m, seq_of(d)))),
+                    None => self.queue.push_back(error_reply(d, -22)),
+                }
+            }
+            std::future::ready(Ok(()))
+        }
+
+        fn recv(
+            &mut self,
+            deadline: Option<tokio::time::Instant>,
+        ) -> impl std::future::Future<Output = io::Result<Option<Vec<u8>>>> {
+            let next = self.queue.pop_front();
+            async move {
+                if next.is_some() {
+                    return Ok(next);
+                }
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// An event socket fed by a channel.
+    struct ChannelEvents(UnboundedReceiver<Vec<u8>>);
+
+    impl AsyncTransport for ChannelEvents {
+        fn send(&mut self, _: &[u8]) -> impl std::future::Future<Output = io::Result<()>> {
+            std::future::ready(Ok(()))
+        }
+        async fn recv(
+            &mut self,
+            deadline: Option<tokio::time::Instant>,
+        ) -> io::Result<Option<Vec<u8>>> {
+            let got = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, self.0.recv()).await {
+                    Ok(got) => got,
+                    Err(_) => return Ok(None),
+                },
+                None => self.0.recv().await,
+            };
+            // A closed channel reads as a closed socket (an empty datagram).
+            Ok(Some(got.unwrap_or_default()))
+        }
+    }
+
+    struct Setup {
+        watcher: NldevWatcher<ReplayKernel, ChannelEvents>,
+        /// What the kernel double answers (a test may change it mid-run).
+        replay: Arc<Mutex<Replay>>,
+        log: Log,
+        events: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+        start: tokio::time::Instant,
+        _sysfs: tempfile::TempDir,
+    }
+
+    fn setup(silent: bool) -> Setup {
+        let start = tokio::time::Instant::now();
+        let replay = Arc::new(Mutex::new(
+            Replay::default().moment("k612/nldev-1-loggedin"),
+        ));
+        let log = Log::default();
+        let kernel = ReplayKernel {
+            replay: replay.clone(),
+            queue: VecDeque::new(),
+            log: log.clone(),
+            start,
+            silent,
+        };
+        let (events, rx) = unbounded_channel();
+        let mut mon = Some(NldevMonitor::new(ChannelEvents(rx)));
+        let sysfs = tempfile::tempdir().unwrap();
+        let watcher = NldevWatcher::new(
+            AsyncNldevClient::new(kernel),
+            Box::new(move || mon.take().ok_or(NetlinkError::Closed)),
+            Duration::from_secs(5),
+            sysfs.path().to_path_buf(),
+            Instant(0),
+        );
+        Setup {
+            watcher,
+            replay,
+            log,
+            events,
+            start,
+            _sysfs: sysfs,
+        }
+    }
+
+    /// Instants (virtual ms) at which a dump started.
+    fn dumps(log: &Log) -> Vec<u64> {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, kind, flags)| *kind == NLDEV_GET && flags & NLM_F_DUMP == NLM_F_DUMP)
+            .map(|(ms, _, _)| *ms)
+            .collect()
+    }
+
+    /// Runs `watch_netlink` on `s` for `for_ms` of virtual time, with `during` running next
+    /// to it; returns the reports it sent.
+    async fn run_for(
+        s: &mut Setup,
+        for_ms: u64,
+        refresh: &Signal,
+        during: impl std::future::Future<Output = ()>,
+    ) -> Vec<TopologyReport> {
+        let start = s.start;
+        let clock = move || Instant(u64::try_from(start.elapsed().as_millis()).unwrap());
+        let (tx, mut rx) = unbounded_channel();
+        let stop = Signal::default();
+        let sysfs = s._sysfs.path().to_path_buf();
+        let watch = watch_netlink(&mut s.watcher, &clock, &sysfs, &tx, refresh, &stop);
+        let bounded = tokio::time::timeout(Duration::from_millis(for_ms), async {
+            tokio::join!(watch, during).0
+        });
+        if let Ok(r) = bounded.await {
+            panic!("watch_netlink ended early: {r:?}");
+        }
+        let mut out = Vec::new();
+        while let Ok(r) = rx.try_recv() {
+            out.push(r);
+        }
+        out
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_source_dumps_once_per_interval_and_sends_nothing_between() {
+        let mut s = setup(false);
+        let reports = run_for(&mut s, 60_500, &Signal::default(), async {}).await;
+        let at = dumps(&s.log);
+        assert_eq!(
+            at.len(),
+            13,
+            "one dump at start, then one every 5 s: {at:?}"
+        );
+        for pair in at.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!((5_000..=5_010).contains(&gap), "{at:?}");
+        }
+        // Every request belongs to a dump: SYS_GET once, then 7 per dump (GET, and PORT_GET,
+        // RES_QP_GET, RES_CM_ID_GET of each of the two devices); none in between.
+        assert_eq!(s.log.lock().unwrap().len(), 1 + 13 * 7);
+        // One report (the first dump); the others changed nothing, so the loop hears nothing.
+        assert_eq!(reports.len(), 1, "{reports:#?}");
+        assert!(
+            matches!(&reports[0], TopologyReport::Update { observations, ports, cm_ids }
+            if observations.len() == 2 && ports.is_empty()
+                && cm_ids.iter().any(|c| c.kern_name.as_deref() == Some("ib_iser")))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_changed_cm_id_table_alone_is_reported() {
+        let mut s = setup(false);
+        let replay = s.replay.clone();
+        // At 2 s ib_iser's connection on rxe_ini goes away (its CM id dump ends empty: the
+        // captured NLMSG_DONE only); devices, ports and GSI QPs stay as they were.
+        let logout = async move {
+            tokio::time::sleep(Duration::from_millis(2_000)).await;
+            let edited = std::mem::take(&mut *replay.lock().unwrap()).edit(
+                "k612/nldev-1-loggedin/10-res-cm-id-get-dump-dev0.hex",
+                |replies| {
+                    let done = replies.pop().unwrap();
+                    *replies = vec![done];
+                },
+            );
+            *replay.lock().unwrap() = edited;
+        };
+        let reports = run_for(&mut s, 6_000, &Signal::default(), logout).await;
+        let iser = |r: &TopologyReport| match r {
+            TopologyReport::Update { cm_ids, .. } => cm_ids
+                .iter()
+                .filter(|c| c.kern_name.as_deref() == Some("ib_iser"))
+                .count(),
+            other => panic!("{other:?}"),
+        };
+        // The first dump, then the 5 s dump: no topology event, but the table changed.
+        assert_eq!(reports.len(), 2, "{reports:#?}");
+        assert_eq!(iser(&reports[0]), 1);
+        assert_eq!(iser(&reports[1]), 0);
+        assert!(
+            matches!(&reports[1], TopologyReport::Update { observations, cm_ids, .. }
+            if observations.is_empty() && cm_ids.iter().any(|c| c.dev_name == "rxe_tgt"))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_device_event_brings_one_dump_forward_by_the_debounce() {
+        let mut s = setup(false);
+        let events = s.events.clone();
+        let burst = async move {
+            tokio::time::sleep(Duration::from_millis(7_000)).await;
+            // REGISTER and NETDEV_ATTACH of the same device (real 6.12 bytes): one dump.
+            let all = monitor_events();
+            events.send(all[4].clone()).unwrap();
+            events.send(all[5].clone()).unwrap();
+            events.send(all[6].clone()).unwrap();
+        };
+        let reports = run_for(&mut s, 13_000, &Signal::default(), burst).await;
+        let at = dumps(&s.log);
+        assert_eq!(at.len(), 4, "{at:?}");
+        assert_eq!(at[0], 0);
+        assert!((5_000..5_010).contains(&at[1]), "{at:?}");
+        assert!((7_250..7_260).contains(&at[2]), "{at:?}");
+        assert!((12_250..12_270).contains(&at[3]), "{at:?}");
+        // The first dump, then the events as they came (device gone, re-created), then the
+        // dump after them (the model already knew).
+        assert!(reports.len() >= 2, "{reports:#?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refresh_dumps_at_once_and_restarts_the_interval() {
+        let mut s = setup(false);
+        let refresh = Arc::new(Signal::default());
+        let r = refresh.clone();
+        let ask = async move {
+            tokio::time::sleep(Duration::from_millis(2_000)).await;
+            r.raise();
+        };
+        let reports = run_for(&mut s, 8_000, &refresh, ask).await;
+        let at = dumps(&s.log);
+        assert_eq!(at.len(), 3, "{at:?}");
+        assert!((2_000..2_010).contains(&at[1]), "{at:?}");
+        assert!((7_000..7_020).contains(&at[2]), "{at:?}");
+        // A forced dump is always reported, changes or not (the engine waits for it).
+        assert_eq!(reports.len(), 2, "{reports:#?}");
+        assert!(!refresh.is_raised());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_kernel_fails_each_request_after_5_s_and_is_retried_an_interval_later() {
+        let mut s = setup(true);
+        let _ = run_for(&mut s, 16_000, &Signal::default(), async {}).await;
+        let log = s.log.lock().unwrap().clone();
+        let times: Vec<u64> = log.iter().map(|(ms, _, _)| *ms).collect();
+        // SYS_GET at 0 (times out at 5 s: no device events assumed), the dump at 5 s (times
+        // out at 10 s), the next dump one interval after that failure.
+        assert_eq!(times.len(), 3, "{log:?}");
+        assert!((5_000..5_010).contains(&times[1]), "{log:?}");
+        assert!((15_000..15_030).contains(&times[2]), "{log:?}");
+        assert!(matches!(
+            s.watcher.last_error(),
+            Some(NetlinkError::Timeout { timeout, .. }) if *timeout == Duration::from_secs(5)
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_rdma_netlink_one_report_says_so_then_sysfs_is_scanned_each_interval() {
+        let root = tempfile::tempdir().unwrap();
+        let fixture = fixtures().join("../sysfs/e810");
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", fixture.display()))
+            .arg(root.path())
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let source = Box::new(HostTopology {
+            sysfs_root: root.path().to_path_buf(),
+            interval: Duration::from_secs(5),
+            netlink: NetlinkAccess::Injected(Box::new(|_, _, _| Err(NetlinkError::Unavailable))),
+        });
+        let (tx, mut rx) = unbounded_channel();
+        let (refresh, stop) = (Arc::new(Signal::default()), Arc::new(Signal::default()));
+        // The runtime's timers, which the paused clock drives (production uses a timerfd).
+        tokio::spawn(source.watch(tx, refresh.clone(), stop.clone(), || Box::new(RuntimeTimer)));
+        tokio::time::sleep(Duration::from_millis(7_000)).await;
+        let mut first = Vec::new();
+        while let Ok(r) = rx.try_recv() {
+            first.push(r);
+        }
+        assert!(
+            matches!(first.as_slice(), [TopologyReport::NetlinkUnavailable(m), TopologyReport::Update { ports, .. }]
+                if m.contains("not available") && ports.len() == 1),
+            "{first:#?}"
+        );
+        // The device goes away; the next scan (at 10 s) reports it, nothing before.
+        std::fs::remove_file(root.path().join("class/infiniband/rocep2s0f0")).unwrap();
+        tokio::time::sleep(Duration::from_millis(2_000)).await;
+        assert!(rx.try_recv().is_err(), "no scan between intervals");
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let gone = rx.try_recv().unwrap();
+        assert!(
+            matches!(&gone, TopologyReport::Update { observations, .. }
+                if matches!(observations.as_slice(), [iser_guard::core::recovery::Observation::DeviceGone { device }] if device == "rocep2s0f0")),
+            "{gone:#?}"
+        );
+        // A refresh scans at once; stop ends the task.
+        refresh.raise();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(matches!(rx.try_recv(), Ok(TopologyReport::Update { .. })));
+        stop.raise();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(rx.is_closed() || rx.try_recv().is_err());
+    }
+}
+
+#[tokio::test]
+async fn a_timerfd_sleep_fires_once_and_a_dropped_one_is_disarmed() {
+    use iser_guard::io::netlink::{Timer, TimerFd};
+    let mut t = TimerFd::new().unwrap();
+    let start = std::time::Instant::now();
+    t.sleep(Duration::from_millis(30)).await;
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(30), "{took:?}");
+    // A sleep cancelled before its deadline leaves nothing armed: the next one waits its
+    // own full time, not the stale deadline.
+    let _ =
+        tokio::time::timeout(Duration::from_millis(5), t.sleep(Duration::from_millis(20))).await;
+    let start = std::time::Instant::now();
+    t.sleep(Duration::from_millis(40)).await;
+    assert!(start.elapsed() >= Duration::from_millis(40));
 }

@@ -25,8 +25,12 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     for w in config.warnings() {
         tracing::warn!("configuration: {w}");
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread runs the loop and every source (kernel log, netlink, control socket): an
+    // idle daemon then wakes once per timer, not once per worker hand-off. What may block
+    // (iscsiadm, device re-creation, probes) already runs on the blocking pool, whose threads
+    // stay parked between the session polls instead of being re-created for each one.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .thread_keep_alive(std::time::Duration::from_secs(300))
         .enable_all()
         .build()
         .map_err(|e| Error::io("start the async runtime", e))?;

@@ -11,7 +11,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +28,7 @@ use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::notify::Notifier;
 use crate::daemon::sessions::map_sessions;
-use crate::daemon::sources::{Clock, KernelLog, TopologyReport, TopologySource};
+use crate::daemon::sources::{Clock, KernelLog, Signal, TopologyReport, TopologySource};
 use crate::daemon::workers::{
     AlertQueue, WorkerPool, ALERT_QUEUE, EXECUTOR_QUEUE, EXECUTOR_THREADS,
 };
@@ -144,7 +143,7 @@ impl Deps {
             topology: Box::new(HostTopology {
                 sysfs_root: cfg.paths.sysfs_root.clone(),
                 interval: cfg.poll.netlink,
-                use_netlink: true,
+                netlink: crate::daemon::sources::NetlinkAccess::Kernel,
             }),
             executors: Executors::from_config(cfg),
             clock: Arc::new(BootClock),
@@ -271,7 +270,7 @@ struct Loop {
     sessions_inflight: bool,
     sessions_again: bool,
     last_sessions_error: Option<String>,
-    refresh_topology: Arc<AtomicBool>,
+    refresh_topology: Arc<Signal>,
     inflight: BTreeMap<EffectId, Option<PortId>>,
     /// Each portal's local address, from the last session snapshot (probe source).
     probe_from: BTreeMap<Portal, std::net::IpAddr>,
@@ -347,8 +346,8 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let (journal_tx, mut journal_rx) = unbounded_channel();
     let (sessions_tx, mut sessions_rx) = unbounded_channel();
     let (topo_tx, mut topo_rx) = unbounded_channel();
-    let refresh = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
+    let refresh = Arc::new(Signal::default());
+    let stop = Arc::new(Signal::default());
     deps.topology.start(topo_tx, refresh.clone(), stop.clone());
     let (ctrl_tx, mut ctrl_rx) = unbounded_channel::<(ControlConnection, Request)>();
     let control_task = deps.control.map(|server| {
@@ -518,7 +517,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     // Shutdown: bounded, never waiting for in-flight executors (their children are killed
     // with their process groups when the runtime drops them or on their own timeout).
     lp.notifier.stopping();
-    stop.store(true, Ordering::Relaxed);
+    stop.raise();
     for p in lp.pendings.drain(..) {
         let _ = p.sink.send(Reply::Done {
             ok: false,
@@ -784,9 +783,7 @@ impl Loop {
                         }
                     }
                     ActionKind::RefreshSessions => self.request_sessions(),
-                    ActionKind::RefreshTopology => {
-                        self.refresh_topology.store(true, Ordering::Relaxed)
-                    }
+                    ActionKind::RefreshTopology => self.refresh_topology.raise(),
                     // The driver turns these into journal effects.
                     ActionKind::PersistState { .. } => {}
                     _ => {
@@ -1035,7 +1032,7 @@ impl Loop {
                     overrun,
                     "kernel-log records were lost; re-checking devices and sessions"
                 );
-                self.refresh_topology.store(true, Ordering::Relaxed);
+                self.refresh_topology.raise();
                 self.request_sessions();
             }
         }
@@ -1416,8 +1413,8 @@ mod tests {
         fn start(
             self: Box<Self>,
             tx: UnboundedSender<TopologyReport>,
-            _: Arc<AtomicBool>,
-            _: Arc<AtomicBool>,
+            _: Arc<Signal>,
+            _: Arc<Signal>,
         ) {
             let _ = tx.send(TopologyReport::NetlinkUnavailable("no RDMA netlink".into()));
             let _ = tx.send(TopologyReport::Update {
@@ -1757,6 +1754,22 @@ mod tests {
         }
     }
 
+    /// The alerts sent so far, once one matches `wanted` (or after 5 s): the alert thread
+    /// sends them after the loop decided, so they may arrive after a status answer.
+    async fn alerts_once(
+        sink: &crate::io::syslog::RecordingSink,
+        wanted: impl Fn(&crate::io::syslog::Alert) -> bool,
+    ) -> Vec<crate::io::syslog::Alert> {
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let alerts = sink.alerts();
+            if alerts.iter().any(&wanted) || std::time::Instant::now() >= end {
+                return alerts;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     fn kept_files(dir: &std::path::Path, what: &str) -> Vec<PathBuf> {
         std::fs::read_dir(dir)
             .unwrap()
@@ -1789,7 +1802,7 @@ mod tests {
         assert_eq!(kept_files(dir.path(), "corrupt"), vec![kept.clone()]);
         assert_eq!(std::fs::read(&kept).unwrap(), corrupt);
         // One operator-severity alert names the kept file.
-        let alerts = doubles.alerts.alerts();
+        let alerts = alerts_once(&doubles.alerts, |a| a.what.contains("safe mode")).await;
         let a = alerts
             .iter()
             .find(|a| a.what.contains("safe mode"))
@@ -1831,7 +1844,10 @@ mod tests {
         let problem = st["detail"]["safe_mode"]["problem"].as_str().unwrap();
         assert!(problem.contains("format version 999"), "{st:#}");
         assert_eq!(kept_files(dir.path(), "v999").len(), 1);
-        let alerts = doubles.alerts.alerts();
+        let alerts = alerts_once(&doubles.alerts, |a| {
+            a.message().contains("format version 999")
+        })
+        .await;
         assert!(
             alerts
                 .iter()

@@ -4,19 +4,23 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Notify;
 
 use crate::core::nldev::CmIdEntry;
 use crate::core::recovery::{from_topology_event, Observation};
 use crate::core::session_map::RdmaPortNetdev;
 use crate::core::time::Instant;
 use crate::io::kmsg::{FdSource, KmsgError, KmsgEvent, KmsgReader};
+use crate::io::netlink::{
+    precise_timer, AsyncFdTransport, AsyncTransport, NetlinkError, NldevWatcher, StepEnd, Timer,
+};
 
 /// The engine's time source.
 pub trait Clock: Send + Sync {
@@ -89,28 +93,102 @@ pub enum TopologyReport {
     NetlinkUnavailable(String),
 }
 
-/// Watches RDMA devices and ports; runs on its own thread, reports through `tx` until `stop`.
+/// A flag one side raises and the other waits on without polling (the loop's "refresh the
+/// topology now" and "stop"): an atomic bit plus a wakeup, so a raise is never lost and a
+/// waiter costs nothing until it happens.
+#[derive(Debug, Default)]
+pub struct Signal {
+    raised: AtomicBool,
+    notify: Notify,
+}
+
+impl Signal {
+    /// Raises the flag and wakes every waiter.
+    pub fn raise(&self) {
+        self.raised.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Whether the flag is up.
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(Ordering::SeqCst)
+    }
+
+    /// Lowers the flag; whether it was up.
+    pub fn take(&self) -> bool {
+        self.raised.swap(false, Ordering::SeqCst)
+    }
+
+    /// Completes once the flag is up (at once if it already is).
+    pub async fn raised(&self) {
+        loop {
+            let notified = self.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            // Registered before the check, so a raise between the check and the await wakes us.
+            notified.as_mut().enable();
+            if self.is_raised() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Watches RDMA devices and ports as a task on the loop's runtime, reports through `tx`
+/// until `stop` is raised or the loop is gone.
 pub trait TopologySource: Send {
-    /// Starts watching. `refresh` asks for an immediate re-read (the engine's
-    /// `RefreshTopology`).
+    /// Starts watching (called inside the runtime). `refresh` asks for an immediate re-read
+    /// (the engine's `RefreshTopology`).
     fn start(
         self: Box<Self>,
         tx: UnboundedSender<TopologyReport>,
-        refresh: Arc<AtomicBool>,
-        stop: Arc<AtomicBool>,
+        refresh: Arc<Signal>,
+        stop: Arc<Signal>,
     );
+}
+
+/// The watcher over the real sockets (or, in a harness, over a fake kernel's).
+pub type Watcher = NldevWatcher<AsyncFdTransport, AsyncFdTransport>;
+
+/// Opens a [`Watcher`] given `poll.netlink`, the sysfs root and now; runs inside the runtime.
+pub type WatcherOpener = Box<
+    dyn FnOnce(Duration, PathBuf, crate::core::time::Instant) -> Result<Watcher, NetlinkError>
+        + Send,
+>;
+
+/// Where RDMA netlink comes from.
+pub enum NetlinkAccess {
+    /// The kernel's NETLINK_RDMA sockets.
+    Kernel,
+    /// None: sysfs only.
+    Off,
+    /// Sockets the caller provides (a harness with a fake kernel).
+    Injected(WatcherOpener),
+}
+
+impl std::fmt::Debug for NetlinkAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NetlinkAccess::Kernel => "Kernel",
+            NetlinkAccess::Off => "Off",
+            NetlinkAccess::Injected(_) => "Injected",
+        })
+    }
 }
 
 /// The real source: RDMA netlink ([`crate::io::netlink::NldevWatcher`]) when the kernel has
 /// it, plus sysfs (port netdevs; devices appearing and disappearing when netlink is missing).
-#[derive(Debug, Clone)]
+///
+/// One task, no thread: it waits on the netlink sockets and on one timer (the next dump, or
+/// the next sysfs scan without netlink), so an idle host costs one wakeup per `poll.netlink`.
+#[derive(Debug)]
 pub struct HostTopology {
     /// `paths.sysfs-root`.
     pub sysfs_root: PathBuf,
     /// `poll.netlink`.
     pub interval: Duration,
-    /// Try RDMA netlink at all (false: sysfs only).
-    pub use_netlink: bool,
+    /// Where RDMA netlink comes from.
+    pub netlink: NetlinkAccess,
 }
 
 /// The port → netdev map from a sysfs scan.
@@ -168,7 +246,7 @@ pub fn sysfs_diff(old: &SysfsView, new: &SysfsView) -> Vec<Observation> {
     out
 }
 
-fn scan(root: &std::path::Path) -> crate::io::sysfs::SysfsScan {
+fn scan(root: &Path) -> crate::io::sysfs::SysfsScan {
     match crate::io::sysfs::scan(root) {
         Ok(s) => s,
         Err(e) => {
@@ -182,119 +260,170 @@ impl TopologySource for HostTopology {
     fn start(
         self: Box<Self>,
         tx: UnboundedSender<TopologyReport>,
-        refresh: Arc<AtomicBool>,
-        stop: Arc<AtomicBool>,
+        refresh: Arc<Signal>,
+        stop: Arc<Signal>,
     ) {
-        let spawned = std::thread::Builder::new()
-            .name("iser-guard-topology".into())
-            .spawn(move || self.run(&tx, &refresh, &stop));
-        if let Err(e) = spawned {
-            tracing::error!("cannot start the RDMA topology thread: {e}");
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(self.watch(tx, refresh, stop, precise_timer));
+            }
+            Err(e) => tracing::error!("cannot start the RDMA topology source: {e}"),
         }
     }
 }
 
 impl HostTopology {
-    fn run(&self, tx: &UnboundedSender<TopologyReport>, refresh: &AtomicBool, stop: &AtomicBool) {
+    /// The source's task: netlink if it can be had, else (or once it is gone) sysfs, each
+    /// waiting with a timer from `timers` ([`precise_timer`] in production, the runtime's in
+    /// paused-clock tests).
+    pub async fn watch(
+        self,
+        tx: UnboundedSender<TopologyReport>,
+        refresh: Arc<Signal>,
+        stop: Arc<Signal>,
+        timers: fn() -> Box<dyn Timer>,
+    ) {
+        let HostTopology {
+            sysfs_root,
+            interval,
+            netlink,
+        } = self;
         let clock = BootClock;
-        let now = || clock.now();
-        if self.use_netlink {
-            match crate::io::netlink::NldevWatcher::open(
-                self.interval,
-                self.sysfs_root.clone(),
-                now(),
-            ) {
-                Ok(mut w) => {
-                    let mut first = true;
-                    let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
-                    while !stop.load(Ordering::Relaxed) {
-                        let forced = refresh.swap(false, Ordering::Relaxed);
-                        if forced {
-                            w.request_dump(now());
-                        }
-                        match w.step(&now, Duration::from_millis(250)) {
-                            Ok(events) => {
-                                // A new connection changes the CM id table alone.
-                                if events.is_empty()
-                                    && !first
-                                    && !forced
-                                    && w.cm_ids() == sent_cm_ids.as_slice()
-                                {
-                                    continue;
-                                }
-                                sent_cm_ids = w.cm_ids().to_vec();
-                                first = false;
-                                let observations = events
-                                    .iter()
-                                    .flat_map(|e| from_topology_event(e, w.topology()))
-                                    .collect();
-                                let ports = sysfs_ports(&scan(&self.sysfs_root));
-                                if tx
-                                    .send(TopologyReport::Update {
-                                        observations,
-                                        ports,
-                                        cm_ids: sent_cm_ids.clone(),
-                                    })
-                                    .is_err()
-                                {
-                                    return;
-                                }
-                            }
-                            Err(e) => {
-                                let _ = tx.send(TopologyReport::NetlinkUnavailable(e.to_string()));
-                                break;
-                            }
-                        }
-                    }
-                    if stop.load(Ordering::Relaxed) {
-                        return;
+        let now = move || clock.now();
+        let opened = match netlink {
+            NetlinkAccess::Kernel => Some(NldevWatcher::open(interval, sysfs_root.clone(), now())),
+            NetlinkAccess::Injected(open) => Some(open(interval, sysfs_root.clone(), now())),
+            NetlinkAccess::Off => None,
+        };
+        match opened {
+            Some(Ok(w)) => {
+                let mut w = w.with_timer(timers());
+                match watch_netlink(&mut w, &now, &sysfs_root, &tx, &refresh, &stop).await {
+                    Ok(()) => return,
+                    Err(e) => {
+                        let _ = tx.send(TopologyReport::NetlinkUnavailable(e.to_string()));
                     }
                 }
-                Err(e) => {
-                    let _ = tx.send(TopologyReport::NetlinkUnavailable(e.to_string()));
-                }
+            }
+            Some(Err(e)) => {
+                let _ = tx.send(TopologyReport::NetlinkUnavailable(e.to_string()));
+            }
+            None => {}
+        }
+        watch_sysfs(
+            &sysfs_root,
+            interval,
+            timers().as_mut(),
+            &tx,
+            &refresh,
+            &stop,
+        )
+        .await;
+    }
+}
+
+/// Completes when the loop wants the source to stop or is gone.
+fn finished(tx: &UnboundedSender<TopologyReport>, stop: &Signal) -> bool {
+    stop.is_raised() || tx.is_closed()
+}
+
+/// Follows RDMA netlink through `w` and reports to the loop: after the first dump, after a
+/// forced refresh, and whenever the topology changed. Returns `Ok` when stopped (or the loop
+/// is gone), the error when RDMA netlink itself is (then the caller falls back to sysfs).
+pub async fn watch_netlink<T: AsyncTransport, M: AsyncTransport>(
+    w: &mut NldevWatcher<T, M>,
+    clock: &impl Fn() -> crate::core::time::Instant,
+    sysfs_root: &Path,
+    tx: &UnboundedSender<TopologyReport>,
+    refresh: &Signal,
+    stop: &Signal,
+) -> Result<(), NetlinkError> {
+    let mut first = true;
+    let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
+    loop {
+        if finished(tx, stop) {
+            return Ok(());
+        }
+        let forced = refresh.take();
+        if forced {
+            w.request_dump(clock());
+        }
+        let wake = async {
+            tokio::select! {
+                () = refresh.raised() => {}
+                () = stop.raised() => {}
+                () = tx.closed() => {}
+            }
+        };
+        let (events, end) = w.step(clock, wake).await?;
+        // A new connection changes the CM id table alone (no topology event).
+        let cm_changed = w.cm_ids() != sent_cm_ids.as_slice();
+        if end == StepEnd::Woken || (events.is_empty() && !first && !forced && !cm_changed) {
+            continue;
+        }
+        first = false;
+        if cm_changed {
+            sent_cm_ids = w.cm_ids().to_vec();
+        }
+        let observations = events
+            .iter()
+            .flat_map(|e| from_topology_event(e, w.topology()))
+            .collect();
+        let ports = sysfs_ports(&w.take_scan().unwrap_or_else(|| scan(sysfs_root)));
+        if tx
+            .send(TopologyReport::Update {
+                observations,
+                ports,
+                cm_ids: sent_cm_ids.clone(),
+            })
+            .is_err()
+        {
+            return Ok(());
+        }
+    }
+}
+
+/// Sysfs alone: devices appearing and disappearing, port netdevs, scanned every `interval`
+/// and at once on `refresh`. No QP states (sysfs has no QP table): stuck ports are then known
+/// from the kernel log only.
+pub async fn watch_sysfs(
+    sysfs_root: &Path,
+    interval: Duration,
+    timer: &mut dyn Timer,
+    tx: &UnboundedSender<TopologyReport>,
+    refresh: &Signal,
+    stop: &Signal,
+) {
+    let mut view = SysfsView::new();
+    let mut first = true;
+    loop {
+        if finished(tx, stop) {
+            return;
+        }
+        let forced = refresh.take();
+        let s = scan(sysfs_root);
+        let new = sysfs_view(&s);
+        let observations = sysfs_diff(&view, &new);
+        if first || forced || !observations.is_empty() {
+            let ports = sysfs_ports(&s);
+            if tx
+                .send(TopologyReport::Update {
+                    observations,
+                    ports,
+                    cm_ids: Vec::new(),
+                })
+                .is_err()
+            {
+                return;
             }
         }
-        self.run_sysfs(tx, refresh, stop);
-    }
-
-    /// Sysfs alone: devices appearing and disappearing, port netdevs. No QP states (sysfs has
-    /// no QP table): stuck ports are then known from the kernel log only.
-    fn run_sysfs(
-        &self,
-        tx: &UnboundedSender<TopologyReport>,
-        refresh: &AtomicBool,
-        stop: &AtomicBool,
-    ) {
-        let mut view = SysfsView::new();
-        let mut first = true;
-        let tick = Duration::from_millis(100);
-        let mut since = Duration::ZERO;
-        while !stop.load(Ordering::Relaxed) {
-            let forced = refresh.swap(false, Ordering::Relaxed);
-            if first || forced || since >= self.interval {
-                since = Duration::ZERO;
-                let s = scan(&self.sysfs_root);
-                let new = sysfs_view(&s);
-                let observations = sysfs_diff(&view, &new);
-                if first || forced || !observations.is_empty() {
-                    let ports = sysfs_ports(&s);
-                    if tx
-                        .send(TopologyReport::Update {
-                            observations,
-                            ports,
-                            cm_ids: Vec::new(),
-                        })
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                view = new;
-                first = false;
-            }
-            std::thread::sleep(tick);
-            since += tick;
+        view = new;
+        first = false;
+        tokio::select! {
+            () = timer.sleep(interval) => {}
+            () = refresh.raised() => {}
+            () = stop.raised() => return,
+            () = tx.closed() => return,
         }
     }
 }

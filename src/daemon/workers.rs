@@ -242,9 +242,12 @@ mod tests {
         open: Mutex<bool>,
         cv: std::sync::Condvar,
         inner: RecordingSink,
+        /// Sends begun (the sender holds an alert).
+        entered: std::sync::atomic::AtomicUsize,
     }
     impl AlertSink for Gate {
         fn send(&self, alert: &Alert) -> Result<(), SyslogError> {
+            self.entered.fetch_add(1, Ordering::SeqCst);
             let mut open = self.open.lock().unwrap();
             while !*open {
                 open = self.cv.wait(open).unwrap();
@@ -268,11 +271,27 @@ mod tests {
             open: Mutex::new(false),
             cv: std::sync::Condvar::new(),
             inner: RecordingSink::default(),
+            entered: std::sync::atomic::AtomicUsize::new(0),
         });
         let q = AlertQueue::new(4).unwrap();
+        // The sender takes the first alert and stalls on the receiver before the storm, so
+        // the whole count rides on one later alert (otherwise how much the sender thread
+        // saw before its first take depends on when it was first scheduled).
+        assert_eq!(
+            q.send(gate.clone(), alert(Severity::Warning, "dev0")),
+            Queued::Queued
+        );
+        let started = std::time::Instant::now();
+        while gate.entered.load(Ordering::SeqCst) == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "sender never started"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let start = std::time::Instant::now();
         let mut coalesced = 0;
-        for i in 0..10_000 {
+        for i in 1..10_000 {
             let sev = if i == 5000 {
                 Severity::Crit
             } else {
