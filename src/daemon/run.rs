@@ -254,6 +254,9 @@ struct Loop {
     addresses: AddressLister,
     routes: RouteLookup,
     journal: Journal,
+    /// The journal write running on a blocking thread, if any: the shutdown write waits
+    /// for it, so the last snapshot written is the final one.
+    journal_write: Option<tokio::task::JoinHandle<()>>,
     /// Executor work (actions, session listings, plans): a fixed set of threads.
     pool: WorkerPool,
     /// The one alert sender.
@@ -374,6 +377,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         addresses: deps.addresses,
         routes: deps.routes,
         journal,
+        journal_write: None,
         pool,
         alert_queue,
         safe_mode,
@@ -525,6 +529,11 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             exit_code: EXIT_TEMPFAIL,
             detail: None,
         });
+    }
+    if let Some(write) = lp.journal_write.take() {
+        // Two fsyncs at most; the journal's lock would serialise the writes anyway, but
+        // only waiting keeps the older snapshot from landing last.
+        let _ = write.await;
     }
     let (journal, snapshot) = (lp.journal.clone(), lp.driver.engine().snapshot());
     match tokio::task::spawn_blocking(move || journal.save(&snapshot)).await {
@@ -831,16 +840,17 @@ impl Loop {
     /// The journal write (atomic write, two fsyncs) on a blocking thread; its result comes
     /// back to the loop, which reports it to the driver. The driver hands out nothing after
     /// it (in particular no destructive effect) until then.
-    fn write_journal(&self, id: EffectId, snapshot: Box<EngineSnapshot>, reason: String) {
+    fn write_journal(&mut self, id: EffectId, snapshot: Box<EngineSnapshot>, reason: String) {
         let journal = self.journal.clone();
         let tx = self.journal_tx.clone();
-        tokio::task::spawn_blocking(move || {
+        // The driver hands out one journal write at a time: the previous one is done.
+        self.journal_write = Some(tokio::task::spawn_blocking(move || {
             let written = journal.save(&snapshot).map_err(|e| {
                 tracing::error!("cannot write the journal ({reason}): {e}");
                 e.to_string()
             });
             let _ = tx.send((id, written));
-        });
+        }));
     }
 
     /// Logs what a planned (dry-run) re-creation would do, from the resetter's own plan.

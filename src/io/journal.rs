@@ -66,10 +66,14 @@ pub enum JournalError {
     },
 }
 
-/// The journal in one state directory.
+/// The journal in one state directory. Clones share one write lock: every write goes
+/// through the same temporary file (`.engine-journal.json.tmp`), so two writes that
+/// overlapped (the shutdown write and one still running on a blocking thread) would
+/// truncate each other's file and one `rename` would find it gone.
 #[derive(Debug, Clone)]
 pub struct Journal {
     dir: PathBuf,
+    write_lock: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
 impl Journal {
@@ -77,6 +81,7 @@ impl Journal {
     pub fn new(state_dir: impl Into<PathBuf>) -> Self {
         Journal {
             dir: state_dir.into(),
+            write_lock: std::sync::Arc::default(),
         }
     }
 
@@ -86,7 +91,14 @@ impl Journal {
     }
 
     /// Replaces the journal with `snapshot`, atomically and durably.
+    /// Writes never overlap (see [`Journal`]).
     pub fn save(&self, snapshot: &EngineSnapshot) -> Result<(), JournalError> {
+        // A writer that panicked left no half state behind the lock (the file is replaced
+        // atomically), so a poisoned lock is still usable.
+        let _one_writer = self
+            .write_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         write_atomic(&self.path(), &format::encode(snapshot))
             .map_err(|source| JournalError::Write { source })
     }
@@ -247,6 +259,30 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from(JOURNAL_FILE)]);
+    }
+
+    #[test]
+    fn overlapping_saves_from_clones_all_succeed() {
+        // The lab's standalone `reconnect`: the shutdown write ran while the loop's last
+        // write was still on a blocking thread; both used the same temporary file and one
+        // rename failed with ENOENT.
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path());
+        let snap = Engine::new(Policy::default(), 7).snapshot();
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (j, snap) = (j.clone(), snap.clone());
+                std::thread::spawn(move || {
+                    (0..40)
+                        .map(|_| j.save(&snap).map_err(|e| e.to_string()))
+                        .filter(Result::is_err)
+                        .count()
+                })
+            })
+            .collect();
+        let failed: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(failed, 0, "overlapping journal writes failed");
+        assert_eq!(j.load().unwrap(), Some(snap));
     }
 
     #[test]
