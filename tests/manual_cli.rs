@@ -161,6 +161,36 @@ fn reconnect_logs_the_matching_session_out_and_in() {
 }
 
 #[test]
+fn standalone_reconnect_waits_for_its_logout_and_login() {
+    // The lab (6.12, standalone `reconnect --yes`): the command said "done" 40 ms after it
+    // started the logout, and shutdown killed the iscsiadm child: the session was never
+    // logged in again. A logout that takes a while must be waited for, then the login.
+    let h = FakeHost::new();
+    // A second RDMA device (the lab's rxe_tgt): with no CM id table and no route lookups
+    // the session is then placed on no port, the lab's first scan.
+    let ib = h.sys().join("devices/virtual/infiniband/rxe_tgt");
+    std::fs::create_dir_all(ib.join("ports/1/gid_attrs/ndevs")).unwrap();
+    std::fs::write(ib.join("ports/1/gid_attrs/ndevs/0"), "tgt0\n").unwrap();
+    std::fs::write(ib.join("ports/1/state"), "4: ACTIVE\n").unwrap();
+    std::fs::write(ib.join("node_type"), "1: CA\n").unwrap();
+    std::os::unix::fs::symlink(&ib, h.sys().join("class/infiniband/rxe_tgt")).unwrap();
+    let cfg = h.config("");
+    let _target = h.start_target();
+    std::fs::write(h.bin().join("logout-delay"), "1\n").unwrap();
+    let o = run(&h, &cfg, &["reconnect", "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let argv = h.argv();
+    assert!(argv.iter().any(|l| l.ends_with("--logout")), "{argv:?}");
+    assert!(argv.iter().any(|l| l.ends_with("--login")), "{argv:?}");
+    assert_eq!(h.session(), "LOGGED_IN");
+    assert!(
+        !stderr(&o).contains("cannot write the journal"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn a_held_lock_refuses_with_75_naming_the_holder() {
     let h = FakeHost::new();
     let cfg = h.config("");

@@ -168,6 +168,11 @@ struct Finished {
 struct Pending {
     sink: UnboundedSender<Reply>,
     ports: BTreeSet<PortId>,
+    /// A `reconnect`: it also waits for the operator logouts/logins of sessions on no RDMA
+    /// port (they belong to no port, so `ports` does not cover them).
+    session_ops: bool,
+    /// How many operator session-op failures the engine had reported when it started.
+    failures_before: usize,
     deadline: crate::core::time::Instant,
     what: String,
 }
@@ -271,6 +276,9 @@ struct Loop {
     journal_tx: UnboundedSender<(EffectId, Result<(), String>)>,
     sessions_tx: UnboundedSender<Result<Parsed<SessionDetail>, String>>,
     sessions_inflight: bool,
+    /// The listing in flight was asked for after the first topology report: its sessions
+    /// can be placed on RDMA ports. Only such a listing completes the first scan.
+    listing_placed: bool,
     sessions_again: bool,
     last_sessions_error: Option<String>,
     refresh_topology: Arc<Signal>,
@@ -388,6 +396,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         journal_tx,
         sessions_tx,
         sessions_inflight: false,
+        listing_placed: false,
         sessions_again: false,
         last_sessions_error: None,
         refresh_topology: refresh,
@@ -884,6 +893,7 @@ impl Loop {
             return;
         }
         self.sessions_inflight = true;
+        self.listing_placed = self.ready.topology;
         let iscsi = self.ex.iscsi.clone();
         let tx = self.sessions_tx.clone();
         let job = move || {
@@ -899,7 +909,12 @@ impl Loop {
 
     fn on_sessions(&mut self, r: Result<Parsed<SessionDetail>, String>) {
         self.sessions_inflight = false;
-        self.ready.sessions = true;
+        // A listing taken before the ports were known placed nothing: the first scan (and
+        // a one-shot command) waits for the one asked for when the topology came.
+        let placed = self.listing_placed;
+        if placed {
+            self.ready.sessions = true;
+        }
         match r {
             Ok(parsed) => {
                 self.last_sessions_error = None;
@@ -949,7 +964,9 @@ impl Loop {
                 tracing::debug!(sessions = list.len(), "iscsiadm session snapshot");
                 let now = self.now();
                 self.driver.handle_sessions(list, now);
-                self.ready.sessions_read = true;
+                if placed {
+                    self.ready.sessions_read = true;
+                }
             }
             Err(e) => {
                 if self.last_sessions_error.as_deref() != Some(e.as_str()) {
@@ -980,9 +997,10 @@ impl Loop {
                     tracing::info!(observation = %obs.describe(), "RDMA topology");
                     self.driver.handle_observation(obs, Trust::Trusted, now);
                 }
-                if (changed && !first) || (first && self.ready.sessions) {
-                    // Sessions may now be placed differently (or were listed before the
-                    // ports were known).
+                if changed || first {
+                    // Sessions may now be placed differently; on the first report, the
+                    // listing that completes the first scan (any earlier one was taken
+                    // before the ports were known).
                     self.request_sessions();
                 }
             }
@@ -1114,10 +1132,12 @@ impl Loop {
         let now = self.now();
         let mut keep = Vec::new();
         for p in std::mem::take(&mut self.pendings) {
+            let engine = self.driver.engine();
             let busy = self
                 .inflight
                 .values()
-                .any(|port| port.as_ref().is_some_and(|id| p.ports.contains(id)));
+                .any(|port| port.as_ref().is_some_and(|id| p.ports.contains(id)))
+                || (p.session_ops && engine.operator_session_ops() > 0);
             let phases: Vec<(PortId, Option<Phase>)> = p
                 .ports
                 .iter()
@@ -1127,7 +1147,7 @@ impl Loop {
                 .iter()
                 .all(|(_, ph)| matches!(ph, Some(Phase::Healthy | Phase::Quarantined) | None));
             if !busy && settled {
-                let failed: Vec<String> = phases
+                let mut failed: Vec<String> = phases
                     .iter()
                     .filter(|(_, ph)| *ph == Some(Phase::Quarantined))
                     .map(|(id, _)| {
@@ -1135,6 +1155,10 @@ impl Loop {
                         format!("{id}: {}", why.unwrap_or_default())
                     })
                     .collect();
+                if p.session_ops {
+                    let all = self.driver.engine().operator_failures();
+                    failed.extend(all.iter().skip(p.failures_before).cloned());
+                }
                 if failed.is_empty() {
                     done(
                         &p.sink,
@@ -1252,6 +1276,7 @@ impl Loop {
             self.dry_run(cmd, what, sink);
             return;
         }
+        let failures_before = self.driver.engine().operator_failures().len();
         match self.driver.handle_command(cmd.clone(), now) {
             Err(e) => done(&sink, false, format!("{what}: refused: {e}"), EXIT_NOINPUT),
             Ok((command, msg)) => {
@@ -1265,6 +1290,8 @@ impl Loop {
                 self.pendings.push(Pending {
                     sink,
                     ports,
+                    session_ops: matches!(cmd, OperatorCommand::Reconnect { .. }),
+                    failures_before,
                     deadline: now.plus(OPERATOR_DEADLINE),
                     what,
                 });

@@ -129,6 +129,9 @@ pub struct Engine {
     /// Live sessions of the last session list that no port holds (not placed, never
     /// remembered): not journaled, re-learned from every list.
     unplaced: BTreeMap<SessionKey, SessionInfo>,
+    /// Why operator logouts/logins of sessions on no RDMA port failed, in order (not
+    /// journaled): a command's caller reports the ones after its start.
+    operator_failures: Vec<String>,
 }
 
 impl Engine {
@@ -160,6 +163,7 @@ impl Engine {
             qp_table: None,
             journaled: None,
             unplaced: BTreeMap::new(),
+            operator_failures: Vec::new(),
         }
     }
 
@@ -673,6 +677,25 @@ impl Engine {
             self.evaluate_all(now);
         }
         self.finish();
+    }
+
+    /// Operator logouts/logins of sessions on no RDMA port still in flight (`reconnect` of
+    /// a session no port holds): its command is not finished before they are.
+    pub fn operator_session_ops(&self) -> usize {
+        self.inflight
+            .values()
+            .filter(|i| {
+                matches!(
+                    i.kind,
+                    InFlightKind::OperatorLogout(_) | InFlightKind::OperatorLogin(_)
+                )
+            })
+            .count()
+    }
+
+    /// Why operator logouts/logins of sessions on no RDMA port failed, oldest first.
+    pub fn operator_failures(&self) -> &[String] {
+        &self.operator_failures
     }
 
     /// A complete scan was reported since the start (destructive actions may run).
@@ -1601,6 +1624,10 @@ impl Engine {
 
     fn on_operator_logout(&mut self, node: IscsiNode, status: IscsiadmStatus, now: Instant) {
         if !matches!(status, IscsiadmStatus::Success | IscsiadmStatus::NotFound) {
+            self.operator_failures.push(format!(
+                "{}: iscsiadm --logout: {status:?}; the session was left as it was",
+                node.key
+            ));
             self.alert(
                 now,
                 Severity::Error,
@@ -1646,6 +1673,10 @@ impl Engine {
             self.mark_dirty(format!("{}: reconnected (operator)", node.key));
             return;
         }
+        self.operator_failures.push(format!(
+            "{}: iscsiadm --login: {status:?}; the session is logged out now",
+            node.key
+        ));
         self.alert(
             now,
             Severity::Critical,
