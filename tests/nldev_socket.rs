@@ -112,8 +112,9 @@ fn deleted_and_readded_device_is_followed_across_its_new_index() {
     );
     assert!(
         matches!(all[2].as_slice(), [TopologyEvent::DeviceRecreated {
-            device, old_index: 0, matched_by: MatchedBy::Netdev, .. }]
-            if device.name == "rxe_ini" && device.index == 2),
+            device, old_index: 0, matched_by: MatchedBy::Netdev, .. },
+            TopologyEvent::GsiReady { port: 1, device: ready }]
+            if device.name == "rxe_ini" && device.index == 2 && ready.index == 2),
         "{:#?}",
         all[2]
     );

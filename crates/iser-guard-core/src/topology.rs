@@ -245,6 +245,16 @@ pub enum TopologyEvent {
     },
     /// The GSI QP of a port is in ERR: the port cannot make new RDMA connections.
     PortStuck(StuckPort),
+    /// A port's GSI QP is listed in RTS and was not in the previous table of this
+    /// registration: a device seen for the first time, a re-created device's fresh QP 1
+    /// (captures/nldevcap-k612: rxe_ini re-added, `lqpn 1 type GSI state RTS`), or one
+    /// listed late. A port coming out of ERR is [`TopologyEvent::PortUnstuck`] instead.
+    GsiReady {
+        /// The device.
+        device: DeviceRef,
+        /// The port.
+        port: u32,
+    },
     /// A port reported stuck is no longer.
     PortUnstuck {
         /// The device.
@@ -263,6 +273,11 @@ pub struct Topology {
     /// Removed devices kept to recognise their re-creation (newest last).
     ghosts: Vec<Device>,
     stuck: BTreeMap<(DeviceKey, u32), StuckPort>,
+    /// Ports whose GSI QP the last dump listed in RTS.
+    gsi_rts: std::collections::BTreeSet<(DeviceKey, u32)>,
+    /// The devices of the last dump (a device first seen now is not "ready" news: the
+    /// first dump after a start would report every port).
+    last_keys: std::collections::BTreeSet<DeviceKey>,
     next_key: u64,
 }
 
@@ -450,10 +465,22 @@ impl Topology {
         let mut current: BTreeMap<(DeviceKey, u32), (DeviceRef, Option<String>, QpEntry)> =
             BTreeMap::new();
         let mut gsi_listed: Vec<(DeviceKey, u32)> = Vec::new();
+        let mut rts: std::collections::BTreeSet<(DeviceKey, u32)> = Default::default();
+        let mut ready: Vec<(DeviceRef, u32)> = Vec::new();
         for d in &self.devices {
             for qp in d.qps.iter().flatten().filter(|q| q.is_gsi()) {
                 let Some(port) = d.qp_port(qp) else { continue };
                 gsi_listed.push((d.key, port));
+                if qp.state == QpState::Rts {
+                    let k = (d.key, port);
+                    let fresh = recreated.contains(&d.key)
+                        || (self.last_keys.contains(&d.key) && !self.gsi_rts.contains(&k));
+                    // Out of ERR: PortUnstuck says it (below).
+                    if fresh && !self.stuck.contains_key(&k) {
+                        ready.push((d.reference(), port));
+                    }
+                    rts.insert(k);
+                }
                 if qp.state == QpState::Err {
                     let netdev = d
                         .port(port)
@@ -463,6 +490,13 @@ impl Topology {
                 }
             }
         }
+        self.gsi_rts = rts;
+        self.last_keys = self.devices.iter().map(|d| d.key).collect();
+        events.extend(
+            ready
+                .into_iter()
+                .map(|(device, port)| TopologyEvent::GsiReady { device, port }),
+        );
         let before = std::mem::take(&mut self.stuck);
         for (k, old) in &before {
             if current.contains_key(k) {
@@ -1070,18 +1104,27 @@ mod tests {
             ]),
             Instant(10_000),
         );
+        let now = DeviceRef {
+            key,
+            name: "rxe_ini".into(),
+            index: 2,
+        };
+        // The re-created device's fresh QP 1 in RTS is news too (the engine verifies the
+        // re-creation on it), though QP 1 was never stuck.
         assert_eq!(
             ev,
-            vec![TopologyEvent::DeviceRecreated {
-                device: DeviceRef {
-                    key,
-                    name: "rxe_ini".into(),
-                    index: 2
+            vec![
+                TopologyEvent::DeviceRecreated {
+                    device: now.clone(),
+                    old_index: 0,
+                    old_name: "rxe_ini".into(),
+                    matched_by: MatchedBy::Netdev,
                 },
-                old_index: 0,
-                old_name: "rxe_ini".into(),
-                matched_by: MatchedBy::Netdev,
-            }]
+                TopologyEvent::GsiReady {
+                    device: now,
+                    port: 1
+                }
+            ]
         );
         assert_eq!(t.device("rxe_ini").unwrap().key, key);
     }
@@ -1116,7 +1159,36 @@ mod tests {
             Instant(1),
         );
         assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceRecreated {
-            device, old_index: 0, matched_by: MatchedBy::Netdev, .. }] if device.key == key));
+            device, old_index: 0, matched_by: MatchedBy::Netdev, .. },
+            TopologyEvent::GsiReady { port: 1, .. }] if device.key == key));
+    }
+
+    #[test]
+    fn a_gsi_qp_listed_late_is_ready_once_and_a_new_device_is_not_news() {
+        let mut t = Topology::new();
+        let mut ini = obs(0, "rxe_ini", None, Some((3, "ini0")), ACTIVE, QpState::Rts, None);
+        // First sight: DeviceAppeared only.
+        let ev = t.apply_snapshot(snap(vec![ini.clone()]), Instant(0));
+        assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceAppeared { .. }]));
+        // Re-created, listed before the MAD layer made its QP 1 (registration races the
+        // dump): no GSI yet, then the GSI in RTS one dump later.
+        let ev = t.apply_snapshot(snap(vec![]), Instant(1));
+        assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceDisappeared { .. }]));
+        ini.info.index = 2;
+        let no_gsi = DeviceObservation {
+            qps: Ok(Vec::new()),
+            ..ini.clone()
+        };
+        let ev = t.apply_snapshot(snap(vec![no_gsi]), Instant(2));
+        assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceRecreated { .. }]));
+        let ini2 = obs(2, "rxe_ini", None, Some((3, "ini0")), ACTIVE, QpState::Rts, None);
+        let ev = t.apply_snapshot(snap(vec![ini2.clone()]), Instant(3));
+        assert!(
+            matches!(ev.as_slice(), [TopologyEvent::GsiReady { port: 1, device }] if device.index == 2),
+            "{ev:?}"
+        );
+        // Still RTS: nothing new.
+        assert!(t.apply_snapshot(snap(vec![ini2]), Instant(4)).is_empty());
     }
 
     #[test]

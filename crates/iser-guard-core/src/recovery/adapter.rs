@@ -146,6 +146,13 @@ pub fn from_topology_event(ev: &TopologyEvent, topology: &Topology) -> Vec<Obser
             port: *port,
             state: QpState::Rts,
         }],
+        // The engine needs it after a re-creation: the new QP 1 in RTS is what verifies
+        // it (a port that was never stuck has no PortUnstuck to say so).
+        TopologyEvent::GsiReady { device, port } => vec![Observation::GsiQpState {
+            device: device.name.clone(),
+            port: *port,
+            state: QpState::Rts,
+        }],
         TopologyEvent::PortUnstuck { .. } | TopologyEvent::QpError { .. } => Vec::new(),
     }
 }
