@@ -359,3 +359,241 @@ fn safe_mode_refuses_automatic_destructive_actions_until_the_first_complete_scan
     }
     assert!(!destructive_runs(&effects).is_empty(), "{effects:#?}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The lab's standalone `reset-device rxe_ini --yes` (6.12, rxe on both ends): through the
+// real topology model and adapter, as the daemon's netlink source feeds the engine.
+// ---------------------------------------------------------------------------------------
+
+mod lab_reset_device {
+    use super::*;
+    use crate::nldev::{DeviceInfo, PhysState, PortInfo, PortState, QpEntry, QpTypeOrRaw};
+    use crate::qp::{QpState, QpType};
+    use crate::recovery::from_topology_event;
+    use crate::topology::{DeviceObservation, Snapshot, Topology};
+
+    /// One rxe device as `rdma` lists it: port 1 ACTIVE on `netdev`, QP 1 (GSI) in RTS.
+    fn rxe(index: u32, name: &str, netdev: (u32, &str)) -> DeviceObservation {
+        DeviceObservation {
+            info: DeviceInfo {
+                index,
+                name: name.into(),
+                port_count: 1,
+                cap_flags: None,
+                fw_version: None,
+                node_guid: None,
+                sys_image_guid: None,
+                node_type: Some(1),
+                protocol: Some("roce".into()),
+                dim: None,
+                name_assign_type: None,
+                dev_type: None,
+                parent_name: None,
+            },
+            parent: None,
+            ports: vec![PortInfo {
+                dev_index: index,
+                dev_name: name.into(),
+                port: 1,
+                state: PortState::Active,
+                phys_state: PhysState::LinkUp,
+                netdev_index: Some(netdev.0),
+                netdev_name: Some(netdev.1.into()),
+                cap_flags: None,
+                subnet_prefix: None,
+                lid: None,
+                sm_lid: None,
+                lmc: None,
+            }],
+            qps: Ok(vec![QpEntry {
+                dev_index: index,
+                dev_name: name.into(),
+                port: Some(1),
+                lqpn: 1,
+                rqpn: None,
+                qp_type: QpTypeOrRaw::Known(QpType::Gsi),
+                state: QpState::Rts,
+                pid: None,
+                kern_name: Some("ib_core".into()),
+                sq_psn: Some(2),
+                rq_psn: None,
+                path_mig_state: None,
+                pdn: None,
+            }]),
+        }
+    }
+
+    fn dump(d: &mut Driver, t: &mut Topology, devices: Vec<DeviceObservation>, now: Instant) {
+        for ev in t.apply_snapshot(Snapshot { devices }, now) {
+            for obs in from_topology_event(&ev, t) {
+                d.handle_observation(obs, Trust::Trusted, now);
+            }
+        }
+    }
+
+    fn lab_session(state: SessionState) -> SessionInfo {
+        SessionInfo {
+            key: SessionKey {
+                target: "iqn.2003-01.org.example.lab:tgt0".into(),
+                portal: Portal::parse("192.0.2.2", 3260).unwrap(),
+                iface: "iser".into(),
+            },
+            ..session(2, "rxe_ini", state)
+        }
+    }
+
+    /// Runs the standalone command's driver until `until`, answering session refreshes
+    /// with `sessions(now)`; returns every destructive action that ran.
+    fn run(
+        d: &mut Driver,
+        from: u64,
+        until: u64,
+        sessions: impl Fn(u64) -> SessionState,
+    ) -> Vec<Action> {
+        let mut ran = Vec::new();
+        for ms in (from..=until).step_by(500) {
+            let now = Instant(ms);
+            if d.next_timeout().is_some_and(|t| t <= now) {
+                d.handle_timeout(now);
+            }
+            for e in drain(d, now, Ok(())) {
+                if let EffectKind::Run { action, .. } = e.kind {
+                    match action.kind {
+                        ActionKind::RefreshSessions => {
+                            d.handle_sessions(vec![lab_session(sessions(ms))], now)
+                        }
+                        _ if action.kind.is_destructive() => ran.push(action),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        ran
+    }
+
+    fn reset_device(outcome_before_dump: bool) {
+        let ini = PortId::new("rxe_ini", 1);
+        let mut t = Topology::new();
+        let mut d = Driver::new(Engine::new(policy(&[]), 7), false);
+        let tgt = || rxe(1, "rxe_tgt", (2, "tgt0"));
+        dump(&mut d, &mut t, vec![rxe(0, "rxe_ini", (3, "ini0")), tgt()], Instant(0));
+        d.handle_sessions(vec![lab_session(SessionState::LoggedIn)], Instant(0));
+        d.handle(
+            crate::recovery::Input::ScanComplete(crate::recovery::ScanComplete {
+                qp_table_available: true,
+            }),
+            Instant(0),
+        );
+        drain(&mut d, Instant(0), Ok(()));
+        d.handle_command(
+            OperatorCommand::ResetDevice {
+                device: "rxe_ini".into(),
+            },
+            Instant(1_000),
+        )
+        .unwrap();
+        let effects = drain(&mut d, Instant(1_000), Ok(()));
+        let recreate = effects
+            .iter()
+            .find_map(|e| match &e.kind {
+                EffectKind::Run { action, .. }
+                    if matches!(action.kind, ActionKind::RecreateDevice { .. }) =>
+                {
+                    Some(e.id)
+                }
+                _ => None,
+            })
+            .expect("the operator's re-creation runs");
+        // rdma link delete: the session fails with the device (DEVICE_REMOVAL).
+        dump(&mut d, &mut t, vec![tgt()], Instant(1_100));
+        d.handle_sessions(vec![lab_session(SessionState::Failed)], Instant(1_150));
+        let readd = vec![tgt(), rxe(2, "rxe_ini", (3, "ini0"))];
+        let outcome = EffectOutcome::Action(Outcome::Recreate(
+            crate::recovery::RecreateResult::Recreated {
+                name: "rxe_ini".into(),
+            },
+        ));
+        if outcome_before_dump {
+            d.handle_effect_outcome(recreate, outcome, Instant(1_200));
+            dump(&mut d, &mut t, readd, Instant(1_300));
+        } else {
+            dump(&mut d, &mut t, readd, Instant(1_200));
+            d.handle_effect_outcome(recreate, outcome, Instant(1_300));
+        }
+        // iscsid logs the FAILED session in again by itself 2.4-3.2 s after the port works.
+        let ran = run(&mut d, 1_500, 120_000, |ms| {
+            if ms < 4_500 {
+                SessionState::Failed
+            } else {
+                SessionState::LoggedIn
+            }
+        });
+        let port = d.engine().port(&ini).unwrap();
+        assert_eq!(port.phase, Phase::Healthy, "{}", port.reason);
+        assert!(
+            ran.iter().all(|a| !matches!(
+                a.kind,
+                ActionKind::IscsiLogout { .. } | ActionKind::IscsiLogin { .. }
+            )),
+            "iscsid re-logged the session itself; nothing to log out: {ran:#?}"
+        );
+    }
+
+    #[test]
+    fn healthy_once_iscsid_relogged_the_session_outcome_first() {
+        reset_device(true);
+    }
+
+    #[test]
+    fn healthy_once_iscsid_relogged_the_session_dump_first() {
+        reset_device(false);
+    }
+}
+
+#[test]
+fn an_operator_logout_interrupted_by_a_stop_is_said_once_after_resume_not_timed_out() {
+    // The lab: the standalone reconnect stopped with its logout running (its child was
+    // killed); the next command resumed the journal and reported "the logout failed:
+    // Timeout" 40 s later, in the middle of an unrelated reset-device.
+    let mut d = Driver::new(Engine::new(policy(&[]), 7), false);
+    let unplaced = SessionInfo {
+        rdma: None,
+        ..session(2, "rxe_ini", SessionState::LoggedIn)
+    };
+    d.handle_sessions(vec![unplaced], Instant(0));
+    d.handle(
+        crate::recovery::Input::ScanComplete(crate::recovery::ScanComplete {
+            qp_table_available: true,
+        }),
+        Instant(0),
+    );
+    d.handle_command(
+        OperatorCommand::Reconnect {
+            target: None,
+            portal: None,
+        },
+        Instant(1_000),
+    )
+    .unwrap();
+    let effects = drain(&mut d, Instant(1_000), Ok(()));
+    assert!(effects.iter().any(|e| matches!(&e.kind,
+        EffectKind::Run { action, .. } if matches!(action.kind, ActionKind::IscsiLogout { .. }))));
+    assert_eq!(d.engine().operator_session_ops(), 1);
+    let snap = d.engine().snapshot();
+    let engine = Engine::resume(snap, policy(&[]), Instant(3_000)).unwrap();
+    let mut d = Driver::new(engine, false);
+    assert_eq!(d.engine().operator_session_ops(), 0);
+    let mut alerts = Vec::new();
+    for ms in [3_000u64, 60_000, 120_000] {
+        d.handle_timeout(Instant(ms));
+        for e in drain(&mut d, Instant(ms), Ok(())) {
+            if let EffectKind::Run { action, .. } = e.kind {
+                if let ActionKind::Alert(a) = action.kind {
+                    alerts.push(a.summary);
+                }
+            }
+        }
+    }
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert!(alerts[0].contains("was interrupted"), "{alerts:?}");
+}

@@ -132,6 +132,11 @@ pub struct Engine {
     /// Why operator logouts/logins of sessions on no RDMA port failed, in order (not
     /// journaled): a command's caller reports the ones after its start.
     operator_failures: Vec<String>,
+    /// When each port's GSI QP was last reported in RTS (RDMA netlink), for the current
+    /// registration of its device (cleared when the device or the QP goes): the sighting
+    /// of a re-created device's fresh QP 1 can arrive before the re-creation's outcome.
+    /// Not journaled: a restarted daemon's first dump reports what it sees.
+    gsi_rts_at: BTreeMap<PortId, Instant>,
 }
 
 impl Engine {
@@ -164,6 +169,7 @@ impl Engine {
             journaled: None,
             unplaced: BTreeMap::new(),
             operator_failures: Vec::new(),
+            gsi_rts_at: BTreeMap::new(),
         }
     }
 
@@ -213,6 +219,43 @@ impl Engine {
         // an unchanged journal need not have recorded that it timed out).
         e.inflight
             .retain(|_, i| !(matches!(i.kind, InFlightKind::Probe(_)) && i.deadline <= now));
+        // An operator logout/login of a session on no RDMA port died with the process that
+        // ran it (its child was killed at shutdown): no outcome will come, and timing it out
+        // later would report a failure of a command that is over (the lab: "the logout
+        // failed: Timeout" 40 s into the next command). Said once, and dropped.
+        let interrupted: Vec<InFlight> = e
+            .inflight
+            .values()
+            .filter(|i| {
+                matches!(
+                    i.kind,
+                    InFlightKind::OperatorLogout(_) | InFlightKind::OperatorLogin(_)
+                )
+            })
+            .cloned()
+            .collect();
+        for i in interrupted {
+            e.inflight.remove(&i.id);
+            let (what, node) = match &i.kind {
+                InFlightKind::OperatorLogout(n) => ("logout", n),
+                InFlightKind::OperatorLogin(n) => ("login", n),
+                _ => continue,
+            };
+            e.alert(
+                now,
+                Severity::Warning,
+                format!("reconnect:{}", node.key),
+                format!("an operator reconnect of {} was interrupted", node.key),
+                format!(
+                    "its iscsiadm --{what} was still running when the last iser-guard process                      stopped; the session may be logged out"
+                ),
+                Some(format!(
+                    "iscsiadm -m session; if it is missing: iscsiadm -m node -T {} -p {} -I {} \
+                     --login",
+                    node.key.target, node.key.portal, node.key.iface
+                )),
+            );
+        }
         let live: BTreeSet<ActionId> = e.inflight.keys().copied().collect();
         for r in e.portals.values_mut() {
             if r.inflight.is_some_and(|id| !live.contains(&id)) {
@@ -414,10 +457,13 @@ impl Engine {
                 port,
                 state,
             } => {
+                let pid = PortId::new(device.clone(), port);
                 if state == QpState::Err {
+                    self.gsi_rts_at.remove(&pid);
                     self.on_gsi_stuck(&device, Some(port), StuckEvidence::QpTable, now);
                 } else if state == QpState::Rts {
-                    self.on_gsi_rts(&PortId::new(device, port), now);
+                    self.gsi_rts_at.insert(pid.clone(), now);
+                    self.on_gsi_rts(&pid, now);
                 }
             }
             Observation::PortDown { device, port } => {
@@ -967,6 +1013,7 @@ impl Engine {
 
     fn on_device_gone(&mut self, device: &str, now: Instant) {
         self.device_or_create(device).present = false;
+        self.gsi_rts_at.retain(|pid, _| pid.device != device);
         if self.recreating.as_deref() == Some(device) {
             return; // Expected: it is being re-created.
         }
@@ -1217,6 +1264,10 @@ impl Engine {
             .get(device)
             .and_then(|d| d.recreation.as_ref().map(|r| r.attempt))
             .unwrap_or(0);
+        let started = self
+            .devices
+            .get(device)
+            .and_then(|d| d.recreation.as_ref().map(|r| r.started));
         match result {
             RecreateResult::Recreated { name } => {
                 if let Some(d) = self.devices.get_mut(device) {
@@ -1236,11 +1287,16 @@ impl Engine {
                     if self.phase(&pid) != Some(Phase::ResettingDevice) {
                         continue;
                     }
+                    // The fresh QP 1 may have been reported already (the dump after
+                    // the device came back can beat the executor's outcome).
+                    let seen = started.is_some_and(|t| {
+                        self.gsi_rts_at.get(&pid).is_some_and(|at| *at >= t)
+                    });
                     if let Some(p) = self.ports.get_mut(&pid) {
                         p.recreated = true;
                         p.needs_recreate = false;
                         p.verify_recreate = false;
-                        p.awaiting_fresh_qp = true;
+                        p.awaiting_fresh_qp = !seen;
                     }
                     let grace = self.policy.iscsid_grace.as_secs();
                     self.start_reconnect(
@@ -2007,15 +2063,23 @@ impl Engine {
                         self.request_sessions(now, true);
                         return false;
                     }
-                    let n = self.down_sessions_text(pid);
-                    self.after_failed_attempt(
-                        pid,
+                    let secs = self.policy.verify_timeout.as_secs();
+                    // Name what is missing: the sessions still down, or (all of them up)
+                    // the re-created device's fresh QP 1 never seen in RTS.
+                    let why = if !self.all_healthy(pid) {
                         format!(
-                            "sessions not back within {}s after the reconnect: {n}",
-                            self.policy.verify_timeout.as_secs()
-                        ),
-                        now,
-                    );
+                            "sessions not back within {secs}s after the reconnect: {}",
+                            self.down_sessions_text(pid)
+                        )
+                    } else if !self.fresh_qp_ok(pid) {
+                        format!(
+                            "every session is logged in, but the QP table did not show {pid}'s \
+                             new GSI QP 1 in RTS within {secs}s after the re-creation"
+                        )
+                    } else {
+                        format!("{pid} has no session, and its device was not re-created")
+                    };
+                    self.after_failed_attempt(pid, why, now);
                     return true;
                 }
                 false
@@ -2993,6 +3057,14 @@ impl Engine {
         if self.recreating.as_deref() == Some(from) {
             self.recreating = Some(to.to_string());
         }
+        let moved: Vec<(PortId, Instant)> = self
+            .gsi_rts_at
+            .iter()
+            .filter(|(pid, _)| pid.device == from)
+            .map(|(pid, at)| (PortId::new(to, pid.port), *at))
+            .collect();
+        self.gsi_rts_at.retain(|pid, _| pid.device != from);
+        self.gsi_rts_at.extend(moved);
         for pid in self.ports_of_device(from) {
             if let Some(mut p) = self.ports.remove(&pid) {
                 let new = PortId::new(to, pid.port);
