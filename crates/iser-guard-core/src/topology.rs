@@ -1166,22 +1166,47 @@ mod tests {
     #[test]
     fn a_gsi_qp_listed_late_is_ready_once_and_a_new_device_is_not_news() {
         let mut t = Topology::new();
-        let mut ini = obs(0, "rxe_ini", None, Some((3, "ini0")), ACTIVE, QpState::Rts, None);
+        let mut ini = obs(
+            0,
+            "rxe_ini",
+            None,
+            Some((3, "ini0")),
+            ACTIVE,
+            QpState::Rts,
+            None,
+        );
         // First sight: DeviceAppeared only.
         let ev = t.apply_snapshot(snap(vec![ini.clone()]), Instant(0));
-        assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceAppeared { .. }]));
+        assert!(matches!(
+            ev.as_slice(),
+            [TopologyEvent::DeviceAppeared { .. }]
+        ));
         // Re-created, listed before the MAD layer made its QP 1 (registration races the
         // dump): no GSI yet, then the GSI in RTS one dump later.
         let ev = t.apply_snapshot(snap(vec![]), Instant(1));
-        assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceDisappeared { .. }]));
+        assert!(matches!(
+            ev.as_slice(),
+            [TopologyEvent::DeviceDisappeared { .. }]
+        ));
         ini.info.index = 2;
         let no_gsi = DeviceObservation {
             qps: Ok(Vec::new()),
             ..ini.clone()
         };
         let ev = t.apply_snapshot(snap(vec![no_gsi]), Instant(2));
-        assert!(matches!(ev.as_slice(), [TopologyEvent::DeviceRecreated { .. }]));
-        let ini2 = obs(2, "rxe_ini", None, Some((3, "ini0")), ACTIVE, QpState::Rts, None);
+        assert!(matches!(
+            ev.as_slice(),
+            [TopologyEvent::DeviceRecreated { .. }]
+        ));
+        let ini2 = obs(
+            2,
+            "rxe_ini",
+            None,
+            Some((3, "ini0")),
+            ACTIVE,
+            QpState::Rts,
+            None,
+        );
         let ev = t.apply_snapshot(snap(vec![ini2.clone()]), Instant(3));
         assert!(
             matches!(ev.as_slice(), [TopologyEvent::GsiReady { port: 1, device }] if device.index == 2),

@@ -476,7 +476,12 @@ mod lab_reset_device {
         let mut t = Topology::new();
         let mut d = Driver::new(Engine::new(policy(&[]), 7), false);
         let tgt = || rxe(1, "rxe_tgt", (2, "tgt0"));
-        dump(&mut d, &mut t, vec![rxe(0, "rxe_ini", (3, "ini0")), tgt()], Instant(0));
+        dump(
+            &mut d,
+            &mut t,
+            vec![rxe(0, "rxe_ini", (3, "ini0")), tgt()],
+            Instant(0),
+        );
         d.handle_sessions(vec![lab_session(SessionState::LoggedIn)], Instant(0));
         d.handle(
             crate::recovery::Input::ScanComplete(crate::recovery::ScanComplete {

@@ -1289,9 +1289,8 @@ impl Engine {
                     }
                     // The fresh QP 1 may have been reported already (the dump after
                     // the device came back can beat the executor's outcome).
-                    let seen = started.is_some_and(|t| {
-                        self.gsi_rts_at.get(&pid).is_some_and(|at| *at >= t)
-                    });
+                    let seen = started
+                        .is_some_and(|t| self.gsi_rts_at.get(&pid).is_some_and(|at| *at >= t));
                     if let Some(p) = self.ports.get_mut(&pid) {
                         p.recreated = true;
                         p.needs_recreate = false;
