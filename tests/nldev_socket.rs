@@ -80,7 +80,14 @@ fn full_snapshot_of_the_lab_host_has_the_gsi_qps_in_rts() {
 
     let mut model = Topology::new();
     let ev = model.apply_snapshot(report.snapshot, Instant(0));
-    assert_eq!(ev.len(), 2, "two devices appeared: {ev:#?}");
+    // Two devices appeared, each with its QP 1 in RTS.
+    assert_eq!(ev.len(), 4, "two devices and their GSI QPs: {ev:#?}");
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, TopologyEvent::GsiReady { port: 1, .. }))
+            .count(),
+        2
+    );
     assert_eq!(model.stuck_ports().count(), 0);
     drop(c);
     h.join().unwrap();
@@ -884,7 +891,7 @@ mod virtual_time {
         assert_eq!(reports.len(), 1, "{reports:#?}");
         assert!(
             matches!(&reports[0], TopologyReport::Update { observations, ports, cm_ids }
-            if observations.len() == 2 && ports.is_empty()
+            if observations.len() == 4 && ports.is_empty()
                 && cm_ids.iter().any(|c| c.kern_name.as_deref() == Some("ib_iser")))
         );
     }

@@ -294,6 +294,7 @@ impl Harness {
         self.timeline.push(Entry::Restart { at: self.now });
         // What the daemon does at start: a first scan.
         let list = self.host.session_list();
+        self.host.forget_reports();
         for d in self.host.topology() {
             self.deliver(d, self.now);
         }

@@ -347,6 +347,10 @@ pub struct SimHost {
     pub placer: Placer,
     /// The placement warnings the agent logged, in order.
     pub placement_warnings: Vec<String>,
+    /// The GSI QP state each dump last reported per port, with the device index it was
+    /// reported for: like the daemon's netlink model, a dump reports a QP 1 state only when
+    /// it is new (a port whose QP 1 stays in RTS is not re-reported every poll).
+    gsi_reported: BTreeMap<(String, u32), (u32, QpState)>,
     next_dev_index: u32,
     next_cm_idn: u32,
     next_src_port: u16,
@@ -392,6 +396,7 @@ impl SimHost {
             netdev_addrs: BTreeMap::new(),
             placer: Placer::new(),
             placement_warnings: Vec::new(),
+            gsi_reported: BTreeMap::new(),
             next_dev_index: 0,
             next_cm_idn: 0,
             next_src_port: 57998,
@@ -928,8 +933,16 @@ impl SimHost {
         }
     }
 
-    /// What a netlink dump shows now.
-    pub fn topology(&self) -> Vec<Delivery> {
+    /// A restarted agent's netlink model starts empty: it has reported nothing yet.
+    pub fn forget_reports(&mut self) {
+        self.gsi_reported.clear();
+    }
+
+    /// What a netlink dump shows now, as the daemon's netlink model reports it
+    /// (`core::topology`): a port's QP 1 state when it is new: first seen, changed, or on
+    /// a re-created device (`PortStuck`, `PortUnstuck`, `GsiReady`); nothing while it
+    /// stays as it was.
+    pub fn topology(&mut self) -> Vec<Delivery> {
         let mut out = Vec::new();
         for d in self.devices.values() {
             if !d.present {
@@ -945,11 +958,20 @@ impl SimHost {
                 ports: u32::try_from(d.gsi.len()).unwrap_or(1),
             }));
             for (i, g) in d.gsi.iter().enumerate() {
-                out.push(Delivery::Netlink(Observation::GsiQpState {
-                    device: d.name.clone(),
-                    port: u32::try_from(i + 1).unwrap_or(1),
-                    state: *g,
-                }));
+                let port = u32::try_from(i + 1).unwrap_or(1);
+                let key = (d.name.clone(), port);
+                let news = self
+                    .gsi_reported
+                    .get(&key)
+                    .is_none_or(|(index, state)| *index != d.index || state != g);
+                self.gsi_reported.insert(key, (d.index, *g));
+                if news {
+                    out.push(Delivery::Netlink(Observation::GsiQpState {
+                        device: d.name.clone(),
+                        port,
+                        state: *g,
+                    }));
+                }
             }
         }
         out

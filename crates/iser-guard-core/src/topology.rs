@@ -246,7 +246,8 @@ pub enum TopologyEvent {
     /// The GSI QP of a port is in ERR: the port cannot make new RDMA connections.
     PortStuck(StuckPort),
     /// A port's GSI QP is listed in RTS and was not in the previous table of this
-    /// registration: a device seen for the first time, a re-created device's fresh QP 1
+    /// registration: a device seen for the first time (a restarted daemon verifies a
+    /// re-creation that was in flight on it), a re-created device's fresh QP 1
     /// (captures/nldevcap-k612: rxe_ini re-added, `lqpn 1 type GSI state RTS`), or one
     /// listed late. A port coming out of ERR is [`TopologyEvent::PortUnstuck`] instead.
     GsiReady {
@@ -275,9 +276,6 @@ pub struct Topology {
     stuck: BTreeMap<(DeviceKey, u32), StuckPort>,
     /// Ports whose GSI QP the last dump listed in RTS.
     gsi_rts: std::collections::BTreeSet<(DeviceKey, u32)>,
-    /// The devices of the last dump (a device first seen now is not "ready" news: the
-    /// first dump after a start would report every port).
-    last_keys: std::collections::BTreeSet<DeviceKey>,
     next_key: u64,
 }
 
@@ -473,8 +471,7 @@ impl Topology {
                 gsi_listed.push((d.key, port));
                 if qp.state == QpState::Rts {
                     let k = (d.key, port);
-                    let fresh = recreated.contains(&d.key)
-                        || (self.last_keys.contains(&d.key) && !self.gsi_rts.contains(&k));
+                    let fresh = recreated.contains(&d.key) || !self.gsi_rts.contains(&k);
                     // Out of ERR: PortUnstuck says it (below).
                     if fresh && !self.stuck.contains_key(&k) {
                         ready.push((d.reference(), port));
@@ -491,7 +488,6 @@ impl Topology {
             }
         }
         self.gsi_rts = rts;
-        self.last_keys = self.devices.iter().map(|d| d.key).collect();
         events.extend(
             ready
                 .into_iter()
@@ -1080,7 +1076,8 @@ mod tests {
             ]),
             Instant(0),
         );
-        assert_eq!(ev.len(), 2);
+        // Both devices and their QP 1 in RTS.
+        assert_eq!(ev.len(), 4);
         let key = t.device("rxe_ini").unwrap().key;
 
         let ev = t.apply_snapshot(snap(vec![tgt()]), Instant(5_000));
@@ -1164,7 +1161,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gsi_qp_listed_late_is_ready_once_and_a_new_device_is_not_news() {
+    fn a_gsi_qp_is_ready_at_first_sight_and_when_listed_late_once_each() {
         let mut t = Topology::new();
         let mut ini = obs(
             0,
@@ -1175,11 +1172,14 @@ mod tests {
             QpState::Rts,
             None,
         );
-        // First sight: DeviceAppeared only.
+        // First sight (a restarted daemon): the device and its QP 1 in RTS.
         let ev = t.apply_snapshot(snap(vec![ini.clone()]), Instant(0));
         assert!(matches!(
             ev.as_slice(),
-            [TopologyEvent::DeviceAppeared { .. }]
+            [
+                TopologyEvent::DeviceAppeared { .. },
+                TopologyEvent::GsiReady { port: 1, .. }
+            ]
         ));
         // Re-created, listed before the MAD layer made its QP 1 (registration races the
         // dump): no GSI yet, then the GSI in RTS one dump later.
@@ -1385,7 +1385,8 @@ mod tests {
             ev.as_slice(),
             [
                 TopologyEvent::DeviceDisappeared { .. },
-                TopologyEvent::DeviceAppeared { .. }
+                TopologyEvent::DeviceAppeared { .. },
+                TopologyEvent::GsiReady { .. }
             ]
         ));
     }

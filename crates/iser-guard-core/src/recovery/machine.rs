@@ -1438,6 +1438,23 @@ impl Engine {
                 }
             }
         }
+        // The fresh QP 1 may have been reported already, before the outcome was missed.
+        let started = self
+            .devices
+            .get(device)
+            .and_then(|d| d.recreation.as_ref().map(|r| r.started));
+        let seen: Vec<PortId> = self
+            .ports_of_device(device)
+            .into_iter()
+            .filter(|pid| self.phase(pid) == Some(Phase::ResettingDevice))
+            .filter(|pid| {
+                started.is_some_and(|t| self.gsi_rts_at.get(pid).is_some_and(|at| *at >= t))
+            })
+            .collect();
+        if let Some(pid) = seen.first() {
+            self.on_gsi_rts(pid, now);
+            return;
+        }
         if any {
             self.push(
                 None,
