@@ -880,10 +880,11 @@ mod virtual_time {
         // RES_QP_GET, RES_CM_ID_GET of each of the two devices); none in between.
         assert_eq!(s.log.lock().unwrap().len(), 1 + 13 * 7);
         // One report (the first dump); the others changed nothing, so the loop hears nothing.
+        // It says both devices appeared, each with its GSI QP's state.
         assert_eq!(reports.len(), 1, "{reports:#?}");
         assert!(
             matches!(&reports[0], TopologyReport::Update { observations, ports, cm_ids }
-            if observations.len() == 2 && ports.is_empty()
+            if observations.len() == 4 && ports.is_empty()
                 && cm_ids.iter().any(|c| c.kern_name.as_deref() == Some("ib_iser")))
         );
     }
