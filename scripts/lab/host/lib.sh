@@ -41,9 +41,11 @@ systemd 6.12 systemd 1200
 k61-recovery 6.1. tiny 1200
 smoke 6.12 tiny 400
 k612-baseline-b 6.12 tiny 1800
+k612-rest 6.12 tiny 1800
 EOT
 }
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b"{print $1}'; }
+# smoke, k612-baseline-b and k612-rest are run by name only (a second boot after a stopped one).
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest"{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
