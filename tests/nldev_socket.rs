@@ -888,6 +888,7 @@ mod virtual_time {
         // RES_QP_GET, RES_CM_ID_GET of each of the two devices); none in between.
         assert_eq!(s.log.lock().unwrap().len(), 1 + 13 * 7);
         // One report (the first dump); the others changed nothing, so the loop hears nothing.
+        // It says both devices appeared, each with its GSI QP's state.
         assert_eq!(reports.len(), 1, "{reports:#?}");
         assert!(
             matches!(&reports[0], TopologyReport::Update { observations, ports, cm_ids }

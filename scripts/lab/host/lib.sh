@@ -41,9 +41,11 @@ systemd 6.12 systemd 1200
 k61-recovery 6.1. tiny 1200
 smoke 6.12 tiny 400
 k612-baseline-b 6.12 tiny 1800
+k612-rest 6.12 tiny 1800
 EOT
 }
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b"{print $1}'; }
+# smoke, k612-baseline-b and k612-rest are run by name only (a second boot after a stopped one).
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest"{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
@@ -94,7 +96,9 @@ lab_stage_binary() {
 	cat "$SHARE/bin/build.txt"
 }
 
-lab_kernel() { grep "^$1" "$LAB_WORK/image/kernels.txt" | sort -V | tail -1; }
+# The prefix is literal (grep -F): as a regular expression "6.1." also matched 6.12.95, and the
+# 6.1 batch booted 6.12 (lab run of 2026-12-01).
+lab_kernel() { grep -F "$1" "$LAB_WORK/image/kernels.txt" | grep "^$(printf '%s' "$1" | sed 's/[.]/[.]/g')" | sort -V | tail -1; }
 
 # lab_boot KVER INIT BATCH OUTDIR_IN_SHARE TIMEOUT: one guest boot. TCG: KVM does not work on
 # these machines (MSR 0x10a, then a guest that never boots).
