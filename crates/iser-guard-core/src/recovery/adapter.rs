@@ -102,33 +102,9 @@ pub fn from_topology_event(ev: &TopologyEvent, topology: &Topology) -> Vec<Obser
             ports: d.map_or(1, |d| u32::try_from(d.ports.len()).unwrap_or(u32::MAX)),
         }
     };
-    // A device that (re)appears brings a new GSI QP: its state in the same dump is the
-    // evidence that a re-creation gave the port a working QP 1 (the engine's verification
-    // waits for it). Without it an operator's re-creation of a port whose QP 1 was never
-    // stuck had no "unstuck" event and was never verified (lab: reset-device looped).
-    let fresh_gsi = |name: &str| -> Vec<Observation> {
-        let Some(d) = topology.device(name) else {
-            return Vec::new();
-        };
-        d.qps
-            .iter()
-            .flatten()
-            .filter(|q| q.is_gsi())
-            .filter_map(|q| {
-                Some(Observation::GsiQpState {
-                    device: name.to_string(),
-                    port: d.qp_port(q)?,
-                    state: q.state,
-                })
-            })
-            .collect()
-    };
     match ev {
-        TopologyEvent::DeviceAppeared { device } => {
-            let mut out = vec![appeared(&device.name)];
-            out.extend(fresh_gsi(&device.name));
-            out
-        }
+        // Its QP 1 in RTS comes as `GsiReady` from the same dump (in ERR: `PortStuck`).
+        TopologyEvent::DeviceAppeared { device } => vec![appeared(&device.name)],
         TopologyEvent::DeviceDisappeared { device } => vec![Observation::DeviceGone {
             device: device.name.clone(),
         }],
@@ -143,7 +119,6 @@ pub fn from_topology_event(ev: &TopologyEvent, topology: &Topology) -> Vec<Obser
                 });
             }
             out.push(appeared(&device.name));
-            out.extend(fresh_gsi(&device.name));
             out
         }
         TopologyEvent::DeviceRenamed { device, old_name } => vec![Observation::DeviceRenamed {
@@ -172,8 +147,9 @@ pub fn from_topology_event(ev: &TopologyEvent, topology: &Topology) -> Vec<Obser
             port: *port,
             state: QpState::Rts,
         }],
-        // The engine needs it after a re-creation: the new QP 1 in RTS is what verifies
-        // it (a port that was never stuck has no PortUnstuck to say so).
+        // A (re)appeared device's QP 1, or one listed late: the engine verifies a
+        // re-creation on it; a port whose QP 1 was never stuck has no PortUnstuck to say
+        // so (lab: an operator reset-device of such a port looped Verifying/Reconnecting).
         TopologyEvent::GsiReady { device, port } => vec![Observation::GsiQpState {
             device: device.name.clone(),
             port: *port,
