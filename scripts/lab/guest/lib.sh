@@ -52,6 +52,12 @@ check() {
 	if "$@"; then log "  ok: $what"; else log "  FAILED: $what"; FAILS+=("$what"); fi
 }
 not() { ! "$@"; }
+# no_blame_of DEV: no alert of this scenario names DEV, and no daemon log line does except the
+# topology's observations of it ("RDMA topology observation=..."), which name every device.
+no_blame_of() {
+	! grep -q "$1" "$SOUT/alerts.log" 2>/dev/null &&
+		! grep "$1" "$SOUT/daemon.log" 2>/dev/null | grep -v "RDMA topology observation=" | grep -q .
+}
 fail() { log "  FAILED: $*"; FAILS+=("$*"); }
 verdict() {
 	local v r
