@@ -96,9 +96,9 @@ lab_stage_binary() {
 	cat "$SHARE/bin/build.txt"
 }
 
-# The prefix is literal (grep -F): as a regular expression "6.1." also matched 6.12.95, and the
-# 6.1 batch booted 6.12 (lab run of 2026-12-01).
-lab_kernel() { grep -F "$1" "$LAB_WORK/image/kernels.txt" | grep "^$(printf '%s' "$1" | sed 's/[.]/[.]/g')" | sort -V | tail -1; }
+# The prefix is literal (its dots escaped): as a regular expression "6.1." also matched
+# 6.12.95, and the 6.1 batch booted 6.12 (lab run of 2026-12-01).
+lab_kernel() { grep "^$(printf '%s' "$1" | sed 's/[.]/[.]/g')" "$LAB_WORK/image/kernels.txt" | sort -V | tail -1; }
 
 # lab_boot KVER INIT BATCH OUTDIR_IN_SHARE TIMEOUT: one guest boot. TCG: KVM does not work on
 # these machines (MSR 0x10a, then a guest that never boots).
