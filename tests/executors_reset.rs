@@ -16,9 +16,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use iser_guard::core::reset_plan::{DevlinkParam, ResetMethod, SoftType};
+use iser_guard::core::reset_plan::{
+    DevlinkParam, ParentFacts, RecreateFrom, ResetMethod, SoftType,
+};
 use iser_guard::io::reset::{
-    DeviceResetter, ResetConfig, ResetError, ResetOutcome, SysfsResetter, VerifyPolicy,
+    DeviceResetter, ResetConfig, ResetError, ResetOutcome, Sysfs, SysfsResetter, VerifyPolicy,
 };
 
 fn stubs() -> PathBuf {
@@ -73,6 +75,9 @@ impl Fake {
         fs::create_dir_all(&dir).unwrap();
         fs::create_dir_all(self.sys().join("bus/pci/drivers").join(driver)).unwrap();
         symlink(self.sys().join("bus/pci"), dir.join("subsystem")).unwrap();
+        // As real sysfs: every function is listed under bus/pci/devices.
+        fs::create_dir_all(self.sys().join("bus/pci/devices")).unwrap();
+        symlink(&dir, self.sys().join("bus/pci/devices").join(bdf)).unwrap();
         symlink(
             self.sys().join("bus/pci/drivers").join(driver),
             dir.join("driver"),
@@ -750,4 +755,154 @@ fn ib_device_parented_by_its_aux_device_with_relative_links_is_understood() {
             }
         ]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A device that is gone (issue 9, lab "dev-left-deleted"): brought back from what was
+// remembered while it existed.
+// ---------------------------------------------------------------------------------------------
+
+/// What the daemon remembered about `name` while it was there (the same reader).
+fn remembered(f: &Fake, name: &str) -> RecreateFrom {
+    let facts = Sysfs::new(f.sys()).facts(name).unwrap().expect("present");
+    RecreateFrom::of(&facts).expect("enough to re-create it")
+}
+
+#[test]
+fn a_deleted_rxe_device_is_added_back_on_its_remembered_netdev() {
+    let f = Fake::new();
+    f.ib(None, "rxe_ini", "ini0", "1: CA", "rxe");
+    f.ib(None, "rxe_tgt", "tgt0", "1: CA", "rxe");
+    let memory = remembered(&f, "rxe_ini");
+    assert_eq!(
+        memory,
+        RecreateFrom::SoftLink {
+            kind: SoftType::Rxe,
+            netdev: "ini0".into()
+        }
+    );
+    // `rdma link delete rxe_ini`, and left deleted: gone from sysfs.
+    fs::remove_file(f.sys().join("class/infiniband/rxe_ini")).unwrap();
+    fs::remove_dir_all(f.sys().join("devices/virtual/infiniband/rxe_ini")).unwrap();
+    let r = SysfsResetter::new(f.config(&["rxe_ini"]));
+
+    let plan = r.plan_from("rxe_ini", Some(&memory)).unwrap();
+    assert!(plan.absent);
+    let steps = &plan.methods[0].steps;
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert!(
+        steps[0].ends_with("/rdma link add rxe_ini type rxe netdev ini0"),
+        "{steps:?}"
+    );
+    let out = recreated(r.recreate_from("rxe_ini", Some(&memory), false).unwrap());
+    assert_eq!(
+        out.method,
+        ResetMethod::RdmaLinkReadd {
+            name: "rxe_ini".into(),
+            kind: SoftType::Rxe,
+            netdev: "ini0".into()
+        }
+    );
+    assert_eq!(out.new_name, "rxe_ini");
+    // Only the add: there was nothing to delete.
+    assert_eq!(f.argv(), ["rdma link add rxe_ini type rxe netdev ini0"]);
+    assert!(f.sys().join("class/infiniband/rxe_ini").exists());
+    assert!(f.sys().join("class/infiniband/rxe_tgt").exists());
+}
+
+#[test]
+fn a_gone_device_never_seen_is_refused_with_the_command_to_run() {
+    let f = Fake::new();
+    f.ib(None, "rxe_tgt", "tgt0", "1: CA", "rxe");
+    let before = f.snapshot();
+    let err = SysfsResetter::new(f.config(&["rxe_ini"]))
+        .recreate_from("rxe_ini", None, false)
+        .unwrap_err();
+    assert!(matches!(err, ResetError::NoSuchDevice { .. }), "{err:?}");
+    assert!(err.is_unsupported());
+    let text = err.to_string();
+    assert!(
+        text.contains("never saw it") && text.contains("rdma link add rxe_ini type rxe netdev"),
+        "{text}"
+    );
+    assert!(f.argv().is_empty());
+    assert_eq!(f.snapshot(), before);
+}
+
+#[test]
+fn an_rxe_add_that_fails_leaves_it_gone_and_says_so() {
+    let f = Fake::new();
+    f.ib(None, "rxe_ini", "ini0", "1: CA", "rxe");
+    let memory = remembered(&f, "rxe_ini");
+    fs::remove_file(f.sys().join("class/infiniband/rxe_ini")).unwrap();
+    fs::remove_dir_all(f.sys().join("devices/virtual/infiniband/rxe_ini")).unwrap();
+    f.scenario("add-fails");
+    let err = SysfsResetter::new(f.config(&["rxe_ini"]))
+        .recreate_from("rxe_ini", Some(&memory), false)
+        .unwrap_err();
+    assert!(
+        matches!(err, ResetError::AllMethodsFailed { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("No such device"), "{err}");
+}
+
+#[test]
+fn a_gone_irdma_device_is_bound_again_under_its_remembered_function() {
+    let f = Fake::new();
+    let (pf0, _) = e810(&f, "irdma.gen_2");
+    let memory = remembered(&f, "rocep2s0f0");
+    assert!(
+        matches!(&memory, RecreateFrom::Parent { parent, aux: Some(a), .. }
+            if parent.name == "0000:02:00.0" && a.name == "ice.roce.0"
+                && a.driver_dir.as_deref() == Some("irdma.gen_2")),
+        "{memory:?}"
+    );
+    let _w = Watcher::start(f.sys(), "ice.roce.0", "irdma.gen_2", pf0, None, false);
+    // Someone unbinds irdma from the function's aux device and leaves it so.
+    let unbind = f.sys().join("bus/auxiliary/drivers/irdma.gen_2/unbind");
+    fs::write(&unbind, "ice.roce.0").unwrap();
+    let class = f.sys().join("class/infiniband/rocep2s0f0");
+    for _ in 0..400 {
+        if !class.exists() && fs::read_to_string(&unbind).unwrap().is_empty() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert!(!class.exists());
+    let out = recreated(
+        SysfsResetter::new(f.config(&["rocep2s0f0"]))
+            .recreate_from("rocep2s0f0", Some(&memory), false)
+            .unwrap(),
+    );
+    // The aux device is still there, so enable_roce is on: binding is what brings it back.
+    assert_eq!(
+        out.method,
+        ResetMethod::AuxRebind {
+            device: "ice.roce.0".into(),
+            driver: "irdma.gen_2".into()
+        }
+    );
+    assert!(f.argv().is_empty(), "{:?}", f.argv());
+    assert!(class.exists());
+    assert!(f.sys().join("class/infiniband/rocep2s0f1").exists());
+}
+
+#[test]
+fn a_gone_device_whose_parent_function_is_gone_too_is_a_typed_error() {
+    let f = Fake::new();
+    let memory = RecreateFrom::Parent {
+        parent: ParentFacts {
+            bus: "pci".into(),
+            name: "0000:09:00.0".into(),
+            driver: Some("ice".into()),
+        },
+        aux: None,
+        netdevs: vec!["ens9".into()],
+    };
+    let err = SysfsResetter::new(f.config(&["rocep9s0f0"]))
+        .recreate_from("rocep9s0f0", Some(&memory), false)
+        .unwrap_err();
+    assert!(matches!(err, ResetError::ParentGone { .. }), "{err:?}");
+    assert!(err.to_string().contains("0000:09:00.0"), "{err}");
 }

@@ -7,6 +7,7 @@ use crate::core::iscsi::NodeId;
 use crate::core::recovery::{
     Action, ActionKind, IscsiNode, IscsiadmStatus, Outcome, RecreateResult,
 };
+use crate::core::reset_plan::{ParentFacts, RecreateFrom};
 use crate::io::executors::Executors;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::lock::RecoveryLock;
@@ -45,6 +46,29 @@ fn iscsiadm_status(e: &IscsiadmError) -> IscsiadmStatus {
     }
 }
 
+/// What a device known only by its parent PCI function (a journal from before devices'
+/// recipes were remembered) can be re-created from: that function, as the resetter plans
+/// for a present device. `None` for anything that is not a PCI address.
+fn parent_recipe(parent: Option<&str>) -> Option<RecreateFrom> {
+    let bdf = parent?;
+    let is_bdf = bdf.len() == 12
+        && bdf.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b':',
+            10 => b == b'.',
+            _ => b.is_ascii_hexdigit(),
+        });
+    is_bdf.then(|| RecreateFrom::Parent {
+        parent: ParentFacts {
+            bus: "pci".into(),
+            name: bdf.to_string(),
+            driver: None,
+        },
+        // Found again under the function by the resetter.
+        aux: None,
+        netdevs: Vec::new(),
+    })
+}
+
 /// Executes an action that expects an outcome (probe, re-creation, iscsiadm). `lock_dir`:
 /// where the recovery lock lives (`paths.state-dir`); a device re-creation holds it (`None`:
 /// the caller holds it already).
@@ -73,7 +97,12 @@ pub fn execute(
             let (verdict, summary) = verdict_of(&ex.prober.probe(addr, &source, *timeout));
             done(Outcome::Probe(verdict), summary)
         }
-        ActionKind::RecreateDevice { device, .. } => {
+        ActionKind::RecreateDevice {
+            device,
+            parent,
+            remembered,
+            ..
+        } => {
             let purpose = format!("iser-guard: re-creating {device}");
             let _lock = match lock_dir.map(|d| RecoveryLock::try_acquire(d, &purpose)) {
                 None => None,
@@ -87,7 +116,13 @@ pub fn execute(
                     )
                 }
             };
-            match ex.resetter.recreate(device, false) {
+            let remembered = remembered
+                .clone()
+                .or_else(|| parent_recipe(parent.as_deref()));
+            match ex
+                .resetter
+                .recreate_from(device, remembered.as_ref(), false)
+            {
                 Ok(ResetOutcome::Recreated(r)) => done(
                     Outcome::Recreate(RecreateResult::Recreated {
                         name: r.new_name.clone(),
@@ -108,7 +143,7 @@ pub fn execute(
                     },
                     "not run: the resetter only planned".into(),
                 ),
-                Err(e @ crate::io::reset::ResetError::NoMethod { .. }) => done(
+                Err(e) if e.is_unsupported() => done(
                     Outcome::Recreate(RecreateResult::Unsupported {
                         reason: e.to_string(),
                     }),

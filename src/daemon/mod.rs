@@ -10,6 +10,7 @@
 
 pub mod exec;
 pub mod notify;
+pub mod recipes;
 pub mod run;
 pub mod sessions;
 pub mod sources;

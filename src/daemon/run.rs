@@ -766,10 +766,14 @@ impl Loop {
                 let port = action.port.clone();
                 tracing::warn!(action = %action, id = %action.id, why = %action.reason, "not run: {refusal}");
                 self.tell(port.as_ref(), &format!("not run: {action}: {refusal}"));
-                if let (ActionKind::RecreateDevice { device, .. }, Refusal::DryRun) =
-                    (&action.kind, &refusal)
+                if let (
+                    ActionKind::RecreateDevice {
+                        device, remembered, ..
+                    },
+                    Refusal::DryRun,
+                ) = (&action.kind, &refusal)
                 {
-                    self.log_reset_plan(device.clone());
+                    self.log_reset_plan(device.clone(), remembered.clone());
                 }
             }
             EffectKind::Run { action, authority } => {
@@ -863,9 +867,13 @@ impl Loop {
     }
 
     /// Logs what a planned (dry-run) re-creation would do, from the resetter's own plan.
-    fn log_reset_plan(&self, device: String) {
+    fn log_reset_plan(
+        &self,
+        device: String,
+        remembered: Option<crate::core::reset_plan::RecreateFrom>,
+    ) {
         let resetter = self.ex.resetter.clone();
-        let plan = move || match resetter.plan(&device) {
+        let plan = move || match resetter.plan_from(&device, remembered.as_ref()) {
             Ok(plan) => {
                 for m in &plan.methods {
                     tracing::info!(%device, method = %m.method, steps = %m.steps.join("; "), "dry-run plan");
@@ -1339,8 +1347,14 @@ impl Loop {
                     .filter(|s| s.port.device == device)
                     .map(|s| s.key.to_string())
                     .collect();
+                let remembered = self
+                    .driver
+                    .engine()
+                    .devices()
+                    .find(|d| d.name == device)
+                    .and_then(|d| d.remembered.clone());
                 let busy = sink.clone();
-                let job = move || match resetter.plan(&device) {
+                let job = move || match resetter.plan_from(&device, remembered.as_ref()) {
                     Ok(plan) => {
                         progress(
                             &sink,

@@ -340,6 +340,7 @@ pub async fn watch_netlink<T: AsyncTransport, M: AsyncTransport>(
 ) -> Result<(), NetlinkError> {
     let mut first = true;
     let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
+    let mut recipes = super::recipes::Recipes::new(sysfs_root);
     loop {
         if finished(tx, stop) {
             return Ok(());
@@ -365,10 +366,13 @@ pub async fn watch_netlink<T: AsyncTransport, M: AsyncTransport>(
         if cm_changed {
             sent_cm_ids = w.cm_ids().to_vec();
         }
-        let observations = events
+        let mut observations: Vec<Observation> = events
             .iter()
             .flat_map(|e| from_topology_event(e, w.topology()))
             .collect();
+        // After the topology's own facts, so a re-created device's recipe follows its
+        // appearance.
+        observations.extend(recipes.changed(super::recipes::netlink_devices(w.topology())));
         let ports = sysfs_ports(&w.take_scan().unwrap_or_else(|| scan(sysfs_root)));
         if tx
             .send(TopologyReport::Update {
@@ -396,6 +400,7 @@ pub async fn watch_sysfs(
 ) {
     let mut view = SysfsView::new();
     let mut first = true;
+    let mut recipes = super::recipes::Recipes::new(sysfs_root);
     loop {
         if finished(tx, stop) {
             return;
@@ -403,7 +408,9 @@ pub async fn watch_sysfs(
         let forced = refresh.take();
         let s = scan(sysfs_root);
         let new = sysfs_view(&s);
-        let observations = sysfs_diff(&view, &new);
+        let mut observations = sysfs_diff(&view, &new);
+        observations
+            .extend(recipes.changed(s.devices.iter().map(|d| (d.name.as_str(), Vec::new()))));
         if first || forced || !observations.is_empty() {
             let ports = sysfs_ports(&s);
             if tx

@@ -20,10 +20,10 @@
 //! The re-created device may come back under a new ib index and name before udev renames it,
 //! so it is followed by a [`DeviceIdentity`] (parent PCI function, netdev), not by name.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The sysfs parent of an ib_device (`/sys/class/infiniband/<dev>/device`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParentFacts {
     /// Bus of the parent (`pci`, `auxiliary`, …), from its `subsystem` link.
     pub bus: String,
@@ -34,7 +34,7 @@ pub struct ParentFacts {
 }
 
 /// The RDMA auxiliary device that spawned the ib_device (`ice.roce.0`, `mlx5_core.rdma.0`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuxFacts {
     /// Name on the auxiliary bus.
     pub name: String,
@@ -83,7 +83,8 @@ impl DevlinkParam {
 }
 
 /// A software RDMA link type for `rdma link add NAME type T netdev N`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SoftType {
     /// Soft-RoCE (`rdma_rxe`).
     Rxe,
@@ -315,6 +316,167 @@ pub fn plan(facts: &DeviceFacts, opts: &PlanOptions) -> Plan {
         (None, _) => skipped.push("module reload: the RDMA driver's module is unknown".into()),
     }
     Plan { methods, skipped }
+}
+
+/// What re-creating a device needs once it is gone, remembered while it exists.
+///
+/// A deleted ib_device leaves nothing behind under `/sys/class/infiniband` (lab, 6.1 and
+/// 6.12: after `rdma link delete rxe_ini` the name is absent from sysfs and from RDMA
+/// netlink), so the facts [`plan`] needs must have been read before. What survives the
+/// device, and is therefore enough to bring it back:
+/// - a software device (rxe, siw): its link type and the netdev it sat on, for
+///   `rdma link add NAME type T netdev N` (the netdev outlives the link);
+/// - a hardware device (irdma, mlx5): its parent PCI function, which stays in
+///   `/sys/bus/pci/devices`, and the RDMA auxiliary device and driver folder it was bound
+///   to, for the same unbind/bind or devlink toggle as when it is present.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "kebab-case")]
+pub enum RecreateFrom {
+    /// `rdma link add NAME type KIND netdev NETDEV`.
+    SoftLink {
+        /// rxe or siw.
+        kind: SoftType,
+        /// The netdev it sat on (`ini0`).
+        netdev: String,
+    },
+    /// The parent function (and RDMA auxiliary device) it was spawned by.
+    Parent {
+        /// The parent as sysfs showed it (`pci` `0000:02:00.0`, driver `ice`).
+        parent: ParentFacts,
+        /// The RDMA auxiliary device and its driver folder, when it had one.
+        #[serde(default)]
+        aux: Option<AuxFacts>,
+        /// The netdevs of its ports (to recognise it when it is back).
+        #[serde(default)]
+        netdevs: Vec<String>,
+    },
+}
+
+impl RecreateFrom {
+    /// What to remember about a present device; `None` when its facts are not enough to
+    /// bring it back (a software device with no netdev, a device with no parent).
+    pub fn of(facts: &DeviceFacts) -> Option<RecreateFrom> {
+        if let Some(kind) = soft_type(facts) {
+            let netdev = facts
+                .soft_netdev
+                .clone()
+                .or_else(|| facts.netdevs.first().cloned())?;
+            return Some(RecreateFrom::SoftLink { kind, netdev });
+        }
+        let parent = facts.parent.clone()?;
+        Some(RecreateFrom::Parent {
+            parent,
+            aux: facts.aux.clone(),
+            netdevs: facts.netdevs.clone(),
+        })
+    }
+
+    /// The facts of the absent device `name` as they were: what [`plan_gone`] plans from,
+    /// and what the returning device is recognised by ([`DeviceIdentity::of`]).
+    pub fn facts(&self, name: &str) -> DeviceFacts {
+        match self {
+            RecreateFrom::SoftLink { kind, netdev } => DeviceFacts {
+                name: name.to_string(),
+                parent: None,
+                aux: None,
+                node_type: Some(match kind {
+                    SoftType::Rxe => 1,
+                    SoftType::Siw => 4,
+                }),
+                node_desc: Some(
+                    match kind {
+                        SoftType::Rxe => "rxe",
+                        SoftType::Siw => "Software iWARP stack",
+                    }
+                    .to_string(),
+                ),
+                netdevs: vec![netdev.clone()],
+                soft_netdev: (*kind == SoftType::Rxe).then(|| netdev.clone()),
+            },
+            RecreateFrom::Parent {
+                parent,
+                aux,
+                netdevs,
+            } => DeviceFacts {
+                name: name.to_string(),
+                parent: Some(parent.clone()),
+                aux: aux.clone(),
+                node_type: None,
+                node_desc: None,
+                netdevs: netdevs.clone(),
+                soft_netdev: None,
+            },
+        }
+    }
+
+    /// One line for logs and alerts: "rxe link on ini0", "PCI function 0000:02:00.0".
+    pub fn describe(&self) -> String {
+        match self {
+            RecreateFrom::SoftLink { kind, netdev } => format!("{} link on {netdev}", kind.name()),
+            RecreateFrom::Parent { parent, aux, .. } => {
+                let mut s = format!("{} function {}", parent.bus.to_uppercase(), parent.name);
+                if let Some(a) = aux {
+                    s.push_str(&format!(" (RDMA auxiliary device {})", a.name));
+                }
+                s
+            }
+        }
+    }
+}
+
+/// The commands an operator runs to re-create a device iser-guard knows nothing about (it
+/// was gone before the daemon ever saw it), for alerts and errors.
+pub fn manual_recreate_hint(name: &str) -> String {
+    format!(
+        "re-create it by hand: `rdma link add {name} type rxe netdev NETDEV` for Soft-RoCE \
+         (`type siw` for Soft-iWARP), or, for a hardware device, bind its RDMA auxiliary \
+         device again (`echo AUXDEV > /sys/bus/auxiliary/drivers/DRIVER/bind`) or set \
+         `devlink dev param set pci/BDF name enable_roce value true cmode runtime`; \
+         `rdma dev` shows it when it is back"
+    )
+}
+
+/// Orders the methods that bring back `name`, which is gone, from what was remembered
+/// about it while it existed. The same methods as [`plan`] for the same facts, in the same
+/// order; the executor runs only their "up" step (`rdma link add`, `bind`, `enable_roce`
+/// true, `modprobe`), since there is nothing left to take down.
+///
+/// For a hardware device, `current_aux` is the RDMA auxiliary device found under the parent
+/// function now (it may have been re-spawned under another index, or be unbound), which
+/// wins over the remembered one.
+pub fn plan_gone(
+    name: &str,
+    remembered: &RecreateFrom,
+    current_aux: Option<&AuxFacts>,
+    opts: &PlanOptions,
+) -> Plan {
+    let mut facts = remembered.facts(name);
+    if let (Some(now), RecreateFrom::Parent { aux: then, .. }) = (current_aux, remembered) {
+        let mut aux = now.clone();
+        // An unbound aux device has no driver link: the folder it was bound to is the one
+        // to bind it to again.
+        if aux.driver_dir.is_none() {
+            aux.driver_dir = then.as_ref().and_then(|t| t.driver_dir.clone());
+        }
+        if aux.module.is_none() {
+            aux.module = then.as_ref().and_then(|t| t.module.clone());
+        }
+        facts.aux = Some(aux);
+    }
+    let mut p = plan(&facts, opts);
+    if current_aux.is_some() {
+        // ice spawns its RDMA auxiliary device only while `enable_roce` is on: with the aux
+        // device there, setting the parameter to true again would change nothing, and the
+        // device would never come back. Binding the aux device is what is left.
+        p.methods
+            .retain(|m| !matches!(m, ResetMethod::DevlinkToggle { .. }));
+        p.skipped.push(
+            "devlink toggle: the RDMA auxiliary device still exists, so RDMA is enabled on \
+             the function; binding it is what brings the device back"
+                .into(),
+        );
+    }
+    p
 }
 
 /// rxe/siw detection. Software devices have no bus parent (`devices/virtual/infiniband`), and

@@ -35,7 +35,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::core::reset_plan::{self, DeviceFacts, DeviceIdentity, PlanOptions, ResetMethod};
+use crate::core::reset_plan::{
+    self, DeviceFacts, DeviceIdentity, PlanOptions, RecreateFrom, ResetMethod,
+};
 use crate::io::process::{is_executable, Exit, Invocation, RunError, Runner, SystemRunner};
 
 pub use sysfs::Sysfs;
@@ -114,8 +116,10 @@ pub struct PlannedMethod {
 pub struct ResetPlan {
     /// The device.
     pub device: String,
-    /// What sysfs said about it.
+    /// What sysfs said about it, or, when it is gone, what was remembered.
     pub facts: DeviceFacts,
+    /// The device is gone from sysfs: each method only brings it back (its "up" step).
+    pub absent: bool,
     /// Methods in the order they would be tried.
     pub methods: Vec<PlannedMethod>,
     /// Methods left out and why.
@@ -197,13 +201,44 @@ pub enum StepError {
 /// Why a device could not be re-created.
 #[derive(Debug, thiserror::Error)]
 pub enum ResetError {
-    /// No such RDMA device under the sysfs root.
-    #[error("no RDMA device {device} under {}/class/infiniband; check `rdma dev`", root.display())]
+    /// No such RDMA device under the sysfs root, and nothing remembered about it (never seen
+    /// while it existed): there is nothing to re-create it from.
+    #[error(
+        "no RDMA device {device} under {}/class/infiniband, and nothing is remembered about \
+         it to re-create it from (iser-guard never saw it while it existed); check `rdma dev`, \
+         then {}",
+        root.display(),
+        reset_plan::manual_recreate_hint(device)
+    )]
     NoSuchDevice {
         /// The device.
         device: String,
         /// The sysfs root.
         root: PathBuf,
+    },
+    /// The device is gone and so is the parent function it was remembered on.
+    #[error(
+        "{device} is gone and so is its parent {parent} (not under {}/bus/pci/devices): \
+         nothing left to re-create it from; check `lspci` and `dmesg`",
+        root.display()
+    )]
+    ParentGone {
+        /// The device.
+        device: String,
+        /// The remembered parent (`0000:02:00.0`).
+        parent: String,
+        /// The sysfs root.
+        root: PathBuf,
+    },
+    /// The device was absent, the method's "up" step ran, and it did not appear.
+    #[error("{method} ran for the absent {device}, but it did not appear within {:.1} s; check `dmesg` and `rdma dev`", waited.as_secs_f64())]
+    NotBroughtBack {
+        /// The device.
+        device: String,
+        /// The method.
+        method: ResetMethod,
+        /// How long we waited.
+        waited: Duration,
     },
     /// Sysfs could not be read.
     #[error("reading sysfs under {}: {source}", root.display())]
@@ -268,7 +303,8 @@ impl ResetError {
     pub fn exit_code(&self) -> u8 {
         use crate::error::*;
         match self {
-            ResetError::NoSuchDevice { .. } => EXIT_NOINPUT,
+            ResetError::NoSuchDevice { .. } | ResetError::ParentGone { .. } => EXIT_NOINPUT,
+            ResetError::NotBroughtBack { .. } => EXIT_OSERR,
             ResetError::Sysfs { source, .. } => io_exit_code(source),
             ResetError::NoMethod { .. } | ResetError::AllMethodsFailed { .. } => EXIT_UNAVAILABLE,
             ResetError::DidNotDisappear { .. } => EXIT_TEMPFAIL,
@@ -280,7 +316,20 @@ impl ResetError {
     pub fn device_may_be_gone(&self) -> bool {
         matches!(
             self,
-            ResetError::UpStepFailed { .. } | ResetError::DidNotReturn { .. }
+            ResetError::UpStepFailed { .. }
+                | ResetError::DidNotReturn { .. }
+                | ResetError::NotBroughtBack { .. }
+        )
+    }
+
+    /// True when no attempt can help until an operator acts (nothing to re-create the
+    /// device from): the engine quarantines at once instead of retrying.
+    pub fn is_unsupported(&self) -> bool {
+        matches!(
+            self,
+            ResetError::NoMethod { .. }
+                | ResetError::NoSuchDevice { .. }
+                | ResetError::ParentGone { .. }
         )
     }
 }
@@ -288,11 +337,30 @@ impl ResetError {
 /// Re-creates RDMA devices. The real one is [`SysfsResetter`]; [`ScriptedResetter`] is the
 /// double for the daemon's tests and the simulator.
 pub trait DeviceResetter: Send + Sync {
-    /// What [`DeviceResetter::recreate`] would do, without doing it.
-    fn plan(&self, device: &str) -> Result<ResetPlan, ResetError>;
-    /// Re-creates `device` (see the module doc); with `dry_run` returns
-    /// [`ResetOutcome::DryRun`] and does nothing.
-    fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError>;
+    /// What [`DeviceResetter::recreate_from`] would do, without doing it. `remembered`: what
+    /// was learned about the device while it existed (the engine's memory); used when the
+    /// device is gone from sysfs.
+    fn plan_from(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+    ) -> Result<ResetPlan, ResetError>;
+    /// Re-creates `device` (see the module doc), or, when it is gone, brings it back from
+    /// `remembered`; with `dry_run` returns [`ResetOutcome::DryRun`] and does nothing.
+    fn recreate_from(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+        dry_run: bool,
+    ) -> Result<ResetOutcome, ResetError>;
+    /// [`DeviceResetter::plan_from`] with nothing remembered (a present device).
+    fn plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
+        self.plan_from(device, None)
+    }
+    /// [`DeviceResetter::recreate_from`] with nothing remembered (a present device).
+    fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError> {
+        self.recreate_from(device, None, dry_run)
+    }
 }
 
 /// One concrete step.
@@ -362,15 +430,23 @@ impl SysfsResetter {
         }
     }
 
-    fn build_plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
-        let facts = self
-            .sysfs
-            .facts(device)
-            .map_err(|e| self.sysfs_err(e))?
-            .ok_or_else(|| ResetError::NoSuchDevice {
-                device: device.to_string(),
-                root: self.cfg.sysfs_root.clone(),
-            })?;
+    fn build_plan(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+    ) -> Result<ResetPlan, ResetError> {
+        let present = self.sysfs.facts(device).map_err(|e| self.sysfs_err(e))?;
+        let absent = present.is_none();
+        let (facts, current_aux) = match (present, remembered) {
+            (Some(facts), _) => (facts, None),
+            (None, None) => {
+                return Err(ResetError::NoSuchDevice {
+                    device: device.to_string(),
+                    root: self.cfg.sysfs_root.clone(),
+                })
+            }
+            (None, Some(r)) => (r.facts(device), self.current_aux(device, r)?),
+        };
         let same_module_devices = self.same_module_devices(&facts)?;
         let opts = PlanOptions {
             allow_module_reload: self.cfg.allow_module_reload,
@@ -378,7 +454,10 @@ impl SysfsResetter {
             rdma_available: is_executable(&self.cfg.rdma),
             same_module_devices,
         };
-        let plan = reset_plan::plan(&facts, &opts);
+        let plan = match remembered.filter(|_| absent) {
+            Some(r) => reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts),
+            None => reset_plan::plan(&facts, &opts),
+        };
         if plan.methods.is_empty() {
             return Err(ResetError::NoMethod {
                 device: device.to_string(),
@@ -390,9 +469,12 @@ impl SysfsResetter {
             .into_iter()
             .map(|m| {
                 let s = self.steps(&m);
-                let mut steps: Vec<String> = s.check.iter().map(Invocation::display).collect();
-                steps.push(s.down.describe());
-                steps.push("wait until the device is gone".into());
+                let mut steps = Vec::new();
+                if !absent {
+                    steps.extend(s.check.iter().map(Invocation::display));
+                    steps.push(s.down.describe());
+                    steps.push("wait until the device is gone".into());
+                }
                 steps.push(s.up.describe());
                 steps.push("wait until it is back (followed by parent and netdev)".into());
                 PlannedMethod { method: m, steps }
@@ -401,9 +483,35 @@ impl SysfsResetter {
         Ok(ResetPlan {
             device: device.to_string(),
             facts,
+            absent,
             methods,
             skipped: plan.skipped,
         })
+    }
+
+    /// For a gone hardware device: the RDMA auxiliary device under its remembered parent
+    /// function now (the function outlives the ib_device). A parent that is gone too is an
+    /// error: nothing is left to re-create the device from.
+    fn current_aux(
+        &self,
+        device: &str,
+        remembered: &RecreateFrom,
+    ) -> Result<Option<reset_plan::AuxFacts>, ResetError> {
+        let RecreateFrom::Parent { parent, .. } = remembered else {
+            return Ok(None);
+        };
+        if parent.bus != "pci" {
+            return Ok(None);
+        }
+        match self.sysfs.pci_rdma_aux(&parent.name) {
+            Ok(aux) => Ok(aux),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ResetError::ParentGone {
+                device: device.to_string(),
+                parent: parent.name.clone(),
+                root: self.cfg.sysfs_root.clone(),
+            }),
+            Err(e) => Err(self.sysfs_err(e)),
+        }
     }
 
     fn same_module_devices(&self, facts: &DeviceFacts) -> Result<Vec<String>, ResetError> {
@@ -555,6 +663,45 @@ impl SysfsResetter {
         }
     }
 
+    /// Brings back an absent device: the method's "up" step alone (`rdma link add`, `bind`,
+    /// `enable_roce` true, `modprobe`). A refused step changed nothing (the device is still
+    /// gone): the next method is tried.
+    fn bring_back(&self, m: &ResetMethod, id: &DeviceIdentity) -> Result<String, MethodError> {
+        let fatal = MethodError::Fatal;
+        let steps = self.steps(m);
+        if let Err(e) = self.do_step(&steps.up) {
+            if self.find(id).map_err(fatal)?.is_none() {
+                return Err(MethodError::Skip(e));
+            }
+        }
+        let back_timeout = self.cfg.verify.back_timeout;
+        let (found, back) = self
+            .poll_until(id, back_timeout, |f| f.is_some())
+            .map_err(fatal)?;
+        match (found, back) {
+            (Some(found), true) => Ok(self.settle_name(id, found)?),
+            _ => Err(fatal(ResetError::NotBroughtBack {
+                device: id.name.clone(),
+                method: m.clone(),
+                waited: back_timeout,
+            })),
+        }
+    }
+
+    /// Back under a kernel name (e.g. irdma1): give udev's rdma_rename a moment.
+    fn settle_name(&self, id: &DeviceIdentity, found: DeviceFacts) -> Result<String, MethodError> {
+        if found.name == id.name {
+            return Ok(found.name);
+        }
+        let want = id.name.clone();
+        let (renamed, _) = self
+            .poll_until(id, self.cfg.verify.rename_grace, |f| {
+                f.as_ref().is_some_and(|f| f.name == want)
+            })
+            .map_err(MethodError::Fatal)?;
+        Ok(renamed.map(|f| f.name).unwrap_or(found.name))
+    }
+
     fn run_method(&self, m: &ResetMethod, id: &DeviceIdentity) -> Result<String, MethodError> {
         let fatal = MethodError::Fatal;
         let steps = self.steps(m);
@@ -616,27 +763,26 @@ impl SysfsResetter {
                 waited: back_timeout,
             }));
         };
-        if found.name == id.name {
-            return Ok(found.name);
-        }
-        // Back under a kernel name (e.g. irdma1): give udev's rdma_rename a moment.
-        let want = id.name.clone();
-        let (renamed, _) = self
-            .poll_until(id, self.cfg.verify.rename_grace, |f| {
-                f.as_ref().is_some_and(|f| f.name == want)
-            })
-            .map_err(fatal)?;
-        Ok(renamed.map(|f| f.name).unwrap_or(found.name))
+        self.settle_name(id, found)
     }
 }
 
 impl DeviceResetter for SysfsResetter {
-    fn plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
-        self.build_plan(device)
+    fn plan_from(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+    ) -> Result<ResetPlan, ResetError> {
+        self.build_plan(device, remembered)
     }
 
-    fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError> {
-        let plan = self.plan(device)?;
+    fn recreate_from(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+        dry_run: bool,
+    ) -> Result<ResetOutcome, ResetError> {
+        let plan = self.plan_from(device, remembered)?;
         if dry_run {
             return Ok(ResetOutcome::DryRun(plan));
         }
@@ -644,7 +790,12 @@ impl DeviceResetter for SysfsResetter {
         let start = Instant::now();
         let mut failures = Vec::new();
         for pm in plan.methods {
-            match self.run_method(&pm.method, &id) {
+            let run = if plan.absent {
+                self.bring_back(&pm.method, &id)
+            } else {
+                self.run_method(&pm.method, &id)
+            };
+            match run {
                 Ok(new_name) => {
                     return Ok(ResetOutcome::Recreated(Recreated {
                         method: pm.method,
@@ -692,14 +843,19 @@ impl ScriptedResetter {
 }
 
 impl DeviceResetter for ScriptedResetter {
-    fn plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
+    fn plan_from(&self, device: &str, _: Option<&RecreateFrom>) -> Result<ResetPlan, ResetError> {
         Err(ResetError::NoMethod {
             device: device.to_string(),
             reasons: vec!["scripted resetter has no plans".into()],
         })
     }
 
-    fn recreate(&self, device: &str, dry_run: bool) -> Result<ResetOutcome, ResetError> {
+    fn recreate_from(
+        &self,
+        device: &str,
+        _: Option<&RecreateFrom>,
+        dry_run: bool,
+    ) -> Result<ResetOutcome, ResetError> {
         self.calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -96,6 +96,19 @@ impl Sysfs {
         Ok(Some(facts))
     }
 
+    /// The RDMA auxiliary device under PCI function `bdf` now (`bus/pci/devices/<bdf>`), as
+    /// for a present device's parent; `NotFound` when the function itself is gone.
+    pub fn pci_rdma_aux(&self, bdf: &str) -> io::Result<Option<AuxFacts>> {
+        if bdf.is_empty() || bdf.contains('/') || bdf == "." || bdf == ".." {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "not a PCI function name",
+            ));
+        }
+        let pci = fs::canonicalize(self.root.join("bus/pci/devices").join(bdf))?;
+        Ok(self.find_rdma_aux(&pci))
+    }
+
     /// Facts of every device present now (devices vanishing mid-scan are skipped).
     pub fn all_facts(&self) -> io::Result<Vec<DeviceFacts>> {
         let mut out = Vec::new();

@@ -7,6 +7,7 @@ use crate::recovery::{
     IscsiNode, Origin, Phase, PortId, PortRecord, Portal, PortalRecord, Recreation,
     RecreationState, SessionKey, SessionOp, SessionRecord, SessionState, StuckEvidence, TimerKind,
 };
+use crate::reset_plan::{AuxFacts, ParentFacts, RecreateFrom, SoftType};
 use crate::time::Instant;
 
 impl v2::JournalFile {
@@ -78,7 +79,11 @@ impl v2::JournalFile {
                 .into_iter()
                 .map(session_in)
                 .collect::<Result<_, _>>()?,
-            devices: self.devices.into_iter().map(device_in).collect(),
+            devices: self
+                .devices
+                .into_iter()
+                .map(device_in)
+                .collect::<Result<_, _>>()?,
             portals: self
                 .portals
                 .into_iter()
@@ -490,6 +495,7 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
         present: d.present,
         parent: d.parent.clone(),
         driver: d.driver.clone(),
+        remembered: d.remembered.as_ref().map(recipe_out),
         recreation: d.recreation.as_ref().map(|r| v2::Recreation {
             id: r.id.0,
             attempt: r.attempt,
@@ -501,12 +507,71 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
     }
 }
 
-fn device_in(d: v2::Device) -> DeviceRecord {
-    DeviceRecord {
+fn recipe_out(r: &RecreateFrom) -> v2::Recipe {
+    let aux_out = |a: &AuxFacts| v2::AuxDevice {
+        name: a.name.clone(),
+        driver_dir: a.driver_dir.clone(),
+        module: a.module.clone(),
+    };
+    match r {
+        RecreateFrom::SoftLink { kind, netdev } => v2::Recipe::SoftLink {
+            kind: kind.name().to_string(),
+            netdev: netdev.clone(),
+        },
+        RecreateFrom::Parent {
+            parent,
+            aux,
+            netdevs,
+        } => v2::Recipe::Parent {
+            bus: parent.bus.clone(),
+            name: parent.name.clone(),
+            driver: parent.driver.clone(),
+            aux: aux.as_ref().map(aux_out),
+            netdevs: netdevs.clone(),
+        },
+    }
+}
+
+fn recipe_in(r: v2::Recipe) -> Result<RecreateFrom, JournalFormatError> {
+    Ok(match r {
+        v2::Recipe::SoftLink { kind, netdev } => RecreateFrom::SoftLink {
+            kind: match kind.as_str() {
+                "rxe" => SoftType::Rxe,
+                "siw" => SoftType::Siw,
+                other => {
+                    return Err(JournalFormatError::Value {
+                        field: "device recipe",
+                        reason: format!("unknown software link type {other:?}"),
+                    })
+                }
+            },
+            netdev,
+        },
+        v2::Recipe::Parent {
+            bus,
+            name,
+            driver,
+            aux,
+            netdevs,
+        } => RecreateFrom::Parent {
+            parent: ParentFacts { bus, name, driver },
+            aux: aux.map(|a| AuxFacts {
+                name: a.name,
+                driver_dir: a.driver_dir,
+                module: a.module,
+            }),
+            netdevs,
+        },
+    })
+}
+
+fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
+    Ok(DeviceRecord {
         name: d.name,
         present: d.present,
         parent: d.parent,
         driver: d.driver,
+        remembered: d.remembered.map(recipe_in).transpose()?,
         recreation: d.recreation.map(|r| Recreation {
             id: ActionId(r.id),
             attempt: r.attempt,
@@ -515,5 +580,5 @@ fn device_in(d: v2::Device) -> DeviceRecord {
             origin: origin_in(r.origin),
         }),
         completed_recreations: d.completed_recreations,
-    }
+    })
 }

@@ -348,10 +348,51 @@ pub struct Device {
     pub parent: Option<String>,
     /// Driver.
     pub driver: Option<String>,
+    /// What re-creating it needs, remembered while it existed (v2).
+    #[serde(default)]
+    pub remembered: Option<Recipe>,
     /// Last re-creation.
     pub recreation: Option<Recreation>,
     /// Completed re-creations.
     pub completed_recreations: u64,
+}
+
+/// What re-creating a device needs once it is gone (v2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Recipe {
+    /// `rdma link add NAME type KIND netdev NETDEV`.
+    SoftLink {
+        /// `rxe` or `siw`.
+        kind: String,
+        /// The netdev.
+        netdev: String,
+    },
+    /// The parent function.
+    Parent {
+        /// Its bus (`pci`).
+        bus: String,
+        /// Its name on that bus (`0000:02:00.0`).
+        name: String,
+        /// Its driver (`ice`).
+        driver: Option<String>,
+        /// The RDMA auxiliary device.
+        aux: Option<AuxDevice>,
+        /// Netdevs of the device's ports.
+        netdevs: Vec<String>,
+    },
+}
+
+/// An RDMA auxiliary device (v2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuxDevice {
+    /// Name (`ice.roce.0`).
+    pub name: String,
+    /// Driver folder (`irdma.gen_2`).
+    pub driver_dir: Option<String>,
+    /// Module (`irdma`).
+    pub module: Option<String>,
 }
 
 /// Probes of a portal.

@@ -112,6 +112,11 @@ pub enum ActionKind {
         method: RecreateMethod,
         /// Which attempt this is (from 1).
         attempt: u32,
+        /// What re-creating it needs, remembered while it existed (link type and netdev of a
+        /// software device, parent function of a hardware one); what the executor plans
+        /// from when the device is gone. `None`: never seen while it existed.
+        #[serde(default)]
+        remembered: Option<crate::reset_plan::RecreateFrom>,
     },
     /// `iscsiadm -m node -T target -p portal -I iface --login`.
     IscsiLogin {

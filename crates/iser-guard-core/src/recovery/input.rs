@@ -326,6 +326,15 @@ pub enum Observation {
         /// Number of ports.
         ports: u32,
     },
+    /// What re-creating a present device would need once it is gone (from sysfs and RDMA
+    /// netlink: a software device's link type and netdev, a hardware device's parent
+    /// function). Sent whenever it changes; the engine keeps the last one.
+    DeviceRecipe {
+        /// RDMA device.
+        device: String,
+        /// What brings it back.
+        recipe: crate::reset_plan::RecreateFrom,
+    },
     /// An RDMA device was renamed (udev renames a re-created device back).
     DeviceRenamed {
         /// Old name.
@@ -379,6 +388,7 @@ impl Observation {
             Observation::PortUp { device, port } => format!("port-up:{device}/{port}"),
             Observation::DeviceGone { device } => format!("device-gone:{device}"),
             Observation::DeviceAppeared { device, .. } => format!("device-appeared:{device}"),
+            Observation::DeviceRecipe { device, .. } => format!("device-recipe:{device}"),
             Observation::DeviceRenamed { from, to } => format!("device-renamed:{from}:{to}"),
             Observation::ConnError { sid, code } => format!("conn-error:{sid}:{code}"),
             Observation::SessionRecoveryTimedOut { sid } => format!("recovery-timeout:{sid}"),
@@ -403,6 +413,12 @@ impl Observation {
             Observation::PortUp { device, port } => format!("{device}/{port}: port active"),
             Observation::DeviceGone { device } => format!("RDMA device {device} disappeared"),
             Observation::DeviceAppeared { device, .. } => format!("RDMA device {device} appeared"),
+            Observation::DeviceRecipe { device, recipe } => {
+                format!(
+                    "RDMA device {device} can be re-created from its {}",
+                    recipe.describe()
+                )
+            }
             Observation::DeviceRenamed { from, to } => {
                 format!("RDMA device {from} was renamed to {to}")
             }

@@ -483,6 +483,7 @@ impl Engine {
                 driver,
                 ports: _,
             } => self.on_device_appeared(&device, parent, driver, now),
+            Observation::DeviceRecipe { device, recipe } => self.remember_recipe(&device, recipe),
             Observation::DeviceRenamed { from, to } => self.rename_device(&from, &to, now),
             Observation::ConnError { sid, .. } => {
                 self.mark_troubled(sid);
@@ -1031,6 +1032,18 @@ impl Engine {
                 );
             }
         }
+    }
+
+    /// Keeps what re-creating `device` needs, learned while it exists (the only time it can
+    /// be learned: a deleted device leaves nothing in sysfs or netlink). Journaled, so a
+    /// restart while the device is gone still knows how to bring it back.
+    fn remember_recipe(&mut self, device: &str, recipe: crate::reset_plan::RecreateFrom) {
+        let d = self.device_or_create(device);
+        if d.remembered.as_ref() == Some(&recipe) {
+            return;
+        }
+        d.remembered = Some(recipe);
+        self.mark_dirty(format!("learned how to re-create {device}"));
     }
 
     fn on_device_appeared(
@@ -2444,14 +2457,21 @@ impl Engine {
             }
             return false;
         }
-        // Go.
-        let id = self.alloc_id();
         let present = self.devices.get(&device).is_none_or(|d| d.present);
-        let (parent, driver) = self
+        let (parent, driver, remembered) = self
             .devices
             .get(&device)
-            .map(|d| (d.parent.clone(), d.driver.clone()))
-            .unwrap_or((None, None));
+            .map(|d| (d.parent.clone(), d.driver.clone(), d.remembered.clone()))
+            .unwrap_or((None, None, None));
+        if !present && remembered.is_none() && parent.is_none() {
+            // Gone, and never seen while it existed (deleted before this daemon started,
+            // with a journal that did not remember it): nothing to re-create it from. An
+            // attempt would only fail; the operator gets the commands instead.
+            self.refuse_unknown_device(pid, &device, now);
+            return true;
+        }
+        // Go.
+        let id = self.alloc_id();
         self.device_or_create(&device).recreation = Some(Recreation {
             id,
             attempt,
@@ -2530,6 +2550,7 @@ impl Engine {
                 driver,
                 method,
                 attempt,
+                remembered,
             },
         );
         let max = self.policy.max_attempts;
@@ -2922,6 +2943,33 @@ impl Engine {
         );
     }
 
+    /// The device is gone and nothing about it is remembered: quarantine the port with an
+    /// alert whose remedy is the command that re-creates it by hand.
+    fn refuse_unknown_device(&mut self, pid: &PortId, device: &str, now: Instant) {
+        let reason = format!(
+            "RDMA device {device} is gone and iser-guard never saw it while it existed (it \
+             was deleted before the daemon started, or the journal predates remembering \
+             devices), so it does not know the netdev or PCI function to re-create it from"
+        );
+        let down = self.down_sessions_text(pid);
+        self.transition(pid, Phase::Quarantined, reason.clone(), now);
+        self.mark_reported(pid);
+        self.alert(
+            now,
+            Severity::Critical,
+            format!("quarantine:{pid}"),
+            format!("{pid}: RDMA device {device} is gone and cannot be re-created automatically"),
+            format!(
+                "{reason}; {}. Sessions not restored: {down}",
+                crate::reset_plan::manual_recreate_hint(device)
+            ),
+            Some(format!(
+                "rdma link add {device} type rxe netdev NETDEV   # Soft-RoCE; hardware: rebind \
+                 its RDMA driver; then: iser-guard recover {pid}"
+            )),
+        );
+    }
+
     fn quarantine(&mut self, pid: &PortId, reason: String, now: Instant) {
         let down = self.down_sessions_text(pid);
         self.transition(pid, Phase::Quarantined, reason.clone(), now);
@@ -3163,6 +3211,7 @@ impl Engine {
                 present: true,
                 parent: None,
                 driver: None,
+                remembered: None,
                 recreation: None,
                 completed_recreations: 0,
             })

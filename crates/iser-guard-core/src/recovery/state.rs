@@ -329,6 +329,11 @@ pub struct DeviceRecord {
     pub parent: Option<String>,
     /// Driver, if known.
     pub driver: Option<String>,
+    /// What re-creating it needs, as last seen while it existed
+    /// ([`Observation::DeviceRecipe`](super::Observation::DeviceRecipe)); kept while it is
+    /// gone, since it is what brings it back.
+    #[serde(default)]
+    pub remembered: Option<crate::reset_plan::RecreateFrom>,
     /// The last re-creation.
     pub recreation: Option<Recreation>,
     /// Completed re-creations since the journal began.
