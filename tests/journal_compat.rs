@@ -154,3 +154,91 @@ fn a_portal_that_is_not_an_address_is_a_typed_error() {
     );
     assert!(err.to_string().contains("target.example"), "{err}");
 }
+
+/// Journal v2 (not yet released) keeps what re-creating each device needs: the engine must
+/// still know it after a restart while the device is gone (issue 9, "dev-left-deleted").
+#[test]
+fn v2_round_trips_the_remembered_device_recipes() {
+    use iser_guard::core::recovery::{Observation, Trust};
+    use iser_guard::core::reset_plan::{AuxFacts, ParentFacts, RecreateFrom, SoftType};
+
+    let rxe = RecreateFrom::SoftLink {
+        kind: SoftType::Rxe,
+        netdev: "ini0".into(),
+    };
+    let e810 = RecreateFrom::Parent {
+        parent: ParentFacts {
+            bus: "pci".into(),
+            name: "0000:02:00.0".into(),
+            driver: Some("ice".into()),
+        },
+        aux: Some(AuxFacts {
+            name: "ice.roce.0".into(),
+            driver_dir: Some("irdma.gen_2".into()),
+            module: Some("irdma".into()),
+        }),
+        netdevs: vec!["ens1f0".into()],
+    };
+    let mut e = Engine::new(Policy::default(), 1);
+    for (device, recipe) in [("rxe_ini", rxe.clone()), ("rocep2s0f0", e810.clone())] {
+        e.handle_observation(
+            Observation::DeviceRecipe {
+                device: device.into(),
+                recipe,
+            },
+            Trust::Trusted,
+            Instant(1_000),
+        );
+    }
+    let snap = e.snapshot();
+    let bytes = journal::encode(&snap);
+    let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(json["version"], 2);
+    let dev = |name: &str| {
+        json["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        dev("rxe_ini")["remembered"],
+        serde_json::json!({"from": "soft-link", "kind": "rxe", "netdev": "ini0"})
+    );
+    assert_eq!(
+        dev("rocep2s0f0")["remembered"]["aux"]["driver_dir"],
+        "irdma.gen_2"
+    );
+    let back = journal::decode(&bytes).unwrap();
+    assert_eq!(back, snap);
+    let remembered = |name: &str| {
+        back.devices
+            .iter()
+            .find(|d| d.name == name)
+            .and_then(|d| d.remembered.clone())
+    };
+    assert_eq!(remembered("rxe_ini"), Some(rxe));
+    assert_eq!(remembered("rocep2s0f0"), Some(e810));
+
+    // A v2 file without the field (written before it existed) loads with nothing remembered.
+    let mut old = json.clone();
+    for d in old["devices"].as_array_mut().unwrap() {
+        d.as_object_mut().unwrap().remove("remembered");
+    }
+    let snap = journal::decode(&serde_json::to_vec(&old).unwrap()).unwrap();
+    assert!(snap.devices.iter().all(|d| d.remembered.is_none()));
+
+    // An unknown link type is a typed error, not a panic or a silent drop.
+    let mut bad = json;
+    for d in bad["devices"].as_array_mut().unwrap() {
+        if d["name"] == "rxe_ini" {
+            d["remembered"]["kind"] = serde_json::json!("ib");
+        }
+    }
+    assert!(matches!(
+        journal::decode(&serde_json::to_vec(&bad).unwrap()),
+        Err(JournalFormatError::Value { .. })
+    ));
+}

@@ -11,6 +11,9 @@ mod kernel_run;
 #[path = "scenarios/issue9.rs"]
 mod issue9;
 
+#[path = "scenarios/left_deleted.rs"]
+mod left_deleted;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Observation, Origin, Phase, Policy, PortId, Severity,
     StuckEvidence, Trust,

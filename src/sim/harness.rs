@@ -443,8 +443,10 @@ impl Harness {
             ActionKind::ProbePortal { portal, timeout } => {
                 self.host.probe(portal, *timeout, a.id, now)
             }
-            ActionKind::RecreateDevice { device, .. } => {
-                let out = self.host.recreate(device, a.id, now);
+            ActionKind::RecreateDevice {
+                device, remembered, ..
+            } => {
+                let out = self.host.recreate(device, remembered.as_ref(), a.id, now);
                 for d in out {
                     self.deliver(d, now);
                 }

@@ -29,6 +29,15 @@
 //! - the route to each portal names the initiator netdev (as `ip route get` does in the
 //!   lab), and each RDMA port's netdev is what sysfs `gid_attrs/ndevs` says;
 //! - a device deleted and added back gets a new index (rxe_ini 0 -> 2); its netdev stays.
+//! - a deleted device (`rdma link delete rxe_ini`, lab nldevcap-*: `rdma dev` no longer lists
+//!   it, session FAILED / REOPEN) is gone from sysfs and RDMA netlink with its QPs and CM ids;
+//!   nothing about it can be read any more. Only `rdma link add NAME type rxe netdev N` on a
+//!   netdev that exists brings it back (lab: 0.09 s), with a new index and new QPs. A
+//!   hardware device comes back only through its parent function (aux `bind`, devlink).
+//!
+//! Re-creations are planned by the resetter's own planner ([`reset_plan::plan`] on what this
+//! host's sysfs shows, [`reset_plan::plan_gone`] on what the action remembered when the
+//! device is gone); the host executes the chosen method's commands with their kernel effects.
 //!
 //! The sessions the agent sees are placed on RDMA ports by the daemon's own code
 //! (`daemon::sessions::map_sessions` with `core::session_map::Placer`) from those facts.
@@ -45,6 +54,9 @@ use crate::core::qp::QpState;
 use crate::core::recovery::{
     ActionId, DiskInfo, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
     ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
+};
+use crate::core::reset_plan::{
+    self, AuxFacts, DeviceFacts, ParentFacts, PlanOptions, RecreateFrom, ResetMethod,
 };
 use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::core::time::Instant;
@@ -351,6 +363,10 @@ pub struct SimHost {
     /// reported for: like the daemon's netlink model, a dump reports a QP 1 state only when
     /// it is new (a port whose QP 1 stays in RTS is not re-reported every poll).
     gsi_reported: BTreeMap<(String, u32), (u32, QpState)>,
+    /// The recipe each device's last report carried (the daemon sends one when it changes).
+    recipes_reported: BTreeMap<String, RecreateFrom>,
+    /// Every re-creation command run on the host (`rdma link add ...`, `echo ... > bind`).
+    pub commands: Vec<String>,
     next_dev_index: u32,
     next_cm_idn: u32,
     next_src_port: u16,
@@ -397,6 +413,8 @@ impl SimHost {
             placer: Placer::new(),
             placement_warnings: Vec::new(),
             gsi_reported: BTreeMap::new(),
+            recipes_reported: BTreeMap::new(),
+            commands: Vec::new(),
             next_dev_index: 0,
             next_cm_idn: 0,
             next_src_port: 57998,
@@ -916,7 +934,7 @@ impl SimHost {
             }
             out.push(Delivery::Netlink(Observation::DeviceAppeared {
                 device: device.to_string(),
-                parent: Some(d.pci.clone()),
+                parent: pci_parent(d),
                 driver: Some(driver_name(d.driver).to_string()),
                 ports: u32::try_from(d.gsi.len()).unwrap_or(1),
             }));
@@ -936,6 +954,38 @@ impl SimHost {
     /// A restarted agent's netlink model starts empty: it has reported nothing yet.
     pub fn forget_reports(&mut self) {
         self.gsi_reported.clear();
+        self.recipes_reported.clear();
+    }
+
+    /// What sysfs shows of a device now, as the resetter's reader returns it; `None` when it
+    /// is gone (a deleted device leaves nothing under `class/infiniband`).
+    pub fn sysfs_facts(&self, device: &str) -> Option<DeviceFacts> {
+        let d = self.devices.get(device).filter(|d| d.present)?;
+        Some(match d.driver {
+            // Virtual: no `device` link; rxe's own `parent` attribute names its netdev.
+            Driver::Rxe => DeviceFacts {
+                name: d.name.clone(),
+                parent: None,
+                aux: None,
+                node_type: Some(1),
+                node_desc: Some("rxe".into()),
+                netdevs: d.netdevs.clone(),
+                soft_netdev: d.netdevs.first().cloned(),
+            },
+            Driver::Irdma => DeviceFacts {
+                name: d.name.clone(),
+                parent: Some(ParentFacts {
+                    bus: "pci".into(),
+                    name: d.pci.clone(),
+                    driver: Some("ice".into()),
+                }),
+                aux: Some(irdma_aux(d)),
+                node_type: Some(1),
+                node_desc: None,
+                netdevs: d.netdevs.clone(),
+                soft_netdev: None,
+            },
+        })
     }
 
     /// What a netlink dump shows now, as the daemon's netlink model reports it
@@ -953,7 +1003,7 @@ impl SimHost {
             }
             out.push(Delivery::Netlink(Observation::DeviceAppeared {
                 device: d.name.clone(),
-                parent: Some(d.pci.clone()),
+                parent: pci_parent(d),
                 driver: Some(driver_name(d.driver).to_string()),
                 ports: u32::try_from(d.gsi.len()).unwrap_or(1),
             }));
@@ -972,6 +1022,21 @@ impl SimHost {
                         state: *g,
                     }));
                 }
+            }
+        }
+        // As the daemon's `daemon::recipes`: what each present device's sysfs facts say would
+        // re-create it, when it is new or changed.
+        let names: Vec<String> = self.devices.keys().cloned().collect();
+        for name in names {
+            let Some(recipe) = self.sysfs_facts(&name).and_then(|f| RecreateFrom::of(&f)) else {
+                continue;
+            };
+            if self.recipes_reported.get(&name) != Some(&recipe) {
+                self.recipes_reported.insert(name.clone(), recipe.clone());
+                out.push(Delivery::Netlink(Observation::DeviceRecipe {
+                    device: name,
+                    recipe,
+                }));
             }
         }
         out
@@ -1160,24 +1225,81 @@ impl SimHost {
         mapped.sessions
     }
 
-    /// Starts re-creating a device (the executor's side of `RecreateDevice`).
-    pub fn recreate(&mut self, device: &str, id: ActionId, now: Instant) -> Vec<Delivery> {
+    /// Starts re-creating a device (the executor's side of `RecreateDevice`): plans with the
+    /// resetter's planner from what this host's sysfs shows, or, for a gone device, from
+    /// `remembered` (what the action carries), and runs the first method's commands.
+    pub fn recreate(
+        &mut self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+        id: ActionId,
+        now: Instant,
+    ) -> Vec<Delivery> {
         let mut out = Vec::new();
-        let Some(d) = self.devices.get_mut(device) else {
+        let fail = |out: &mut Vec<Delivery>, result: RecreateResult| {
             out.push(Delivery::Outcome {
                 id,
-                outcome: Outcome::Recreate(RecreateResult::Failed {
-                    reason: format!("no RDMA device {device} and no parent to re-create it from"),
-                }),
-            });
+                outcome: Outcome::Recreate(result),
+            })
+        };
+        // A scripted failure overrides the physics (the scenario says what goes wrong).
+        let scripted = self
+            .devices
+            .get_mut(device)
+            .and_then(|d| d.plans.pop_front())
+            .unwrap_or(RecreatePlan::Ok);
+        let opts = PlanOptions {
+            allow_module_reload: false,
+            devlink_available: true,
+            rdma_available: true,
+            same_module_devices: Vec::new(),
+        };
+        let present = self.sysfs_facts(device);
+        let absent = present.is_none();
+        let plan = match (&present, remembered) {
+            (Some(facts), _) => reset_plan::plan(facts, &opts),
+            (None, Some(r)) => {
+                let current_aux = self
+                    .devices
+                    .get(device)
+                    .filter(|d| d.driver == Driver::Irdma)
+                    .map(irdma_aux);
+                reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts)
+            }
+            (None, None) => {
+                let e = crate::io::reset::ResetError::NoSuchDevice {
+                    device: device.to_string(),
+                    root: "/sys".into(),
+                };
+                fail(
+                    &mut out,
+                    RecreateResult::Unsupported {
+                        reason: e.to_string(),
+                    },
+                );
+                return out;
+            }
+        };
+        let Some(method) = plan.methods.first().cloned() else {
+            let e = crate::io::reset::ResetError::NoMethod {
+                device: device.to_string(),
+                reasons: plan.skipped,
+            };
+            fail(
+                &mut out,
+                RecreateResult::Unsupported {
+                    reason: e.to_string(),
+                },
+            );
             return out;
         };
-        if d.recreating {
-            self.overlapping_recreations += 1;
+        if let Some(d) = self.devices.get_mut(device) {
+            if d.recreating {
+                self.overlapping_recreations += 1;
+            }
+            d.recreations_started += 1;
         }
-        let plan = d.plans.pop_front().unwrap_or(RecreatePlan::Ok);
-        d.recreations_started += 1;
-        match plan {
+        match scripted {
             RecreatePlan::Fail(reason) => {
                 let at = now.plus(Duration::from_millis(800));
                 self.schedule(
@@ -1187,33 +1309,72 @@ impl SimHost {
                         outcome: Outcome::Recreate(RecreateResult::Failed { reason }),
                     })),
                 );
+                return out;
             }
             RecreatePlan::Unsupported(reason) => {
-                out.push(Delivery::Outcome {
-                    id,
-                    outcome: Outcome::Recreate(RecreateResult::Unsupported { reason }),
-                });
+                fail(&mut out, RecreateResult::Unsupported { reason });
+                return out;
             }
-            RecreatePlan::Ok | RecreatePlan::LoseOutcome => {
-                d.recreating = true;
-                self.concurrent_recreations += 1;
-                self.max_concurrent_recreations = self
-                    .max_concurrent_recreations
-                    .max(self.concurrent_recreations);
-                out.push(Delivery::Note(format!(
-                    "{device}: devlink enable_roce false -> irdma removes the device"
-                )));
-                self.set_device_present(device, false, now, &mut out);
-                self.schedule(
-                    now.plus(RECREATE_TIME),
-                    HostEvent::RecreateDone {
-                        device: device.to_string(),
-                        id,
-                        report: plan == RecreatePlan::Ok,
+            RecreatePlan::Ok | RecreatePlan::LoseOutcome => {}
+        }
+        let report = scripted == RecreatePlan::Ok;
+        let commands = method_commands(&method, absent);
+        // `rdma link add` needs the netdev; the kernel answers ENODEV without it.
+        if let ResetMethod::RdmaLinkReadd { netdev, .. } = &method {
+            if !self.netdev_addrs.contains_key(netdev) {
+                self.commands.extend(commands.iter().cloned());
+                fail(
+                    &mut out,
+                    RecreateResult::Failed {
+                        reason: format!(
+                            "`{}` exited with code 1: error: No such device",
+                            commands.join("; ")
+                        ),
                     },
                 );
+                return out;
+            }
+            if !self.devices.contains_key(device) {
+                // A link never seen on this host: the kernel creates it all the same.
+                self.add_device_on(device, netdev, Driver::Rxe, std::slice::from_ref(netdev));
+                if let Some(d) = self.devices.get_mut(device) {
+                    d.present = false;
+                }
             }
         }
+        for c in &commands {
+            out.push(Delivery::Note(format!("{device}: {c}")));
+        }
+        self.commands.extend(commands);
+        let Some(d) = self.devices.get_mut(device) else {
+            fail(
+                &mut out,
+                RecreateResult::Failed {
+                    reason: format!("{method} ran but {device} did not appear"),
+                },
+            );
+            return out;
+        };
+        d.recreating = true;
+        self.concurrent_recreations += 1;
+        self.max_concurrent_recreations = self
+            .max_concurrent_recreations
+            .max(self.concurrent_recreations);
+        self.set_device_present(device, false, now, &mut out);
+        // Lab: `rdma link add` took 0.09 s; a hardware function's RDMA driver probes for
+        // seconds.
+        let back_after = match method {
+            ResetMethod::RdmaLinkReadd { .. } => Duration::from_millis(200),
+            _ => RECREATE_TIME,
+        };
+        self.schedule(
+            now.plus(back_after),
+            HostEvent::RecreateDone {
+                device: device.to_string(),
+                id,
+                report,
+            },
+        );
         out
     }
 
@@ -1372,6 +1533,56 @@ impl SimHost {
         self.sessions
             .values()
             .any(|s| &s.key == key && s.state == SessionState::LoggedIn && !s.zombie)
+    }
+}
+
+/// The parent a netlink report gives: the PCI function of a hardware device, none for a
+/// virtual (rxe) one.
+fn pci_parent(d: &SimDevice) -> Option<String> {
+    (d.driver == Driver::Irdma).then(|| d.pci.clone())
+}
+
+/// An E810 function's RDMA auxiliary device (`ice.roce.N`, bound to irdma).
+fn irdma_aux(d: &SimDevice) -> AuxFacts {
+    let n = d.pci.rsplit('.').next().unwrap_or("0");
+    AuxFacts {
+        name: format!("ice.roce.{n}"),
+        driver_dir: Some("irdma".into()),
+        module: Some("irdma".into()),
+    }
+}
+
+/// The commands a method runs, as the resetter runs them (only the "up" step when the device
+/// is gone).
+fn method_commands(m: &ResetMethod, absent: bool) -> Vec<String> {
+    let (down, up) = match m {
+        ResetMethod::DevlinkToggle { handle, param } => (
+            format!(
+                "devlink dev param set {handle} name {} value false cmode runtime",
+                param.name()
+            ),
+            format!(
+                "devlink dev param set {handle} name {} value true cmode runtime",
+                param.name()
+            ),
+        ),
+        ResetMethod::AuxRebind { device, driver } => (
+            format!("echo {device} > /sys/bus/auxiliary/drivers/{driver}/unbind"),
+            format!("echo {device} > /sys/bus/auxiliary/drivers/{driver}/bind"),
+        ),
+        ResetMethod::RdmaLinkReadd { name, kind, netdev } => (
+            format!("rdma link delete {name}"),
+            format!("rdma link add {name} type {} netdev {netdev}", kind.name()),
+        ),
+        ResetMethod::ModuleReload { module, .. } => (
+            format!("modprobe -r {module}"),
+            format!("modprobe {module}"),
+        ),
+    };
+    if absent {
+        vec![up]
+    } else {
+        vec![down, up]
     }
 }
 

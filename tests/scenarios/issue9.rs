@@ -7,6 +7,7 @@ use iser_guard::core::recovery::{
     Outcome, Phase, PortId, Portal, ProbeResult, RecreateMethod, ResetWhen, SessionInfo,
     SessionKey, SessionState, Severity, StuckEvidence,
 };
+use iser_guard::core::reset_plan::{RecreateFrom, SoftType};
 use iser_guard::core::time::Instant;
 
 use super::kernel_run::*;
@@ -655,18 +656,23 @@ fn pause_and_quarantine_survive_a_restart() {
 #[test]
 fn a_vanished_initiator_device_is_awaited_then_recreated_from_its_parent() {
     let mut r = Rig::new(lab_policy());
-    r.obs(Observation::DeviceAppeared {
-        device: INI.into(),
-        parent: Some("ini0".into()),
-        driver: Some("rxe".into()),
-        ports: 1,
-    });
-    r.obs(Observation::DeviceAppeared {
-        device: TGT.into(),
-        parent: Some("tgt0".into()),
-        driver: Some("rxe".into()),
-        ports: 1,
-    });
+    // What the daemon reports for the lab's rxe devices: no parent (virtual), and the
+    // recipe read from sysfs while they exist.
+    for (dev, netdev) in [(INI, "ini0"), (TGT, "tgt0")] {
+        r.obs(Observation::DeviceAppeared {
+            device: dev.into(),
+            parent: None,
+            driver: Some("rxe".into()),
+            ports: 1,
+        });
+        r.obs(Observation::DeviceRecipe {
+            device: dev.into(),
+            recipe: RecreateFrom::SoftLink {
+                kind: SoftType::Rxe,
+                netdev: netdev.into(),
+            },
+        });
+    }
     r.until(10.0);
     r.obs(Observation::DeviceGone { device: INI.into() });
     // The lab: with rxe_ini gone, the next scans placed the session on the remaining device.
@@ -684,7 +690,7 @@ fn a_vanished_initiator_device_is_awaited_then_recreated_from_its_parent() {
         .find(|(_, a)| matches!(a.kind, ActionKind::RecreateDevice { .. }))
         .expect("re-created the vanished device");
     assert!(
-        matches!(&a.kind, ActionKind::RecreateDevice { device, method: RecreateMethod::FromParent, parent: Some(p), .. } if device == INI && p == "ini0"),
+        matches!(&a.kind, ActionKind::RecreateDevice { device, method: RecreateMethod::FromParent, remembered: Some(RecreateFrom::SoftLink { kind: SoftType::Rxe, netdev }), .. } if device == INI && netdev == "ini0"),
         "{a}"
     );
     assert!(

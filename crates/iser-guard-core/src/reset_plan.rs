@@ -719,6 +719,99 @@ mod tests {
     }
 
     #[test]
+    fn a_present_device_teaches_what_brings_it_back() {
+        let rxe = DeviceFacts {
+            name: "rxe_ini".into(),
+            parent: None,
+            aux: None,
+            node_type: Some(1),
+            node_desc: Some("rxe".into()),
+            netdevs: vec!["ini0".into()],
+            soft_netdev: Some("ini0".into()),
+        };
+        let r = RecreateFrom::of(&rxe).unwrap();
+        assert_eq!(
+            r,
+            RecreateFrom::SoftLink {
+                kind: SoftType::Rxe,
+                netdev: "ini0".into()
+            }
+        );
+        // Planned from memory alone, it is the same link on the same netdev.
+        let p = plan_gone("rxe_ini", &r, None, &opts(false));
+        assert_eq!(
+            p.methods,
+            vec![ResetMethod::RdmaLinkReadd {
+                name: "rxe_ini".into(),
+                kind: SoftType::Rxe,
+                netdev: "ini0".into()
+            }]
+        );
+        assert!(DeviceIdentity::of(&r.facts("rxe_ini")).matches(&rxe));
+        // siw: no `parent` attribute, the port's netdev.
+        let siw = DeviceFacts {
+            name: "siw0".into(),
+            node_type: Some(4),
+            node_desc: Some("Software iWARP stack".into()),
+            soft_netdev: None,
+            ..rxe.clone()
+        };
+        assert_eq!(
+            RecreateFrom::of(&siw),
+            Some(RecreateFrom::SoftLink {
+                kind: SoftType::Siw,
+                netdev: "ini0".into()
+            })
+        );
+        // Nothing to add it back on: nothing remembered.
+        let bare = DeviceFacts {
+            netdevs: Vec::new(),
+            soft_netdev: None,
+            ..rxe
+        };
+        assert_eq!(RecreateFrom::of(&bare), None);
+    }
+
+    #[test]
+    fn a_gone_hardware_device_is_planned_from_its_remembered_function() {
+        let facts = hw("ice", Some(("ice.roce.0", Some("irdma.gen_2"))));
+        let r = RecreateFrom::of(&facts).unwrap();
+        // The aux device is gone too (enable_roce was turned off): devlink first.
+        let p = plan_gone("rocep2s0f0", &r, None, &opts(false));
+        assert_eq!(p.methods, plan(&facts, &opts(false)).methods);
+        assert!(matches!(
+            p.methods.first(),
+            Some(ResetMethod::DevlinkToggle { .. })
+        ));
+        // The aux device is still there, unbound: bind it to the folder it was bound to.
+        let unbound = AuxFacts {
+            name: "ice.roce.0".into(),
+            driver_dir: None,
+            module: None,
+        };
+        let p = plan_gone("rocep2s0f0", &r, Some(&unbound), &opts(false));
+        assert_eq!(
+            p.methods,
+            vec![ResetMethod::AuxRebind {
+                device: "ice.roce.0".into(),
+                driver: "irdma.gen_2".into()
+            }]
+        );
+        assert!(DeviceIdentity::of(&r.facts("rocep2s0f0")).matches(&facts));
+        assert!(r.describe().contains("0000:02:00.0"));
+    }
+
+    #[test]
+    fn the_manual_hint_names_the_commands() {
+        let h = manual_recreate_hint("rxe_ini");
+        assert!(
+            h.contains("rdma link add rxe_ini type rxe netdev NETDEV"),
+            "{h}"
+        );
+        assert!(h.contains("/bind"), "{h}");
+    }
+
+    #[test]
     fn nothing_known_gives_an_empty_plan_with_reasons() {
         let mut f = hw("weird", None);
         f.parent = None;
