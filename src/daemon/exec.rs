@@ -127,10 +127,20 @@ pub fn execute(
                     Outcome::Recreate(RecreateResult::Recreated {
                         name: r.new_name.clone(),
                     }),
-                    format!(
-                        "re-created by {} in {} ms; the device is {} again",
-                        r.method, r.took_ms, r.new_name
-                    ),
+                    if r.brought_back {
+                        format!(
+                            "{device} was gone: brought back by `{}` in {} ms; the device is {} \
+                             again",
+                            r.method.up_command(),
+                            r.took_ms,
+                            r.new_name
+                        )
+                    } else {
+                        format!(
+                            "re-created by {} in {} ms; the device is {} again",
+                            r.method, r.took_ms, r.new_name
+                        )
+                    },
                 ),
                 // Asked to run, the resetter only planned: nothing happened to the device.
                 // Not a failed re-creation (dry-run is the driver's, decided before this).

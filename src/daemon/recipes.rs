@@ -59,7 +59,6 @@ impl Recipes {
             if self.sent.get(name) == Some(&recipe) {
                 continue;
             }
-            tracing::debug!(device = name, recipe = %recipe.describe(), "remembering how to re-create it");
             self.sent.insert(name.to_string(), recipe.clone());
             out.push(Observation::DeviceRecipe {
                 device: name.to_string(),

@@ -1555,34 +1555,10 @@ fn irdma_aux(d: &SimDevice) -> AuxFacts {
 /// The commands a method runs, as the resetter runs them (only the "up" step when the device
 /// is gone).
 fn method_commands(m: &ResetMethod, absent: bool) -> Vec<String> {
-    let (down, up) = match m {
-        ResetMethod::DevlinkToggle { handle, param } => (
-            format!(
-                "devlink dev param set {handle} name {} value false cmode runtime",
-                param.name()
-            ),
-            format!(
-                "devlink dev param set {handle} name {} value true cmode runtime",
-                param.name()
-            ),
-        ),
-        ResetMethod::AuxRebind { device, driver } => (
-            format!("echo {device} > /sys/bus/auxiliary/drivers/{driver}/unbind"),
-            format!("echo {device} > /sys/bus/auxiliary/drivers/{driver}/bind"),
-        ),
-        ResetMethod::RdmaLinkReadd { name, kind, netdev } => (
-            format!("rdma link delete {name}"),
-            format!("rdma link add {name} type {} netdev {netdev}", kind.name()),
-        ),
-        ResetMethod::ModuleReload { module, .. } => (
-            format!("modprobe -r {module}"),
-            format!("modprobe {module}"),
-        ),
-    };
     if absent {
-        vec![up]
+        vec![m.up_command()]
     } else {
-        vec![down, up]
+        vec![m.down_command(), m.up_command()]
     }
 }
 

@@ -150,6 +150,41 @@ impl ResetMethod {
     }
 }
 
+impl ResetMethod {
+    /// The step that takes the device down, as an operator would type it.
+    pub fn down_command(&self) -> String {
+        match self {
+            ResetMethod::DevlinkToggle { handle, param } => format!(
+                "devlink dev param set {handle} name {} value false cmode runtime",
+                param.name()
+            ),
+            ResetMethod::AuxRebind { device, driver } => {
+                format!("echo {device} > /sys/bus/auxiliary/drivers/{driver}/unbind")
+            }
+            ResetMethod::RdmaLinkReadd { name, .. } => format!("rdma link delete {name}"),
+            ResetMethod::ModuleReload { module, .. } => format!("modprobe -r {module}"),
+        }
+    }
+
+    /// The step that brings the device (back) up, as an operator would type it: all that
+    /// runs for a device that is already gone.
+    pub fn up_command(&self) -> String {
+        match self {
+            ResetMethod::DevlinkToggle { handle, param } => format!(
+                "devlink dev param set {handle} name {} value true cmode runtime",
+                param.name()
+            ),
+            ResetMethod::AuxRebind { device, driver } => {
+                format!("echo {device} > /sys/bus/auxiliary/drivers/{driver}/bind")
+            }
+            ResetMethod::RdmaLinkReadd { name, kind, netdev } => {
+                format!("rdma link add {name} type {} netdev {netdev}", kind.name())
+            }
+            ResetMethod::ModuleReload { module, .. } => format!("modprobe {module}"),
+        }
+    }
+}
+
 impl std::fmt::Display for ResetMethod {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

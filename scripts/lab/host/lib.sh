@@ -38,7 +38,7 @@ lab_batch_table() {
 k612-recovery 6.12 tiny 1800
 k612-operator 6.12 tiny 1200
 systemd 6.12 systemd 1200
-k61-recovery 6.1. tiny 1200
+k61-recovery 6.1. tiny 1500
 smoke 6.12 tiny 400
 k612-baseline-b 6.12 tiny 1800
 k612-rest 6.12 tiny 1800
@@ -50,7 +50,9 @@ lab_list() {
 	local b
 	for b in $(lab_batches); do
 		echo "$b ($(lab_batch_table | awk -v b=$b '$1==b{print "kernel " $2 "*, init " $3}')):"
-		grep -o 'run_scenarios.*\|^\s*sd_run [a-z-]*' "$LAB_SRC/guest/batches/$b.sh" | sed 's/run_scenarios//; s/sd_run//' | tr -s ' \\\n' ' ' | sed 's/^/  /'
+		# continued lines (trailing backslash) joined first: a batch's list may span several
+		sed -e ':a' -e '/\\$/{N;s/\\\n//;ba}' "$LAB_SRC/guest/batches/$b.sh" |
+			grep -o 'run_scenarios.*\|^\s*sd_run [a-z-]*' | sed 's/run_scenarios//; s/sd_run//' | tr -s ' \\\n\t' ' ' | sed 's/^/  /'
 		echo
 	done
 }

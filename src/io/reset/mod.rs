@@ -139,6 +139,9 @@ pub struct Recreated {
     pub took_ms: u64,
     /// Methods tried before that failed without changing anything.
     pub failed_before: Vec<MethodFailure>,
+    /// The device was gone: only the method's "up" step ran, from what was remembered.
+    #[serde(default)]
+    pub brought_back: bool,
 }
 
 /// The result of [`DeviceResetter::recreate`].
@@ -803,6 +806,7 @@ impl DeviceResetter for SysfsResetter {
                         new_name,
                         took_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
                         failed_before: failures,
+                        brought_back: plan.absent,
                     }))
                 }
                 Err(MethodError::Skip(e)) => failures.push(MethodFailure {
@@ -880,6 +884,7 @@ impl DeviceResetter for ScriptedResetter {
                 new_name: device.to_string(),
                 took_ms: 0,
                 failed_before: Vec::new(),
+                brought_back: false,
             })),
         }
     }

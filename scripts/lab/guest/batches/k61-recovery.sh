@@ -1,7 +1,9 @@
 # Debian 12's own 6.1 guest, tiny init: the scenarios 6.1 survives (no link-loss outage: 6.1
 # panics in iser_task_rsp when the link returns after one in which the connection failed).
+# dead-listener-no-dyndbg runs here only: on 6.12 the target side locks up in LIO's isert
+# (iscsit_build_pdu_and_seq_lists soft lockup) in the dead-listener scenario.
 source /lab/guest/lib.sh
 lab_up
 run_scenarios netlink-view field-incident dev-left-deleted dead-listener \
-	lab-selftest
+	dead-listener-no-dyndbg lab-selftest
 lab_down
