@@ -114,9 +114,23 @@ fn confirm(plan: &[String], yes: bool) -> Result<bool, Error> {
     Ok(matches!(line.trim(), "y" | "Y" | "yes" | "YES"))
 }
 
-/// The steps of a device re-creation, as the plan from sysfs says.
+/// The steps of a device re-creation, as the plan from sysfs says; for a device that is gone,
+/// from what the daemon's journal remembers about it (a deleted device leaves nothing in
+/// sysfs).
 fn reset_steps(cfg: &Config, device: &str) -> Result<Vec<String>, Error> {
-    let plan = Executors::from_config(cfg).resetter.plan(device)?;
+    let remembered = crate::io::journal::Journal::new(&cfg.paths.state_dir)
+        .load()
+        .ok()
+        .flatten()
+        .and_then(|snap| {
+            snap.devices
+                .into_iter()
+                .find(|d| d.name == device)
+                .and_then(|d| d.remembered)
+        });
+    let plan = Executors::from_config(cfg)
+        .resetter
+        .plan_from(device, remembered.as_ref())?;
     let mut out = vec![format!("re-create RDMA device {device}, trying in order:")];
     for m in &plan.methods {
         out.push(format!("  {}: {}", m.method, m.steps.join("; ")));

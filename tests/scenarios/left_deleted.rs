@@ -119,6 +119,20 @@ fn a_gone_device_never_seen_is_refused_and_the_alert_says_what_to_run() {
         "{remedy}"
     );
     assert!(a[0].detail.contains("never saw it"), "{}", a[0].detail);
+    // The operator's reset-device is refused the same way, with the command to run.
+    let now = h.now;
+    let err = h
+        .driver
+        .handle_command(
+            iser_guard::core::recovery::OperatorCommand::ResetDevice { device: DEV.into() },
+            now,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("never saw it") && err.contains("rdma link add rxe_ini type rxe netdev"),
+        "{err}"
+    );
     // Never blamed on the other device.
     for (_, al) in &h.alerts {
         let text = format!("{} {} {:?}", al.summary, al.detail, al.remedy);

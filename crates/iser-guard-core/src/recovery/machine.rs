@@ -55,6 +55,13 @@ pub enum CommandError {
     /// No remembered session matches.
     #[error("no remembered iSCSI session matches; `iscsiadm -m session` lists the sessions")]
     NoMatchingSessions,
+    /// The device is gone and was never seen while it existed: nothing to re-create it from.
+    #[error(
+        "RDMA device {0} is gone and iser-guard never saw it while it existed, so it cannot \
+         re-create it; {hint}",
+        hint = crate::reset_plan::manual_recreate_hint(.0)
+    )]
+    NothingToRecreateFrom(String),
 }
 
 /// Counters for `status` and metrics.
@@ -1034,6 +1041,17 @@ impl Engine {
         }
     }
 
+    /// An operator's re-creation of `device` has something to go by: it is present, or what
+    /// re-creates it was remembered (or its parent function is known).
+    fn recreatable(&self, device: &str) -> Result<(), CommandError> {
+        match self.devices.get(device) {
+            Some(d) if !d.present && d.remembered.is_none() && d.parent.is_none() => {
+                Err(CommandError::NothingToRecreateFrom(device.to_string()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Keeps what re-creating `device` needs, learned while it exists (the only time it can
     /// be learned: a deleted device leaves nothing in sysfs or netlink). Journaled, so a
     /// restart while the device is gone still knows how to bring it back.
@@ -1583,6 +1601,7 @@ impl Engine {
             }
             OperatorCommand::Recover { device, port } => {
                 let pids = self.command_ports(&device, port)?;
+                self.recreatable(&device)?;
                 for pid in &pids {
                     self.operator_episode(pid, true, false, now);
                 }
@@ -1593,6 +1612,7 @@ impl Engine {
             }
             OperatorCommand::ResetDevice { device } => {
                 let pids = self.command_ports(&device, None)?;
+                self.recreatable(&device)?;
                 for pid in &pids {
                     self.operator_episode(pid, true, true, now);
                 }
