@@ -2510,6 +2510,16 @@ impl Engine {
         );
         let reason = if origin == Origin::Operator {
             format!("operator asked: re-creating {device} (attempt {attempt})")
+        } else if !present {
+            let from = remembered
+                .as_ref()
+                .map(|r| format!("its remembered {}", r.describe()))
+                .unwrap_or_else(|| "its parent PCI function".into());
+            format!(
+                "{device} is gone and did not come back within {}s: re-creating it from {from} \
+                 (attempt {attempt})",
+                self.policy.device_wait.as_secs()
+            )
         } else if self.no_wait(pid) {
             format!(
                 "re-creating {device} at once (attempt {attempt}, recovery.reset-when = \
