@@ -19,9 +19,10 @@ scenario_dead_listener_no_dyndbg() {
 		fi
 	fi
 	grep ' \[rdma_cm\]' $DYNDBG_CONTROL 2>/dev/null > "$SOUT/dyndbg-rdma_cm.txt" || true
-	local r0=$(rejected_lines)
+	local r0 r1
+	r0=$(rejected_lines)
 	scenario_dead_listener
-	local r1=$(rejected_lines)
+	r1=$(rejected_lines)
 	check "no \`RDMA CM: REJECTED\` line in the kernel log (dynamic debug off)" [ "$r1" = "$r0" ]
 	# back to the lab's default for the scenarios that follow
 	[ -w $DYNDBG_CONTROL ] && echo 'module rdma_cm +p' > $DYNDBG_CONTROL 2>/dev/null
