@@ -12,6 +12,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use super::term::Steps;
 use super::Globals;
 use crate::config::Config;
 use crate::daemon::run::{parse_portal_arg, run as run_loop, Deps, Mode, Settings};
@@ -144,8 +145,9 @@ fn exit(code: u8) -> ExitCode {
 
 /// Sends `req` to the daemon; `Ok(None)` when no daemon runs.
 fn via_daemon(cfg: &Config, req: &Request) -> Result<Option<u8>, Error> {
+    let steps = Steps::new();
     match request(&cfg.paths.control_socket, req, REPLY_TIMEOUT, |m| {
-        println!("{m}")
+        steps.step(m)
     }) {
         Ok(Reply::Done {
             ok,
@@ -153,14 +155,10 @@ fn via_daemon(cfg: &Config, req: &Request) -> Result<Option<u8>, Error> {
             exit_code,
             ..
         }) => {
-            if ok {
-                println!("{message}");
-            } else {
-                eprintln!("iser-guard: {message}");
-            }
+            steps.done(ok, &message);
             Ok(Some(exit_code))
         }
-        Ok(Reply::Progress { .. }) => Ok(Some(EXIT_FINDING)),
+        Ok(Reply::Progress { .. } | Reply::Event { .. }) => Ok(Some(EXIT_FINDING)),
         Err(ControlError::NotRunning { .. }) => Ok(None),
         Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::Usage(e.to_string())),
         Err(e) => Err(Error::Data(e.to_string())),
@@ -186,6 +184,7 @@ fn standalone(cfg: &Config, req: Request) -> Result<u8, Error> {
         .build()
         .map_err(|e| Error::io("start the async runtime", e))?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Reply>();
+    let steps = Steps::new();
     let settings = Settings {
         config: cfg.clone(),
         config_path: None,
@@ -198,18 +197,15 @@ fn standalone(cfg: &Config, req: Request) -> Result<u8, Error> {
             let mut code = EXIT_FINDING;
             while let Some(r) = rx.recv().await {
                 match r {
-                    Reply::Progress { message } => println!("{message}"),
+                    Reply::Progress { message } => steps.step(&message),
+                    Reply::Event { .. } => {}
                     Reply::Done {
                         ok,
                         message,
                         exit_code,
                         ..
                     } => {
-                        if ok {
-                            println!("{message}");
-                        } else {
-                            eprintln!("iser-guard: {message}");
-                        }
+                        steps.done(ok, &message);
                         code = exit_code;
                     }
                 }
@@ -240,6 +236,7 @@ fn describe(req: &Request) -> String {
         Request::Pause => "pause".into(),
         Request::Resume => "resume".into(),
         Request::Status => "status".into(),
+        Request::Events { .. } => "events".into(),
     }
 }
 

@@ -10,12 +10,17 @@ use crate::error::Error;
 
 pub mod check_config;
 pub mod daemon;
+pub mod daemon_view;
+pub mod events;
 pub mod explain;
+pub mod history;
 pub mod manual;
 pub mod qps;
 pub mod simulate;
 pub mod status;
+pub mod term;
 pub mod watch;
+pub mod when;
 
 /// Keeps iSER storage alive: detects RDMA ports whose GSI QP is stuck in ERR, re-creates the
 /// affected RDMA device and reconnects the iSCSI sessions, without a reboot.
@@ -47,6 +52,10 @@ pub enum Command {
     Status(status::Args),
     /// Show the QP table.
     Qps(qps::Args),
+    /// Show the daemon's recent decisions and transitions (`--follow` streams them).
+    Events(events::Args),
+    /// Show past incidents from the journal: detection, first action, recovery, outcome.
+    History(history::Args),
     /// Run a scenario on the simulated host and print the timeline.
     Simulate(simulate::Args),
     /// Run the recovery daemon (what the systemd service starts).
@@ -94,6 +103,8 @@ pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
         Command::CheckConfig(a) => check_config::run(a, globals),
         Command::Status(a) => status::run(a, globals),
         Command::Qps(a) => qps::run(a, globals),
+        Command::Events(a) => events::run(a, globals),
+        Command::History(a) => history::run(a, globals),
         Command::Simulate(a) => simulate::run(a, globals),
         Command::Daemon(a) => daemon::run(a, globals),
         Command::Recover(a) => manual::recover(a, globals),

@@ -40,17 +40,39 @@ pub struct Args {
     pub sysfs_root: Option<PathBuf>,
 }
 
-/// Runs the subcommand.
+/// Runs the subcommand: the kernel's view, then the running daemon's (engine) view, or a
+/// line saying no daemon runs. The daemon's absence never changes the exit code.
 pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let root = sysfs_root(args.sysfs_root, globals)?;
     let gathered = gather(NldevClient::open(), &root);
     let report = StatusReport::build(&gathered);
+    let socket = match load_config(globals.config.as_deref()) {
+        Ok(cfg) => cfg.paths.control_socket,
+        Err(_) => crate::config::Config::default().paths.control_socket,
+    };
+    let daemon = super::daemon_view::query(&socket);
     if args.json {
-        println!("{}", to_json(&report)?);
+        println!(
+            "{}",
+            to_json(&Combined {
+                kernel: &report,
+                daemon: &daemon
+            })?
+        );
     } else {
-        print!("{}", report.render_text());
+        let style = super::term::Style::stdout();
+        print!("{}", report.render_styled(style));
+        print!("\n{}", super::daemon_view::render(&daemon, style));
     }
     report.exit(gathered.netlink_error)
+}
+
+/// `status --json`: the kernel's keys as before, plus `daemon`.
+#[derive(Serialize)]
+struct Combined<'a> {
+    #[serde(flatten)]
+    kernel: &'a StatusReport,
+    daemon: &'a super::daemon_view::DaemonSide,
 }
 
 /// The sysfs root: `--sysfs-root`, else `paths.sysfs-root` of the configuration.
@@ -526,8 +548,14 @@ impl StatusReport {
         }
     }
 
-    /// The human-readable form.
+    /// The human-readable form, without colour.
     pub fn render_text(&self) -> String {
+        self.render_styled(super::term::Style::plain())
+    }
+
+    /// The human-readable form; a stuck port in red when `style` colours (a terminal).
+    pub fn render_styled(&self, style: super::term::Style) -> String {
+        use super::term::Colour;
         let mut out = String::new();
         match &self.netlink.error {
             None => out.push_str("RDMA netlink: ok\n"),
@@ -586,7 +614,12 @@ impl StatusReport {
                         l.state.clone().unwrap_or_else(dash),
                         l.physical_state.clone().unwrap_or_else(dash),
                         l.netdev.clone().unwrap_or_else(dash),
-                        if l.stuck { format!("{qps} STUCK") } else { qps },
+                        // The last column is not padded: colour cannot shift the others.
+                        if l.stuck {
+                            format!("{qps} {}", style.paint(Colour::Red, "STUCK"))
+                        } else {
+                            qps
+                        },
                     ]);
                 }
             }
@@ -604,7 +637,8 @@ impl StatusReport {
         for s in &self.stuck_ports {
             let _ = writeln!(
                 out,
-                "\nSTUCK PORT {}/{}{}: {}\n  evidence: {}",
+                "\n{} {}/{}{}: {}\n  evidence: {}",
+                style.paint(Colour::Red, "STUCK PORT"),
                 s.ifname,
                 s.port,
                 s.netdev

@@ -6,10 +6,12 @@
 //!   traits tests implement);
 //! - [`exec`] — one engine action on the executors → the engine's outcome;
 //! - [`sessions`] — iscsiadm sessions placed on their RDMA ports;
-//! - [`notify`] — sd_notify.
+//! - [`notify`] — sd_notify;
+//! - [`observe`] — the event ring, incidents and sources behind `status` and `events`.
 
 pub mod exec;
 pub mod notify;
+pub mod observe;
 pub mod recipes;
 pub mod run;
 pub mod sessions;

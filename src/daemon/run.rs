@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::core::driver::{Driver, Effect, EffectId, EffectKind, EffectOutcome, Refusal};
 use crate::core::iscsi::{Parsed, SessionDetail};
 use crate::core::nldev::CmIdEntry;
+use crate::core::observe::EventKind;
 use crate::core::recovery::{
     from_kernel_event, ActionKind, Engine, EngineSnapshot, OperatorCommand, Outcome, Phase, PortId,
     Portal, Trust,
@@ -27,6 +28,7 @@ use crate::core::recovery::{
 use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::notify::Notifier;
+use crate::daemon::observe::{clocks, Observer, ISCSIADM, KERNEL_LOG, RDMA_NETLINK};
 use crate::daemon::sessions::map_sessions;
 use crate::daemon::sources::{Clock, KernelLog, Signal, TopologyReport, TopologySource};
 use crate::daemon::workers::{
@@ -251,6 +253,8 @@ fn keep_journal_aside(journal: &Journal, what: &str, problem: String) -> SafeMod
 }
 
 struct Loop {
+    /// Events, incidents and sources for `status`, `events` and `history`.
+    obs: Observer,
     driver: Driver,
     settings: Settings,
     ex: Executors,
@@ -322,7 +326,12 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let seed = u64::from(std::process::id()) ^ now.as_millis();
     // An unusable journal never stops the daemon (systemd would restart it in a loop and
     // leave the host unprotected): it is kept aside and the daemon starts in safe mode.
-    let (engine, safe_mode) = match journal.load() {
+    let (loaded, incidents) = match journal.load_with_incidents() {
+        Ok(Some((snap, incidents))) => (Ok(Some(snap)), incidents),
+        Ok(None) => (Ok(None), Vec::new()),
+        Err(e) => (Err(e), Vec::new()),
+    };
+    let (engine, safe_mode) = match loaded {
         Ok(Some(snap)) => match Engine::resume(snap, policy.clone(), now) {
             Ok(engine) => {
                 tracing::info!(
@@ -377,7 +386,9 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             alert_queue.send(sink, alert);
         }
     }
+    let obs = Observer::new(now, incidents, kernel_log.is_some());
     let mut lp = Loop {
+        obs,
         driver,
         ex: deps.executors,
         clock: deps.clock,
@@ -492,12 +503,14 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             ev = kmsg_next => match ev {
                 Some(Ok(ev)) => lp.on_kmsg(ev),
                 Some(Err(e)) => {
+                    lp.obs.source_failed(KERNEL_LOG, e.to_string());
                     tracing::error!("the kernel log failed: {e}; continuing on RDMA netlink, sysfs and iscsiadm alone");
                     if let Some(k) = kernel_log.take() {
                         drop(k.stop().await);
                     }
                 }
                 None => {
+                    lp.obs.source_failed(KERNEL_LOG, "the reader stopped".into());
                     tracing::error!("the kernel-log reader stopped; continuing on RDMA netlink, sysfs and iscsiadm alone");
                     kernel_log = None;
                 }
@@ -513,6 +526,8 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 // A client that gave up before its command was taken does not get it run.
                 if conn.client_gone() {
                     tracing::info!(?req, "control client went away before its command was taken; not run");
+                } else if let Request::Events { since_unix_ms, follow } = req {
+                    lp.obs.serve_events(conn, since_unix_ms, follow);
                 } else {
                     let sink = reply_task(conn);
                     lp.operator(req, sink);
@@ -530,6 +545,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     // Shutdown: bounded, never waiting for in-flight executors (their children are killed
     // with their process groups when the runtime drops them or on their own timeout).
     lp.notifier.stopping();
+    lp.obs.stop();
     stop.raise();
     for p in lp.pendings.drain(..) {
         let _ = p.sink.send(Reply::Done {
@@ -545,7 +561,11 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         let _ = write.await;
     }
     let (journal, snapshot) = (lp.journal.clone(), lp.driver.engine().snapshot());
-    match tokio::task::spawn_blocking(move || journal.save(&snapshot)).await {
+    lp.obs.sync(&snapshot, clocks(lp.now()));
+    let incidents = lp.obs.incidents().to_vec();
+    match tokio::task::spawn_blocking(move || journal.save_with_incidents(&snapshot, &incidents))
+        .await
+    {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
         Err(e) => tracing::error!("cannot write the journal at shutdown: {e}"),
@@ -675,6 +695,7 @@ fn reply_task(mut conn: ControlConnection) -> UnboundedSender<Reply> {
         while let Some(r) = rx.recv().await {
             let res = match &r {
                 Reply::Progress { message } => conn.progress(message).await,
+                Reply::Event { event } => conn.event(event).await,
                 Reply::Done {
                     ok,
                     message,
@@ -736,6 +757,7 @@ impl Loop {
             }
             while let Some(t) = self.driver.poll_transition() {
                 progressed = true;
+                self.obs.transition(&t, &self.driver, clocks(self.now()));
                 tracing::info!(
                     port = %t.port,
                     from = %t.from,
@@ -764,6 +786,7 @@ impl Loop {
             }
             EffectKind::Plan { action, refusal } => {
                 let port = action.port.clone();
+                self.obs.not_run(&action, &refusal, clocks(self.now()));
                 tracing::warn!(action = %action, id = %action.id, why = %action.reason, "not run: {refusal}");
                 self.tell(port.as_ref(), &format!("not run: {action}: {refusal}"));
                 if let (
@@ -778,6 +801,9 @@ impl Loop {
             }
             EffectKind::Run { action, authority } => {
                 let port = action.port.clone();
+                if !matches!(action.kind, ActionKind::PersistState { .. }) {
+                    self.obs.decided(&action, &authority, clocks(self.now()));
+                }
                 tracing::info!(
                     action = %action,
                     id = %action.id,
@@ -854,14 +880,18 @@ impl Loop {
     /// back to the loop, which reports it to the driver. The driver hands out nothing after
     /// it (in particular no destructive effect) until then.
     fn write_journal(&mut self, id: EffectId, snapshot: Box<EngineSnapshot>, reason: String) {
+        self.obs.sync(&snapshot, clocks(self.now()));
+        let incidents = self.obs.incidents().to_vec();
         let journal = self.journal.clone();
         let tx = self.journal_tx.clone();
         // The driver hands out one journal write at a time: the previous one is done.
         self.journal_write = Some(tokio::task::spawn_blocking(move || {
-            let written = journal.save(&snapshot).map_err(|e| {
-                tracing::error!("cannot write the journal ({reason}): {e}");
-                e.to_string()
-            });
+            let written = journal
+                .save_with_incidents(&snapshot, &incidents)
+                .map_err(|e| {
+                    tracing::error!("cannot write the journal ({reason}): {e}");
+                    e.to_string()
+                });
             let _ = tx.send((id, written));
         }));
     }
@@ -888,6 +918,8 @@ impl Loop {
 
     fn on_finished(&mut self, f: Finished) {
         let port = self.inflight.remove(&f.id).flatten();
+        self.obs
+            .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
         tracing::info!(id = %f.id, outcome = ?f.executed.outcome, "{}", f.executed.summary);
         self.tell(port.as_ref(), &f.executed.summary);
         let now = self.now();
@@ -925,6 +957,7 @@ impl Loop {
         }
         match r {
             Ok(parsed) => {
+                self.obs.source_ok(ISCSIADM, clocks(self.now()));
                 self.last_sessions_error = None;
                 for s in &parsed.skipped {
                     tracing::warn!("iscsiadm output: skipped {s}");
@@ -977,6 +1010,7 @@ impl Loop {
                 }
             }
             Err(e) => {
+                self.obs.source_failed(ISCSIADM, e.clone());
                 if self.last_sessions_error.as_deref() != Some(e.as_str()) {
                     tracing::warn!("cannot list iSCSI sessions: {e}");
                 }
@@ -997,6 +1031,9 @@ impl Loop {
             } => {
                 let first = !self.ready.topology;
                 self.ready.topology = true;
+                if !self.netlink_warned {
+                    self.obs.source_ok(RDMA_NETLINK, clocks(self.now()));
+                }
                 let changed = self.ports != ports || self.cm_ids != cm_ids;
                 self.ports = ports;
                 self.cm_ids = cm_ids;
@@ -1013,6 +1050,7 @@ impl Loop {
                 }
             }
             TopologyReport::NetlinkUnavailable(why) => {
+                self.obs.source_failed(RDMA_NETLINK, why.clone());
                 if !self.netlink_warned {
                     self.netlink_warned = true;
                     tracing::warn!(
@@ -1027,6 +1065,7 @@ impl Loop {
     fn on_kmsg(&mut self, ev: KmsgEvent) {
         match ev {
             KmsgEvent::Record(r) => {
+                self.obs.source_ok(KERNEL_LOG, clocks(self.now()));
                 let Some(kev) = crate::core::signatures::classify_record(&r) else {
                     return;
                 };
@@ -1087,6 +1126,11 @@ impl Loop {
                 self.driver.set_policy(cfg.policy(), now);
                 self.ex = Executors::from_config(&cfg);
                 tracing::info!(%source, "SIGHUP: configuration reloaded");
+                self.obs.note(
+                    EventKind::Daemon,
+                    format!("configuration reloaded from {source}"),
+                    clocks(now),
+                );
                 self.settings.config = cfg;
             }
             Err(e) => {
@@ -1204,36 +1248,37 @@ impl Loop {
     fn operator(&mut self, req: Request, sink: UnboundedSender<Reply>) {
         tracing::info!(request = ?req, "operator request");
         let now = self.now();
+        if !matches!(req, Request::Status | Request::Events { .. }) {
+            self.obs.note(
+                EventKind::Operator,
+                format!("operator: {req:?}"),
+                clocks(now),
+            );
+        }
         let (cmd, what, dry_run) = match req {
             Request::Status => {
-                let ports: Vec<serde_json::Value> = self
-                    .driver
-                    .engine()
-                    .ports()
-                    .map(|p| {
-                        serde_json::json!({
-                            "port": p.id.to_string(),
-                            "phase": p.phase.to_string(),
-                            "reason": p.reason,
-                            "hold": p.hold.as_ref().map(|h| format!("{h:?}")),
-                        })
-                    })
-                    .collect();
+                let safe = self.safe_mode.as_ref().map(|m| {
+                    let kept = m.kept.as_ref().map(|p| p.display().to_string());
+                    (m.problem.clone(), kept.map_err(Clone::clone))
+                });
+                let doc = self
+                    .obs
+                    .snapshot(&self.driver, &self.status, safe, clocks(now));
                 let _ = sink.send(Reply::Done {
                     ok: true,
                     message: self.status.clone(),
                     exit_code: EXIT_OK,
-                    detail: Some(serde_json::json!({
-                        "paused": self.driver.engine().is_paused(),
-                        "ports": ports,
-                        "safe_mode": self.safe_mode.as_ref().map(|m| serde_json::json!({
-                            "problem": m.problem,
-                            "journal_kept": m.kept.as_ref().ok().map(|p| p.display().to_string()),
-                            "keep_failed": m.kept.as_ref().err(),
-                            "held_until_first_scan": self.driver.held_until_scan().is_some(),
-                        })),
-                    })),
+                    detail: serde_json::to_value(doc).ok(),
                 });
+                return;
+            }
+            Request::Events { .. } => {
+                done(
+                    &sink,
+                    false,
+                    "events are answered by the daemon only",
+                    EXIT_USAGE,
+                );
                 return;
             }
             Request::Pause => (OperatorCommand::Pause, "pause".to_string(), false),

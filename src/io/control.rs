@@ -36,8 +36,20 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "kebab-case")]
 pub enum Request {
-    /// Report the daemon's view (ports, states, paused or not).
+    /// Report the daemon's view: the typed [`crate::core::observe::DaemonSnapshot`] in the
+    /// `done` line's `detail`.
     Status,
+    /// The recent decisions and transitions from the daemon's ring, one `event` line each,
+    /// then `done` (whose `detail` says how many the ring holds and dropped); with `follow`,
+    /// new ones are streamed as they happen until the client goes away.
+    Events {
+        /// Only events at or after this wall-clock time (ms since the Unix epoch).
+        #[serde(default)]
+        since_unix_ms: Option<u64>,
+        /// Keep the connection and stream new events.
+        #[serde(default)]
+        follow: bool,
+    },
     /// Stop automatic actions.
     Pause,
     /// Resume automatic actions.
@@ -77,6 +89,11 @@ pub enum Reply {
     Progress {
         /// What happened, in operator words.
         message: String,
+    },
+    /// One event of the daemon's ring (`events`).
+    Event {
+        /// The event.
+        event: Box<crate::core::observe::Event>,
     },
     /// The request is finished.
     Done {
@@ -589,6 +606,14 @@ impl ControlConnection {
         stream.flush().await.map_err(io_err("flush reply"))
     }
 
+    /// Sends an event line.
+    pub async fn event(&mut self, event: &crate::core::observe::Event) -> Result<(), ControlError> {
+        self.send(&Reply::Event {
+            event: Box::new(event.clone()),
+        })
+        .await
+    }
+
     /// Sends a progress line.
     pub async fn progress(&mut self, message: &str) -> Result<(), ControlError> {
         self.send(&Reply::Progress {
@@ -623,6 +648,24 @@ pub fn request(
     timeout: Duration,
     mut on_progress: impl FnMut(&str),
 ) -> Result<Reply, ControlError> {
+    request_lines(path, req, Some(timeout), |r| {
+        if let Reply::Progress { message } = r {
+            on_progress(&message);
+        }
+    })
+}
+
+/// The CLI's side for any request: every line before the final `done` goes to `on_line`
+/// (progress and event lines), and the `done` line is returned. `timeout` bounds the wait
+/// for each line (`None`: wait as long as the daemon keeps the connection, for
+/// `events --follow`). A line longer than [`MAX_REPLY_BYTES`] or one that is not the
+/// protocol is a [`ControlError::Protocol`], never a panic or an unbounded buffer.
+pub fn request_lines(
+    path: &Path,
+    req: &Request,
+    timeout: Option<Duration>,
+    mut on_line: impl FnMut(Reply),
+) -> Result<Reply, ControlError> {
     let stream = StdUnixStream::connect(path).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => ControlError::NotRunning {
             path: path.to_path_buf(),
@@ -636,7 +679,7 @@ pub fn request(
         },
     })?;
     stream
-        .set_read_timeout(Some(timeout))
+        .set_read_timeout(timeout)
         .map_err(io_err("set timeout"))?;
     let mut line = serde_json::to_vec(req)
         .map_err(|e| ControlError::Protocol(format!("cannot encode request: {e}")))?;
@@ -650,7 +693,15 @@ pub fn request(
         let n = (&mut reader)
             .take(MAX_REPLY_BYTES as u64 + 1)
             .read_until(b'\n', &mut buf)
-            .map_err(io_err("read reply"))?;
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                    ControlError::Protocol(format!("no answer from the daemon within {timeout:?}"))
+                }
+                _ => ControlError::Io {
+                    context: "read reply",
+                    source: e,
+                },
+            })?;
         if n == 0 {
             sent?;
             return Err(ControlError::Protocol(
@@ -663,8 +714,8 @@ pub fn request(
             )));
         }
         match serde_json::from_slice::<Reply>(&buf) {
-            Ok(Reply::Progress { message }) => on_progress(&message),
             Ok(done @ Reply::Done { .. }) => return Ok(done),
+            Ok(line) => on_line(line),
             Err(e) => return Err(ControlError::Protocol(format!("bad reply: {e}"))),
         }
     }

@@ -76,6 +76,9 @@ pub struct Journal {
     write_lock: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
+/// A journal as read: the engine's snapshot and the incident list.
+pub type Loaded = (EngineSnapshot, Vec<crate::core::observe::Incident>);
+
 impl Journal {
     /// The journal kept in `state_dir` (`paths.state-dir`).
     pub fn new(state_dir: impl Into<PathBuf>) -> Self {
@@ -93,26 +96,44 @@ impl Journal {
     /// Replaces the journal with `snapshot`, atomically and durably.
     /// Writes never overlap (see [`Journal`]).
     pub fn save(&self, snapshot: &EngineSnapshot) -> Result<(), JournalError> {
+        self.save_with_incidents(snapshot, &[])
+    }
+
+    /// Replaces the journal with `snapshot` and the daemon's incident list (what
+    /// `iser-guard history` reads), atomically and durably.
+    pub fn save_with_incidents(
+        &self,
+        snapshot: &EngineSnapshot,
+        incidents: &[crate::core::observe::Incident],
+    ) -> Result<(), JournalError> {
         // A writer that panicked left no half state behind the lock (the file is replaced
         // atomically), so a poisoned lock is still usable.
         let _one_writer = self
             .write_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        write_atomic(&self.path(), &format::encode(snapshot))
-            .map_err(|source| JournalError::Write { source })
+        write_atomic(
+            &self.path(),
+            &format::encode_with_incidents(snapshot, incidents),
+        )
+        .map_err(|source| JournalError::Write { source })
     }
 
     /// The journaled snapshot, migrated from whichever version wrote it; `Ok(None)` if
     /// there is no journal yet.
     pub fn load(&self) -> Result<Option<EngineSnapshot>, JournalError> {
+        Ok(self.load_with_incidents()?.map(|(s, _)| s))
+    }
+
+    /// The journaled snapshot and incident list; `Ok(None)` if there is no journal yet.
+    pub fn load_with_incidents(&self) -> Result<Option<Loaded>, JournalError> {
         let path = self.path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(JournalError::Read { path, source }),
         };
-        format::decode(&bytes)
+        format::decode_with_incidents(&bytes)
             .map(Some)
             .map_err(|source| match source {
                 JournalFormatError::Newer { .. } => JournalError::NewerFormat { path, source },

@@ -9,6 +9,7 @@ pub mod iscsi;
 pub mod journal;
 pub mod kmsg;
 pub mod nldev;
+pub mod observe;
 pub mod qp;
 pub mod recovery;
 pub mod reset_plan;

@@ -2,6 +2,7 @@
 //! ([`EngineSnapshot`]). An engine refactor changes this file, never `v1.rs`/`v2.rs`.
 
 use super::{v2, JournalFormatError};
+use crate::observe::{Incident, IncidentAction, IncidentOutcome, Stamp};
 use crate::recovery::{
     ActionId, DeviceRecord, DiskInfo, EngineSnapshot, Fault, Hold, InFlight, InFlightKind,
     IscsiNode, Origin, Phase, PortId, PortRecord, Portal, PortalRecord, Recreation,
@@ -56,7 +57,21 @@ impl v2::JournalFile {
                     deadline: i.deadline.0,
                 })
                 .collect(),
+            incidents: Vec::new(),
         }
+    }
+
+    /// The on-disk form of `snapshot` with the daemon's incident list.
+    pub fn from_parts(s: &EngineSnapshot, incidents: &[Incident]) -> Self {
+        v2::JournalFile {
+            incidents: incidents.iter().map(incident_out).collect(),
+            ..Self::from_snapshot(s)
+        }
+    }
+
+    /// The incidents this file holds, oldest first.
+    pub fn incidents(&self) -> Vec<Incident> {
+        self.incidents.iter().map(incident_in).collect()
     }
 
     /// The engine's snapshot of this file; a value the engine's types cannot hold (a portal
@@ -581,4 +596,70 @@ fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
         }),
         completed_recreations: d.completed_recreations,
     })
+}
+
+fn stamp_out(s: Stamp) -> v2::Stamp {
+    v2::Stamp {
+        mono: s.mono.0,
+        unix_ms: s.unix_ms,
+    }
+}
+
+fn stamp_in(s: v2::Stamp) -> Stamp {
+    Stamp {
+        mono: Instant(s.mono),
+        unix_ms: s.unix_ms,
+    }
+}
+
+fn incident_out(i: &Incident) -> v2::Incident {
+    v2::Incident {
+        id: i.id,
+        port: i.port.clone(),
+        started: stamp_out(i.started),
+        first_sign: i.first_sign.clone(),
+        detected: stamp_out(i.detected),
+        cause: i.cause.clone(),
+        local: i.local,
+        first_action: i.first_action.as_ref().map(|a| v2::IncidentAction {
+            at: stamp_out(a.at),
+            what: a.what.clone(),
+            run: a.run,
+        }),
+        quarantined: i.quarantined.map(stamp_out),
+        recovered: i.recovered.map(stamp_out),
+        outcome: match i.outcome {
+            IncidentOutcome::Ongoing => v2::IncidentOutcome::Ongoing,
+            IncidentOutcome::Recovered => v2::IncidentOutcome::Recovered,
+            IncidentOutcome::Quarantined => v2::IncidentOutcome::Quarantined,
+        },
+        attempts: i.attempts,
+        last_reason: i.last_reason.clone(),
+    }
+}
+
+fn incident_in(i: &v2::Incident) -> Incident {
+    Incident {
+        id: i.id,
+        port: i.port.clone(),
+        started: stamp_in(i.started),
+        first_sign: i.first_sign.clone(),
+        detected: stamp_in(i.detected),
+        cause: i.cause.clone(),
+        local: i.local,
+        first_action: i.first_action.as_ref().map(|a| IncidentAction {
+            at: stamp_in(a.at),
+            what: a.what.clone(),
+            run: a.run,
+        }),
+        quarantined: i.quarantined.map(stamp_in),
+        recovered: i.recovered.map(stamp_in),
+        outcome: match i.outcome {
+            v2::IncidentOutcome::Ongoing => IncidentOutcome::Ongoing,
+            v2::IncidentOutcome::Recovered => IncidentOutcome::Recovered,
+            v2::IncidentOutcome::Quarantined => IncidentOutcome::Quarantined,
+        },
+        attempts: i.attempts,
+        last_reason: i.last_reason.clone(),
+    }
 }

@@ -114,6 +114,24 @@ pub fn decode(bytes: &[u8]) -> Result<EngineSnapshot, JournalFormatError> {
     decode_file(bytes)?.into_snapshot()
 }
 
+/// Reads a journal of any known version into the engine's snapshot and the daemon's
+/// incident list (empty in files written before incidents were kept).
+pub fn decode_with_incidents(
+    bytes: &[u8],
+) -> Result<(EngineSnapshot, Vec<crate::observe::Incident>), JournalFormatError> {
+    let file = decode_file(bytes)?;
+    let incidents = file.incidents();
+    Ok((file.into_snapshot()?, incidents))
+}
+
+/// The current format's bytes for `snapshot` and the daemon's incident list.
+pub fn encode_with_incidents(
+    snapshot: &EngineSnapshot,
+    incidents: &[crate::observe::Incident],
+) -> Vec<u8> {
+    serde_json::to_vec_pretty(&Current::from_parts(snapshot, incidents)).unwrap_or_default()
+}
+
 /// The current format's bytes for `snapshot` (pretty JSON: operators read it).
 pub fn encode(snapshot: &EngineSnapshot) -> Vec<u8> {
     // Serialising plain data with string keys cannot fail; an empty journal would be

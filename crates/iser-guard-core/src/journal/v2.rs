@@ -37,6 +37,10 @@ pub struct JournalFile {
     pub portals: Vec<PortalProbe>,
     /// Actions awaiting an outcome.
     pub inflight: Vec<InFlight>,
+    /// Past and ongoing incidents, oldest first (bounded by the daemon); absent in files
+    /// written before incidents were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incidents: Vec<Incident>,
 }
 
 /// An RDMA port.
@@ -455,4 +459,69 @@ pub struct InFlight {
     pub kind: InFlightKind,
     /// Deadline (ms).
     pub deadline: u64,
+}
+
+/// A moment on both clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stamp {
+    /// Engine clock (ms).
+    pub mono: u64,
+    /// Wall clock (ms since the Unix epoch).
+    pub unix_ms: u64,
+}
+
+/// How an incident ended, so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IncidentOutcome {
+    /// Still recovering.
+    Ongoing,
+    /// Verified healthy again.
+    Recovered,
+    /// Automatic recovery stopped.
+    Quarantined,
+}
+
+/// An incident's first repair action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IncidentAction {
+    /// When.
+    pub at: Stamp,
+    /// What, in words.
+    pub what: String,
+    /// Run, or only planned.
+    pub run: bool,
+}
+
+/// One incident (see `observe::incidents`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Incident {
+    /// Number.
+    pub id: u64,
+    /// `device/port`.
+    pub port: String,
+    /// First sign.
+    pub started: Stamp,
+    /// What it was.
+    pub first_sign: String,
+    /// Cause known.
+    pub detected: Stamp,
+    /// The cause.
+    pub cause: String,
+    /// The cause is on this host.
+    pub local: bool,
+    /// First repair action.
+    pub first_action: Option<IncidentAction>,
+    /// Quarantined at.
+    pub quarantined: Option<Stamp>,
+    /// Recovered at.
+    pub recovered: Option<Stamp>,
+    /// Outcome.
+    pub outcome: IncidentOutcome,
+    /// Attempts used.
+    pub attempts: u32,
+    /// Last transition's reason.
+    pub last_reason: String,
 }

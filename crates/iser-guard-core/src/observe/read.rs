@@ -1,0 +1,93 @@
+//! Reads the engine's per-port record. The engine's state types are being reshaped (a
+//! per-phase enum instead of a flat record); every field the observer needs is read here
+//! and nowhere else, so such a change touches these functions only.
+
+use crate::recovery::{Fault, Hold, Origin, Phase, PortId, PortRecord, SessionKey, TimerKind};
+use crate::time::Instant;
+
+/// The port.
+pub(super) fn id(p: &PortRecord) -> &PortId {
+    &p.id
+}
+
+/// Where it is in its recovery.
+pub(super) fn phase(p: &PortRecord) -> Phase {
+    p.phase
+}
+
+/// The reason of its last transition.
+pub(super) fn reason(p: &PortRecord) -> &str {
+    &p.reason
+}
+
+/// When it entered its phase.
+pub(super) fn since(p: &PortRecord) -> Instant {
+    p.since
+}
+
+/// Why it is not healthy.
+pub(super) fn fault(p: &PortRecord) -> Option<&Fault> {
+    p.fault.as_ref()
+}
+
+/// When this fault episode began.
+pub(super) fn fault_since(p: &PortRecord) -> Option<Instant> {
+    p.fault_since
+}
+
+/// Repair attempts in this episode.
+pub(super) fn attempts(p: &PortRecord) -> u32 {
+    p.attempts
+}
+
+/// Why it does not act, if it wants to and may not.
+pub(super) fn hold(p: &PortRecord) -> Option<&Hold> {
+    p.hold.as_ref()
+}
+
+/// The phase timer: what it means and when it fires.
+pub(super) fn wake(p: &PortRecord) -> Option<(TimerKind, Instant)> {
+    p.wake
+}
+
+/// When the phase gives up.
+pub(super) fn deadline(p: &PortRecord) -> Option<Instant> {
+    p.deadline
+}
+
+/// The sessions remembered on it.
+pub(super) fn sessions(p: &PortRecord) -> &[SessionKey] {
+    &p.sessions
+}
+
+/// Who drives the episode.
+pub(super) fn origin(p: &PortRecord) -> Origin {
+    p.origin
+}
+
+/// Facts about the episode worth showing, in words (empty when healthy).
+pub(super) fn notes(p: &PortRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    if p.needs_recreate && !p.recreated {
+        out.push("needs a device re-creation".to_string());
+    }
+    if p.recreated {
+        out.push("the device was re-created in this episode".to_string());
+    }
+    if p.awaiting_fresh_qp {
+        out.push("waiting to see the new GSI QP 1 in RTS".to_string());
+    }
+    if p.verify_recreate {
+        out.push("verifying a re-creation that was in flight at a restart".to_string());
+    }
+    if p.listener_gone {
+        out.push("the target answers TCP but refuses iSER logins (its listener)".to_string());
+    }
+    if let Some(t) = p.target_back_at {
+        out.push(format!("the target counts as back since {t}"));
+    }
+    if !p.link_up {
+        out.push("the port's link is down".to_string());
+    }
+    out
+}
