@@ -126,24 +126,15 @@ impl Observer {
     /// An action the driver let run.
     pub fn decided(&mut self, action: &Action, authority: &Authority, clocks: Clocks) {
         let ev = self.ring.decided(clocks.now(), action, authority).clone();
-        if let (true, Some(port)) = (action.kind.is_destructive(), &action.port) {
-            self.incidents
-                .on_action(port, action.to_string(), true, clocks.now());
-        }
+        self.incidents.on_action(action, None, clocks.now());
         self.publish(ev);
     }
 
     /// A destructive action planned or refused instead of run.
     pub fn not_run(&mut self, action: &Action, refusal: &Refusal, clocks: Clocks) {
         let ev = self.ring.not_run(clocks.now(), action, refusal).clone();
-        if let Some(port) = &action.port {
-            self.incidents.on_action(
-                port,
-                format!("{action} (not run: {refusal})"),
-                false,
-                clocks.now(),
-            );
-        }
+        self.incidents
+            .on_action(action, Some(refusal), clocks.now());
         self.publish(ev);
     }
 

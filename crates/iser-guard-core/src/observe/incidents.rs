@@ -24,7 +24,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{read, Clocks, Stamp};
-use crate::recovery::{Fault, Phase, PortId, PortRecord, Transition};
+use crate::driver::Refusal;
+use crate::recovery::{Action, ActionKind, Fault, Phase, PortId, PortRecord, Transition};
 
 /// Incidents the journal keeps: the oldest finished ones go first.
 pub const INCIDENTS_KEPT: usize = 64;
@@ -283,11 +284,29 @@ impl IncidentLog {
         }
     }
 
-    /// A destructive action decided for `port`: the incident's first action, if it has none.
-    pub fn on_action(&mut self, port: &PortId, what: String, run: bool, at: Stamp) {
+    /// A destructive action decided for its port, run (`refused` is `None`) or planned
+    /// instead: the incident's first action if it has none; a re-creation counts its
+    /// attempt (the engine resets its count once the port is healthy again).
+    pub fn on_action(&mut self, action: &Action, refused: Option<&Refusal>, at: Stamp) {
+        if !action.kind.is_destructive() {
+            return;
+        }
+        let Some(port) = &action.port else {
+            return;
+        };
         if let Some(i) = self.open_mut(&port.to_string()) {
+            if let (ActionKind::RecreateDevice { attempt, .. }, None) = (&action.kind, refused) {
+                i.attempts = i.attempts.max(*attempt);
+            }
             if i.first_action.is_none() {
-                i.first_action = Some(IncidentAction { at, what, run });
+                i.first_action = Some(IncidentAction {
+                    at,
+                    what: match refused {
+                        None => action.to_string(),
+                        Some(r) => format!("{action} (not run: {r})"),
+                    },
+                    run: refused.is_none(),
+                });
             }
         }
     }
