@@ -112,13 +112,19 @@ fn the_field_incident_shows_in_the_status_document_and_the_incident_list() {
     let p = d.ports.iter().find(|p| p.port == port.to_string()).unwrap();
     assert_eq!(p.phase, Phase::Healthy, "{p:#?}");
     assert_eq!(p.sessions.len(), 1);
-    assert!(p.sessions[0].healthy && p.sessions[0].placed_by.is_some(), "{p:#?}");
+    assert!(
+        p.sessions[0].healthy && p.sessions[0].placed_by.is_some(),
+        "{p:#?}"
+    );
     assert!(p.holds.is_empty(), "the field device is allowed: {p:#?}");
     // During the outage: not healthy, with its reason, fault, next step and probes.
     let mut seen_waiting = false;
     for secs in (70..240).step_by(10) {
-        h.run_until(Instant::ZERO.plus(Duration::from_secs(secs)), util::MAX_STEPS)
-            .unwrap();
+        h.run_until(
+            Instant::ZERO.plus(Duration::from_secs(secs)),
+            util::MAX_STEPS,
+        )
+        .unwrap();
         feed.catch_up(&h);
         let d = doc(&h);
         let p = d.ports.iter().find(|p| p.port == port.to_string()).unwrap();
@@ -128,7 +134,10 @@ fn the_field_incident_shows_in_the_status_document_and_the_incident_list() {
         assert_eq!(p.max_attempts, h.policy.max_attempts);
         if p.phase == Phase::AwaitingTarget {
             seen_waiting = true;
-            assert!(p.next.is_some(), "a waiting port says when it probes: {p:#?}");
+            assert!(
+                p.next.is_some(),
+                "a waiting port says when it probes: {p:#?}"
+            );
             assert!(!p.portals.is_empty(), "{p:#?}");
             assert!(p.since.mono <= d.daemon.now.mono);
             assert_eq!(p.since.unix_ms, EPOCH_MS + p.since.mono.as_millis());
@@ -151,14 +160,20 @@ fn the_field_incident_shows_in_the_status_document_and_the_incident_list() {
     assert_eq!(incidents.len(), 1, "{incidents:#?}");
     let i = &incidents[0];
     assert_eq!(i.outcome, IncidentOutcome::Recovered, "{i:#?}");
-    assert!(i.started.mono >= Instant::ZERO.plus(Duration::from_secs(60)), "{i:#?}");
+    assert!(
+        i.started.mono >= Instant::ZERO.plus(Duration::from_secs(60)),
+        "{i:#?}"
+    );
     assert!(i.detected >= i.started, "{i:#?}");
     let first = i.first_action.as_ref().expect("a first action");
     assert!(first.run && first.what.contains("re-create"), "{i:#?}");
     assert!(first.at >= i.detected, "{i:#?}");
     // The target came back at 240 s: recovery after that, and the time adds up.
     let recovered = i.recovered.unwrap();
-    assert!(recovered.mono >= Instant::ZERO.plus(Duration::from_secs(240)), "{i:#?}");
+    assert!(
+        recovered.mono >= Instant::ZERO.plus(Duration::from_secs(240)),
+        "{i:#?}"
+    );
     assert_eq!(
         i.time_to_recover_ms(),
         Some(recovered.mono.as_millis() - i.started.mono.as_millis())
@@ -199,7 +214,8 @@ fn a_device_not_allowed_shows_its_hold_and_a_planned_first_action() {
         .unwrap_or_else(|| panic!("{p:#?}"));
     assert!(hold.why.contains("devices.allow"), "{hold:?}");
     assert!(
-        hold.why.contains(&format!("iser-guard recover {}", scenarios::FIELD_DEVICE)),
+        hold.why
+            .contains(&format!("iser-guard recover {}", scenarios::FIELD_DEVICE)),
         "{hold:?}"
     );
     let i = &feed.incidents.incidents()[0];

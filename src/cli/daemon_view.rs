@@ -300,6 +300,9 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
                     .map(|t| format!(" ({} ago)", ago(now, t)))
                     .unwrap_or_default()
             ),
+            SourceState::Never if src.name == "kernel-log" => {
+                format!("{} open, no record read yet", src.name)
+            }
             SourceState::Never => format!("{} not polled yet", src.name),
             SourceState::Off => format!("{} off", src.name),
             SourceState::Failing => style.paint(

@@ -164,9 +164,57 @@ struct EventsReport {
     ring: Option<serde_json::Value>,
 }
 
+/// What one non-following `events` request gave.
+struct Answer {
+    events: Vec<Event>,
+    detail: Option<serde_json::Value>,
+}
+
+/// One `events` request; `Ok(None)` when no daemon runs. With `follow`, each event is
+/// handed to `on_event` as it comes and the returned events are empty.
+fn ask(
+    socket: &std::path::Path,
+    req: &Request,
+    follow: bool,
+    mut on_event: impl FnMut(Event),
+) -> Result<Option<(Answer, bool, String)>, Error> {
+    let timeout = (!follow).then_some(super::daemon_view::STATUS_TIMEOUT);
+    let mut events = Vec::new();
+    let answer = request_lines(socket, req, timeout, |r| {
+        if let Reply::Event { event } = r {
+            if follow {
+                on_event(*event);
+            } else {
+                events.push(*event);
+            }
+        }
+    });
+    match answer {
+        Ok(Reply::Done {
+            ok,
+            message,
+            detail,
+            ..
+        }) => Ok(Some((Answer { events, detail }, ok, message))),
+        Ok(other) => Err(Error::Data(format!(
+            "unexpected answer from the daemon: {other:?}"
+        ))),
+        Err(ControlError::NotRunning { .. }) => Ok(None),
+        Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::Usage(e.to_string())),
+        Err(e) => Err(Error::Data(format!(
+            "the daemon's events could not be read: {e}"
+        ))),
+    }
+}
+
+fn detail_u64(detail: Option<&serde_json::Value>, key: &str) -> Option<u64> {
+    detail?.get(key)?.as_u64()
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let cfg = crate::config::load_or_default(globals.config.as_deref())?.0;
+    let socket = cfg.paths.control_socket.clone();
     let now = unix_ms_now();
     let since = args
         .since
@@ -187,93 +235,19 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
             Vec::new()
         }
     };
-    let req = Request::Events {
-        since_unix_ms: since,
-        follow: args.follow,
-    };
-    let timeout = (!args.follow).then_some(super::daemon_view::STATUS_TIMEOUT);
-    let mut events: Vec<Event> = Vec::new();
-    let mut printed_journal = false;
-    // Milestones older than the ring's first event, printed once before it (only with
-    // --since when following: `events -f` alone starts from the last few events).
-    let journal_before = |first: Option<u64>| -> Vec<Milestone> {
-        if args.follow && since.is_none() {
-            return Vec::new();
-        }
-        milestones(&incidents, since.unwrap_or(0), first)
-    };
     let mut stdout = std::io::stdout();
-    let answer = request_lines(&cfg.paths.control_socket, &req, timeout, |r| {
-        if let Reply::Event { event } = r {
-            if args.follow {
-                if !printed_journal {
-                    printed_journal = true;
-                    for m in journal_before(Some(event.at.unix_ms)) {
-                        print_json_or(&mut stdout, args.json, &m, || milestone_line(&m, style));
-                    }
-                }
-                print_json_or(&mut stdout, args.json, &*event, || {
-                    event_line(&event, style)
-                });
-            } else {
-                events.push(*event);
-            }
-        }
-    });
-    match answer {
-        Ok(Reply::Done {
-            ok,
-            message,
-            detail,
-            ..
-        }) => {
-            if args.follow {
-                eprintln!("iser-guard: {message}");
-                return Ok(ExitCode::from(if ok { 0 } else { EXIT_TEMPFAIL }));
-            }
-            let first = events.first().map(|e| e.at.unix_ms);
-            let journal = journal_before(first.or(Some(now)));
-            if args.json {
-                let r = EventsReport {
-                    daemon: "running",
-                    journal,
-                    events,
-                    ring: detail,
-                };
-                println!("{}", super::status::to_json(&r)?);
-            } else {
-                for m in &journal {
-                    println!("{}", milestone_line(m, style));
-                }
-                for e in &events {
-                    println!("{}", event_line(e, style));
-                }
-                let dropped = detail
-                    .as_ref()
-                    .and_then(|d| d.get("dropped"))
-                    .and_then(serde_json::Value::as_u64)
-                    .unwrap_or(0);
-                if dropped > 0 {
-                    println!(
-                        "({dropped} older event(s) were dropped from the daemon's ring; \
-                         `journalctl -u iser-guard` has them)"
-                    );
-                }
-                if journal.is_empty() && events.is_empty() {
-                    println!(
-                        "No events{}.",
-                        if since.is_some() { " since then" } else { "" }
-                    );
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Ok(other) => Err(Error::Data(format!(
-            "unexpected answer from the daemon: {other:?}"
-        ))),
-        Err(ControlError::NotRunning { path }) => {
+    // What the ring already holds (all of it, or since --since), with the journal's older
+    // moments before it; `events -f` alone starts from the daemon's last few events.
+    let mut after_seq = None;
+    if !(args.follow && since.is_none()) {
+        let req = Request::Events {
+            since_unix_ms: since,
+            after_seq: None,
+            follow: false,
+        };
+        let Some((answer, _, _)) = ask(&socket, &req, false, |_| {})? else {
             let journal = milestones(&incidents, since.unwrap_or(0), None);
-            if args.json {
+            if args.json && !args.follow {
                 let r = EventsReport {
                     daemon: "not-running",
                     journal,
@@ -282,21 +256,75 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
                 };
                 println!("{}", super::status::to_json(&r)?);
             } else {
-                println!(
-                    "No daemon is running (nothing listens on {}): only the journal's \
-                     incidents are shown; the daemon's full log is in `journalctl -u iser-guard`.",
-                    path.display()
+                eprintln!(
+                    "iser-guard: no daemon is running (nothing listens on {}): only the                      journal's incidents are shown; the daemon's full log is in                      `journalctl -u iser-guard`",
+                    socket.display()
                 );
                 for m in &journal {
-                    println!("{}", milestone_line(m, style));
+                    print_json_or(&mut stdout, args.json, m, || milestone_line(m, style));
                 }
             }
-            Ok(ExitCode::SUCCESS)
+            return Ok(ExitCode::from(if args.follow {
+                crate::error::EXIT_UNAVAILABLE
+            } else {
+                0
+            }));
+        };
+        let complete_since = detail_u64(answer.detail.as_ref(), "complete_since_unix_ms");
+        let journal = milestones(&incidents, since.unwrap_or(0), complete_since.or(Some(now)));
+        after_seq = Some(detail_u64(answer.detail.as_ref(), "last_seq").unwrap_or(0));
+        if args.json && !args.follow {
+            let r = EventsReport {
+                daemon: "running",
+                journal,
+                events: answer.events,
+                ring: answer.detail,
+            };
+            println!("{}", super::status::to_json(&r)?);
+            return Ok(ExitCode::SUCCESS);
         }
-        Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::Usage(e.to_string())),
-        Err(e) => Err(Error::Data(format!(
-            "the daemon's events could not be read: {e}"
-        ))),
+        for m in &journal {
+            print_json_or(&mut stdout, args.json, m, || milestone_line(m, style));
+        }
+        for e in &answer.events {
+            print_json_or(&mut stdout, args.json, e, || event_line(e, style));
+        }
+        if !args.follow {
+            let dropped = detail_u64(answer.detail.as_ref(), "dropped").unwrap_or(0);
+            if dropped > 0 {
+                println!(
+                    "({dropped} older event(s) were dropped from the daemon's ring;                      `journalctl -u iser-guard` has them)"
+                );
+            }
+            if journal.is_empty() && answer.events.is_empty() {
+                println!(
+                    "No events{}.",
+                    if since.is_some() { " since then" } else { "" }
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let req = Request::Events {
+        since_unix_ms: None,
+        after_seq,
+        follow: true,
+    };
+    let answer = ask(&socket, &req, true, |e| {
+        print_json_or(&mut stdout, args.json, &e, || event_line(&e, style));
+    })?;
+    match answer {
+        None => {
+            eprintln!(
+                "iser-guard: no daemon is running (nothing listens on {}): nothing to follow",
+                socket.display()
+            );
+            Ok(ExitCode::from(crate::error::EXIT_UNAVAILABLE))
+        }
+        Some((_, ok, message)) => {
+            eprintln!("iser-guard: {message}");
+            Ok(ExitCode::from(if ok { 0 } else { EXIT_TEMPFAIL }))
+        }
     }
 }
 

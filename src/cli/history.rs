@@ -109,53 +109,55 @@ pub fn render(r: &HistoryReport, style: Style) -> String {
             at(i.started),
             style.paint(colour, &outcome)
         );
-        let _ = writeln!(out, "  started     {}  {}", at(i.started), i.first_sign);
-        let cause = if i.local {
-            i.cause.clone()
-        } else {
-            format!("{} (no local cause found)", i.cause)
+        let line = |out: &mut String, label: &str, text: String| {
+            let _ = writeln!(out, "  {label:<13}{text}");
         };
-        let _ = writeln!(
-            out,
-            "  detected    {}  {}  [time to detect {}]",
-            after(i.started, i.detected),
-            cause,
-            duration_ms(row.time_to_detect_ms)
+        line(
+            &mut out,
+            "started",
+            format!("{}  {}", at(i.started), i.first_sign),
         );
-        match &i.first_action {
-            Some(a) => {
-                let _ = writeln!(
-                    out,
-                    "  first action {} {}{}",
-                    after(i.started, a.at),
-                    a.what,
-                    if a.run { "" } else { " [planned only]" }
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "  first action -  none (nothing destructive was needed)"
-                );
-            }
-        }
+        let cause = match (i.local, i.detected == i.started) {
+            (true, true) => "the first sign is the cause".to_string(),
+            (true, false) => i.cause.clone(),
+            (false, _) => format!("{} (no local cause found)", i.cause),
+        };
+        line(
+            &mut out,
+            "detected",
+            format!(
+                "{}  {cause}  [time to detect {}]",
+                after(i.started, i.detected),
+                duration_ms(row.time_to_detect_ms)
+            ),
+        );
+        let first = match &i.first_action {
+            Some(a) => format!(
+                "{}  {}{}",
+                after(i.started, a.at),
+                a.what,
+                if a.run { "" } else { " [planned only]" }
+            ),
+            None => "-  none (nothing destructive was decided)".to_string(),
+        };
+        line(&mut out, "first action", first);
         if let Some(q) = i.quarantined {
-            let _ = writeln!(out, "  quarantined {}", after(i.started, q));
+            line(&mut out, "quarantined", after(i.started, q));
         }
-        match (i.recovered, row.time_to_recover_ms) {
-            (Some(r), Some(ms)) => {
-                let _ = writeln!(
-                    out,
-                    "  recovered   {}  [time to recover {}]",
-                    after(i.started, r),
-                    duration_ms(ms)
-                );
-            }
-            _ => {
-                let _ = writeln!(out, "  recovered   -  not yet");
-            }
-        }
-        let _ = writeln!(out, "  attempts    {}; last: {}", i.attempts, i.last_reason);
+        let recovered = match (i.recovered, row.time_to_recover_ms) {
+            (Some(r), Some(ms)) => format!(
+                "{}  [time to recover {}]",
+                after(i.started, r),
+                duration_ms(ms)
+            ),
+            _ => "-  not yet".to_string(),
+        };
+        line(&mut out, "recovered", recovered);
+        line(
+            &mut out,
+            "attempts",
+            format!("{}; last: {}", i.attempts, i.last_reason),
+        );
     }
     out
 }

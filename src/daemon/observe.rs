@@ -210,27 +210,43 @@ impl Observer {
         )
     }
 
-    /// Answers `events`: the ring's entries (since `since_unix_ms`, or the last few when
-    /// following without it), then either `done` or, with `follow`, every new event.
+    /// Answers `events`: the ring's entries (since `since_unix_ms` and after `after_seq`,
+    /// or the last few when following with neither), then either `done` or, with `follow`,
+    /// every new event. `done`'s detail says from when the ring is complete
+    /// (`complete_since_unix_ms`: the daemon's start while nothing was dropped, else its
+    /// oldest entry), so the client shows older moments from the journal only.
     pub fn serve_events(
         &mut self,
         conn: ControlConnection,
         since_unix_ms: Option<u64>,
+        after_seq: Option<u64>,
         follow: bool,
+        clocks: Clocks,
     ) {
-        let backlog: Vec<Event> = match (since_unix_ms, follow) {
-            (Some(t), _) => self.ring.since(t).cloned().collect(),
-            (None, true) => {
+        let backlog: Vec<Event> = match (since_unix_ms, after_seq, follow) {
+            (None, None, true) => {
                 let skip = self.ring.len().saturating_sub(FOLLOW_BACKLOG);
                 self.ring.iter().skip(skip).cloned().collect()
             }
-            (None, false) => self.ring.iter().cloned().collect(),
+            _ => self
+                .ring
+                .iter()
+                .filter(|e| since_unix_ms.is_none_or(|t| e.at.unix_ms >= t))
+                .filter(|e| after_seq.is_none_or(|n| e.seq > n))
+                .cloned()
+                .collect(),
+        };
+        let complete_since = if self.ring.dropped() == 0 {
+            Some(clocks.stamp(self.started).unix_ms)
+        } else {
+            self.ring.oldest().map(|e| e.at.unix_ms)
         };
         let detail = serde_json::json!({
             "kept": self.ring.len(),
             "dropped": self.ring.dropped(),
             "capacity": self.ring.capacity(),
-            "oldest_unix_ms": self.ring.oldest().map(|e| e.at.unix_ms),
+            "complete_since_unix_ms": complete_since,
+            "last_seq": self.ring.iter().last().map(|e| e.seq),
         });
         let rx = if follow {
             let (tx, rx) = mpsc::channel(FOLLOWER_QUEUE);

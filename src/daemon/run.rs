@@ -526,8 +526,9 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 // A client that gave up before its command was taken does not get it run.
                 if conn.client_gone() {
                     tracing::info!(?req, "control client went away before its command was taken; not run");
-                } else if let Request::Events { since_unix_ms, follow } = req {
-                    lp.obs.serve_events(conn, since_unix_ms, follow);
+                } else if let Request::Events { since_unix_ms, after_seq, follow } = req {
+                    let now = lp.clock.now();
+                    lp.obs.serve_events(conn, since_unix_ms, after_seq, follow, clocks(now));
                 } else {
                     let sink = reply_task(conn);
                     lp.operator(req, sink);

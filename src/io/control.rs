@@ -46,6 +46,10 @@ pub enum Request {
         /// Only events at or after this wall-clock time (ms since the Unix epoch).
         #[serde(default)]
         since_unix_ms: Option<u64>,
+        /// Only events numbered after this one (a follower resuming where its first
+        /// answer ended, so nothing is missed or shown twice).
+        #[serde(default)]
+        after_seq: Option<u64>,
         /// Keep the connection and stream new events.
         #[serde(default)]
         follow: bool,
