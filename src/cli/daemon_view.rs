@@ -318,7 +318,11 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
             ),
         })
         .collect();
-    let _ = writeln!(out, "  sources: {}", sources.join("; "));
+    if sources.is_empty() {
+        out.push_str("  sources: none reported\n");
+    } else {
+        let _ = writeln!(out, "  sources: {}", sources.join("; "));
+    }
     let _ = writeln!(
         out,
         "  events: {} kept, {} dropped (`iser-guard events`)",
