@@ -85,6 +85,46 @@ pub enum Request {
     },
 }
 
+impl fmt::Display for Request {
+    /// The command line that asks for it, in short (`recover rocep2s0f0/1 --dry-run`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dry = |d: &bool| if *d { " --dry-run" } else { "" };
+        match self {
+            Request::Status => f.write_str("status"),
+            Request::Events { follow, .. } => {
+                f.write_str(if *follow { "events --follow" } else { "events" })
+            }
+            Request::Pause => f.write_str("pause"),
+            Request::Resume => f.write_str("resume"),
+            Request::Recover {
+                device,
+                port,
+                dry_run,
+            } => match port {
+                Some(p) => write!(f, "recover {device}/{p}{}", dry(dry_run)),
+                None => write!(f, "recover {device}{}", dry(dry_run)),
+            },
+            Request::ResetDevice { device, dry_run } => {
+                write!(f, "reset-device {device}{}", dry(dry_run))
+            }
+            Request::Reconnect {
+                target,
+                portal,
+                dry_run,
+            } => {
+                f.write_str("reconnect")?;
+                if let Some(t) = target {
+                    write!(f, " --target {t}")?;
+                }
+                if let Some(p) = portal {
+                    write!(f, " --portal {p}")?;
+                }
+                f.write_str(dry(dry_run))
+            }
+        }
+    }
+}
+
 /// One line of the daemon's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
