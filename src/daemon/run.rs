@@ -1252,7 +1252,7 @@ impl Loop {
         if !matches!(req, Request::Status | Request::Events { .. }) {
             self.obs.note(
                 EventKind::Operator,
-                format!("operator: {req:?}"),
+                format!("operator: iser-guard {req}"),
                 clocks(now),
             );
         }

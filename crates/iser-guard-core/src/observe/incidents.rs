@@ -288,7 +288,9 @@ impl IncidentLog {
     /// instead: the incident's first action if it has none; a re-creation counts its
     /// attempt (the engine resets its count once the port is healthy again).
     pub fn on_action(&mut self, action: &Action, refused: Option<&Refusal>, at: Stamp) {
-        if !action.kind.is_destructive() {
+        // A standalone command leaves automatic actions to the daemon: not this incident's
+        // action (the daemon's own decision, if it runs, is).
+        if !action.kind.is_destructive() || matches!(refused, Some(Refusal::LeftToDaemon)) {
             return;
         }
         let Some(port) = &action.port else {
