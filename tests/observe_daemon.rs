@@ -375,6 +375,47 @@ async fn status_events_and_history_against_a_running_daemon() {
     let bad = cli_async(&config, &["events", "--since", "soon"]).await;
     assert_eq!(bad.status.code(), Some(64));
 
+    // Following with --since: what the ring holds since then, then new ones, each once.
+    let mut late = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+        .arg("--config")
+        .arg(&config)
+        .args(["events", "--follow", "--since", "5m", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let late_out = late.stdout.take().unwrap();
+    let late_reader = std::thread::spawn(move || {
+        BufReader::new(late_out)
+            .lines()
+            .map_while(Result::ok)
+            .map(|l| serde_json::from_str::<serde_json::Value>(&l).unwrap())
+            .collect::<Vec<_>>()
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // A new event while it follows (an operator request is entered in the ring).
+    let _ = cli_async(&config, &["pause"]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    late.kill().unwrap();
+    let _ = late.wait();
+    let late_lines = late_reader.join().unwrap();
+    let seqs: Vec<u64> = late_lines
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    assert!(seqs.len() >= events.len(), "{late_lines:#?}");
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "each once, in order: {seqs:?}"
+    );
+    assert!(
+        late_lines
+            .iter()
+            .any(|e| e["kind"] == "operator" && e["message"].as_str().unwrap().contains("pause")),
+        "{late_lines:#?}"
+    );
+    let _ = cli_async(&config, &["resume"]).await;
+
     // The follower saw the same transitions as they happened.
     let end = std::time::Instant::now() + Duration::from_secs(10);
     while !followed
