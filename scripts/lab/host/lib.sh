@@ -42,10 +42,12 @@ k61-recovery 6.1. tiny 1500
 smoke 6.12 tiny 400
 k612-baseline-b 6.12 tiny 1800
 k612-rest 6.12 tiny 1800
+k61-listener 6.1. tiny 600
 EOT
 }
-# smoke, k612-baseline-b and k612-rest are run by name only (a second boot after a stopped one).
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest"{print $1}'; }
+# smoke, k612-baseline-b, k612-rest and k61-listener are run by name only (a second boot after a
+# stopped one, or one scenario on a fresh guest).
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener"{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
