@@ -199,9 +199,9 @@ pub fn crates(root: &Path) -> Result<Vec<Crate>, String> {
             .map(|ds| {
                 ds.iter()
                     .filter(|d| {
-                        d["dep_kinds"].as_array().is_some_and(|ks| {
-                            ks.iter().any(|k| k["kind"].is_null())
-                        })
+                        d["dep_kinds"]
+                            .as_array()
+                            .is_some_and(|ks| ks.iter().any(|k| k["kind"].is_null()))
                     })
                     .filter_map(|d| d["pkg"].as_str())
                     .collect()
@@ -289,8 +289,7 @@ pub fn crates(root: &Path) -> Result<Vec<Crate>, String> {
 /// The license-like files at the top of a crate's source: file name → text.
 fn license_files(dir: &Path) -> Result<BTreeMap<String, String>, String> {
     let mut out = BTreeMap::new();
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("read {}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("read {}: {e}", dir.display()))?;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let upper = name.to_ascii_uppercase();
@@ -324,8 +323,7 @@ pub fn classify(text: &str) -> Vec<(String, String)> {
             .collect();
         out.push(("MIT".to_string(), body.join("\n")));
     }
-    if flat.contains("This is free and unencumbered software released into the public domain")
-    {
+    if flat.contains("This is free and unencumbered software released into the public domain") {
         out.push(("Unlicense".to_string(), text.to_string()));
     }
     if flat.contains("UNICODE LICENSE V3") {
@@ -341,9 +339,11 @@ pub fn copyright_lines(text: &str) -> Vec<String> {
         .filter(|l| l.starts_with("Copyright") || l.starts_with('©'))
         .filter(|l| {
             let lower = l.to_ascii_lowercase();
-            !["notice", "holders", "[yyyy]", "<year>", "{yyyy}", "owner]", "license"]
-                .iter()
-                .any(|t| lower.contains(t))
+            ![
+                "notice", "holders", "[yyyy]", "<year>", "{yyyy}", "owner]", "license",
+            ]
+            .iter()
+            .any(|t| lower.contains(t))
         })
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect()
@@ -439,8 +439,16 @@ pub fn dep5_expr(e: &Expr) -> Result<String, String> {
     fn flat(e: &Expr) -> Option<String> {
         match e {
             Expr::License(id, exc) => Some(dep5_name(id, exc.as_deref())),
-            Expr::And(xs) => xs.iter().map(flat).collect::<Option<Vec<_>>>().map(|v| v.join(" and ")),
-            Expr::Or(xs) => xs.iter().map(flat).collect::<Option<Vec<_>>>().map(|v| v.join(" or ")),
+            Expr::And(xs) => xs
+                .iter()
+                .map(flat)
+                .collect::<Option<Vec<_>>>()
+                .map(|v| v.join(" and ")),
+            Expr::Or(xs) => xs
+                .iter()
+                .map(flat)
+                .collect::<Option<Vec<_>>>()
+                .map(|v| v.join(" or ")),
         }
     }
     // Only the same operator nested? `flat` would lose grouping, so check depth.
@@ -453,9 +461,12 @@ pub fn dep5_expr(e: &Expr) -> Result<String, String> {
     match e {
         _ if depth(e) <= 1 => flat(e).ok_or_else(|| "empty expression".into()),
         Expr::And(xs) | Expr::Or(xs) if depth(e) == 2 => {
-            let op = if matches!(e, Expr::And(_)) { "and" } else { "or" };
-            let (grouped, plain): (Vec<&Expr>, Vec<&Expr>) =
-                xs.iter().partition(|x| depth(x) == 1);
+            let op = if matches!(e, Expr::And(_)) {
+                "and"
+            } else {
+                "or"
+            };
+            let (grouped, plain): (Vec<&Expr>, Vec<&Expr>) = xs.iter().partition(|x| depth(x) == 1);
             if grouped.len() != 1 {
                 return Err("more than one group cannot be written in DEP-5".into());
             }
@@ -487,7 +498,10 @@ fn body(text: &str) -> String {
         .map(|l| l.replace('\t', "    ").trim_end().to_string())
         .collect();
     let start = lines.iter().position(|l| !l.is_empty()).unwrap_or(0);
-    let end = lines.iter().rposition(|l| !l.is_empty()).map_or(0, |i| i + 1);
+    let end = lines
+        .iter()
+        .rposition(|l| !l.is_empty())
+        .map_or(0, |i| i + 1);
     for l in &lines[start..end.max(start)] {
         if l.is_empty() {
             out.push_str(" .\n");
@@ -615,7 +629,10 @@ pub fn render(root: &Path, crates: &[Crate]) -> Result<String, String> {
 fn no_text(license: &str, crates: &[Crate]) -> String {
     let users: Vec<String> = crates
         .iter()
-        .filter(|c| c.license.contains(license.split(' ').next().unwrap_or(license)))
+        .filter(|c| {
+            c.license
+                .contains(license.split(' ').next().unwrap_or(license))
+        })
         .map(|c| format!("{} {}", c.name, c.version))
         .collect();
     format!(

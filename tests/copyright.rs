@@ -66,8 +66,10 @@ fn every_crate_of_the_binary_has_a_files_paragraph_and_every_license_a_text() {
     let text = committed();
     let paras = paragraphs(&text);
     assert!(field(&paras[0], "Format").is_some_and(|f| f.contains("copyright-format/1.0")));
-    let files: Vec<&Vec<(String, String)>> =
-        paras.iter().filter(|p| field(p, "Files").is_some()).collect();
+    let files: Vec<&Vec<(String, String)>> = paras
+        .iter()
+        .filter(|p| field(p, "Files").is_some())
+        .collect();
     let standalone: BTreeSet<&str> = paras
         .iter()
         .filter(|p| field(p, "Files").is_none() && field(p, "Format").is_none())
@@ -101,7 +103,10 @@ fn every_crate_of_the_binary_has_a_files_paragraph_and_every_license_a_text() {
             .map(str::trim)
             .filter(|x| !x.is_empty())
         {
-            assert!(standalone.contains(name), "no License paragraph for {name:?}");
+            assert!(
+                standalone.contains(name),
+                "no License paragraph for {name:?}"
+            );
         }
     }
     for p in paras.iter().filter(|p| field(p, "Files").is_none()) {
@@ -126,7 +131,10 @@ fn spdx_expressions_become_dep5() {
     );
     assert_eq!(
         parse_spdx("Apache-2.0 WITH LLVM-exception"),
-        Ok(Expr::License("Apache-2.0".into(), Some("LLVM-exception".into())))
+        Ok(Expr::License(
+            "Apache-2.0".into(),
+            Some("LLVM-exception".into())
+        ))
     );
     for bad in ["", "MIT OR", "(MIT", "MIT AND AND BSD", "WITH x"] {
         assert!(parse_spdx(bad).is_err(), "{bad:?} accepted");
@@ -140,7 +148,10 @@ fn spdx_expressions_become_dep5() {
 fn license_texts_are_recognised_by_their_wording() {
     let mit = "Copyright (c) 2015 Someone\n\nPermission is hereby granted, free of charge, to \
                any person obtaining a copy of this software";
-    let kinds: Vec<String> = gen_copyright::classify(mit).into_iter().map(|(k, _)| k).collect();
+    let kinds: Vec<String> = gen_copyright::classify(mit)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
     assert_eq!(kinds, ["MIT"]);
     assert_eq!(
         gen_copyright::copyright_lines(mit),
