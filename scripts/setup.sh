@@ -8,8 +8,10 @@ have() { command -v "$1" >/dev/null 2>&1; }
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 # C and C++ toolchains for crates with build scripts (libFuzzer in the fuzz crate);
-# iproute2 for devlink/rdma; util-linux for flock(1) in the lock tests.
-for p in gcc g++ libc6-dev pkg-config iproute2 grep util-linux; do
+# iproute2 for devlink/rdma; util-linux for flock(1) in the lock tests; man-db, bash, zsh
+# and fish to check the packaged man pages and shell completions (tests/man_pages.rs,
+# tests/completions.rs).
+for p in gcc g++ libc6-dev pkg-config iproute2 grep util-linux man-db bash zsh fish; do
     pkg_installed "$p" || need+=("$p")
 done
 # A Rust toolchain: keep the one rustup installed; otherwise take Debian's.
@@ -33,4 +35,13 @@ if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+# cargo-deny for the license, duplicate-version and source checks in scripts/test.sh. Built
+# from source once (no Debian package): about 4 min of CPU, 14 min wall on a 2-core machine
+# shared with other builds (load 7-16), a few minutes on an idle one.
+CARGO_DENY_VERSION=0.20.2
+if ! cargo deny --version 2>/dev/null | grep -qx "cargo-deny $CARGO_DENY_VERSION"; then
+    echo "setup: installing cargo-deny $CARGO_DENY_VERSION (cargo install, one time)" >&2
+    cargo install cargo-deny --locked --version "$CARGO_DENY_VERSION"
 fi

@@ -10,6 +10,10 @@ echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# Licenses (an allow-list), duplicate versions (warnings) and sources; advisories need the
+# advisory database from the network, which CI does not have (deny.toml says so).
+echo "== cargo deny check licenses bans sources" >&2
+cargo deny --offline --locked --workspace check licenses bans sources
 echo "== cargo test" >&2
 cargo test --workspace --locked --all-targets
 # Doc tests are not part of --all-targets.

@@ -58,6 +58,10 @@ pub enum Error {
     /// Input data that cannot be understood.
     #[error("{0}")]
     Data(String),
+    /// The caller may not do this (not root: the configuration or the control socket cannot
+    /// be opened).
+    #[error("{0}")]
+    NoPermission(String),
     /// The kernel log reader failed.
     #[error(transparent)]
     Kmsg(#[from] crate::io::kmsg::KmsgError),
@@ -105,6 +109,7 @@ impl Error {
             Error::Config(_) => EXIT_CONFIG,
             Error::Usage(_) => EXIT_USAGE,
             Error::Data(_) => EXIT_DATAERR,
+            Error::NoPermission(_) => EXIT_NOPERM,
             Error::Journal(
                 crate::io::journal::JournalError::Corrupt { .. }
                 | crate::io::journal::JournalError::NewerFormat { .. },

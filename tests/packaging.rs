@@ -99,7 +99,8 @@ fn exec_paths_match_the_packaged_binary() {
         "no ExecStartPre: the daemon checks its configuration itself"
     );
     assert_eq!(one(&u, "Service", "RestartPreventExitStatus"), "78");
-    assert_eq!(one(&u, "Service", "ExecReload"), "/bin/kill -HUP $MAINPID");
+    // The reload reports the daemon's verdict, so `systemctl reload` fails on a refused file.
+    assert_eq!(one(&u, "Service", "ExecReload"), format!("{bin} reload"));
     assert_eq!(bin, "/usr/sbin/iser-guard");
 }
 
@@ -269,4 +270,93 @@ fn unit_parser_handles_repeats_and_comments() {
     let u = parse_unit("# c\n[A]\nK=1\n; c\nK = 2\n[B]\nX=a=b\n");
     assert_eq!(u["A"]["K"], ["1", "2"]);
     assert_eq!(u["B"]["X"], ["a=b"]);
+}
+
+/// The backticked absolute paths in `text`.
+fn backticked_paths(text: &str) -> std::collections::BTreeSet<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|p| p.starts_with('/') && !p.contains(' '))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn readme_names_exactly_the_paths_the_unit_makes_writable() {
+    let u = unit();
+    assert_eq!(one(&u, "Service", "ProtectSystem"), "strict");
+    let mut writable = std::collections::BTreeSet::new();
+    writable.insert(format!("/var/lib/{}", one(&u, "Service", "StateDirectory")));
+    writable.insert(format!("/run/{}", one(&u, "Service", "RuntimeDirectory")));
+    for p in one(&u, "Service", "ReadWritePaths").split_whitespace() {
+        writable.insert(p.trim_start_matches('-').to_string());
+    }
+    if one(&u, "Service", "PrivateTmp") == "yes" {
+        writable.insert("/tmp".into());
+        writable.insert("/var/tmp".into());
+    }
+    // ProtectSystem=strict leaves the kernel's API trees writable (systemd's namespace.c).
+    for api in ["/proc", "/sys", "/dev"] {
+        writable.insert(api.into());
+    }
+    let readme = read("README.md");
+    let start = readme
+        .find("Writable: ")
+        .expect("README's hardening paragraph has a `Writable:` list");
+    let end = start
+        + readme[start..]
+            .find("The rest of")
+            .expect("…followed by what stays read-only");
+    assert_eq!(
+        backticked_paths(&readme[start..end]),
+        writable,
+        "README's writable paths differ from the unit's"
+    );
+    // What README says stays read-only is in no writable setting.
+    let rest = &readme[end..end + readme[end..].find("read-only").expect("read-only")];
+    for ro in backticked_paths(rest) {
+        assert!(!writable.contains(&ro), "{ro} is writable in the unit");
+    }
+    for ro in ["/run", "/run/lock", "/etc/iser-guard"] {
+        assert!(rest.contains(&format!("`{ro}`")), "README: {ro} read-only");
+    }
+}
+
+#[test]
+fn readme_names_the_state_files_as_the_daemon_writes_them() {
+    let readme = read("README.md");
+    assert!(readme.contains("engine-journal.json"));
+    for (i, _) in readme.match_indices("journal.json") {
+        assert!(
+            readme[..i].ends_with("engine-"),
+            "README names a journal.json that is not engine-journal.json at byte {i}"
+        );
+    }
+}
+
+#[test]
+fn cargo_deb_ships_the_generated_docs_and_completions() {
+    let assets = assets();
+    let to = |dest: &str| {
+        assets
+            .iter()
+            .find(|(_, d, _)| d == dest)
+            .unwrap_or_else(|| panic!("no asset to {dest}"))
+            .clone()
+    };
+    assert_eq!(
+        to("usr/share/doc/iser-guard/copyright").0,
+        "packaging/debian/copyright"
+    );
+    // Policy 12.3: documentation over 4 KiB compressed; no plain README.md.
+    assert!(!assets.iter().any(|(_, d, _)| d.ends_with("README.md")));
+    to("usr/share/doc/iser-guard/README.md.gz");
+    for dest in [
+        "usr/share/bash-completion/completions/iser-guard",
+        "usr/share/zsh/vendor-completions/_iser-guard",
+        "usr/share/fish/vendor_completions.d/iser-guard.fish",
+    ] {
+        assert_eq!(to(dest).2, "644");
+    }
 }

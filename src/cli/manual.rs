@@ -71,8 +71,25 @@ pub struct PauseArgs {}
 /// How long a client waits for the daemon's next line (a re-creation can take minutes).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(16 * 60);
 
-fn config(g: &Globals) -> Result<Config, Error> {
-    Ok(crate::config::load_or_default(g.config.as_deref())?.0)
+/// The configuration; one that cannot be opened for lack of permission means the caller is
+/// not root, which every manual command needs (exit 77, not 78: the file is not at fault).
+pub(crate) fn config(g: &Globals) -> Result<Config, Error> {
+    match crate::config::load_or_default(g.config.as_deref()) {
+        Ok((cfg, _)) => Ok(cfg),
+        Err(e) if is_permission_denied(&e) => Err(not_root(e)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The configuration could not be read because the caller may not read it.
+pub(crate) fn is_permission_denied(e: &crate::config::ConfigError) -> bool {
+    matches!(e, crate::config::ConfigError::Read { source, .. }
+        if source.kind() == std::io::ErrorKind::PermissionDenied)
+}
+
+/// The error for a caller that is not root.
+pub(crate) fn not_root(e: impl std::fmt::Display) -> Error {
+    Error::NoPermission(format!("{e} (this command is for root)"))
 }
 
 /// `DEVICE` or `DEVICE/PORT`.
@@ -160,7 +177,7 @@ fn via_daemon(cfg: &Config, req: &Request) -> Result<Option<u8>, Error> {
         }
         Ok(Reply::Progress { .. } | Reply::Event { .. }) => Ok(Some(EXIT_FINDING)),
         Err(ControlError::NotRunning { .. }) => Ok(None),
-        Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::Usage(e.to_string())),
+        Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::NoPermission(e.to_string())),
         Err(e) => Err(Error::Data(e.to_string())),
     }
 }
@@ -237,6 +254,7 @@ fn describe(req: &Request) -> String {
         Request::Resume => "resume".into(),
         Request::Status => "status".into(),
         Request::Events { .. } => "events".into(),
+        Request::Reload => "reload".into(),
     }
 }
 

@@ -16,6 +16,7 @@ pub mod explain;
 pub mod history;
 pub mod manual;
 pub mod qps;
+pub mod reload;
 pub mod simulate;
 pub mod status;
 pub mod term;
@@ -70,6 +71,8 @@ pub enum Command {
     Pause(manual::PauseArgs),
     /// Resume automatic actions after `pause`.
     Resume(manual::PauseArgs),
+    /// Ask the running daemon to read its configuration again; fails if it refuses the file.
+    Reload(reload::Args),
 }
 
 /// Options every subcommand may use.
@@ -112,6 +115,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
         Command::Reconnect(a) => manual::reconnect(a, globals),
         Command::Pause(a) => manual::pause(a, globals, true),
         Command::Resume(a) => manual::pause(a, globals, false),
+        Command::Reload(a) => reload::run(a, globals),
     }
 }
 

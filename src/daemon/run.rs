@@ -34,7 +34,9 @@ use crate::daemon::sources::{Clock, KernelLog, Signal, TopologyReport, TopologyS
 use crate::daemon::workers::{
     AlertQueue, WorkerPool, ALERT_QUEUE, EXECUTOR_QUEUE, EXECUTOR_THREADS,
 };
-use crate::error::{Error, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE};
+use crate::error::{
+    Error, EXIT_CONFIG, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE,
+};
 use crate::io::control::{ControlConnection, ControlServer, Reply, Request};
 use crate::io::executors::Executors;
 use crate::io::journal::Journal;
@@ -499,7 +501,9 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 if one_shot_mode { exit_code = 130; }
                 break;
             }
-            _ = sighup.recv() => lp.reload(),
+            _ = sighup.recv() => {
+                let _ = lp.reload();
+            }
             ev = kmsg_next => match ev {
                 Some(Ok(ev)) => lp.on_kmsg(ev),
                 Some(Err(e)) => {
@@ -1114,10 +1118,12 @@ impl Loop {
         }
     }
 
-    fn reload(&mut self) {
+    /// Reads the configuration again (SIGHUP, or `iser-guard reload` on the control socket);
+    /// `Err` carries why the new file was refused, and the old configuration stays in force.
+    fn reload(&mut self) -> Result<String, String> {
         self.notifier.reloading();
         let path = self.settings.config_path.clone();
-        match crate::config::load_or_default(path.as_deref()) {
+        let outcome = match crate::config::load_or_default(path.as_deref()) {
             Ok((cfg, source)) => {
                 let cfg = effective(cfg, self.settings.force_dry_run);
                 for w in cfg.warnings() {
@@ -1133,6 +1139,7 @@ impl Loop {
                     clocks(now),
                 );
                 self.settings.config = cfg;
+                Ok(format!("configuration reloaded from {source}"))
             }
             Err(e) => {
                 tracing::error!(
@@ -1141,9 +1148,13 @@ impl Loop {
                 for p in e.problems() {
                     tracing::error!("configuration problem: {p}");
                 }
+                Err(format!(
+                    "the new configuration is refused; the one in force is kept: {e}"
+                ))
             }
-        }
+        };
         self.notifier.ready(&self.status);
+        outcome
     }
 
     fn update_status(&mut self) {
@@ -1280,6 +1291,13 @@ impl Loop {
                     "events are answered by the daemon only",
                     EXIT_USAGE,
                 );
+                return;
+            }
+            Request::Reload => {
+                match self.reload() {
+                    Ok(msg) => done(&sink, true, msg, EXIT_OK),
+                    Err(msg) => done(&sink, false, msg, EXIT_CONFIG),
+                }
                 return;
             }
             Request::Pause => (OperatorCommand::Pause, "pause".to_string(), false),
@@ -1574,14 +1592,17 @@ mod tests {
     }
 
     fn config(state: &std::path::Path, trust: bool) -> Config {
-        let text = format!(
+        crate::config::parse_str(&config_text(state, trust)).unwrap()
+    }
+
+    fn config_text(state: &std::path::Path, trust: bool) -> String {
+        format!(
             "[paths]\nstate-dir = {:?}\ncontrol-socket = {:?}\n[poll]\niscsi = 0.2\nprobe = 0.1\n\
              [devices]\nallow = [\"rocep2s0f0\"]\n[recovery]\nprobe-successes = 2\n\
              probe-timeout = 0.1\niscsid-grace = 0.2\n[kmsg]\ntrust-userspace-records = {trust}\n",
             state.display().to_string(),
             state.join("control.sock").display().to_string(),
-        );
-        crate::config::parse_str(&text).unwrap()
+        )
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1784,6 +1805,19 @@ mod tests {
         Doubles,
         Config,
     ) {
+        start_on_with(dir, None)
+    }
+
+    /// [`start_on`], reloading from `config_path` (`None`: the default path).
+    fn start_on_with(
+        dir: &std::path::Path,
+        config_path: Option<std::path::PathBuf>,
+    ) -> (
+        tokio::task::JoinHandle<Result<u8, Error>>,
+        tokio::sync::oneshot::Sender<()>,
+        Doubles,
+        Config,
+    ) {
         let cfg = config(dir, false);
         let doubles = Doubles::default();
         let host = Arc::new(Host {
@@ -1813,7 +1847,7 @@ mod tests {
         };
         let settings = Settings {
             config: cfg.clone(),
-            config_path: None,
+            config_path,
             force_dry_run: false,
             take_lock: true,
             automatic_actions: true,
@@ -1849,6 +1883,59 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `iser-guard reload` (what the unit's ExecReload runs) gets the daemon's verdict: a
+    /// refused file is an error with its problem and exit 78, and the old file stays in force.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reload_over_the_control_socket_reports_a_refused_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(&file, config_text(dir.path(), false)).unwrap();
+        let (daemon, stop, _doubles, cfg) = start_on_with(dir.path(), Some(file.clone()));
+        status(&cfg).await;
+        let reload = |path: std::path::PathBuf| {
+            tokio::task::spawn_blocking(move || {
+                crate::io::control::request(&path, &Request::Reload, Duration::from_secs(5), |_| {})
+            })
+        };
+        let sock = cfg.paths.control_socket.clone();
+        match reload(sock.clone()).await.unwrap() {
+            Ok(Reply::Done {
+                ok: true,
+                exit_code: 0,
+                message,
+                ..
+            }) => {
+                assert!(message.contains("reloaded"), "{message}")
+            }
+            other => panic!("a valid file was not reloaded: {other:?}"),
+        }
+        let bad = config_text(dir.path(), false)
+            .replace("[recovery]\n", "[recovery]\nmax-attempts = 0\n");
+        std::fs::write(&file, &bad).unwrap();
+        match reload(sock.clone()).await.unwrap() {
+            Ok(Reply::Done {
+                ok: false,
+                exit_code,
+                message,
+                ..
+            }) => {
+                assert_eq!(exit_code, EXIT_CONFIG);
+                assert!(message.contains("max-attempts"), "{message}");
+                assert!(message.contains("kept"), "{message}");
+            }
+            other => panic!("a refused file was reported as {other:?}"),
+        }
+        // Still serving, on the configuration it had.
+        status(&cfg).await;
+        stop.send(()).unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(5), daemon)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(code, EXIT_OK);
     }
 
     /// The alerts sent so far, once one matches `wanted` (or after 5 s): the alert thread

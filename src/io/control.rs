@@ -1,7 +1,7 @@
 //! The daemon's control socket: a Unix stream socket (mode 0600) speaking JSON lines.
 //!
 //! The operator's commands (`recover`, `reset-device`, `reconnect`, `pause`, `resume`,
-//! `status`) reach a running daemon through it, so that manual and automatic recovery share
+//! `reload`, `status`) reach a running daemon through it, so that manual and automatic recovery share
 //! one code path and never race. One request per connection: the client writes one JSON
 //! line, the daemon answers with any number of `progress` lines and one final `done` line.
 //!
@@ -58,6 +58,9 @@ pub enum Request {
     Pause,
     /// Resume automatic actions.
     Resume,
+    /// Read the configuration file again (what `systemctl reload` runs); the answer says
+    /// whether the new file was taken or refused, and why.
+    Reload,
     /// The whole recovery of one device (optionally one port).
     Recover {
         /// RDMA device name.
@@ -96,6 +99,7 @@ impl fmt::Display for Request {
             }
             Request::Pause => f.write_str("pause"),
             Request::Resume => f.write_str("resume"),
+            Request::Reload => f.write_str("reload"),
             Request::Recover {
                 device,
                 port,

@@ -1,6 +1,6 @@
 source /lab/guest/scenarios/sd-common.sh
-# A broken configuration: ExecStartPre (check-config) exits 78; systemd must not restart the
-# service in a loop (RestartPreventExitStatus=78 covers only the main process's status).
+# A broken configuration: the daemon itself exits 78 before READY=1 (the unit has no
+# ExecStartPre); systemd must not restart it in a loop (RestartPreventExitStatus=78).
 scenario_sd_config_error() {
 	local t0=$(now)
 	EXTRA_CONFIG=$'[recovery]\nmax-attempts = 0' write_config 0

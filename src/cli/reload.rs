@@ -1,0 +1,94 @@
+//! `iser-guard reload`: asks the running daemon, over its control socket, to read its
+//! configuration file again, and exits with the daemon's verdict. It is the service's
+//! `ExecReload=`, so `systemctl reload iser-guard` fails (and says why) when the daemon
+//! refuses the new file; the configuration in force stays in force then. (`kill -HUP`
+//! reloads too, but its sender never learns whether the file was taken.)
+//!
+//! The socket's path comes from the configuration, which may be the very file being
+//! refused: when it cannot be loaded, the socket named by the built-in defaults is asked,
+//! and the daemon reports the problems itself.
+//!
+//! Exit codes: 0 reloaded; 78 refused (every problem printed); 69 no daemon; 77 not root;
+//! 75 no answer in time.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::manual::{is_permission_denied, not_root};
+use super::Globals;
+use crate::config::Config;
+use crate::error::{Error, EXIT_TEMPFAIL, EXIT_UNAVAILABLE};
+use crate::io::control::{request, ControlError, Reply, Request};
+
+/// `reload` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Under systemd's default reload timeout (90 s); the daemon answers from its loop at once.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The control socket to ask: the configuration's, else the built-in default's.
+fn socket(g: &Globals) -> Result<PathBuf, Error> {
+    match crate::config::load_or_default(g.config.as_deref()) {
+        Ok((cfg, _)) => Ok(cfg.paths.control_socket),
+        Err(e) if is_permission_denied(&e) => Err(not_root(e)),
+        Err(e) => {
+            let path = Config::default().paths.control_socket;
+            eprintln!(
+                "iser-guard: the configuration does not load ({}); asking the daemon on {}",
+                e.to_string().lines().next().unwrap_or_default(),
+                path.display()
+            );
+            Ok(path)
+        }
+    }
+}
+
+/// Runs the subcommand.
+pub fn run(_a: Args, g: &Globals) -> Result<ExitCode, Error> {
+    let path = socket(g)?;
+    match request(&path, &Request::Reload, REPLY_TIMEOUT, |m| println!("{m}")) {
+        Ok(Reply::Done {
+            ok,
+            message,
+            exit_code,
+            ..
+        }) => {
+            if ok {
+                println!("{message}");
+            } else {
+                eprintln!("iser-guard: {message}");
+            }
+            Ok(ExitCode::from(exit_code))
+        }
+        Ok(Reply::Progress { message }) => Err(Error::Data(format!(
+            "the daemon answered a reload with progress only: {message}"
+        ))),
+        Ok(Reply::Event { .. }) => Err(Error::Data(
+            "the daemon answered a reload with an event line, not a result".into(),
+        )),
+        Err(ControlError::NotRunning { path }) => {
+            eprintln!(
+                "iser-guard: the daemon is not running (nothing listens on {}): there is no \
+                 configuration to reload; it is read when the daemon starts",
+                path.display()
+            );
+            Ok(ExitCode::from(EXIT_UNAVAILABLE))
+        }
+        Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::NoPermission(e.to_string())),
+        Err(ControlError::Io { source, .. })
+            if matches!(
+                source.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            eprintln!(
+                "iser-guard: the daemon did not answer the reload within {} s",
+                REPLY_TIMEOUT.as_secs()
+            );
+            Ok(ExitCode::from(EXIT_TEMPFAIL))
+        }
+        Err(e) => Err(Error::Data(e.to_string())),
+    }
+}
