@@ -12,6 +12,7 @@
 //! - [`daemon`]: the event loop that feeds the core and executes its actions.
 //! - [`sim`]: the simulated host used by tests and `iser-guard simulate`.
 //! - [`config`]: the TOML configuration and its validation.
+//! - [`metrics`]: Prometheus metrics (registry, node_exporter textfile, loopback /metrics).
 //! - [`path_trust`]: whether a path may be trusted by a root daemon (the decision, no I/O).
 //! - [`cli`]: subcommands; thin wrappers over the above.
 //! - [`error`]: the top-level error and its documented exit codes.
@@ -23,5 +24,6 @@ pub use iser_guard_core as core;
 pub mod daemon;
 pub mod error;
 pub mod io;
+pub mod metrics;
 pub mod path_trust;
 pub mod sim;
