@@ -1007,6 +1007,7 @@ mod virtual_time {
             sysfs_root: root.path().to_path_buf(),
             interval: Duration::from_secs(5),
             netlink: NetlinkAccess::Injected(Box::new(|_, _, _| Err(NetlinkError::Unavailable))),
+            metrics: iser_guard::metrics::Metrics::disabled(),
         });
         let (tx, mut rx) = unbounded_channel();
         let (refresh, stop) = (Arc::new(Signal::default()), Arc::new(Signal::default()));

@@ -146,6 +146,7 @@ impl Deps {
                 sysfs_root: cfg.paths.sysfs_root.clone(),
                 interval: cfg.poll.netlink,
                 netlink: crate::daemon::sources::NetlinkAccess::Kernel,
+                metrics: crate::metrics::Metrics::disabled(),
             }),
             executors: Executors::from_config(cfg),
             clock: Arc::new(BootClock),
@@ -293,6 +294,8 @@ struct Loop {
     netlink_warned: bool,
     ready: Ready,
     status: String,
+    /// Prometheus metrics (a no-op when `metrics.enabled` is false).
+    metrics: crate::metrics::Metrics,
 }
 
 /// The driver the loop runs `engine` in: the core's [`Driver`], the same type the simulator's
@@ -368,13 +371,22 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let (topo_tx, mut topo_rx) = unbounded_channel();
     let refresh = Arc::new(Signal::default());
     let stop = Arc::new(Signal::default());
-    deps.topology.start(topo_tx, refresh.clone(), stop.clone());
+    // Only the daemon exports metrics: a standalone command must not overwrite its file.
+    let metrics = crate::metrics::Metrics::for_config(
+        &settings.config.metrics,
+        matches!(mode, Mode::Daemon),
+    );
+    let exporter = crate::metrics::Exporter::start(&settings.config.metrics, &metrics).await;
+    let mut topology = deps.topology;
+    topology.observe(metrics.clone());
+    topology.start(topo_tx, refresh.clone(), stop.clone());
     let (ctrl_tx, mut ctrl_rx) = unbounded_channel::<(ControlConnection, Request)>();
     let control_task = deps.control.map(|server| {
         tracing::info!(socket = %server.path().display(), "control socket open");
         tokio::spawn(accept_loop(server, ctrl_tx))
     });
     let mut kernel_log = deps.kernel_log.map(ReadAhead::start);
+    metrics.source_up(crate::metrics::Source::Kmsg, kernel_log.is_some());
     let mut shutdown = deps.shutdown;
     let poll_iscsi = settings.config.poll.iscsi;
     let mut driver = driver_for(engine, &settings);
@@ -417,6 +429,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         netlink_warned: false,
         ready: Ready::default(),
         status: String::new(),
+        metrics: metrics.clone(),
         settings,
     };
     let (mut one_shot, one_shot_mode) = match mode {
@@ -447,6 +460,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             );
         }
         lp.update_status();
+        lp.metrics.engine(lp.driver.engine());
         if !lp.ready.sent && lp.ready.topology && lp.ready.sessions {
             lp.ready.sent = true;
             // Nothing destructive runs before the engine hears this (issue 9.10).
@@ -505,6 +519,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 Some(Err(e)) => {
                     lp.obs.source_failed(KERNEL_LOG, e.to_string());
                     tracing::error!("the kernel log failed: {e}; continuing on RDMA netlink, sysfs and iscsiadm alone");
+                    lp.metrics.source_up(crate::metrics::Source::Kmsg, false);
                     if let Some(k) = kernel_log.take() {
                         drop(k.stop().await);
                     }
@@ -512,6 +527,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 None => {
                     lp.obs.source_failed(KERNEL_LOG, "the reader stopped".into());
                     tracing::error!("the kernel-log reader stopped; continuing on RDMA netlink, sysfs and iscsiadm alone");
+                    lp.metrics.source_up(crate::metrics::Source::Kmsg, false);
                     kernel_log = None;
                 }
             },
@@ -578,6 +594,9 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         }
     }
     kill_children();
+    if let Some(x) = exporter {
+        x.stop().await;
+    }
     if let Some(t) = control_task {
         t.abort();
         let _ = t.await;
@@ -759,6 +778,7 @@ impl Loop {
             while let Some(t) = self.driver.poll_transition() {
                 progressed = true;
                 self.obs.transition(&t, &self.driver, clocks(self.now()));
+                self.metrics.transition(&t);
                 tracing::info!(
                     port = %t.port,
                     from = %t.from,
@@ -779,6 +799,7 @@ impl Loop {
 
     /// Starts one effect. Executors only execute: what may run was decided by the driver.
     fn start(&mut self, effect: Effect) {
+        self.metrics.effect(&effect, &self.settings.config.alerts);
         let id = effect.id;
         match effect.kind {
             EffectKind::WriteJournal { snapshot, reason } => {
@@ -868,6 +889,7 @@ impl Loop {
                                         reason: full.to_string(),
                                     },
                                     summary: format!("{what}: not run: {full}"),
+                                    method: None,
                                 },
                             });
                         }
@@ -923,6 +945,8 @@ impl Loop {
             .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
         tracing::info!(id = %f.id, outcome = ?f.executed.outcome, "{}", f.executed.summary);
         self.tell(port.as_ref(), &f.executed.summary);
+        self.metrics
+            .executed(f.id, &f.executed.outcome, f.executed.method);
         let now = self.now();
         self.driver
             .handle_effect_outcome(f.id, EffectOutcome::Action(f.executed.outcome), now);
@@ -950,6 +974,7 @@ impl Loop {
 
     fn on_sessions(&mut self, r: Result<Parsed<SessionDetail>, String>) {
         self.sessions_inflight = false;
+        self.metrics.iscsiadm_listing(r.is_ok());
         // A listing taken before the ports were known placed nothing: the first scan (and
         // a one-shot command) waits for the one asked for when the topology came.
         let placed = self.listing_placed;
@@ -1052,6 +1077,8 @@ impl Loop {
             }
             TopologyReport::NetlinkUnavailable(why) => {
                 self.obs.source_failed(RDMA_NETLINK, why.clone());
+                self.metrics
+                    .source_up(crate::metrics::Source::Netlink, false);
                 if !self.netlink_warned {
                     self.netlink_warned = true;
                     tracing::warn!(
@@ -1068,9 +1095,15 @@ impl Loop {
             KmsgEvent::Record(r) => {
                 self.obs.source_ok(KERNEL_LOG, clocks(self.now()));
                 let Some(kev) = crate::core::signatures::classify_record(&r) else {
+                    self.metrics.kmsg_record(None, true);
                     return;
                 };
-                let Some((obs, trust)) = from_kernel_event(&kev) else {
+                let converted = from_kernel_event(&kev);
+                self.metrics.kmsg_record(
+                    Some(kev.signature.kind.name()),
+                    converted.as_ref().is_none_or(|(_, t)| *t == Trust::Trusted),
+                );
+                let Some((obs, trust)) = converted else {
                     tracing::debug!(
                         kind = kev.signature.kind.name(),
                         "kernel log record with nothing to act on"
@@ -1108,6 +1141,7 @@ impl Loop {
                     overrun,
                     "kernel-log records were lost; re-checking devices and sessions"
                 );
+                self.metrics.kmsg_lost(count);
                 self.refresh_topology.raise();
                 self.request_sessions();
             }

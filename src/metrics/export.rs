@@ -16,7 +16,7 @@ use super::Metrics;
 /// Mode of the textfile: node_exporter (another user) reads it.
 pub const TEXTFILE_MODE: u32 = 0o644;
 
-/// Why the exporter could not start.
+/// Why part of the exporter could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
     /// `metrics.listen` could not be bound.
@@ -52,26 +52,28 @@ async fn write_in_background(path: PathBuf, metrics: Metrics) -> Result<(), Stri
 }
 
 impl Exporter {
-    /// Starts what `cfg` asks for: nothing when `metrics.enabled` is false (`Ok(None)`);
-    /// else the textfile writer and, with `metrics.listen`, the HTTP endpoint. Must be
-    /// called inside the runtime.
-    pub async fn start(
-        cfg: &crate::config::Metrics,
-        metrics: &Metrics,
-    ) -> Result<Option<Exporter>, MetricsError> {
+    /// Starts what `cfg` asks for: nothing when `metrics.enabled` is false or `metrics` is
+    /// disabled (`None`); else the textfile writer and, with `metrics.listen`, the HTTP
+    /// endpoint. An endpoint that cannot be bound is logged and left out: the daemon's
+    /// protection never depends on its metrics. Must be called inside the runtime.
+    pub async fn start(cfg: &crate::config::Metrics, metrics: &Metrics) -> Option<Exporter> {
         if !cfg.enabled || !metrics.is_enabled() {
-            return Ok(None);
+            return None;
         }
         let http = match cfg.listen {
             None => None,
-            Some(addr) => {
-                let listener = super::http::bind(addr)
-                    .await
-                    .map_err(|source| MetricsError::Listen { addr, source })?;
-                let bound = listener.local_addr().unwrap_or(addr);
-                tracing::info!(%bound, "metrics: serving /metrics");
-                Some((bound, tokio::spawn(super::http::serve(listener, metrics.clone()))))
-            }
+            Some(addr) => match super::http::bind(addr).await {
+                Ok(listener) => {
+                    let bound = listener.local_addr().unwrap_or(addr);
+                    tracing::info!(%bound, "metrics: serving /metrics");
+                    Some((bound, tokio::spawn(super::http::serve(listener, metrics.clone()))))
+                }
+                Err(source) => {
+                    let e = MetricsError::Listen { addr, source };
+                    tracing::error!("metrics: {e}; only the textfile is written");
+                    None
+                }
+            },
         };
         let (path, interval, m) = (cfg.textfile.clone(), cfg.interval, metrics.clone());
         tracing::info!(
@@ -100,12 +102,12 @@ impl Exporter {
                 }
             }
         });
-        Ok(Some(Exporter {
+        Some(Exporter {
             metrics: metrics.clone(),
             textfile: cfg.textfile.clone(),
             writer,
             http,
-        }))
+        })
     }
 
     /// Where the HTTP endpoint listens, if it does.

@@ -352,14 +352,14 @@ impl Metrics {
         // Zeros from the start for the label values known in advance, so rates and
         // increases are 0 rather than absent before the first incident.
         for action in ["recreate_device", "reconnect"] {
-            f.recoveries_started.get_or_create(&l1("action", action));
+            drop(f.recoveries_started.get_or_create(&l1("action", action)));
         }
         for fault in ["gsi_stuck", "device_gone", "sessions_down", "zombie", "operator"] {
-            f.fault_to_recovery.get_or_create(&l1("fault", fault));
+            drop(f.fault_to_recovery.get_or_create(&l1("fault", fault)));
         }
         for result in ["ok", "failed"] {
-            f.netlink_dumps.get_or_create(&l1("result", result));
-            f.iscsiadm_listings.get_or_create(&l1("result", result));
+            drop(f.netlink_dumps.get_or_create(&l1("result", result)));
+            drop(f.iscsiadm_listings.get_or_create(&l1("result", result)));
         }
         let topology = Arc::new(census::TopologyCollector::default());
         let engine = Arc::new(census::EngineCollector::default());
@@ -376,6 +376,16 @@ impl Metrics {
                 episodes: Mutex::new(BTreeMap::new()),
                 client_stats: Mutex::new(crate::io::netlink::ClientStats::default()),
             })),
+        }
+    }
+
+    /// Live metrics if `cfg` enables them and this is the daemon (`daemon`), else
+    /// [`Metrics::disabled`].
+    pub fn for_config(cfg: &crate::config::Metrics, daemon: bool) -> Metrics {
+        if cfg.enabled && daemon {
+            Metrics::new()
+        } else {
+            Metrics::disabled()
         }
     }
 
