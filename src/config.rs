@@ -1334,7 +1334,10 @@ mod tests {
             parse_str("[metrics]\nenabled = true\nlisten = \"0.0.0.0:9464\"\n").unwrap_err();
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].key, "metrics.listen");
-        assert!(problems[0].message.contains("not a loopback address"), "{problems:?}");
+        assert!(
+            problems[0].message.contains("not a loopback address"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -41,12 +41,7 @@ impl KernelLog for ChannelLog {
 /// One E810 port, reported once; no RDMA netlink (as on a kernel without it).
 struct OnePort;
 impl TopologySource for OnePort {
-    fn start(
-        self: Box<Self>,
-        tx: UnboundedSender<TopologyReport>,
-        _: Arc<Signal>,
-        _: Arc<Signal>,
-    ) {
+    fn start(self: Box<Self>, tx: UnboundedSender<TopologyReport>, _: Arc<Signal>, _: Arc<Signal>) {
         let _ = tx.send(TopologyReport::NetlinkUnavailable("no RDMA netlink".into()));
         let _ = tx.send(TopologyReport::Update {
             observations: vec![iser_guard::core::recovery::Observation::DeviceAppeared {
@@ -139,7 +134,10 @@ async fn get(port: u16, path: &str) -> std::io::Result<(String, String, String)>
 /// Samples of a text exposition: `name{labels}` (labels sorted) → value.
 fn samples(text: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let (series, value) = line.rsplit_once(' ').expect(line);
         let key = match series.split_once('{') {
             None => series.to_string(),
@@ -239,7 +237,8 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
     // The incident: a forged record (ignored), then the kernel's own stuck-GSI record while
     // the session is FAILED; the target answers, the device is re-created, iscsid logs the
     // session back in.
-    let line = "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
+    let line =
+        "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
     let rec = |facility: u32| {
         Record::parse(format!("{},10,100,-;{line}", facility * 8 + 3).as_bytes()).unwrap()
     };
@@ -277,7 +276,10 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
     // The textfile is rewritten every second while the daemon runs.
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     let running = std::fs::read_to_string(&textfile).unwrap();
-    assert!(running.contains("iser_guard_recoveries_started_total"), "{running}");
+    assert!(
+        running.contains("iser_guard_recoveries_started_total"),
+        "{running}"
+    );
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&textfile).unwrap().permissions(),
     ) & 0o777;
@@ -367,10 +369,7 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
         ),
         0.0
     );
-    assert_eq!(
-        value(&s, "iser_guard_sessions{state=\"LOGGED_IN\"}"),
-        1.0
-    );
+    assert_eq!(value(&s, "iser_guard_sessions{state=\"LOGGED_IN\"}"), 1.0);
     assert!(value(&s, "iser_guard_iscsiadm_listings_total{result=\"ok\"}") >= 2.0);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -400,10 +399,9 @@ async fn the_endpoint_refuses_a_non_loopback_bind() {
         .unwrap_err();
     assert!(e.to_string().contains("not a loopback address"), "{e}");
     // And the configuration says so with its key.
-    let problems = iser_guard::config::parse_str(
-        "[metrics]\nenabled = true\nlisten = \"192.0.2.1:9464\"\n",
-    )
-    .unwrap_err();
+    let problems =
+        iser_guard::config::parse_str("[metrics]\nenabled = true\nlisten = \"192.0.2.1:9464\"\n")
+            .unwrap_err();
     assert!(
         problems
             .iter()

@@ -233,7 +233,9 @@ fn defined(text: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for line in text.lines() {
         let mut w = line.split_whitespace();
-        if let (Some("#"), Some("TYPE"), Some(name), Some(kind)) = (w.next(), w.next(), w.next(), w.next()) {
+        if let (Some("#"), Some("TYPE"), Some(name), Some(kind)) =
+            (w.next(), w.next(), w.next(), w.next())
+        {
             names.insert(name.to_string());
             if kind == "histogram" {
                 for s in ["_bucket", "_sum", "_count"] {
@@ -321,7 +323,10 @@ fn the_rules_name_only_metrics_the_daemon_exports() {
     let used = referenced(&rules);
     assert!(used.contains("iser_guard_rdma_port_stuck"), "{used:?}");
     for name in &used {
-        assert!(have.contains(name), "the rules use {name}, which is not exported");
+        assert!(
+            have.contains(name),
+            "the rules use {name}, which is not exported"
+        );
     }
 }
 
@@ -339,9 +344,14 @@ fn the_dashboard_is_valid_and_every_query_uses_exported_metrics() {
         .expect("the dashboard is JSON");
     // What Grafana's import needs: a schema version, a title, a uid, panels with unique ids,
     // a type and a place on the grid.
-    assert!(d["schemaVersion"].as_u64().is_some_and(|v| v >= 36), "schemaVersion");
+    assert!(
+        d["schemaVersion"].as_u64().is_some_and(|v| v >= 36),
+        "schemaVersion"
+    );
     assert_eq!(d["title"], "iser-guard");
-    assert!(d["uid"].as_str().is_some_and(|u| !u.is_empty() && u.len() <= 40));
+    assert!(d["uid"]
+        .as_str()
+        .is_some_and(|u| !u.is_empty() && u.len() <= 40));
     let panels = d["panels"].as_array().expect("panels");
     let mut ids = BTreeSet::new();
     let have = defined(&full_exposition());
@@ -370,12 +380,20 @@ fn the_dashboard_is_valid_and_every_query_uses_exported_metrics() {
                     p["title"]
                 );
             }
-            exprs.push((p["title"].as_str().unwrap_or("").to_string(), concrete(expr)));
+            exprs.push((
+                p["title"].as_str().unwrap_or("").to_string(),
+                concrete(expr),
+            ));
         }
     }
     // The panels the issue asks for.
     let titles: Vec<&str> = panels.iter().filter_map(|p| p["title"].as_str()).collect();
-    for wanted in ["Port state", "QPs by state", "Recoveries", "Time to recover"] {
+    for wanted in [
+        "Port state",
+        "QPs by state",
+        "Recoveries",
+        "Time to recover",
+    ] {
         assert!(titles.contains(&wanted), "{titles:?}");
     }
     // Every query parses as PromQL: promtool checks them as recording rules.

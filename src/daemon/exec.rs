@@ -226,9 +226,7 @@ pub fn execute(
 
 /// The re-creation method a resetter's answer names: the one that worked, or the one that
 /// failed after changing something.
-fn reset_method(
-    r: &Result<ResetOutcome, crate::io::reset::ResetError>,
-) -> Option<&'static str> {
+fn reset_method(r: &Result<ResetOutcome, crate::io::reset::ResetError>) -> Option<&'static str> {
     use crate::io::reset::ResetError as E;
     match r {
         Ok(ResetOutcome::Recreated(r)) => Some(r.method.kind()),

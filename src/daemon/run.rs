@@ -372,10 +372,8 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let refresh = Arc::new(Signal::default());
     let stop = Arc::new(Signal::default());
     // Only the daemon exports metrics: a standalone command must not overwrite its file.
-    let metrics = crate::metrics::Metrics::for_config(
-        &settings.config.metrics,
-        matches!(mode, Mode::Daemon),
-    );
+    let metrics =
+        crate::metrics::Metrics::for_config(&settings.config.metrics, matches!(mode, Mode::Daemon));
     let exporter = crate::metrics::Exporter::start(&settings.config.metrics, &metrics).await;
     let mut topology = deps.topology;
     topology.observe(metrics.clone());
@@ -836,14 +834,8 @@ impl Loop {
                 );
                 match &action.kind {
                     ActionKind::Alert(alert) => {
-                        tracing::warn!(
-                            severity = %alert.severity,
-                            count = alert.count,
-                            remedy = alert.remedy.as_deref().unwrap_or(""),
-                            "ALERT {}: {}",
-                            alert.summary,
-                            alert.detail
-                        );
+                        let cfg = &self.settings.config.alerts;
+                        crate::logging::alert(alert, port.as_ref(), cfg, self.ex.alerts.is_some());
                         self.tell(port.as_ref(), &format!("alert: {}", alert.summary));
                         if let Some(sink) = self.ex.alerts.clone() {
                             // Never waits: a full queue coalesces (the sender reports the

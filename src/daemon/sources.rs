@@ -309,9 +309,16 @@ impl HostTopology {
         match opened {
             Some(Ok(w)) => {
                 let mut w = w.with_timer(timers());
-                let watched =
-                    watch_netlink_observed(&mut w, &now, &sysfs_root, &tx, &refresh, &stop, &metrics)
-                        .await;
+                let watched = watch_netlink_observed(
+                    &mut w,
+                    &now,
+                    &sysfs_root,
+                    &tx,
+                    &refresh,
+                    &stop,
+                    &metrics,
+                )
+                .await;
                 match watched {
                     Ok(()) => return,
                     Err(e) => {
@@ -392,7 +399,9 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
         };
         let (events, end) = w.step(clock, wake).await?;
         match end {
-            StepEnd::Dumped => metrics.netlink_dump(w.last_error(), w.topology(), w.client().stats()),
+            StepEnd::Dumped => {
+                metrics.netlink_dump(w.last_error(), w.topology(), w.client().stats())
+            }
             StepEnd::Monitor if !events.is_empty() => metrics.topology_changed(w.topology()),
             StepEnd::Monitor | StepEnd::Woken => {}
         }

@@ -121,8 +121,7 @@ impl TopologyCensus {
             if d.qps.is_some() {
                 // Every state of every type the device has, zeros included: a QP leaving ERR
                 // is a value going to 0, not a series vanishing.
-                let mut types: Vec<&'static str> =
-                    qps.iter().map(|q| q.qp_type.name()).collect();
+                let mut types: Vec<&'static str> = qps.iter().map(|q| q.qp_type.name()).collect();
                 types.sort_unstable();
                 types.dedup();
                 for ty in types {
@@ -187,11 +186,7 @@ impl EngineCensus {
             .map(|s| ((*s).to_string(), 0))
             .collect();
         for s in e.sessions() {
-            let state = if s.present {
-                s.state.name()
-            } else {
-                "missing"
-            };
+            let state = if s.present { s.state.name() } else { "missing" };
             *sessions.entry(state.to_string()).or_insert(0) += 1;
         }
         EngineCensus {
@@ -436,10 +431,7 @@ impl Collector for BuildInfo {
             &mut enc,
             "build_info",
             "Always 1; the labels name the running build",
-            [(
-                vec![("version", env!("CARGO_PKG_VERSION").to_string())],
-                1,
-            )],
+            [(vec![("version", env!("CARGO_PKG_VERSION").to_string())], 1)],
         )?;
         let mut m = enc.encode_descriptor(
             "start_time_seconds",

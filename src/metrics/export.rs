@@ -66,7 +66,10 @@ impl Exporter {
                 Ok(listener) => {
                     let bound = listener.local_addr().unwrap_or(addr);
                     tracing::info!(%bound, "metrics: serving /metrics");
-                    Some((bound, tokio::spawn(super::http::serve(listener, metrics.clone()))))
+                    Some((
+                        bound,
+                        tokio::spawn(super::http::serve(listener, metrics.clone())),
+                    ))
                 }
                 Err(source) => {
                     let e = MetricsError::Listen { addr, source };
@@ -95,7 +98,10 @@ impl Exporter {
                     }
                     Err(e) => {
                         if last_error.as_deref() != Some(e.as_str()) {
-                            tracing::warn!("metrics: cannot write the textfile: {e}; retrying every {} s", interval.as_secs());
+                            tracing::warn!(
+                                "metrics: cannot write the textfile: {e}; retrying every {} s",
+                                interval.as_secs()
+                            );
                         }
                         last_error = Some(e);
                     }

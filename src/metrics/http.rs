@@ -177,7 +177,12 @@ mod tests {
         for ok in ["127.0.0.1:9464", "127.1.2.3:1", "[::1]:9464"] {
             assert!(check_listen(&ok.parse().unwrap()).is_ok(), "{ok}");
         }
-        for bad in ["0.0.0.0:9464", "192.0.2.1:9464", "[::]:9464", "[2001:db8::1]:80"] {
+        for bad in [
+            "0.0.0.0:9464",
+            "192.0.2.1:9464",
+            "[::]:9464",
+            "[2001:db8::1]:80",
+        ] {
             let e = check_listen(&bad.parse().unwrap()).unwrap_err();
             assert!(e.contains("not a loopback address"), "{e}");
         }
@@ -195,7 +200,12 @@ mod tests {
         );
         assert_eq!(parse(b"GET / HTTP/1.1\r\n\r\n"), Ask::NotFound);
         assert_eq!(parse(b"POST /metrics HTTP/1.1\r\n\r\n"), Ask::BadMethod);
-        for bad in [&b""[..], b"\xff\xfe", b"GET", b"GET /metrics SPDY/3\r\n\r\n"] {
+        for bad in [
+            &b""[..],
+            b"\xff\xfe",
+            b"GET",
+            b"GET /metrics SPDY/3\r\n\r\n",
+        ] {
             assert_eq!(parse(bad), Ask::Bad);
         }
     }

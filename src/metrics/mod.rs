@@ -234,7 +234,9 @@ impl Metrics {
             recoveries_succeeded: Family::default(),
             recoveries_failed: Family::default(),
             transitions: Family::default(),
-            fault_to_recovery: Family::new_with_constructor(recovery_histogram as fn() -> Histogram),
+            fault_to_recovery: Family::new_with_constructor(
+                recovery_histogram as fn() -> Histogram,
+            ),
             alerts: Family::default(),
         };
         r.register(
@@ -354,7 +356,13 @@ impl Metrics {
         for action in ["recreate_device", "reconnect"] {
             drop(f.recoveries_started.get_or_create(&l1("action", action)));
         }
-        for fault in ["gsi_stuck", "device_gone", "sessions_down", "zombie", "operator"] {
+        for fault in [
+            "gsi_stuck",
+            "device_gone",
+            "sessions_down",
+            "zombie",
+            "operator",
+        ] {
             drop(f.fault_to_recovery.get_or_create(&l1("fault", fault)));
         }
         for result in ["ok", "failed"] {
@@ -548,12 +556,7 @@ impl Metrics {
                     ActionKind::Alert(a) => {
                         let severity = alerts.syslog_severity(a.severity).name();
                         i.f.alerts
-                            .get_or_create(&l2(
-                                "kind",
-                                alert_kind(&a.key),
-                                "severity",
-                                severity,
-                            ))
+                            .get_or_create(&l2("kind", alert_kind(&a.key), "severity", severity))
                             .inc();
                         None
                     }
@@ -678,14 +681,28 @@ mod tests {
         m.kmsg_record(None, true);
         m.kmsg_lost(None);
         let text = m.encode();
-        assert!(text.contains("iser_guard_kmsg_records_read_total 2\n"), "{text}");
         assert!(
-            text.contains("iser_guard_kmsg_records_recognised_total{kind=\"stuck_qp_transition\"} 1\n"),
+            text.contains("iser_guard_kmsg_records_read_total 2\n"),
             "{text}"
         );
-        assert!(text.contains("iser_guard_kmsg_records_untrusted_total 1\n"), "{text}");
-        assert!(text.contains("iser_guard_kmsg_records_lost_total 1\n"), "{text}");
-        assert!(text.contains("# TYPE iser_guard_fault_to_recovery_seconds histogram"), "{text}");
+        assert!(
+            text.contains(
+                "iser_guard_kmsg_records_recognised_total{kind=\"stuck_qp_transition\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("iser_guard_kmsg_records_untrusted_total 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iser_guard_kmsg_records_lost_total 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE iser_guard_fault_to_recovery_seconds histogram"),
+            "{text}"
+        );
         assert!(text.contains("iser_guard_build_info{version=\""), "{text}");
     }
 

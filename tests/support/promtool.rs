@@ -75,6 +75,10 @@ pub fn run(dir: &Path, args: &[&str]) -> Option<String> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "promtool {args:?}: {}\n{said}", out.status);
+    assert!(
+        out.status.success(),
+        "promtool {args:?}: {}\n{said}",
+        out.status
+    );
     Some(said)
 }
