@@ -435,3 +435,21 @@ fn the_examples_are_where_the_package_installs_them() {
         std::fs::read_to_string(monitoring().join("alertmanager/iser-guard-routes.yml")).unwrap();
     assert!(routes.contains("service=\"iser-guard\""));
 }
+
+#[test]
+fn docs_metrics_md_lists_every_metric_and_every_message_id() {
+    let doc = std::fs::read_to_string(root().join("docs/metrics.md")).unwrap();
+    for line in full_exposition().lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let name = rest.split(' ').next().unwrap();
+            assert!(
+                doc.contains(&format!("| `{name}` |")),
+                "docs/metrics.md does not document {name}"
+            );
+        }
+    }
+    for kind in iser_guard::logging::ALERT_KINDS {
+        let row = format!("| `{kind}` | `{}` |", iser_guard::logging::message_id(kind));
+        assert!(doc.contains(&row), "docs/metrics.md lacks {row}");
+    }
+}
