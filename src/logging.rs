@@ -69,6 +69,8 @@ impl Style {
 }
 
 /// `(st_dev, st_ino)` of stderr.
+// The conversions are no-ops on x86_64 and not on every architecture libc supports.
+#[allow(clippy::useless_conversion)]
 fn stderr_identity() -> Option<(u64, u64)> {
     use std::os::fd::AsFd;
     let st = nix::sys::stat::fstat(std::io::stderr().as_fd()).ok()?;

@@ -85,7 +85,7 @@ fn under_a_pipe_every_line_carries_its_journal_priority_and_alerts_their_ids() {
         }
     });
     let mut lines: Vec<String> = Vec::new();
-    let mut wait_for = |what: &str, lines: &mut Vec<String>| {
+    let wait_for = |what: &str, lines: &mut Vec<String>| {
         let end = Instant::now() + Duration::from_secs(20);
         loop {
             if lines.iter().any(|l| l.contains(what)) {
