@@ -1255,6 +1255,9 @@ impl Config {
         if self.recovery.dry_run {
             w.push("recovery.dry-run is on: decisions are alerted, never carried out".into());
         }
+        if self.metrics.listen.is_some() && !self.metrics.enabled {
+            w.push("metrics.listen is set but metrics.enabled is false: nothing is served".into());
+        }
         if self.kmsg.trust_userspace_records {
             w.push(
                 "kmsg.trust-userspace-records is on: anyone who can write /dev/kmsg can forge \
