@@ -431,6 +431,9 @@ fn the_examples_are_where_the_package_installs_them() {
     let rsyslog =
         std::fs::read_to_string(monitoring().join("rsyslog/60-iser-guard-forward.conf")).unwrap();
     assert!(rsyslog.contains("$programname == 'iser-guard'"));
+    // It filters on the facility its comment tells to configure, which the daemon accepts.
+    assert!(rsyslog.contains("$syslogfacility-text == 'local5'"));
+    assert!(iser_guard::config::parse_str("[alerts]\nfacility = \"local5\"\n").is_ok());
     let routes =
         std::fs::read_to_string(monitoring().join("alertmanager/iser-guard-routes.yml")).unwrap();
     assert!(routes.contains("service=\"iser-guard\""));
@@ -452,4 +455,72 @@ fn docs_metrics_md_lists_every_metric_and_every_message_id() {
         let row = format!("| `{kind}` | `{}` |", iser_guard::logging::message_id(kind));
         assert!(doc.contains(&row), "docs/metrics.md lacks {row}");
     }
+}
+
+/// Runs `tool args`, or says it was not run when `tool` is not installed (these checks are
+/// extra: CI installs promtool only). Returns stdout.
+fn optional_tool(tool: &str, args: &[&str]) -> Option<String> {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()));
+    if !found {
+        eprintln!("NOTE: {tool} not installed: its check of packaging/monitoring was NOT run");
+        return None;
+    }
+    let out = std::process::Command::new(tool)
+        .args(args)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}\n{said}",
+        out.status
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn the_alertmanager_example_routes_critical_alerts_to_on_call_when_amtool_is_there() {
+    let cfg = monitoring().join("alertmanager/iser-guard-routes.yml");
+    let cfg = cfg.to_str().unwrap();
+    optional_tool("amtool", &["check-config", cfg]);
+    let file = format!("--config.file={cfg}");
+    for (labels, receiver) in [
+        (
+            &["service=iser-guard", "severity=critical"][..],
+            "storage-oncall",
+        ),
+        (
+            &["service=iser-guard", "severity=warning"][..],
+            "storage-team",
+        ),
+        (&["job=other"][..], "default"),
+    ] {
+        let mut args = vec!["config", "routes", "test", file.as_str()];
+        args.extend_from_slice(labels);
+        if let Some(out) = optional_tool("amtool", &args) {
+            assert_eq!(out.trim(), receiver, "{labels:?}");
+        }
+    }
+}
+
+#[test]
+fn the_rsyslog_snippet_passes_rsyslogd_validation_when_rsyslogd_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("rsyslog.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "module(load=\"imuxsock\" SysSock.Use=\"off\")\n$IncludeConfig {}\n",
+            monitoring()
+                .join("rsyslog/60-iser-guard-forward.conf")
+                .display()
+        ),
+    )
+    .unwrap();
+    optional_tool("rsyslogd", &["-N1", "-f", conf.to_str().unwrap()]);
 }
