@@ -185,9 +185,9 @@ pub fn message_id(kind: &str) -> String {
     format!("{h:032x}")
 }
 
-/// Every alert kind the engine sends (the first word of its alert keys), for the docs'
-/// MESSAGE_ID table.
-pub const ALERT_KINDS: [&str; 15] = [
+/// Every alert kind (the first word of the engine's alert keys, and `safe-mode`, the
+/// daemon's own), for the docs' MESSAGE_ID table.
+pub const ALERT_KINDS: [&str; 16] = [
     "cm-addr-error",
     "cm-rejected",
     "failed",
@@ -202,6 +202,7 @@ pub const ALERT_KINDS: [&str; 15] = [
     "reconnect",
     "recreate",
     "renamed",
+    "safe-mode",
     "untrusted",
 ];
 
@@ -243,6 +244,22 @@ pub fn alert(
         "ALERT {}: {}",
         a.summary,
         a.detail
+    );
+}
+
+/// Logs an alert the daemon itself raises (not the engine: safe mode) as the ALERT line.
+pub fn daemon_alert(a: &crate::io::syslog::Alert, kind: &str, sent: bool) {
+    let sent = if sent { "syslog" } else { "log only" };
+    tracing::warn!(
+        priority = u64::from(a.severity.code()),
+        severity = a.severity.name(),
+        alert_kind = kind,
+        message_id = %message_id(kind),
+        count = 1u64,
+        next = a.todo.as_str(),
+        sent,
+        "ALERT {}",
+        a.message()
     );
 }
 

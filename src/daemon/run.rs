@@ -391,7 +391,9 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     if let Some(mode) = &safe_mode {
         driver.hold_until_first_scan(format!("the state journal {}", mode.kept_words()));
         let alert = mode.alert(&journal.path(), &settings.config);
-        tracing::error!("ALERT {}", alert.message());
+        let sent = deps.executors.alerts.is_some();
+        crate::logging::daemon_alert(&alert, "safe-mode", sent);
+        metrics.alert("safe-mode", alert.severity);
         if let Some(sink) = deps.executors.alerts.clone() {
             alert_queue.send(sink, alert);
         }

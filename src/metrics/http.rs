@@ -25,6 +25,8 @@ const MAX_HEAD: usize = 8192;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// A client that does not take the response within this is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections answered at once; more are closed unanswered (a scraper needs one).
+const MAX_CONNECTIONS: usize = 8;
 
 /// `Ok` if `addr` may be listened on: a loopback address (127.0.0.0/8 or ::1).
 pub fn check_listen(addr: &SocketAddr) -> Result<(), String> {
@@ -48,14 +50,20 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 /// Serves `metrics` on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, metrics: Metrics) {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    tracing::debug!(%peer, "metrics request refused: {MAX_CONNECTIONS} in progress");
+                    continue;
+                };
                 let metrics = metrics.clone();
                 tokio::spawn(async move {
                     if let Err(e) = answer(stream, &metrics).await {
                         tracing::debug!(%peer, "metrics request: {e}");
                     }
+                    drop(slot);
                 });
             }
             Err(e) => {

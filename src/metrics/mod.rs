@@ -576,6 +576,15 @@ impl Metrics {
         });
     }
 
+    /// An alert the daemon raised itself (not through the engine), e.g. `safe-mode`.
+    pub fn alert(&self, kind: &str, severity: crate::io::syslog::Severity) {
+        self.with(|i| {
+            i.f.alerts
+                .get_or_create(&l2("kind", kind, "severity", severity.name()))
+                .inc();
+        });
+    }
+
     /// The executor's answer for effect `id`; `method`: the re-creation method that ran, if
     /// the executor knows it.
     pub fn executed(&self, id: EffectId, outcome: &Outcome, method: Option<&str>) {
