@@ -524,3 +524,56 @@ fn the_rsyslog_snippet_passes_rsyslogd_validation_when_rsyslogd_is_there() {
     .unwrap();
     optional_tool("rsyslogd", &["-N1", "-f", conf.to_str().unwrap()]);
 }
+
+/// Figures for docs/metrics.md: a host with two RDMA devices and 1 000 RC QPs each.
+#[test]
+#[ignore = "a measurement: cargo test --release --test monitoring measure -- --ignored --nocapture"]
+fn measure_the_exposition_of_a_large_host() {
+    let mut snap = stuck_dump();
+    let mut second = snap.devices[0].clone();
+    second.info.name = "rocep2s0f1".into();
+    second.info.index = 4;
+    second.ports[0].dev_name = "rocep2s0f1".into();
+    second.ports[0].dev_index = 4;
+    second.parent = Some("pci:0000:02:00.1".into());
+    snap.devices.push(second);
+    for d in &mut snap.devices {
+        let name = d.info.name.clone();
+        let index = d.info.index;
+        if let Ok(qps) = &mut d.qps {
+            for n in 0..1000u32 {
+                let mut q = qp(100 + n, QpType::Rc, QpState::Rts);
+                q.dev_name = name.clone();
+                q.dev_index = index;
+                qps.push(q);
+            }
+        }
+    }
+    let mut topology = Topology::new();
+    topology.apply_snapshot(snap, Instant(1_000));
+    let m = Metrics::new();
+    let runs = 200u32;
+    let t = std::time::Instant::now();
+    for _ in 0..runs {
+        m.netlink_dump(None, &topology, Default::default());
+    }
+    let census = t.elapsed() / runs;
+    let t = std::time::Instant::now();
+    let mut text = String::new();
+    for _ in 0..runs {
+        text = m.encode();
+    }
+    let encode = t.elapsed() / runs;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("iser-guard.prom");
+    let t = std::time::Instant::now();
+    for _ in 0..20 {
+        iser_guard::metrics::export::write_textfile(&path, &m).unwrap();
+    }
+    let write = t.elapsed() / 20;
+    println!(
+        "census per dump {census:?}, encode {encode:?}, {} bytes in {} lines, atomic write {write:?}",
+        text.len(),
+        text.lines().count()
+    );
+}

@@ -119,20 +119,22 @@ impl TopologyCensus {
                 });
             }
             if d.qps.is_some() {
-                // Every state of every type the device has, zeros included: a QP leaving ERR
-                // is a value going to 0, not a series vanishing.
-                let mut types: Vec<&'static str> = qps.iter().map(|q| q.qp_type.name()).collect();
-                types.sort_unstable();
-                types.dedup();
+                // Counted per device first (static keys, no allocation per QP); every state
+                // of every type the device has is kept, zeros included: a QP leaving ERR is
+                // a value going to 0, not a series vanishing.
+                let mut counts: BTreeMap<(&'static str, &'static str), u64> = BTreeMap::new();
+                for q in qps {
+                    *counts
+                        .entry((q.qp_type.name(), q.state.name()))
+                        .or_insert(0) += 1;
+                }
+                let types: std::collections::BTreeSet<&'static str> =
+                    counts.keys().map(|(t, _)| *t).collect();
                 for ty in types {
                     for st in QpState::ALL {
-                        c.qps.insert((name.clone(), ty, st.name()), 0);
+                        let n = counts.get(&(ty, st.name())).copied().unwrap_or(0);
+                        c.qps.insert((name.clone(), ty, st.name()), n);
                     }
-                }
-                for q in qps {
-                    *c.qps
-                        .entry((name.clone(), q.qp_type.name(), q.state.name()))
-                        .or_insert(0) += 1;
                 }
             }
         }
@@ -220,7 +222,10 @@ fn gauges(
     help: &str,
     samples: impl IntoIterator<Item = (Labels, i64)>,
 ) -> Result<(), std::fmt::Error> {
-    let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    // Help texts end with a full stop, as prometheus-client writes those of registered
+    // metrics.
+    let help = format!("{help}.");
+    let mut m = enc.encode_descriptor(name, &help, None, MetricType::Gauge)?;
     for (labels, v) in samples {
         let e = m.encode_family(&labels)?;
         ConstGauge::new(v).encode(e)?;
@@ -435,7 +440,7 @@ impl Collector for BuildInfo {
         )?;
         let mut m = enc.encode_descriptor(
             "start_time_seconds",
-            "Unix time the daemon started",
+            "Unix time the daemon started.",
             None,
             MetricType::Gauge,
         )?;

@@ -131,10 +131,17 @@ async fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()>
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no request head"))??;
     let (status, content_type, body, head_only) = match parse(&head) {
+        // Encoded on the blocking pool, as the textfile is: the daemon's loop shares this
+        // thread.
         Ask::Metrics { head_only } => (
             "200 OK",
             prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
-            metrics.encode(),
+            {
+                let m = metrics.clone();
+                tokio::task::spawn_blocking(move || m.encode())
+                    .await
+                    .map_err(std::io::Error::other)?
+            },
             head_only,
         ),
         Ask::NotFound => (
