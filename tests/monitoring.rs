@@ -116,6 +116,7 @@ fn recreate() -> ActionKind {
         driver: Some("irdma".into()),
         method: RecreateMethod::Auto,
         attempt: 1,
+        remembered: None,
     }
 }
 
