@@ -24,6 +24,14 @@ fi
 if ! have cargo-clippy && ! have clippy-driver; then
     need+=(rust-clippy)
 fi
+# promtool, for `promtool check metrics` and `promtool test rules` in tests/metrics_daemon.rs
+# and tests/monitoring.rs (they fail under CI=true without it). Debian ships it in the
+# `prometheus` package; its server is not wanted here and is stopped below if it started.
+new_prometheus=false
+if ! have promtool; then
+    need+=(prometheus)
+    new_prometheus=true
+fi
 
 if ((${#need[@]})); then
     if [ "$(id -u)" -ne 0 ]; then
@@ -35,6 +43,12 @@ if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+if $new_prometheus && have systemctl && systemctl is-active --quiet prometheus 2>/dev/null; then
+    # Installed only for promtool: do not leave a Prometheus server running.
+    ${SUDO:-} systemctl disable --now prometheus >/dev/null 2>&1 || true
+elif $new_prometheus && have service && have pgrep && pgrep -x prometheus >/dev/null 2>&1; then
+    ${SUDO:-} service prometheus stop >/dev/null 2>&1 || true
 fi
 
 # cargo-deny for the license, duplicate-version and source checks in scripts/test.sh. Built

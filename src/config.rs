@@ -263,6 +263,9 @@ pub struct Metrics {
     /// How often the file is rewritten.
     #[serde(with = "humantime_secs")]
     pub interval: Duration,
+    /// Also serve `/metrics` over HTTP on this loopback address (`127.0.0.1:9464`);
+    /// non-loopback addresses are refused.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 impl Default for Paths {
@@ -335,6 +338,7 @@ impl Default for Metrics {
             enabled: false,
             textfile: PathBuf::from("/var/lib/prometheus/node-exporter/iser-guard.prom"),
             interval: Duration::from_secs(15),
+            listen: None,
         }
     }
 }
@@ -1225,13 +1229,8 @@ impl Config {
         );
 
         let m = &self.metrics;
-        // The key is reserved so configurations can be written for it, but nothing writes
-        // the file yet: accepting `true` would promise metrics that never appear.
-        if m.enabled {
-            p.push(Problem::new(
-                "metrics.enabled",
-                "metrics are not written by this version of iser-guard; leave this false",
-            ));
+        if let Some(Err(e)) = m.listen.as_ref().map(crate::metrics::http::check_listen) {
+            p.push(Problem::new("metrics.listen", e));
         }
         if m.textfile.extension().is_none_or(|e| e != "prom") {
             p.push(Problem::new(
@@ -1255,6 +1254,9 @@ impl Config {
         }
         if self.recovery.dry_run {
             w.push("recovery.dry-run is on: decisions are alerted, never carried out".into());
+        }
+        if self.metrics.listen.is_some() && !self.metrics.enabled {
+            w.push("metrics.listen is set but metrics.enabled is false: nothing is served".into());
         }
         if self.kmsg.trust_userspace_records {
             w.push(
@@ -1328,11 +1330,17 @@ mod tests {
     }
 
     #[test]
-    fn metrics_cannot_be_enabled_before_they_are_written() {
-        let problems = parse_str("[metrics]\nenabled = true\n").unwrap_err();
+    fn metrics_may_be_enabled_and_listen_on_loopback_only() {
+        assert!(parse_str("[metrics]\nenabled = true\n").is_ok());
+        assert!(parse_str("[metrics]\nenabled = true\nlisten = \"127.0.0.1:9464\"\n").is_ok());
+        let problems =
+            parse_str("[metrics]\nenabled = true\nlisten = \"0.0.0.0:9464\"\n").unwrap_err();
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert_eq!(problems[0].key, "metrics.enabled");
-        assert!(parse_str("[metrics]\nenabled = false\n").is_ok());
+        assert_eq!(problems[0].key, "metrics.listen");
+        assert!(
+            problems[0].message.contains("not a loopback address"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! - [`daemon`]: the event loop that feeds the core and executes its actions.
 //! - [`sim`]: the simulated host used by tests and `iser-guard simulate`.
 //! - [`config`]: the TOML configuration and its validation.
+//! - [`logging`]: the stderr log, `<N>`-prefixed for the journal when stderr is no terminal.
+//! - [`metrics`]: Prometheus metrics (registry, node_exporter textfile, loopback /metrics).
 //! - [`path_trust`]: whether a path may be trusted by a root daemon (the decision, no I/O).
 //! - [`cli`]: subcommands; thin wrappers over the above.
 //! - [`error`]: the top-level error and its documented exit codes.
@@ -23,5 +25,7 @@ pub use iser_guard_core as core;
 pub mod daemon;
 pub mod error;
 pub mod io;
+pub mod logging;
+pub mod metrics;
 pub mod path_trust;
 pub mod sim;

@@ -1007,6 +1007,7 @@ mod virtual_time {
             sysfs_root: root.path().to_path_buf(),
             interval: Duration::from_secs(5),
             netlink: NetlinkAccess::Injected(Box::new(|_, _, _| Err(NetlinkError::Unavailable))),
+            metrics: iser_guard::metrics::Metrics::disabled(),
         });
         let (tx, mut rx) = unbounded_channel();
         let (refresh, stop) = (Arc::new(Signal::default()), Arc::new(Signal::default()));
@@ -1040,6 +1041,49 @@ mod virtual_time {
         stop.raise();
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert!(rx.is_closed() || rx.try_recv().is_err());
+    }
+    /// The metrics hear of every dump of the captured 6.12 host (rxe_ini and rxe_tgt, QP 1
+    /// in RTS, an iSER connection), while the loop hears only of the first: exporting
+    /// them costs the loop no wakeup on an idle host.
+    #[tokio::test(start_paused = true)]
+    async fn every_dump_reaches_the_metrics_and_only_changes_reach_the_loop() {
+        let mut s = setup(false);
+        let start = s.start;
+        let clock = move || Instant(u64::try_from(start.elapsed().as_millis()).unwrap());
+        let (tx, mut rx) = unbounded_channel();
+        let (refresh, stop) = (Signal::default(), Signal::default());
+        let metrics = iser_guard::metrics::Metrics::new();
+        let sysfs = s._sysfs.path().to_path_buf();
+        let watch = iser_guard::daemon::sources::watch_netlink_observed(
+            &mut s.watcher,
+            &clock,
+            &sysfs,
+            &tx,
+            &refresh,
+            &stop,
+            &metrics,
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(12_500), watch).await;
+        let mut reports = 0;
+        while rx.try_recv().is_ok() {
+            reports += 1;
+        }
+        assert_eq!(reports, 1);
+        let text = metrics.encode();
+        for want in [
+            "iser_guard_netlink_dumps_total{result=\"ok\"} 3\n",
+            "iser_guard_netlink_requests_total 22\n",
+            "iser_guard_rdma_devices 2\n",
+            "iser_guard_rdma_port_state{device=\"rxe_ini\",port=\"1\",state=\"ACTIVE\"} 1\n",
+            "iser_guard_gsi_qp_state{device=\"rxe_ini\",port=\"1\",state=\"RTS\"} 1\n",
+            "iser_guard_gsi_qp_state{device=\"rxe_ini\",port=\"1\",state=\"ERR\"} 0\n",
+            "iser_guard_rdma_port_stuck{device=\"rxe_ini\",port=\"1\"} 0\n",
+            "iser_guard_qps{device=\"rxe_ini\",type=\"GSI\",state=\"RTS\"} 1\n",
+            "iser_guard_source_up{source=\"netlink\"} 1\n",
+        ] {
+            assert!(text.contains(want), "no {want:?} in\n{text}");
+        }
+        assert!(text.contains("iser_guard_last_success_timestamp_seconds{source=\"netlink\"}"));
     }
 }
 

@@ -183,11 +183,15 @@ pub fn summary(cfg: &Config, source: &Source) -> String {
     line(
         "metrics",
         if cfg.metrics.enabled {
-            format!(
+            let mut m = format!(
                 "{} every {}",
                 cfg.metrics.textfile.display(),
                 secs(cfg.metrics.interval)
-            )
+            );
+            if let Some(addr) = cfg.metrics.listen {
+                m.push_str(&format!(", http://{addr}/metrics"));
+            }
+            m
         } else {
             "off".into()
         },

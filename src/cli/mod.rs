@@ -120,13 +120,9 @@ pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
 }
 
 fn init_logging(filter: Option<&str>) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("info"))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // A second init (tests calling `run` twice) is harmless; ignore it.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    // Journal-friendly (`<N>` priorities, no colour, no second timestamp) unless stderr is
+    // a terminal; see crate::logging.
+    crate::logging::init(filter, crate::logging::Style::detect());
 }
 
 #[cfg(test)]

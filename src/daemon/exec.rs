@@ -22,6 +22,8 @@ pub struct Executed {
     pub outcome: Outcome,
     /// One line for the log and the operator.
     pub summary: String,
+    /// The re-creation method that ran (`aux-rebind`, …), when one did: for metrics.
+    pub method: Option<&'static str>,
 }
 
 fn node_id(node: &IscsiNode) -> NodeId {
@@ -85,7 +87,11 @@ pub fn execute(
         Some(Executed {
             outcome,
             summary: format!("{action}: {summary}"),
+            method: None,
         })
+    };
+    let with_method = |executed: Option<Executed>, method: Option<&'static str>| {
+        executed.map(|e| Executed { method, ..e })
     };
     match &action.kind {
         ActionKind::ProbePortal { portal, timeout } => {
@@ -119,10 +125,11 @@ pub fn execute(
             let remembered = remembered
                 .clone()
                 .or_else(|| parent_recipe(parent.as_deref()));
-            match ex
+            let result = ex
                 .resetter
-                .recreate_from(device, remembered.as_ref(), false)
-            {
+                .recreate_from(device, remembered.as_ref(), false);
+            let method = reset_method(&result);
+            let executed = match result {
                 Ok(ResetOutcome::Recreated(r)) => done(
                     Outcome::Recreate(RecreateResult::Recreated {
                         name: r.new_name.clone(),
@@ -165,7 +172,8 @@ pub fn execute(
                     }),
                     e.to_string(),
                 ),
-            }
+            };
+            with_method(executed, method)
         }
         ActionKind::IscsiLogin { node, .. } => {
             let id = node_id(node);
@@ -213,6 +221,24 @@ pub fn execute(
         | ActionKind::RefreshTopology
         | ActionKind::Alert(_)
         | ActionKind::PersistState { .. } => None,
+    }
+}
+
+/// The re-creation method a resetter's answer names: the one that worked, or the one that
+/// failed after changing something.
+fn reset_method(r: &Result<ResetOutcome, crate::io::reset::ResetError>) -> Option<&'static str> {
+    use crate::io::reset::ResetError as E;
+    match r {
+        Ok(ResetOutcome::Recreated(r)) => Some(r.method.kind()),
+        Ok(ResetOutcome::DryRun(_)) => None,
+        Err(E::DidNotDisappear { method, .. } | E::UpStepFailed { method, .. })
+        | Err(E::DidNotReturn { method, .. } | E::NotBroughtBack { method, .. }) => {
+            Some(method.kind())
+        }
+        Err(E::AllMethodsFailed { failures, .. }) => failures.last().map(|f| f.method.kind()),
+        Err(
+            E::NoMethod { .. } | E::NoSuchDevice { .. } | E::ParentGone { .. } | E::Sysfs { .. },
+        ) => None,
     }
 }
 

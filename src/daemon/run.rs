@@ -148,6 +148,7 @@ impl Deps {
                 sysfs_root: cfg.paths.sysfs_root.clone(),
                 interval: cfg.poll.netlink,
                 netlink: crate::daemon::sources::NetlinkAccess::Kernel,
+                metrics: crate::metrics::Metrics::disabled(),
             }),
             executors: Executors::from_config(cfg),
             clock: Arc::new(BootClock),
@@ -295,6 +296,8 @@ struct Loop {
     netlink_warned: bool,
     ready: Ready,
     status: String,
+    /// Prometheus metrics (a no-op when `metrics.enabled` is false).
+    metrics: crate::metrics::Metrics,
 }
 
 /// The driver the loop runs `engine` in: the core's [`Driver`], the same type the simulator's
@@ -370,20 +373,29 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let (topo_tx, mut topo_rx) = unbounded_channel();
     let refresh = Arc::new(Signal::default());
     let stop = Arc::new(Signal::default());
-    deps.topology.start(topo_tx, refresh.clone(), stop.clone());
+    // Only the daemon exports metrics: a standalone command must not overwrite its file.
+    let metrics =
+        crate::metrics::Metrics::for_config(&settings.config.metrics, matches!(mode, Mode::Daemon));
+    let exporter = crate::metrics::Exporter::start(&settings.config.metrics, &metrics).await;
+    let mut topology = deps.topology;
+    topology.observe(metrics.clone());
+    topology.start(topo_tx, refresh.clone(), stop.clone());
     let (ctrl_tx, mut ctrl_rx) = unbounded_channel::<(ControlConnection, Request)>();
     let control_task = deps.control.map(|server| {
         tracing::info!(socket = %server.path().display(), "control socket open");
         tokio::spawn(accept_loop(server, ctrl_tx))
     });
     let mut kernel_log = deps.kernel_log.map(ReadAhead::start);
+    metrics.source_up(crate::metrics::Source::Kmsg, kernel_log.is_some());
     let mut shutdown = deps.shutdown;
     let poll_iscsi = settings.config.poll.iscsi;
     let mut driver = driver_for(engine, &settings);
     if let Some(mode) = &safe_mode {
         driver.hold_until_first_scan(format!("the state journal {}", mode.kept_words()));
         let alert = mode.alert(&journal.path(), &settings.config);
-        tracing::error!("ALERT {}", alert.message());
+        let sent = deps.executors.alerts.is_some();
+        crate::logging::daemon_alert(&alert, "safe-mode", sent);
+        metrics.alert("safe-mode", alert.severity);
         if let Some(sink) = deps.executors.alerts.clone() {
             alert_queue.send(sink, alert);
         }
@@ -419,6 +431,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         netlink_warned: false,
         ready: Ready::default(),
         status: String::new(),
+        metrics: metrics.clone(),
         settings,
     };
     let (mut one_shot, one_shot_mode) = match mode {
@@ -449,6 +462,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
             );
         }
         lp.update_status();
+        lp.metrics.engine(lp.driver.engine());
         if !lp.ready.sent && lp.ready.topology && lp.ready.sessions {
             lp.ready.sent = true;
             // Nothing destructive runs before the engine hears this (issue 9.10).
@@ -509,6 +523,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 Some(Err(e)) => {
                     lp.obs.source_failed(KERNEL_LOG, e.to_string());
                     tracing::error!("the kernel log failed: {e}; continuing on RDMA netlink, sysfs and iscsiadm alone");
+                    lp.metrics.source_up(crate::metrics::Source::Kmsg, false);
                     if let Some(k) = kernel_log.take() {
                         drop(k.stop().await);
                     }
@@ -516,6 +531,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 None => {
                     lp.obs.source_failed(KERNEL_LOG, "the reader stopped".into());
                     tracing::error!("the kernel-log reader stopped; continuing on RDMA netlink, sysfs and iscsiadm alone");
+                    lp.metrics.source_up(crate::metrics::Source::Kmsg, false);
                     kernel_log = None;
                 }
             },
@@ -582,6 +598,9 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         }
     }
     kill_children();
+    if let Some(x) = exporter {
+        x.stop().await;
+    }
     if let Some(t) = control_task {
         t.abort();
         let _ = t.await;
@@ -763,6 +782,7 @@ impl Loop {
             while let Some(t) = self.driver.poll_transition() {
                 progressed = true;
                 self.obs.transition(&t, &self.driver, clocks(self.now()));
+                self.metrics.transition(&t);
                 tracing::info!(
                     port = %t.port,
                     from = %t.from,
@@ -783,6 +803,7 @@ impl Loop {
 
     /// Starts one effect. Executors only execute: what may run was decided by the driver.
     fn start(&mut self, effect: Effect) {
+        self.metrics.effect(&effect, &self.settings.config.alerts);
         let id = effect.id;
         match effect.kind {
             EffectKind::WriteJournal { snapshot, reason } => {
@@ -819,14 +840,8 @@ impl Loop {
                 );
                 match &action.kind {
                     ActionKind::Alert(alert) => {
-                        tracing::warn!(
-                            severity = %alert.severity,
-                            count = alert.count,
-                            remedy = alert.remedy.as_deref().unwrap_or(""),
-                            "ALERT {}: {}",
-                            alert.summary,
-                            alert.detail
-                        );
+                        let cfg = &self.settings.config.alerts;
+                        crate::logging::alert(alert, port.as_ref(), cfg, self.ex.alerts.is_some());
                         self.tell(port.as_ref(), &format!("alert: {}", alert.summary));
                         if let Some(sink) = self.ex.alerts.clone() {
                             // Never waits: a full queue coalesces (the sender reports the
@@ -872,6 +887,7 @@ impl Loop {
                                         reason: full.to_string(),
                                     },
                                     summary: format!("{what}: not run: {full}"),
+                                    method: None,
                                 },
                             });
                         }
@@ -927,6 +943,8 @@ impl Loop {
             .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
         tracing::info!(id = %f.id, outcome = ?f.executed.outcome, "{}", f.executed.summary);
         self.tell(port.as_ref(), &f.executed.summary);
+        self.metrics
+            .executed(f.id, &f.executed.outcome, f.executed.method);
         let now = self.now();
         self.driver
             .handle_effect_outcome(f.id, EffectOutcome::Action(f.executed.outcome), now);
@@ -954,6 +972,7 @@ impl Loop {
 
     fn on_sessions(&mut self, r: Result<Parsed<SessionDetail>, String>) {
         self.sessions_inflight = false;
+        self.metrics.iscsiadm_listing(r.is_ok());
         // A listing taken before the ports were known placed nothing: the first scan (and
         // a one-shot command) waits for the one asked for when the topology came.
         let placed = self.listing_placed;
@@ -1056,6 +1075,8 @@ impl Loop {
             }
             TopologyReport::NetlinkUnavailable(why) => {
                 self.obs.source_failed(RDMA_NETLINK, why.clone());
+                self.metrics
+                    .source_up(crate::metrics::Source::Netlink, false);
                 if !self.netlink_warned {
                     self.netlink_warned = true;
                     tracing::warn!(
@@ -1072,9 +1093,15 @@ impl Loop {
             KmsgEvent::Record(r) => {
                 self.obs.source_ok(KERNEL_LOG, clocks(self.now()));
                 let Some(kev) = crate::core::signatures::classify_record(&r) else {
+                    self.metrics.kmsg_record(None, true);
                     return;
                 };
-                let Some((obs, trust)) = from_kernel_event(&kev) else {
+                let converted = from_kernel_event(&kev);
+                self.metrics.kmsg_record(
+                    Some(kev.signature.kind.name()),
+                    converted.as_ref().is_none_or(|(_, t)| *t == Trust::Trusted),
+                );
+                let Some((obs, trust)) = converted else {
                     tracing::debug!(
                         kind = kev.signature.kind.name(),
                         "kernel log record with nothing to act on"
@@ -1112,6 +1139,7 @@ impl Loop {
                     overrun,
                     "kernel-log records were lost; re-checking devices and sessions"
                 );
+                self.metrics.kmsg_lost(count);
                 self.refresh_topology.raise();
                 self.request_sessions();
             }

@@ -145,6 +145,10 @@ pub trait TopologySource: Send {
         refresh: Arc<Signal>,
         stop: Arc<Signal>,
     );
+
+    /// Report each dump or scan to `metrics` (called before [`TopologySource::start`]).
+    /// Sources without a model of their own ignore it.
+    fn observe(&mut self, _metrics: crate::metrics::Metrics) {}
 }
 
 /// The watcher over the real sockets (or, in a harness, over a fake kernel's).
@@ -189,6 +193,8 @@ pub struct HostTopology {
     pub interval: Duration,
     /// Where RDMA netlink comes from.
     pub netlink: NetlinkAccess,
+    /// Told of each dump and scan ([`TopologySource::observe`]).
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// The port → netdev map from a sysfs scan.
@@ -270,6 +276,10 @@ impl TopologySource for HostTopology {
             Err(e) => tracing::error!("cannot start the RDMA topology source: {e}"),
         }
     }
+
+    fn observe(&mut self, metrics: crate::metrics::Metrics) {
+        self.metrics = metrics;
+    }
 }
 
 impl HostTopology {
@@ -287,6 +297,7 @@ impl HostTopology {
             sysfs_root,
             interval,
             netlink,
+            metrics,
         } = self;
         let clock = BootClock;
         let now = move || clock.now();
@@ -298,7 +309,17 @@ impl HostTopology {
         match opened {
             Some(Ok(w)) => {
                 let mut w = w.with_timer(timers());
-                match watch_netlink(&mut w, &now, &sysfs_root, &tx, &refresh, &stop).await {
+                let watched = watch_netlink_observed(
+                    &mut w,
+                    &now,
+                    &sysfs_root,
+                    &tx,
+                    &refresh,
+                    &stop,
+                    &metrics,
+                )
+                .await;
+                match watched {
                     Ok(()) => return,
                     Err(e) => {
                         let _ = tx.send(TopologyReport::NetlinkUnavailable(e.to_string()));
@@ -310,13 +331,15 @@ impl HostTopology {
             }
             None => {}
         }
-        watch_sysfs(
+        metrics.source_up(crate::metrics::Source::Netlink, false);
+        watch_sysfs_observed(
             &sysfs_root,
             interval,
             timers().as_mut(),
             &tx,
             &refresh,
             &stop,
+            &metrics,
         )
         .await;
     }
@@ -338,6 +361,24 @@ pub async fn watch_netlink<T: AsyncTransport, M: AsyncTransport>(
     refresh: &Signal,
     stop: &Signal,
 ) -> Result<(), NetlinkError> {
+    let off = crate::metrics::Metrics::disabled();
+    watch_netlink_observed(w, clock, sysfs_root, tx, refresh, stop, &off).await
+}
+
+/// [`watch_netlink`], telling `metrics` of every dump (its result, the model after it, the
+/// client's counters) and of every change between dumps. The loop hears only of changes;
+/// the metrics hear of every dump, so QP counts and the last-poll time stay current on an
+/// idle host without waking the loop.
+pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
+    w: &mut NldevWatcher<T, M>,
+    clock: &impl Fn() -> crate::core::time::Instant,
+    sysfs_root: &Path,
+    tx: &UnboundedSender<TopologyReport>,
+    refresh: &Signal,
+    stop: &Signal,
+    metrics: &crate::metrics::Metrics,
+) -> Result<(), NetlinkError> {
+    metrics.source_up(crate::metrics::Source::Netlink, true);
     let mut first = true;
     let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
     let mut recipes = super::recipes::Recipes::new(sysfs_root);
@@ -357,6 +398,13 @@ pub async fn watch_netlink<T: AsyncTransport, M: AsyncTransport>(
             }
         };
         let (events, end) = w.step(clock, wake).await?;
+        match end {
+            StepEnd::Dumped => {
+                metrics.netlink_dump(w.last_error(), w.topology(), w.client().stats())
+            }
+            StepEnd::Monitor if !events.is_empty() => metrics.topology_changed(w.topology()),
+            StepEnd::Monitor | StepEnd::Woken => {}
+        }
         // A new connection changes the CM id table alone (no topology event).
         let cm_changed = w.cm_ids() != sent_cm_ids.as_slice();
         if end == StepEnd::Woken || (events.is_empty() && !first && !forced && !cm_changed) {
@@ -398,6 +446,20 @@ pub async fn watch_sysfs(
     refresh: &Signal,
     stop: &Signal,
 ) {
+    let off = crate::metrics::Metrics::disabled();
+    watch_sysfs_observed(sysfs_root, interval, timer, tx, refresh, stop, &off).await;
+}
+
+/// [`watch_sysfs`], counting each scan in `metrics`.
+pub async fn watch_sysfs_observed(
+    sysfs_root: &Path,
+    interval: Duration,
+    timer: &mut dyn Timer,
+    tx: &UnboundedSender<TopologyReport>,
+    refresh: &Signal,
+    stop: &Signal,
+    metrics: &crate::metrics::Metrics,
+) {
     let mut view = SysfsView::new();
     let mut first = true;
     let mut recipes = super::recipes::Recipes::new(sysfs_root);
@@ -407,6 +469,7 @@ pub async fn watch_sysfs(
         }
         let forced = refresh.take();
         let s = scan(sysfs_root);
+        metrics.sysfs_scan();
         let new = sysfs_view(&s);
         let mut observations = sysfs_diff(&view, &new);
         observations

@@ -7,14 +7,14 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Which step of an atomic replace failed.
 #[derive(Debug, thiserror::Error)]
 #[error("{op} {path} failed: {source}")]
 pub struct AtomicWriteError {
-    /// The step: `create directory`, `create`, `write`, `fsync`, `rename`, `fsync directory`.
+    /// The step: `create directory`, `create`, `chmod`, `write`, `fsync`, `rename`, `fsync directory`.
     pub op: &'static str,
     /// The file or directory the step was on.
     pub path: PathBuf,
@@ -34,6 +34,12 @@ pub fn temp_path(path: &Path) -> PathBuf {
 
 /// Replaces `path` with `bytes` atomically and durably, creating its directory if needed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+    write_atomic_mode(path, bytes, 0o600)
+}
+
+/// [`write_atomic`] with the file created with `mode` (before the umask) instead of 0600:
+/// for files other users read (the metrics textfile, read by node_exporter).
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), AtomicWriteError> {
     let err = |op: &'static str, p: &Path| {
         let path = p.to_path_buf();
         move |source| AtomicWriteError { op, path, source }
@@ -48,9 +54,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
+        .mode(mode)
         .open(&tmp)
         .map_err(err("create", &tmp))?;
+    // Exactly `mode`, whatever the umask (the service's may be 0077) or a leftover
+    // temporary file's mode.
+    f.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(err("chmod", &tmp))?;
     f.write_all(bytes).map_err(err("write", &tmp))?;
     f.sync_all().map_err(err("fsync", &tmp))?;
     drop(f);

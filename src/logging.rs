@@ -1,0 +1,306 @@
+//! The diagnostic log on stderr, in the form its reader needs:
+//!
+//! - on a terminal: tracing's usual format (time, coloured level, fields);
+//! - otherwise (systemd's journal, a pipe, a file): one line per event, prefixed `<N>` with
+//!   the event's syslog priority as sd-daemon(3) describes, no ANSI colour and no timestamp
+//!   (journald stamps each line itself; a second time in the text only gets in the way).
+//!   journald reads the prefix as the entry's PRIORITY, so `journalctl -p err -u iser-guard`
+//!   finds the errors. Levels map to ERROR → 3 (err), WARN → 4 (warning), INFO → 6 (info),
+//!   DEBUG and TRACE → 7 (debug). An event with a numeric `priority` field (0–7) uses that
+//!   instead: the ALERT lines carry the syslog severity the alert was configured with.
+//!
+//! The choice: journal form when stderr is not a terminal, or when `JOURNAL_STREAM` names
+//! stderr (systemd sets it to the `device:inode` of the stream it connected, see
+//! systemd.exec(5)).
+//!
+//! Alerts ([`alert`]) are logged as one line: `ALERT <what>: <why>; <what to do>` with the
+//! stable fields `alert_kind` (the alert's kind, the first word of its de-duplication key),
+//! `message_id` ([`message_id`], 32 hex digits, stable per kind), `severity` (the syslog
+//! severity configured for it), `sent` (`syslog` or `log only`), `device`, `port` and `next`
+//! (the exact command the operator can run, when there is one).
+
+use std::fmt;
+use std::io::IsTerminal;
+
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+/// How stderr lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// A terminal: time, colours.
+    Terminal,
+    /// The journal or a pipe: `<N>` prefixes, no colour, no time.
+    Journal,
+}
+
+impl Style {
+    /// The style for this process's stderr.
+    pub fn detect() -> Style {
+        let journal_stream = std::env::var("JOURNAL_STREAM").ok();
+        Style::choose(
+            std::io::stderr().is_terminal(),
+            journal_stream.as_deref(),
+            stderr_identity(),
+        )
+    }
+
+    /// The decision (pure): `JOURNAL_STREAM` matching stderr's `(device, inode)` means the
+    /// journal; a terminal means the terminal; anything else is written as for the journal.
+    pub fn choose(
+        is_terminal: bool,
+        journal_stream: Option<&str>,
+        stderr: Option<(u64, u64)>,
+    ) -> Style {
+        let named = journal_stream
+            .and_then(|v| v.split_once(':'))
+            .and_then(|(d, i)| Some((d.parse::<u64>().ok()?, i.parse::<u64>().ok()?)));
+        if named.is_some() && named == stderr {
+            return Style::Journal;
+        }
+        if is_terminal {
+            Style::Terminal
+        } else {
+            Style::Journal
+        }
+    }
+}
+
+/// `(st_dev, st_ino)` of stderr.
+// The conversions are no-ops on x86_64 and not on every architecture libc supports.
+#[allow(clippy::useless_conversion)]
+fn stderr_identity() -> Option<(u64, u64)> {
+    use std::os::fd::AsFd;
+    let st = nix::sys::stat::fstat(std::io::stderr().as_fd()).ok()?;
+    Some((
+        u64::try_from(st.st_dev).ok()?,
+        u64::try_from(st.st_ino).ok()?,
+    ))
+}
+
+/// The syslog priority of a tracing level.
+pub fn priority(level: &Level) -> u8 {
+    match *level {
+        Level::ERROR => 3,
+        Level::WARN => 4,
+        Level::INFO => 6,
+        Level::DEBUG | Level::TRACE => 7,
+    }
+}
+
+/// Installs the stderr subscriber for `filter` (`info` when absent or invalid), in `style`.
+/// A second call (tests running several commands in one process) changes nothing.
+pub fn init(filter: Option<&str>, style: Style) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("info"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match style {
+        Style::Terminal => builder.try_init(),
+        Style::Journal => builder
+            .with_ansi(false)
+            .event_format(JournalFormat)
+            .try_init(),
+    };
+}
+
+/// The words of syslog priorities 0–7, for lines whose priority is not their level's.
+const SEVERITY_WORDS: [&str; 8] = [
+    "EMERG", "ALERT", "CRIT", "ERR", "WARNING", "NOTICE", "INFO", "DEBUG",
+];
+
+/// One `<N>`-prefixed line per event.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JournalFormat;
+
+/// Finds a numeric `priority` field.
+struct PriorityField(Option<u8>);
+
+impl tracing::field::Visit for PriorityField {
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        if field.name() == "priority" {
+            self.0 = u8::try_from(value).ok().filter(|p| *p <= 7);
+        }
+    }
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        if field.name() == "priority" {
+            self.0 = u8::try_from(value).ok().filter(|p| *p <= 7);
+        }
+    }
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn fmt::Debug) {}
+}
+
+impl<S, N> FormatEvent<S, N> for JournalFormat
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let meta = event.metadata();
+        let mut p = PriorityField(None);
+        event.record(&mut p);
+        let mut body = String::new();
+        ctx.field_format()
+            .format_fields(Writer::new(&mut body), event)?;
+        // One event, one journal entry: a newline inside would start an entry of the
+        // stream's default priority.
+        let body = body.replace(['\n', '\r'], " ");
+        match p.0 {
+            // An explicit priority (an alert's configured severity) is named as syslog
+            // names it; the `priority=N` field itself is left out (it is the prefix).
+            Some(pri) => {
+                let body = body.replace(&format!(" priority={pri}"), "");
+                writeln!(writer, "<{pri}>{} {body}", SEVERITY_WORDS[usize::from(pri)])
+            }
+            None => writeln!(
+                writer,
+                "<{}>{} {body}",
+                priority(meta.level()),
+                meta.level()
+            ),
+        }
+    }
+}
+
+/// The `MESSAGE_ID` of an alert kind: 32 lower-case hex digits, the 128-bit FNV-1a hash of
+/// `iser-guard:` followed by the kind. Stable across versions (the hash is fixed here and
+/// docs/metrics.md lists the ids of every kind), so `journalctl MESSAGE_ID=`-style searches
+/// (`journalctl -u iser-guard --grep message_id=…`) and log pipelines can key on it.
+pub fn message_id(kind: &str) -> String {
+    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+    let mut h = OFFSET;
+    for b in b"iser-guard:".iter().chain(kind.as_bytes()) {
+        h ^= u128::from(*b);
+        h = h.wrapping_mul(PRIME);
+    }
+    format!("{h:032x}")
+}
+
+/// Every alert kind (the first word of the engine's alert keys, and `safe-mode`, the
+/// daemon's own), for the docs' MESSAGE_ID table.
+pub const ALERT_KINDS: [&str; 16] = [
+    "cm-addr-error",
+    "cm-rejected",
+    "failed",
+    "fault",
+    "healthy",
+    "hold",
+    "journal-failed",
+    "listener",
+    "paused",
+    "quarantine",
+    "quarantine-down",
+    "reconnect",
+    "recreate",
+    "renamed",
+    "safe-mode",
+    "untrusted",
+];
+
+/// Logs an engine alert as the ALERT line (see the module doc). `sent`: whether it goes to
+/// syslog too.
+pub fn alert(
+    a: &crate::core::recovery::Alert,
+    port: Option<&crate::core::recovery::PortId>,
+    alerts: &crate::config::Alerts,
+    sent: bool,
+) {
+    let severity = alerts.syslog_severity(a.severity);
+    let kind = crate::metrics::alert_kind(&a.key);
+    // The action names its port, or the alert's key does (`fault:rocep2s0f0/1:gsi`).
+    let from_key = a
+        .key
+        .split(':')
+        .nth(1)
+        .and_then(|p| p.rsplit_once('/'))
+        .and_then(|(d, n)| Some((d.to_string(), n.parse::<u32>().ok()?)));
+    let (device, port_n) = match (port, from_key) {
+        (Some(p), _) => (p.device.clone(), p.port),
+        (None, Some((d, n))) => (d, n),
+        (None, None) => (String::new(), 0),
+    };
+    let next = a.remedy.as_deref().unwrap_or("");
+    let sent = if sent { "syslog" } else { "log only" };
+    // The level only gates the line (the filter); its priority is the alert's severity.
+    tracing::warn!(
+        priority = u64::from(severity.code()),
+        severity = severity.name(),
+        alert_kind = kind,
+        message_id = %message_id(kind),
+        device = %device,
+        port = port_n,
+        count = a.count,
+        next,
+        sent,
+        "ALERT {}: {}",
+        a.summary,
+        a.detail
+    );
+}
+
+/// Logs an alert the daemon itself raises (not the engine: safe mode) as the ALERT line.
+pub fn daemon_alert(a: &crate::io::syslog::Alert, kind: &str, sent: bool) {
+    let sent = if sent { "syslog" } else { "log only" };
+    tracing::warn!(
+        priority = u64::from(a.severity.code()),
+        severity = a.severity.name(),
+        alert_kind = kind,
+        message_id = %message_id(kind),
+        count = 1u64,
+        next = a.todo.as_str(),
+        sent,
+        "ALERT {}",
+        a.message()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_form_when_journal_stream_names_stderr_or_stderr_is_no_terminal() {
+        let me = Some((64769, 1234));
+        assert_eq!(Style::choose(true, Some("64769:1234"), me), Style::Journal);
+        // Inherited from a parent whose stream was another one: look at stderr itself.
+        assert_eq!(Style::choose(true, Some("64769:99"), me), Style::Terminal);
+        assert_eq!(Style::choose(true, Some("garbage"), me), Style::Terminal);
+        assert_eq!(Style::choose(true, None, me), Style::Terminal);
+        assert_eq!(Style::choose(false, None, me), Style::Journal);
+        assert_eq!(Style::choose(false, None, None), Style::Journal);
+    }
+
+    #[test]
+    fn levels_map_to_syslog_priorities() {
+        assert_eq!(priority(&Level::ERROR), 3);
+        assert_eq!(priority(&Level::WARN), 4);
+        assert_eq!(priority(&Level::INFO), 6);
+        assert_eq!(priority(&Level::DEBUG), 7);
+        assert_eq!(priority(&Level::TRACE), 7);
+    }
+
+    #[test]
+    fn message_ids_are_stable_distinct_and_32_hex_digits() {
+        // Pinned: changing the derivation would break every search keyed on these.
+        assert_eq!(message_id("fault"), "ef30f66c33437ee7457d83fbd41648ac");
+        assert_eq!(message_id("hold"), "d7d0f03918676d4df0c78277f538d575");
+        let ids: std::collections::BTreeSet<String> =
+            ALERT_KINDS.iter().map(|k| message_id(k)).collect();
+        assert_eq!(ids.len(), ALERT_KINDS.len());
+        for id in &ids {
+            assert_eq!(id.len(), 32);
+            assert!(id
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        }
+    }
+}

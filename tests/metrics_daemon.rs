@@ -1,0 +1,411 @@
+//! The daemon's metrics after a simulated field incident: the daemon loop (`daemon::run`)
+//! driven through its injected dependencies (a kernel log fed by the test, one E810 port, a
+//! stateful iscsiadm double, the scripted prober and resetter), with `metrics.enabled`, the
+//! textfile in a temporary directory and the loopback endpoint on. The exposition is read
+//! back over HTTP during the run and from the textfile after the stop, parsed, and checked
+//! sample by sample; `promtool check metrics` then checks the format.
+
+#[path = "support/promtool.rs"]
+mod promtool;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use iser_guard::config::Config;
+use iser_guard::core::iscsi::NodeId;
+use iser_guard::core::kmsg::Record;
+use iser_guard::core::session_map::{NetdevAddr, RdmaPortNetdev};
+use iser_guard::daemon::notify::Notifier;
+use iser_guard::daemon::run::{run, Deps, Mode, Settings};
+use iser_guard::daemon::sources::{
+    BootClock, BoxFuture, KernelLog, Signal, TopologyReport, TopologySource,
+};
+use iser_guard::io::executors::Doubles;
+use iser_guard::io::iscsiadm::{
+    IscsiAdm, IscsiadmError, LoginOutcome, LogoutOutcome, NodeOutcome, SessionListing,
+};
+use iser_guard::io::kmsg::{KmsgError, KmsgEvent};
+use iser_guard::io::probe::TcpAnswer;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+struct ChannelLog(UnboundedReceiver<KmsgEvent>);
+impl KernelLog for ChannelLog {
+    fn next(&mut self) -> BoxFuture<'_, Result<KmsgEvent, KmsgError>> {
+        Box::pin(async move { self.0.recv().await.ok_or(KmsgError::Closed) })
+    }
+    fn save_cursor(&mut self, _: Duration) {}
+}
+
+/// One E810 port, reported once; no RDMA netlink (as on a kernel without it).
+struct OnePort;
+impl TopologySource for OnePort {
+    fn start(self: Box<Self>, tx: UnboundedSender<TopologyReport>, _: Arc<Signal>, _: Arc<Signal>) {
+        let _ = tx.send(TopologyReport::NetlinkUnavailable("no RDMA netlink".into()));
+        let _ = tx.send(TopologyReport::Update {
+            observations: vec![iser_guard::core::recovery::Observation::DeviceAppeared {
+                device: "rocep2s0f0".into(),
+                parent: Some("0000:02:00.0".into()),
+                driver: Some("irdma".into()),
+                ports: 1,
+            }],
+            ports: vec![RdmaPortNetdev {
+                device: "rocep2s0f0".into(),
+                port: 1,
+                netdev: "ens1f0".into(),
+            }],
+            cm_ids: Vec::new(),
+        });
+    }
+}
+
+/// One session whose state the test sets (the captured `-P 3` listings).
+struct Host {
+    state: Mutex<&'static str>,
+}
+impl IscsiAdm for Host {
+    fn sessions(&self, _: bool) -> Result<SessionListing, IscsiadmError> {
+        let text = match *self.state.lock().unwrap() {
+            "LOGGED_IN" => {
+                include_str!("fixtures/stubs/iscsiadm.d/session-P3-loggedin.txt")
+            }
+            "FAILED" => include_str!("fixtures/stubs/iscsiadm.d/session-P3-failed.txt"),
+            _ => return Ok(SessionListing::NoSessions),
+        };
+        Ok(SessionListing::Text(text.replace(
+            "Iface IPaddress: [default]",
+            "Iface IPaddress: 192.0.2.1",
+        )))
+    }
+    fn login(&self, _: &NodeId) -> Result<LoginOutcome, IscsiadmError> {
+        *self.state.lock().unwrap() = "LOGGED_IN";
+        Ok(LoginOutcome::LoggedIn)
+    }
+    fn logout(&self, _: &NodeId) -> Result<LogoutOutcome, IscsiadmError> {
+        *self.state.lock().unwrap() = "NONE";
+        Ok(LogoutOutcome::LoggedOut)
+    }
+    fn rescan(&self, _: u32) -> Result<(), IscsiadmError> {
+        Ok(())
+    }
+    fn create_node(&self, _: &NodeId) -> Result<NodeOutcome, IscsiadmError> {
+        Ok(NodeOutcome::Written)
+    }
+    fn update_node(&self, _: &NodeId, _: &str, _: &str) -> Result<NodeOutcome, IscsiadmError> {
+        Ok(NodeOutcome::Written)
+    }
+}
+
+/// A free loopback port (bound, then released for the daemon to bind).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn config(dir: &std::path::Path, port: u16) -> Config {
+    let text = format!(
+        "[paths]\nstate-dir = {:?}\ncontrol-socket = {:?}\n[poll]\niscsi = 0.2\nprobe = 0.1\n\
+         [devices]\nallow = [\"rocep2s0f0\"]\n[recovery]\nprobe-successes = 2\n\
+         probe-timeout = 0.1\niscsid-grace = 0.2\n\
+         [metrics]\nenabled = true\ntextfile = {:?}\ninterval = 1\nlisten = \"127.0.0.1:{port}\"\n",
+        dir.display().to_string(),
+        dir.join("control.sock").display().to_string(),
+        dir.join("textfile/iser-guard.prom").display().to_string(),
+    );
+    iser_guard::config::parse_str(&text).unwrap()
+}
+
+/// `GET path` on the endpoint: the status line, the headers and the body.
+async fn get(port: u16, path: &str) -> std::io::Result<(String, String, String)> {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await?;
+    let mut all = String::new();
+    s.read_to_string(&mut all).await?;
+    let (head, body) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    Ok((status.to_string(), headers.to_string(), body.to_string()))
+}
+
+/// Samples of a text exposition: `name{labels}` (labels sorted) → value.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (series, value) = line.rsplit_once(' ').expect(line);
+        let key = match series.split_once('{') {
+            None => series.to_string(),
+            Some((name, labels)) => {
+                let mut l: Vec<&str> = labels.trim_end_matches('}').split(',').collect();
+                l.sort_unstable();
+                format!("{name}{{{}}}", l.join(","))
+            }
+        };
+        let v = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().expect(line),
+        };
+        out.insert(key, v);
+    }
+    out
+}
+
+fn value(s: &BTreeMap<String, f64>, key: &str) -> f64 {
+    *s.get(key).unwrap_or_else(|| {
+        panic!(
+            "no sample {key}; have:\n{}",
+            s.keys().cloned().collect::<Vec<_>>().join("\n")
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = config(dir.path(), port);
+    let textfile = cfg.metrics.textfile.clone();
+    let doubles = Doubles::default();
+    let portal: std::net::SocketAddr = "192.0.2.2:3260".parse().unwrap();
+    doubles.prober.push(
+        portal,
+        std::iter::repeat_n(
+            TcpAnswer::Reachable {
+                rtt: Duration::from_millis(1),
+            },
+            50,
+        ),
+    );
+    let host = Arc::new(Host {
+        state: Mutex::new("LOGGED_IN"),
+    });
+    let mut ex = doubles.executors(&cfg);
+    ex.iscsi = host.clone();
+    let (log_tx, log_rx) = unbounded_channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let deps = Deps {
+        kernel_log: Some(Box::new(ChannelLog(log_rx))),
+        topology: Box::new(OnePort),
+        executors: ex,
+        clock: Arc::new(BootClock),
+        notifier: Notifier::silent(),
+        addresses: Arc::new(|| {
+            Ok(vec![NetdevAddr {
+                netdev: "ens1f0".into(),
+                ip: "192.0.2.1".parse().unwrap(),
+            }])
+        }),
+        routes: Arc::new(|_| Err("no route in this test".into())),
+        control: None,
+        shutdown: Some(stop_rx),
+    };
+    let settings = Settings {
+        config: cfg.clone(),
+        config_path: None,
+        force_dry_run: false,
+        take_lock: true,
+        automatic_actions: true,
+    };
+    let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
+
+    // The endpoint answers on loopback from the start.
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    let (status, headers, body) = loop {
+        match get(port, "/metrics").await {
+            Ok(r) => break r,
+            Err(e) => {
+                assert!(std::time::Instant::now() < end, "no endpoint: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(
+        headers.contains("Content-Type: text/plain; version=0.0.4"),
+        "{headers}"
+    );
+    assert!(body.contains("iser_guard_build_info{version=\""), "{body}");
+    let (status, _, _) = get(port, "/").await.unwrap();
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+
+    // The incident: a forged record (ignored), then the kernel's own stuck-GSI record while
+    // the session is FAILED; the target answers, the device is re-created, iscsid logs the
+    // session back in.
+    let line =
+        "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
+    let rec = |facility: u32| {
+        Record::parse(format!("{},10,100,-;{line}", facility * 8 + 3).as_bytes()).unwrap()
+    };
+    log_tx.send(KmsgEvent::Record(rec(1))).unwrap();
+    log_tx
+        .send(KmsgEvent::Record(
+            Record::parse(b"6,11,101,-;e1000e: eth0 NIC Link is Up").unwrap(),
+        ))
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    *host.state.lock().unwrap() = "FAILED";
+    log_tx.send(KmsgEvent::Record(rec(0))).unwrap();
+    log_tx
+        .send(KmsgEvent::Lost {
+            count: Some(7),
+            next_seq: 20,
+            overrun: true,
+        })
+        .unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while doubles.resetter.calls().is_empty() {
+        assert!(std::time::Instant::now() < end, "no re-creation");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    *host.state.lock().unwrap() = "LOGGED_IN";
+    while !doubles
+        .alerts
+        .alerts()
+        .iter()
+        .any(|a| a.what.contains("storage is back"))
+    {
+        assert!(std::time::Instant::now() < end, "storage never back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The textfile is rewritten every second while the daemon runs.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let running = std::fs::read_to_string(&textfile).unwrap();
+    assert!(
+        running.contains("iser_guard_recoveries_started_total"),
+        "{running}"
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&textfile).unwrap().permissions(),
+    ) & 0o777;
+    assert_eq!(mode, 0o644, "node_exporter must be able to read it");
+
+    stop_tx.send(()).unwrap();
+    let code = tokio::time::timeout(Duration::from_secs(10), daemon)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(code, 0);
+
+    // The final textfile, written at shutdown.
+    let text = std::fs::read_to_string(&textfile).unwrap();
+    let s = samples(&text);
+    assert!(value(&s, "iser_guard_kmsg_records_read_total") >= 3.0);
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_kmsg_records_recognised_total{kind=\"stuck_qp_transition\"}"
+        ),
+        2.0
+    );
+    assert_eq!(value(&s, "iser_guard_kmsg_records_untrusted_total"), 1.0);
+    assert_eq!(value(&s, "iser_guard_kmsg_records_lost_total"), 7.0);
+    assert_eq!(value(&s, "iser_guard_kmsg_loss_events_total"), 1.0);
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_recoveries_started_total{action=\"recreate_device\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_recoveries_succeeded_total{action=\"recreate_device\",method=\"aux-rebind\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_actions_started_total{action=\"recreate_device\"}"
+        ),
+        1.0
+    );
+    // One episode, from the stuck-GSI fault to Healthy: observed once, a few seconds long.
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_fault_to_recovery_seconds_count{fault=\"gsi_stuck\"}"
+        ),
+        1.0
+    );
+    let took = value(
+        &s,
+        "iser_guard_fault_to_recovery_seconds_sum{fault=\"gsi_stuck\"}",
+    );
+    assert!(took > 0.0 && took < 30.0, "{took}");
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_fault_to_recovery_seconds_bucket{fault=\"gsi_stuck\",le=\"+Inf\"}"
+        ),
+        1.0
+    );
+    assert!(
+        value(
+            &s,
+            "iser_guard_alerts_total{kind=\"recreate\",severity=\"warning\"}"
+        ) >= 1.0,
+        "{text}"
+    );
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_port_phase{device=\"rocep2s0f0\",phase=\"Healthy\",port=\"1\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_port_phase{device=\"rocep2s0f0\",phase=\"Quarantined\",port=\"1\"}"
+        ),
+        0.0
+    );
+    assert_eq!(value(&s, "iser_guard_sessions{state=\"LOGGED_IN\"}"), 1.0);
+    assert!(value(&s, "iser_guard_iscsiadm_listings_total{result=\"ok\"}") >= 2.0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    for source in ["iscsiadm", "kmsg"] {
+        let t = value(
+            &s,
+            &format!("iser_guard_last_success_timestamp_seconds{{source=\"{source}\"}}"),
+        );
+        assert!((now - t).abs() < 60.0, "{source}: {t} vs {now}");
+    }
+    assert_eq!(value(&s, "iser_guard_source_up{source=\"netlink\"}"), 0.0);
+    assert_eq!(value(&s, "iser_guard_source_up{source=\"kmsg\"}"), 1.0);
+    assert_eq!(value(&s, "iser_guard_paused"), 0.0);
+
+    // The format, as Prometheus's own tool reads it.
+    promtool::check_metrics(&text);
+    // Kept for the dashboard and rule tests (tests/monitoring.rs reads the same names).
+    assert!(text.contains("# TYPE iser_guard_fault_to_recovery_seconds histogram"));
+}
+
+#[tokio::test]
+async fn the_endpoint_refuses_a_non_loopback_bind() {
+    let e = iser_guard::metrics::http::bind("0.0.0.0:0".parse().unwrap())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("not a loopback address"), "{e}");
+    // And the configuration says so with its key.
+    let problems =
+        iser_guard::config::parse_str("[metrics]\nenabled = true\nlisten = \"192.0.2.1:9464\"\n")
+            .unwrap_err();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.key == "metrics.listen" && p.message.contains("loopback")),
+        "{problems:?}"
+    );
+}
