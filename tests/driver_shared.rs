@@ -46,5 +46,5 @@ fn a_simulated_dry_run_is_a_driver_plan_never_a_failed_recreation() {
     ));
     assert_eq!(h.driver.stats().destructive_run, 0);
     let port = h.engine().ports().next().unwrap();
-    assert_eq!(port.attempts, 0, "a plan counted as an attempt");
+    assert_eq!(port.attempts(), 0, "a plan counted as an attempt");
 }

@@ -70,15 +70,15 @@ fn the_main_574d355_journal_keeps_every_kind_of_state() {
             .iter()
             .find(|p| p.id == PortId::new(d, 1))
             .unwrap()
-            .phase
+            .phase()
     };
     assert_eq!(phase("irdma0"), Phase::AwaitingTarget);
     assert_eq!(phase("irdma1"), Phase::AwaitingDevice);
     assert_eq!(phase("rxe0"), Phase::ResettingDevice);
     assert_eq!(phase("rxe1"), Phase::Reconnecting);
     let rxe0 = snap.ports.iter().find(|p| p.id.device == "rxe0").unwrap();
-    assert!(matches!(rxe0.fault, Some(Fault::GsiStuck { .. })));
-    assert!(rxe0.needs_recreate);
+    assert!(matches!(rxe0.fault(), Some(Fault::GsiStuck { .. })));
+    assert!(rxe0.needs_recreate());
     // Re-creations: one completed (never to be repeated), one in flight (to be verified).
     let dev = |d: &str| snap.devices.iter().find(|x| x.name == d).unwrap();
     assert_eq!(dev("rxe1").completed_recreations, 1);

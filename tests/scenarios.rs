@@ -393,7 +393,7 @@ fn storm_of_stuck_qp_lines_gives_one_fault_alert() {
         }
     }
     assert_eq!(alerts, 1);
-    assert_eq!(e.port(&field_port()).unwrap().evidence, 10_000);
+    assert_eq!(e.port(&field_port()).unwrap().evidence(), 10_000);
 }
 
 #[test]
@@ -431,7 +431,7 @@ fn forged_records_are_acted_on_only_when_the_config_trusts_them() {
         Trust::Untrusted,
         Instant(1),
     );
-    assert_ne!(e.port(&field_port()).unwrap().phase, Phase::Healthy);
+    assert_ne!(e.port(&field_port()).unwrap().phase(), Phase::Healthy);
 }
 
 #[test]
@@ -500,13 +500,13 @@ fn every_scenario_runs_within_its_step_bound_and_keeps_the_safety_rules() {
         // Healthy ports have every remembered session logged in; others are being worked on
         // or were reported.
         for p in h.engine().ports() {
-            if p.phase == Phase::Healthy {
+            if p.phase() == Phase::Healthy {
                 for k in &p.sessions {
                     let rec = h.engine().sessions().find(|r| &r.key == k).unwrap();
                     assert!(rec.is_up(), "{}: {k} down on a healthy port", s.name);
                 }
             }
-            if p.phase == Phase::Quarantined {
+            if p.phase() == Phase::Quarantined {
                 for k in &p.sessions {
                     let rec = h.engine().sessions().find(|r| &r.key == k).unwrap();
                     assert!(
@@ -529,7 +529,10 @@ fn journal_snapshot_round_trips_through_json_and_resumes() {
     let back: EngineSnapshot = serde_json::from_str(&json).unwrap();
     assert_eq!(back, snap);
     let e = Engine::resume(back, Policy::default(), Instant(255_000)).unwrap();
-    assert_eq!(e.port(&field_port()).unwrap().phase, Phase::ResettingDevice);
+    assert_eq!(
+        e.port(&field_port()).unwrap().phase(),
+        Phase::ResettingDevice
+    );
     let mut bad = snap;
     bad.version = 99;
     assert!(Engine::resume(bad, Policy::default(), Instant(0)).is_err());

@@ -103,10 +103,10 @@ fn drain(d: &mut Driver, pending: &mut BTreeMap<EffectId, Action>, now: Instant)
     for p in e.ports() {
         for k in &p.sessions {
             let s = e.sessions().find(|s| &s.key == k).expect("listed session is known");
-            if p.phase == Phase::Healthy {
+            if p.phase() == Phase::Healthy {
                 assert!(s.is_up(), "{k} down on healthy {}", p.id);
             }
-            if p.phase == Phase::Quarantined {
+            if p.phase() == Phase::Quarantined {
                 assert!(s.is_healthy() || s.reported, "{k} lost silently");
             }
         }

@@ -77,7 +77,7 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
         ),
     }
     for p in h.engine().ports() {
-        println!("port {}: {} ({})", p.id, p.phase, p.reason);
+        println!("port {}: {} ({})", p.id, p.phase(), p.reason);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1190,7 +1190,7 @@ impl Loop {
             .driver
             .engine()
             .ports()
-            .map(|p| format!("{} {}", p.id, p.phase))
+            .map(|p| format!("{} {}", p.id, p.phase()))
             .collect();
         if parts.is_empty() {
             parts.push("no RDMA port with iSCSI sessions known".into());
@@ -1217,7 +1217,7 @@ impl Loop {
     }
 
     fn port_phase(&self, id: &PortId) -> Option<Phase> {
-        self.driver.engine().port(id).map(|p| p.phase)
+        self.driver.engine().port(id).map(|p| p.phase())
     }
 
     fn check_pendings(&mut self) {

@@ -177,9 +177,9 @@ impl EngineCensus {
             .map(|p| EnginePort {
                 device: p.id.device.clone(),
                 port: p.id.port,
-                phase: p.phase,
-                fault: p.fault.as_ref().map(super::fault_name),
-                attempts: p.attempts,
+                phase: p.phase(),
+                fault: p.fault().map(super::fault_name),
+                attempts: p.attempts(),
                 held: p.hold.is_some(),
             })
             .collect();

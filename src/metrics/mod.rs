@@ -655,13 +655,13 @@ impl Metrics {
             let view = census::EngineCensus::of(engine);
             {
                 let mut episodes = lock(&i.episodes);
-                for p in engine.ports().filter(|p| p.phase != Phase::Healthy) {
+                for p in engine.ports().filter(|p| p.phase() != Phase::Healthy) {
                     let e = episodes.entry(p.id.clone()).or_insert_with(|| Episode {
-                        start_ms: p.fault_since.unwrap_or(p.since).as_millis(),
+                        start_ms: p.episode().map_or(p.since, |e| e.since).as_millis(),
                         fault: None,
                     });
                     if e.fault.is_none() {
-                        e.fault = p.fault.as_ref().map(fault_name);
+                        e.fault = p.fault().map(fault_name);
                     }
                 }
             }

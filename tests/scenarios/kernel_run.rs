@@ -364,7 +364,7 @@ impl Rig {
 
     /// The initiator port's phase.
     pub fn phase(&self) -> Phase {
-        self.e().port(&ini_port()).map(|p| p.phase).expect("port")
+        self.e().port(&ini_port()).map(|p| p.phase()).expect("port")
     }
 
     /// Destructive actions asked for (re-create, login, logout, rescan).

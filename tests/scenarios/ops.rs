@@ -408,10 +408,10 @@ impl World {
                     panic!("port {} lists unknown session {k}", p.id);
                 };
                 assert_eq!(s.port, p.id, "session {k} listed on the wrong port");
-                if p.phase == Phase::Healthy {
+                if p.phase() == Phase::Healthy {
                     assert!(s.is_up(), "{k} down on healthy port {}", p.id);
                 }
-                if p.phase == Phase::Quarantined {
+                if p.phase() == Phase::Quarantined {
                     assert!(
                         s.is_healthy() || s.reported,
                         "{k} lost silently on {}",

@@ -31,7 +31,7 @@ pub fn run_restarting(name: &str) -> Harness {
 pub fn phase(h: &Harness, device: &str, port: u32) -> Phase {
     h.engine()
         .port(&PortId::new(device, port))
-        .map(|p| p.phase)
+        .map(|p| p.phase())
         .unwrap_or_else(|| panic!("no port {device}/{port}"))
 }
 

@@ -335,7 +335,7 @@ impl Driver {
                     || !engine
                         .ports()
                         .filter(|p| p.id.device == g.device)
-                        .all(|p| matches!(p.phase, Phase::Healthy | Phase::Quarantined))
+                        .all(|p| matches!(p.phase(), Phase::Healthy | Phase::Quarantined))
             });
         }
         Some(t)

@@ -227,8 +227,8 @@ fn dry_run_yields_a_plan_and_the_engine_holds_the_port_without_a_failure() {
     assert_eq!(p[0].1, &Refusal::DryRun);
     let port = d.engine().port(&PortId::new("dev0", 1)).unwrap();
     assert_eq!(port.hold, Some(Hold::DryRun));
-    assert_eq!(port.attempts, 0, "a plan is not a failed attempt");
-    assert_ne!(port.phase, Phase::Quarantined);
+    assert_eq!(port.attempts(), 0, "a plan is not a failed attempt");
+    assert_ne!(port.phase(), Phase::Quarantined);
     assert_eq!(d.engine().recreating(), None);
     // Time passing does not turn the plan into retries.
     for t in 1..20u64 {
@@ -238,8 +238,8 @@ fn dry_run_yields_a_plan_and_the_engine_holds_the_port_without_a_failure() {
         assert!(destructive_runs(&more).is_empty());
     }
     let port = d.engine().port(&PortId::new("dev0", 1)).unwrap();
-    assert_eq!(port.attempts, 0);
-    assert_ne!(port.phase, Phase::Quarantined);
+    assert_eq!(port.attempts(), 0);
+    assert_ne!(port.phase(), Phase::Quarantined);
 }
 
 #[test]
@@ -534,7 +534,7 @@ mod lab_reset_device {
             }
         });
         let port = d.engine().port(&ini).unwrap();
-        assert_eq!(port.phase, Phase::Healthy, "{}", port.reason);
+        assert_eq!(port.phase(), Phase::Healthy, "{}", port.reason);
         assert!(
             ran.iter().all(|a| !matches!(
                 a.kind,

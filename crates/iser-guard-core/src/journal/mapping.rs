@@ -4,9 +4,10 @@
 use super::{v2, JournalFormatError};
 use crate::observe::{Incident, IncidentAction, IncidentOutcome, Stamp};
 use crate::recovery::{
-    ActionId, DeviceRecord, DiskInfo, EngineSnapshot, Fault, Hold, InFlight, InFlightKind,
-    IscsiNode, Origin, Phase, PortId, PortRecord, Portal, PortalRecord, Recreation,
-    RecreationState, SessionKey, SessionOp, SessionRecord, SessionState, StuckEvidence, TimerKind,
+    ActionId, AwaitTimer, DeviceRecord, DiskInfo, EngineSnapshot, Episode, Fault, FreshQp, Hold,
+    InFlight, InFlightKind, IscsiNode, Origin, Phase, PortId, PortRecord, PortState, Portal,
+    PortalRecord, ReconnectTimer, Recreation, RecreationState, SessionKey, SessionOp,
+    SessionRecord, SessionState, Stage, StuckEvidence, TimerKind,
 };
 use crate::reset_plan::{AuxFacts, ParentFacts, RecreateFrom, SoftType};
 use crate::time::Instant;
@@ -341,67 +342,128 @@ fn at(ms: Option<u64>) -> Option<Instant> {
     ms.map(Instant)
 }
 
+/// The engine's port onto the flat v2 record: the state's own data goes into the fields v2
+/// has for it, and fields a state does not have are written empty (as the flat record held
+/// them after a transition).
 fn port_out(p: &PortRecord) -> v2::Port {
+    let ep = p.episode();
+    let (verify_recreate, ops_not_before) = match p.stage() {
+        Some(Stage::ResettingDevice { verify_until }) => (verify_until.is_some(), None),
+        Some(Stage::Reconnecting { ops_not_before, .. }) => (false, *ops_not_before),
+        Some(Stage::Verifying { list_asked_at, .. }) => (false, *list_asked_at),
+        _ => (false, None),
+    };
     v2::Port {
         id: port_id_out(&p.id),
-        phase: phase_out(p.phase),
-        fault: p.fault.as_ref().map(fault_out),
+        phase: phase_out(p.phase()),
+        fault: ep.map(|e| fault_out(&e.fault)),
         reason: p.reason.clone(),
         since: p.since.0,
-        fault_since: ms(p.fault_since),
-        attempts: p.attempts,
+        fault_since: ep.map(|e| e.since.0),
+        attempts: ep.map_or(0, |e| e.attempts),
         hold: p.hold.as_ref().map(hold_out),
-        wake: p.wake.map(|(k, t)| (timer_out(k), t.0)),
-        deadline: ms(p.deadline),
-        target_back_at: ms(p.target_back_at),
-        listener_gone: p.listener_gone,
+        wake: p.wake().map(|(k, t)| (timer_out(k), t.0)),
+        deadline: ms(p.deadline()),
+        target_back_at: ms(ep.and_then(|e| e.target_back_at)),
+        listener_gone: ep.is_some_and(|e| e.listener_gone),
         listener_rejected_at: ms(p.listener_rejected_at),
-        needs_recreate: p.needs_recreate,
-        recreated: p.recreated,
-        verify_recreate: p.verify_recreate,
-        evidence: p.evidence,
+        needs_recreate: ep.is_some_and(|e| e.needs_recreate),
+        recreated: ep.is_some_and(Episode::was_recreated),
+        verify_recreate,
+        evidence: ep.map_or(0, |e| e.evidence),
         link_up: p.link_up,
-        origin: origin_out(p.origin),
-        skip_target_wait: p.skip_target_wait,
-        ops_not_before: ms(p.ops_not_before),
+        origin: origin_out(p.origin()),
+        skip_target_wait: ep.is_some_and(|e| e.skip_target_wait),
+        ops_not_before: ms(ops_not_before),
         sessions: keys_out(&p.sessions),
-        targeted: keys_out(&p.targeted),
-        probes_count_from: ms(p.probes_count_from),
-        awaiting_fresh_qp: p.awaiting_fresh_qp,
-        attempt_recreated: p.attempt_recreated,
+        targeted: keys_out(ep.map_or(&[][..], |e| &e.targeted)),
+        probes_count_from: ms(ep.and_then(|e| e.probes_count_from)),
+        awaiting_fresh_qp: ep.is_some_and(Episode::awaiting_fresh_qp),
+        attempt_recreated: ep.is_some_and(|e| e.attempt_recreated),
         hold_alerted_at: ms(p.hold_alerted_at),
     }
 }
 
+/// A flat v2 record onto the engine's port. Combinations the flat record could hold and the
+/// engine's state cannot (episode fields on a healthy port, a timer of another stage, a
+/// verification deadline without a lost outcome) are dropped: no engine ever read them in
+/// that state. A port that is not healthy and has no fault recorded recovers from
+/// "sessions down", the fault the engine assumed for it.
 fn port_in(p: v2::Port) -> Result<PortRecord, JournalFormatError> {
+    let phase = phase_in(p.phase);
+    let wake = p.wake.map(|(k, t)| (timer_in(k), Instant(t)));
+    let deadline = at(p.deadline);
+    let ops_not_before = at(p.ops_not_before);
+    let stage = match phase {
+        Phase::Healthy => None,
+        Phase::Faulted => Some(Stage::Faulted),
+        Phase::AwaitingTarget => Some(Stage::AwaitingTarget {
+            deadline,
+            timer: wake.and_then(|(k, at)| match k {
+                TimerKind::ProbeRound => Some((AwaitTimer::ProbeRound, at)),
+                TimerKind::Backoff => Some((AwaitTimer::Backoff, at)),
+                TimerKind::Grace | TimerKind::SessionRefresh => None,
+            }),
+        }),
+        Phase::AwaitingDevice => Some(Stage::AwaitingDevice { deadline }),
+        Phase::ResettingDevice => Some(Stage::ResettingDevice {
+            verify_until: deadline.filter(|_| p.verify_recreate),
+        }),
+        Phase::Reconnecting => Some(Stage::Reconnecting {
+            timer: wake.and_then(|(k, at)| match k {
+                TimerKind::Grace => Some((ReconnectTimer::Grace, at)),
+                TimerKind::Backoff => Some((ReconnectTimer::Backoff, at)),
+                TimerKind::SessionRefresh => Some((ReconnectTimer::SessionRefresh, at)),
+                TimerKind::ProbeRound => None,
+            }),
+            ops_not_before,
+        }),
+        Phase::Verifying => Some(Stage::Verifying {
+            deadline,
+            list_asked_at: ops_not_before,
+        }),
+        Phase::Quarantined => Some(Stage::Quarantined),
+    };
+    let since = Instant(p.since);
+    let state = match stage {
+        None => PortState::Healthy,
+        Some(stage) => PortState::Recovering {
+            episode: Episode {
+                fault: p
+                    .fault
+                    .map(fault_in)
+                    .transpose()?
+                    .unwrap_or(Fault::SessionsDown),
+                since: at(p.fault_since).unwrap_or(since),
+                origin: origin_in(p.origin),
+                attempts: p.attempts,
+                attempt_recreated: p.attempt_recreated,
+                needs_recreate: p.needs_recreate,
+                recreated: p.recreated.then_some(if p.awaiting_fresh_qp {
+                    FreshQp::Awaited
+                } else {
+                    FreshQp::Seen
+                }),
+                skip_target_wait: p.skip_target_wait,
+                listener_gone: p.listener_gone,
+                probes_count_from: at(p.probes_count_from),
+                target_back_at: at(p.target_back_at),
+                evidence: p.evidence,
+                targeted: keys_in(p.targeted)?,
+            },
+            stage,
+        },
+    };
     Ok(PortRecord {
         id: port_id_in(p.id),
-        phase: phase_in(p.phase),
-        fault: p.fault.map(fault_in).transpose()?,
+        state,
         reason: p.reason,
-        since: Instant(p.since),
-        fault_since: at(p.fault_since),
-        attempts: p.attempts,
+        since,
         hold: p.hold.map(hold_in).transpose()?,
-        wake: p.wake.map(|(k, t)| (timer_in(k), Instant(t))),
-        deadline: at(p.deadline),
-        target_back_at: at(p.target_back_at),
-        listener_gone: p.listener_gone,
-        listener_rejected_at: at(p.listener_rejected_at),
-        needs_recreate: p.needs_recreate,
-        recreated: p.recreated,
-        verify_recreate: p.verify_recreate,
-        evidence: p.evidence,
-        link_up: p.link_up,
-        origin: origin_in(p.origin),
-        skip_target_wait: p.skip_target_wait,
-        ops_not_before: at(p.ops_not_before),
-        sessions: keys_in(p.sessions)?,
-        targeted: keys_in(p.targeted)?,
-        probes_count_from: at(p.probes_count_from),
-        awaiting_fresh_qp: p.awaiting_fresh_qp,
-        attempt_recreated: p.attempt_recreated,
         hold_alerted_at: at(p.hold_alerted_at),
+        listener_rejected_at: at(p.listener_rejected_at),
+        link_up: p.link_up,
+        sessions: keys_in(p.sessions)?,
     })
 }
 

@@ -1,8 +1,10 @@
-//! Reads the engine's per-port record. The engine's state types are being reshaped (a
-//! per-phase enum instead of a flat record); every field the observer needs is read here
-//! and nowhere else, so such a change touches these functions only.
+//! Reads the engine's per-port record (its state is `PortState`: healthy, or an episode at a
+//! stage, each stage with its own data); every field the observer needs is read here and
+//! nowhere else, so a change of the engine's state touches these functions only.
 
-use crate::recovery::{Fault, Hold, Origin, Phase, PortId, PortRecord, SessionKey, TimerKind};
+use crate::recovery::{
+    Episode, Fault, Hold, Origin, Phase, PortId, PortRecord, SessionKey, Stage, TimerKind,
+};
 use crate::time::Instant;
 
 /// The port.
@@ -12,7 +14,7 @@ pub(super) fn id(p: &PortRecord) -> &PortId {
 
 /// Where it is in its recovery.
 pub(super) fn phase(p: &PortRecord) -> Phase {
-    p.phase
+    p.phase()
 }
 
 /// The reason of its last transition.
@@ -27,17 +29,17 @@ pub(super) fn since(p: &PortRecord) -> Instant {
 
 /// Why it is not healthy.
 pub(super) fn fault(p: &PortRecord) -> Option<&Fault> {
-    p.fault.as_ref()
+    p.fault()
 }
 
 /// When this fault episode began.
 pub(super) fn fault_since(p: &PortRecord) -> Option<Instant> {
-    p.fault_since
+    p.episode().map(|e| e.since)
 }
 
 /// Repair attempts in this episode.
 pub(super) fn attempts(p: &PortRecord) -> u32 {
-    p.attempts
+    p.attempts()
 }
 
 /// Why it does not act, if it wants to and may not.
@@ -47,12 +49,12 @@ pub(super) fn hold(p: &PortRecord) -> Option<&Hold> {
 
 /// The phase timer: what it means and when it fires.
 pub(super) fn wake(p: &PortRecord) -> Option<(TimerKind, Instant)> {
-    p.wake
+    p.wake()
 }
 
 /// When the phase gives up.
 pub(super) fn deadline(p: &PortRecord) -> Option<Instant> {
-    p.deadline
+    p.deadline()
 }
 
 /// The sessions remembered on it.
@@ -62,28 +64,35 @@ pub(super) fn sessions(p: &PortRecord) -> &[SessionKey] {
 
 /// Who drives the episode.
 pub(super) fn origin(p: &PortRecord) -> Origin {
-    p.origin
+    p.origin()
 }
 
 /// Facts about the episode worth showing, in words (empty when healthy).
 pub(super) fn notes(p: &PortRecord) -> Vec<String> {
     let mut out = Vec::new();
-    if p.needs_recreate && !p.recreated {
+    let e = p.episode();
+    let recreated = e.is_some_and(Episode::was_recreated);
+    if p.needs_recreate() && !recreated {
         out.push("needs a device re-creation".to_string());
     }
-    if p.recreated {
+    if recreated {
         out.push("the device was re-created in this episode".to_string());
     }
-    if p.awaiting_fresh_qp {
+    if e.is_some_and(Episode::awaiting_fresh_qp) {
         out.push("waiting to see the new GSI QP 1 in RTS".to_string());
     }
-    if p.verify_recreate {
+    if matches!(
+        p.stage(),
+        Some(Stage::ResettingDevice {
+            verify_until: Some(_)
+        })
+    ) {
         out.push("verifying a re-creation that was in flight at a restart".to_string());
     }
-    if p.listener_gone {
+    if e.is_some_and(|e| e.listener_gone) {
         out.push("the target answers TCP but refuses iSER logins (its listener)".to_string());
     }
-    if let Some(t) = p.target_back_at {
+    if let Some(t) = e.and_then(|e| e.target_back_at) {
         out.push(format!("the target counts as back since {t}"));
     }
     if !p.link_up {

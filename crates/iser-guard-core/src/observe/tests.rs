@@ -1,5 +1,7 @@
 use super::*;
-use crate::recovery::{Fault, Phase, PortId, PortRecord, StuckEvidence, Transition};
+use crate::recovery::{
+    Episode, Fault, Origin, Phase, PortId, PortRecord, PortState, Stage, StuckEvidence, Transition,
+};
 use crate::time::Instant;
 
 const T0: u64 = 1_796_158_800_000;
@@ -18,10 +20,22 @@ fn port() -> PortId {
 /// The port's record as the engine would hold it in `phase` with `fault`.
 fn record(phase: Phase, fault: Option<Fault>, since: u64, fault_since: u64) -> PortRecord {
     let mut p = PortRecord::new(port(), Instant(0));
-    p.phase = phase;
-    p.fault = fault;
+    let stage = match phase {
+        Phase::Healthy => None,
+        Phase::Faulted => Some(Stage::Faulted),
+        Phase::AwaitingTarget => Some(Stage::awaiting_target()),
+        Phase::AwaitingDevice => Some(Stage::awaiting_device()),
+        Phase::ResettingDevice => Some(Stage::resetting_device()),
+        Phase::Reconnecting => Some(Stage::reconnecting()),
+        Phase::Verifying => Some(Stage::verifying()),
+        Phase::Quarantined => Some(Stage::Quarantined),
+    };
+    if let Some(stage) = stage {
+        let fault = fault.unwrap_or(Fault::SessionsDown);
+        let episode = Episode::new(fault, Instant(fault_since), Origin::Automatic);
+        p.state = PortState::Recovering { episode, stage };
+    }
     p.since = Instant(since);
-    p.fault_since = (phase != Phase::Healthy).then_some(Instant(fault_since));
     p
 }
 

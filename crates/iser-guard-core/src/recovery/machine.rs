@@ -15,8 +15,9 @@ use super::input::{
 use super::policy::Policy;
 use super::policy::{OtherSessions, ProbeMethod, ResetWhen};
 use super::state::{
-    DeviceRecord, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Phase, PortRecord,
-    PortalRecord, Recreation, RecreationState, SessionOp, SessionRecord, TimerKind, Transition,
+    AwaitTimer, DeviceRecord, EngineSnapshot, Episode, Fault, FreshQp, Hold, InFlight,
+    InFlightKind, Phase, PortRecord, PortState, PortalRecord, ReconnectTimer, Recreation,
+    RecreationState, SessionOp, SessionRecord, Stage, TimerKind, Transition,
 };
 use crate::qp::QpState;
 use crate::time::Instant;
@@ -284,12 +285,11 @@ impl Engine {
             .collect();
         for dev in in_flight_devices {
             for pid in e.ports_of_device(&dev) {
-                if let Some(p) = e.ports.get_mut(&pid) {
-                    if p.phase == Phase::ResettingDevice {
-                        p.verify_recreate = true;
-                        p.deadline = Some(now.plus(VERIFY_RECREATE_WINDOW));
-                        verify = true;
-                    }
+                if let Some(Stage::ResettingDevice { verify_until }) =
+                    e.ports.get_mut(&pid).and_then(PortRecord::stage_mut)
+                {
+                    *verify_until = Some(now.plus(VERIFY_RECREATE_WINDOW));
+                    verify = true;
                 }
             }
         }
@@ -323,8 +323,8 @@ impl Engine {
     fn journal_view(&self) -> EngineSnapshot {
         let mut s = self.snapshot();
         s.taken_at = Instant::ZERO;
-        for p in &mut s.ports {
-            p.evidence = 0;
+        for e in s.ports.iter_mut().filter_map(PortRecord::episode_mut) {
+            e.evidence = 0;
         }
         s
     }
@@ -401,7 +401,7 @@ impl Engine {
         let ports = self
             .ports
             .values()
-            .flat_map(|p| [p.wake.map(|(_, at)| at), p.deadline])
+            .flat_map(|p| [p.wake().map(|(_, at)| at), p.deadline()])
             .flatten();
         let inflight = self.inflight.values().map(|i| i.deadline);
         ports.chain(inflight).chain(self.gate.next_timeout()).min()
@@ -528,7 +528,7 @@ impl Engine {
                     || self
                         .ports
                         .values()
-                        .any(|p| p.phase == Phase::AwaitingDevice);
+                        .any(|p| p.phase() == Phase::AwaitingDevice);
                 if explained {
                     // Expected while a device is being re-created or known to be gone.
                     self.finish();
@@ -662,7 +662,7 @@ impl Engine {
                 let port_healthy = self
                     .ports
                     .get(&rec.port)
-                    .is_some_and(|p| p.phase == Phase::Healthy);
+                    .is_some_and(|p| p.phase() == Phase::Healthy);
                 // Evidence of a clean logout: it vanished while LOGGED_IN with running disks,
                 // on a healthy port, with no error seen since, and not by our own hand.
                 if rec.is_healthy_when_last_seen()
@@ -684,7 +684,15 @@ impl Engine {
         }
         // Ports waiting for a fresh list before logging sessions out and in.
         for p in self.ports.values() {
-            if p.ops_not_before.is_some() || p.phase == Phase::Verifying {
+            if matches!(
+                p.stage(),
+                Some(
+                    Stage::Reconnecting {
+                        ops_not_before: Some(_),
+                        ..
+                    } | Stage::Verifying { .. }
+                )
+            ) {
                 touched.insert(p.id.clone());
             }
         }
@@ -692,11 +700,11 @@ impl Engine {
             let Some(p) = self.ports.get(&pid) else {
                 continue;
             };
-            if p.phase == Phase::Quarantined {
+            if p.phase() == Phase::Quarantined {
                 self.report_quarantined_losses(&pid, now);
                 continue;
             }
-            if p.phase == Phase::Healthy {
+            if p.phase() == Phase::Healthy {
                 let down: Vec<String> = p
                     .sessions
                     .iter()
@@ -877,7 +885,7 @@ impl Engine {
             .ports
             .values()
             .filter(|p| {
-                p.wake.is_some_and(|(_, at)| at <= now) || p.deadline.is_some_and(|d| d <= now)
+                p.wake().is_some_and(|(_, at)| at <= now) || p.deadline().is_some_and(|d| d <= now)
             })
             .map(|p| p.id.clone())
             .collect();
@@ -885,16 +893,11 @@ impl Engine {
             self.mark_dirty("timers fired".into());
         }
         for pid in pids {
-            let wake = match self.ports.get_mut(&pid) {
-                Some(p) => match p.wake {
-                    Some((kind, at)) if at <= now => {
-                        p.wake = None;
-                        Some(kind)
-                    }
-                    _ => None,
-                },
-                None => None,
-            };
+            let wake = self
+                .ports
+                .get_mut(&pid)
+                .and_then(PortRecord::stage_mut)
+                .and_then(|s| s.take_due_wake(now));
             let awaiting_target = self.phase(&pid) == Some(Phase::AwaitingTarget);
             match wake {
                 Some(TimerKind::ProbeRound) if awaiting_target => self.start_probes(&pid, now),
@@ -902,33 +905,28 @@ impl Engine {
                 Some(TimerKind::Backoff) => {
                     if self.phase(&pid) == Some(Phase::AwaitingTarget) {
                         self.start_probes(&pid, now);
-                    } else if let Some(p) = self.ports.get_mut(&pid) {
-                        p.ops_not_before = Some(now);
+                    } else {
+                        self.set_ops_not_before(&pid, now);
                     }
                 }
-                Some(TimerKind::Grace) => {
-                    if let Some(p) = self.ports.get_mut(&pid) {
-                        p.ops_not_before = Some(now);
-                    }
-                }
+                Some(TimerKind::Grace) => self.set_ops_not_before(&pid, now),
                 Some(TimerKind::SessionRefresh) => self.request_sessions(now, true),
                 None => {}
             }
             self.evaluate(&pid, now);
-            // A deadline the phase did not consume must not fire again and again.
-            if let Some(p) = self.ports.get_mut(&pid) {
-                if p.deadline.is_some_and(|d| d <= now) {
-                    p.deadline = None;
+            // A deadline the stage did not consume must not fire again and again.
+            let refresh = self.policy.session_refresh;
+            if let Some(stage) = self.ports.get_mut(&pid).and_then(PortRecord::stage_mut) {
+                if stage.deadline().is_some_and(|d| d <= now) {
+                    stage.set_deadline(None);
                 }
-                if p.ops_not_before.is_some()
-                    && p.wake.is_none()
-                    && matches!(p.phase, Phase::Reconnecting)
+                if let Stage::Reconnecting {
+                    timer: timer @ None,
+                    ops_not_before: Some(_),
+                } = stage
                 {
                     // Still waiting for a fresh session list: ask again later.
-                    p.wake = Some((
-                        TimerKind::SessionRefresh,
-                        now.plus(self.policy.session_refresh),
-                    ));
+                    *timer = Some((ReconnectTimer::SessionRefresh, now.plus(refresh)));
                 }
             }
         }
@@ -983,7 +981,12 @@ impl Engine {
         let Some(p) = self.ports.get_mut(pid) else {
             return;
         };
-        if p.phase == Phase::ResettingDevice && p.verify_recreate {
+        if matches!(
+            p.stage(),
+            Some(Stage::ResettingDevice {
+                verify_until: Some(_)
+            })
+        ) {
             let device = pid.device.clone();
             self.on_recreate_done(
                 &device,
@@ -993,23 +996,29 @@ impl Engine {
                 now,
             );
             // That sighting was the fresh QP 1 itself.
-            if let Some(p) = self.ports.get_mut(pid) {
-                p.awaiting_fresh_qp = false;
+            if let Some(e) = self.episode_mut(pid) {
+                if e.recreated.is_some() {
+                    e.recreated = Some(FreshQp::Seen);
+                }
             }
             return;
         }
-        if p.awaiting_fresh_qp {
-            p.awaiting_fresh_qp = false;
+        let phase = p.phase();
+        let Some(e) = p.episode_mut() else {
+            return;
+        };
+        if e.awaiting_fresh_qp() {
+            e.recreated = Some(FreshQp::Seen);
             self.mark_dirty(format!("{pid}: the new QP 1 is in RTS"));
             self.evaluate(pid, now);
             return;
         }
-        if p.needs_recreate
-            && matches!(p.fault, Some(Fault::GsiStuck { .. }))
-            && matches!(p.phase, Phase::Faulted | Phase::AwaitingTarget)
+        if e.needs_recreate
+            && matches!(e.fault, Fault::GsiStuck { .. })
+            && matches!(phase, Phase::Faulted | Phase::AwaitingTarget)
         {
-            p.needs_recreate = false;
-            p.fault = Some(Fault::SessionsDown);
+            e.needs_recreate = false;
+            e.fault = Fault::SessionsDown;
             p.reason = format!(
                 "QP 1 of {pid} is back in RTS without a re-creation (someone re-created the \
                  device, or the driver recovered): no re-creation needed"
@@ -1118,7 +1127,7 @@ impl Engine {
         let port_healthy = self
             .ports
             .get(&pid)
-            .is_some_and(|p| p.phase == Phase::Healthy);
+            .is_some_and(|p| p.phase() == Phase::Healthy);
         if !rec.is_up() || !port_healthy {
             return; // Expected while the session is down; iscsid or the engine handles it.
         }
@@ -1149,9 +1158,9 @@ impl Engine {
             .ports
             .values()
             .filter(|p| {
-                !p.needs_recreate
+                !p.needs_recreate()
                     && matches!(
-                        p.phase,
+                        p.phase(),
                         Phase::AwaitingTarget | Phase::Reconnecting | Phase::Verifying
                     )
             })
@@ -1169,15 +1178,14 @@ impl Engine {
             }
             marked = true;
             let newly = self.ports.get_mut(&pid).is_some_and(|p| {
-                let n = !p.listener_gone;
-                p.listener_gone = true;
                 p.listener_rejected_at = Some(now);
-                n
+                p.episode_mut()
+                    .is_some_and(|e| !std::mem::replace(&mut e.listener_gone, true))
             });
             if newly && self.phase(&pid) != Some(Phase::AwaitingTarget) {
                 self.transition(
                     &pid,
-                    Phase::AwaitingTarget,
+                    Stage::awaiting_target(),
                     "the target rejects iSER connections (invalid service ID): waiting for the \
                      target side to be fixed, probing meanwhile"
                         .into(),
@@ -1269,7 +1277,7 @@ impl Engine {
         let users: Vec<PortId> = self
             .ports
             .values()
-            .filter(|p| p.phase != Phase::Healthy && p.phase != Phase::Quarantined)
+            .filter(|p| !matches!(p.phase(), Phase::Healthy | Phase::Quarantined))
             .filter(|p| {
                 p.sessions.iter().any(|k| {
                     self.sessions
@@ -1322,11 +1330,13 @@ impl Engine {
                     // the device came back can beat the executor's outcome).
                     let seen = started
                         .is_some_and(|t| self.gsi_rts_at.get(&pid).is_some_and(|at| *at >= t));
-                    if let Some(p) = self.ports.get_mut(&pid) {
-                        p.recreated = true;
-                        p.needs_recreate = false;
-                        p.verify_recreate = false;
-                        p.awaiting_fresh_qp = !seen;
+                    if let Some(e) = self.episode_mut(&pid) {
+                        e.recreated = Some(if seen {
+                            FreshQp::Seen
+                        } else {
+                            FreshQp::Awaited
+                        });
+                        e.needs_recreate = false;
                     }
                     let grace = self.policy.iscsid_grace.as_secs();
                     self.start_reconnect(
@@ -1387,8 +1397,8 @@ impl Engine {
             if self.phase(&pid) != Some(Phase::ResettingDevice) {
                 continue;
             }
-            if let Some(p) = self.ports.get_mut(&pid) {
-                p.attempts = p.attempts.saturating_sub(1);
+            if let Some(e) = self.episode_mut(&pid) {
+                e.attempts = e.attempts.saturating_sub(1);
             }
             self.after_failed_attempt(&pid, format!("{device} was not re-created: {reason}"), now);
         }
@@ -1425,14 +1435,16 @@ impl Engine {
             }
             let why = match self.ports.get_mut(&pid) {
                 Some(p) => {
-                    p.attempts = p.attempts.saturating_sub(1);
+                    if let Some(e) = p.episode_mut() {
+                        e.attempts = e.attempts.saturating_sub(1);
+                    }
                     p.reason.clone()
                 }
                 None => continue,
             };
             self.transition(
                 &pid,
-                Phase::AwaitingTarget,
+                Stage::awaiting_target(),
                 format!("planned, not run: {plan}"),
                 now,
             );
@@ -1461,12 +1473,11 @@ impl Engine {
     fn on_recreate_silent(&mut self, device: &str, now: Instant) {
         let mut any = false;
         for pid in self.ports_of_device(device) {
-            if let Some(p) = self.ports.get_mut(&pid) {
-                if p.phase == Phase::ResettingDevice {
-                    p.verify_recreate = true;
-                    p.deadline = Some(now.plus(VERIFY_RECREATE_WINDOW));
-                    any = true;
-                }
+            if let Some(Stage::ResettingDevice { verify_until }) =
+                self.ports.get_mut(&pid).and_then(PortRecord::stage_mut)
+            {
+                *verify_until = Some(now.plus(VERIFY_RECREATE_WINDOW));
+                any = true;
             }
         }
         // The fresh QP 1 may have been reported already, before the outcome was missed.
@@ -1543,7 +1554,7 @@ impl Engine {
             _ => {
                 rec.op = Some(SessionOp::Failed(format!("{what}: {status:?}")));
                 let portal = rec.key.portal.clone();
-                let needs_recreate = self.ports.get(&pid).is_some_and(|p| p.needs_recreate);
+                let needs_recreate = self.ports.get(&pid).is_some_and(PortRecord::needs_recreate);
                 if !logout && !needs_recreate && self.answering_portals(&pid).contains(&portal) {
                     if let Some(rec) = self.sessions.get_mut(key) {
                         rec.op = None;
@@ -1648,29 +1659,53 @@ impl Engine {
                     return Ok(format!("logging {n_unplaced} session(s) out and in"));
                 }
                 let mut pids = BTreeSet::new();
+                // The operator's picks on a healthy port open its episode below.
+                let mut picks: BTreeMap<PortId, Vec<SessionKey>> = BTreeMap::new();
                 for k in &keys {
                     if let Some(s) = self.sessions.get_mut(k) {
                         s.op = None;
                         pids.insert(s.port.clone());
                         if let Some(p) = self.ports.get_mut(&s.port) {
-                            if !p.targeted.contains(k) {
-                                p.targeted.push(k.clone());
+                            let targeted = match p.episode_mut() {
+                                Some(e) => &mut e.targeted,
+                                None => picks.entry(s.port.clone()).or_default(),
+                            };
+                            if !targeted.contains(k) {
+                                targeted.push(k.clone());
                             }
                         }
                     }
                 }
                 for pid in &pids {
+                    let picked = picks.remove(pid).unwrap_or_default();
+                    let mut opened = None;
                     if let Some(p) = self.ports.get_mut(pid) {
-                        p.origin = Origin::Operator;
-                        p.attempts = 0;
                         p.hold = None;
-                        if matches!(p.phase, Phase::Healthy | Phase::Quarantined) {
-                            p.fault = Some(Fault::Operator);
-                            p.fault_since = Some(now);
+                        let quarantined = p.phase() == Phase::Quarantined;
+                        match p.episode_mut() {
+                            Some(e) => {
+                                for k in picked {
+                                    if !e.targeted.contains(&k) {
+                                        e.targeted.push(k);
+                                    }
+                                }
+                                e.origin = Origin::Operator;
+                                e.attempts = 0;
+                                if quarantined {
+                                    e.fault = Fault::Operator;
+                                    e.since = now;
+                                }
+                            }
+                            None => {
+                                let mut e = Episode::new(Fault::Operator, now, Origin::Operator);
+                                e.targeted = picked;
+                                opened = Some(e);
+                            }
                         }
                     }
-                    self.start_reconnect(
+                    self.reconnect_from(
                         pid,
+                        opened,
                         false,
                         "operator asked: iser-guard reconnect".into(),
                         now,
@@ -1819,15 +1854,27 @@ impl Engine {
         let Some(p) = self.ports.get_mut(pid) else {
             return;
         };
-        p.origin = Origin::Operator;
-        p.attempts = 0;
         p.hold = None;
-        p.listener_gone = false;
-        p.needs_recreate = recreate;
-        p.skip_target_wait = skip_wait;
-        p.fault = Some(Fault::Operator);
-        p.fault_since = Some(now);
-        if p.phase == Phase::ResettingDevice {
+        let phase = p.phase();
+        let opened = match p.episode_mut() {
+            Some(e) => {
+                e.origin = Origin::Operator;
+                e.attempts = 0;
+                e.listener_gone = false;
+                e.needs_recreate = recreate;
+                e.skip_target_wait = skip_wait;
+                e.fault = Fault::Operator;
+                e.since = now;
+                None
+            }
+            None => {
+                let mut e = Episode::new(Fault::Operator, now, Origin::Operator);
+                e.needs_recreate = recreate;
+                e.skip_target_wait = skip_wait;
+                Some(e)
+            }
+        };
+        if phase == Phase::ResettingDevice {
             return; // Already being re-created.
         }
         let what = if skip_wait {
@@ -1835,7 +1882,7 @@ impl Engine {
         } else {
             format!("operator asked: iser-guard recover {pid}")
         };
-        self.transition(pid, Phase::Faulted, what, now);
+        self.transition_in(pid, opened, Stage::Faulted, what, now);
         self.evaluate(pid, now);
     }
 
@@ -1848,46 +1895,41 @@ impl Engine {
         let Some(p) = self.ports.get_mut(pid) else {
             return;
         };
-        p.evidence = p.evidence.saturating_add(1);
-        match p.phase {
-            Phase::Healthy => {
-                p.needs_recreate = matches!(fault, Fault::GsiStuck { .. } | Fault::Operator);
-                p.fault = Some(fault.clone());
-                p.fault_since = Some(now);
-                p.attempts = 0;
-                p.evidence = 1;
-                p.origin = Origin::Automatic;
-                p.recreated = false;
-                p.skip_target_wait = false;
-                p.listener_gone = false;
-                p.target_back_at = None;
-                p.targeted.clear();
-                if let Fault::Zombie { session } = &fault {
-                    p.targeted.push(session.clone());
-                }
-                self.transition(pid, Phase::Faulted, reason.clone(), now);
-                let severity = match fault {
-                    Fault::Zombie { .. } | Fault::SessionsDown => Severity::Warning,
-                    _ => Severity::Error,
-                };
-                self.alert(
-                    now,
-                    severity,
-                    format!("fault:{pid}"),
-                    format!("{pid}: {}", fault.describe()),
-                    reason,
-                    None,
-                );
-                self.evaluate(pid, now);
+        let phase = p.phase();
+        let Some(e) = p.episode_mut() else {
+            // A healthy port: a new episode.
+            let mut e = Episode::new(fault.clone(), now, Origin::Automatic);
+            e.needs_recreate = matches!(fault, Fault::GsiStuck { .. } | Fault::Operator);
+            e.evidence = 1;
+            if let Fault::Zombie { session } = &fault {
+                e.targeted.push(session.clone());
             }
-            Phase::Quarantined | Phase::ResettingDevice => {}
+            self.open_episode(pid, e, Stage::Faulted, reason.clone(), now);
+            let severity = match fault {
+                Fault::Zombie { .. } | Fault::SessionsDown => Severity::Warning,
+                _ => Severity::Error,
+            };
+            self.alert(
+                now,
+                severity,
+                format!("fault:{pid}"),
+                format!("{pid}: {}", fault.describe()),
+                reason,
+                None,
+            );
+            self.evaluate(pid, now);
+            return;
+        };
+        e.evidence = e.evidence.saturating_add(1);
+        match phase {
+            Phase::Healthy | Phase::Quarantined | Phase::ResettingDevice => {}
             _ => match fault {
-                Fault::GsiStuck { evidence } if !p.needs_recreate => {
-                    p.fault = Some(Fault::GsiStuck { evidence });
-                    p.needs_recreate = true;
-                    p.listener_gone = false;
-                    let stuck_again = p.recreated;
-                    let attempts = p.attempts;
+                Fault::GsiStuck { evidence } if !e.needs_recreate => {
+                    e.fault = Fault::GsiStuck { evidence };
+                    e.needs_recreate = true;
+                    e.listener_gone = false;
+                    let stuck_again = e.was_recreated();
+                    let attempts = e.attempts;
                     self.alert(
                         now,
                         Severity::Error,
@@ -1896,7 +1938,7 @@ impl Engine {
                         reason.clone(),
                         None,
                     );
-                    self.transition(pid, Phase::AwaitingTarget, reason, now);
+                    self.transition(pid, Stage::awaiting_target(), reason, now);
                     if stuck_again {
                         // QP 1 got stuck again after a re-creation: the target is not really
                         // back. Probe it afresh (hysteresis) and back off before re-creating.
@@ -1911,15 +1953,19 @@ impl Engine {
                         let j = self.jitter();
                         let backoff = self.policy.backoff(attempts, j);
                         if let Some(p) = self.ports.get_mut(pid) {
-                            p.wake = Some((TimerKind::Backoff, now.plus(backoff)));
-                            p.probes_count_from = Some(now.plus(backoff));
+                            if let Some(Stage::AwaitingTarget { timer, .. }) = p.stage_mut() {
+                                *timer = Some((AwaitTimer::Backoff, now.plus(backoff)));
+                            }
+                            if let Some(e) = p.episode_mut() {
+                                e.probes_count_from = Some(now.plus(backoff));
+                            }
                         }
                     }
                     self.evaluate(pid, now);
                 }
-                Fault::DeviceGone if p.phase != Phase::AwaitingDevice => {
-                    p.fault = Some(Fault::DeviceGone);
-                    self.transition(pid, Phase::AwaitingDevice, reason, now);
+                Fault::DeviceGone if phase != Phase::AwaitingDevice => {
+                    e.fault = Fault::DeviceGone;
+                    self.transition(pid, Stage::awaiting_device(), reason, now);
                     self.enter_awaiting_device(pid, now);
                 }
                 _ => {}
@@ -1931,7 +1977,7 @@ impl Engine {
         let pids: Vec<PortId> = self
             .ports
             .values()
-            .filter(|p| p.phase != Phase::Healthy)
+            .filter(|p| p.phase() != Phase::Healthy)
             .map(|p| p.id.clone())
             .collect();
         for pid in pids {
@@ -1947,193 +1993,237 @@ impl Engine {
         }
     }
 
-    /// One decision for one port; true if its phase changed (evaluate again).
+    /// One decision for one port; true if its state changed (evaluate again).
     fn step(&mut self, pid: &PortId, now: Instant) -> bool {
         let Some(p) = self.ports.get(pid) else {
             return false;
         };
-        match p.phase {
-            Phase::Healthy | Phase::Quarantined | Phase::ResettingDevice => {
-                if p.phase == Phase::ResettingDevice
-                    && p.verify_recreate
-                    && p.deadline.is_some_and(|d| d <= now)
-                {
-                    let device = pid.device.clone();
-                    self.on_recreate_done(
-                        &device,
-                        RecreateResult::Failed {
-                            reason: "could not verify that it completed (no outcome, QP table \
-                                     did not show QP 1 in RTS)"
-                                .into(),
-                        },
-                        now,
-                    );
-                    return true;
-                }
-                false
-            }
+        match p.phase() {
+            Phase::Healthy | Phase::Quarantined => false,
+            Phase::ResettingDevice => self.step_resetting(pid, now),
             Phase::Faulted => {
                 self.decide(pid, now);
                 true
             }
-            Phase::AwaitingTarget => {
-                if !p.needs_recreate && self.all_healthy(pid) {
-                    self.become_healthy(
-                        pid,
-                        "every session is logged in again: iscsid reconnected by itself, no \
-                         action was needed"
-                            .into(),
-                        now,
-                    );
-                    return true;
-                }
-                if p.listener_gone && !p.needs_recreate {
-                    // Only the target side can fix a dead listener; iscsid keeps retrying.
-                    // Once no rejection came for a while, the listener is probably back.
-                    // While iscsid still holds a failed session it keeps retrying it; the port
-                    // stays here (no churn) until the sessions come back.
-                    let quiet = self.policy.probe_interval.saturating_mul(3);
-                    let rejected = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
-                    let retrying = p
-                        .sessions
-                        .iter()
-                        .filter_map(|k| self.sessions.get(k))
-                        .any(|s| s.present && !s.is_up());
-                    if rejected || retrying {
-                        if let Some(p) = self.ports.get_mut(pid) {
-                            p.deadline = None;
-                        }
-                        return false;
-                    }
-                    if let Some(p) = self.ports.get_mut(pid) {
-                        p.listener_gone = false;
-                    }
-                    self.mark_dirty(format!("{pid}: no more rejections from the target"));
-                }
-                let automatic = self
-                    .ports
-                    .get(pid)
-                    .is_some_and(|p| p.origin == Origin::Automatic);
-                if !self.no_wait(pid) && automatic && self.down_portals_of(pid).is_empty() {
-                    let Some(p) = self.ports.get(pid) else {
-                        return false;
-                    };
-                    if p.needs_recreate && p.hold != Some(Hold::NoPortalKnown) {
-                        let why = p.reason.clone();
-                        let what = format!("re-create RDMA device {}", pid.device);
-                        self.set_hold(pid, Hold::NoPortalKnown, &what, &why, now);
-                    }
-                    return false;
-                }
-                if self.target_back(pid) {
-                    if let Some(p) = self.ports.get_mut(pid) {
-                        p.deadline = None;
-                        if p.target_back_at.is_none() {
-                            p.target_back_at = Some(now);
-                        }
-                    }
-                    if self.ports.get(pid).is_some_and(|p| p.needs_recreate) {
-                        return self.try_recreate(pid, now);
-                    }
-                    let grace = self.policy.iscsid_grace.as_secs();
-                    self.start_reconnect(
-                        pid,
-                        true,
-                        format!(
-                            "target answers again ({} consecutive probes); giving iscsid {grace}s \
-                             to reconnect by itself",
-                            self.policy.probe_successes
-                        ),
-                        now,
-                    );
-                    return true;
-                }
-                if self
-                    .ports
-                    .get(pid)
-                    .is_some_and(|p| p.deadline.is_some_and(|d| d <= now))
-                {
-                    let waited = self.policy.target_wait_max.as_secs();
-                    self.quarantine(
-                        pid,
-                        format!(
-                            "the target did not answer for {waited}s; automatic recovery gives up \
-                             waiting"
-                        ),
-                        now,
-                    );
-                    return true;
-                }
-                false
-            }
-            Phase::AwaitingDevice => {
-                let present = self.devices.get(&pid.device).is_none_or(|d| d.present);
-                if present {
-                    self.start_reconnect(
-                        pid,
-                        true,
-                        format!("RDMA device {} is present again", pid.device),
-                        now,
-                    );
-                    return true;
-                }
-                if p.deadline.is_some_and(|d| d <= now) || p.needs_recreate {
-                    if let Some(p) = self.ports.get_mut(pid) {
-                        p.deadline = None;
-                        p.needs_recreate = true;
-                    }
-                    return self.try_recreate(pid, now);
-                }
-                false
-            }
+            Phase::AwaitingTarget => self.step_awaiting_target(pid, now),
+            Phase::AwaitingDevice => self.step_awaiting_device(pid, now),
             Phase::Reconnecting => self.step_reconnect(pid, now),
-            Phase::Verifying => {
-                let fresh = self.last_sessions_at.is_some_and(|t| t >= p.since);
-                if fresh && self.verified(pid) {
-                    self.become_healthy(
-                        pid,
-                        "every session is logged in with its disks running".into(),
-                        now,
-                    );
-                    return true;
-                }
-                if p.deadline.is_some_and(|d| d <= now) {
-                    // Judge on a session list taken at the deadline, never on an older one
-                    // (the session may be back under a new SID already).
-                    // `ops_not_before` (unused while verifying) marks when the deadline first
-                    // passed and a list was asked for.
-                    let asked = p.ops_not_before.unwrap_or(now);
-                    if self.last_sessions_at.is_none_or(|t| t < asked) {
-                        let wait = self.policy.session_refresh;
-                        if let Some(p) = self.ports.get_mut(pid) {
-                            p.ops_not_before = Some(asked);
-                            p.deadline = Some(now.plus(wait));
-                        }
-                        self.request_sessions(now, true);
-                        return false;
-                    }
-                    let secs = self.policy.verify_timeout.as_secs();
-                    // Name what is missing: the sessions still down, or (all of them up)
-                    // the re-created device's fresh QP 1 never seen in RTS.
-                    let why = if !self.all_healthy(pid) {
-                        format!(
-                            "sessions not back within {secs}s after the reconnect: {}",
-                            self.down_sessions_text(pid)
-                        )
-                    } else if !self.fresh_qp_ok(pid) {
-                        format!(
-                            "every session is logged in, but the QP table did not show {pid}'s \
-                             new GSI QP 1 in RTS within {secs}s after the re-creation"
-                        )
-                    } else {
-                        format!("{pid} has no session, and its device was not re-created")
-                    };
-                    self.after_failed_attempt(pid, why, now);
-                    return true;
-                }
-                false
-            }
+            Phase::Verifying => self.step_verifying(pid, now),
         }
+    }
+
+    /// ResettingDevice: a re-creation whose outcome was lost and that the QP table did not
+    /// confirm in time failed.
+    fn step_resetting(&mut self, pid: &PortId, now: Instant) -> bool {
+        let expired = matches!(
+            self.ports.get(pid).and_then(PortRecord::stage),
+            Some(Stage::ResettingDevice { verify_until: Some(d) }) if *d <= now
+        );
+        if !expired {
+            return false;
+        }
+        let device = pid.device.clone();
+        self.on_recreate_done(
+            &device,
+            RecreateResult::Failed {
+                reason: "could not verify that it completed (no outcome, QP table did not show \
+                         QP 1 in RTS)"
+                    .into(),
+            },
+            now,
+        );
+        true
+    }
+
+    /// AwaitingTarget: healthy again by itself, a dead listener, no portal to probe, the
+    /// target back (re-create or reconnect), or the wait given up.
+    fn step_awaiting_target(&mut self, pid: &PortId, now: Instant) -> bool {
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        let (needs_recreate, listener_gone) = p
+            .episode()
+            .map_or((false, false), |e| (e.needs_recreate, e.listener_gone));
+        if !needs_recreate && self.all_healthy(pid) {
+            self.become_healthy(
+                pid,
+                "every session is logged in again: iscsid reconnected by itself, no action was \
+                 needed"
+                    .into(),
+                now,
+            );
+            return true;
+        }
+        if listener_gone && !needs_recreate {
+            // Only the target side can fix a dead listener; iscsid keeps retrying.
+            // Once no rejection came for a while, the listener is probably back.
+            // While iscsid still holds a failed session it keeps retrying it; the port
+            // stays here (no churn) until the sessions come back.
+            let quiet = self.policy.probe_interval.saturating_mul(3);
+            let rejected = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
+            let retrying = p
+                .sessions
+                .iter()
+                .filter_map(|k| self.sessions.get(k))
+                .any(|s| s.present && !s.is_up());
+            if rejected || retrying {
+                if let Some(stage) = self.stage_mut(pid) {
+                    stage.set_deadline(None);
+                }
+                return false;
+            }
+            if let Some(e) = self.episode_mut(pid) {
+                e.listener_gone = false;
+            }
+            self.mark_dirty(format!("{pid}: no more rejections from the target"));
+        }
+        let automatic = self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.origin() == Origin::Automatic);
+        if !self.no_wait(pid) && automatic && self.down_portals_of(pid).is_empty() {
+            let Some(p) = self.ports.get(pid) else {
+                return false;
+            };
+            if p.needs_recreate() && p.hold != Some(Hold::NoPortalKnown) {
+                let why = p.reason.clone();
+                let what = format!("re-create RDMA device {}", pid.device);
+                self.set_hold(pid, Hold::NoPortalKnown, &what, &why, now);
+            }
+            return false;
+        }
+        if self.target_back(pid) {
+            if let Some(p) = self.ports.get_mut(pid) {
+                if let Some(stage) = p.stage_mut() {
+                    stage.set_deadline(None);
+                }
+                if let Some(e) = p.episode_mut() {
+                    if e.target_back_at.is_none() {
+                        e.target_back_at = Some(now);
+                    }
+                }
+            }
+            if self.ports.get(pid).is_some_and(PortRecord::needs_recreate) {
+                return self.try_recreate(pid, now);
+            }
+            let grace = self.policy.iscsid_grace.as_secs();
+            self.start_reconnect(
+                pid,
+                true,
+                format!(
+                    "target answers again ({} consecutive probes); giving iscsid {grace}s to \
+                     reconnect by itself",
+                    self.policy.probe_successes
+                ),
+                now,
+            );
+            return true;
+        }
+        if self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.deadline().is_some_and(|d| d <= now))
+        {
+            let waited = self.policy.target_wait_max.as_secs();
+            self.quarantine(
+                pid,
+                format!(
+                    "the target did not answer for {waited}s; automatic recovery gives up waiting"
+                ),
+                now,
+            );
+            return true;
+        }
+        false
+    }
+
+    /// AwaitingDevice: the device is back (reconnect), or the wait is over (re-create it).
+    fn step_awaiting_device(&mut self, pid: &PortId, now: Instant) -> bool {
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        let present = self.devices.get(&pid.device).is_none_or(|d| d.present);
+        if present {
+            self.start_reconnect(
+                pid,
+                true,
+                format!("RDMA device {} is present again", pid.device),
+                now,
+            );
+            return true;
+        }
+        if p.deadline().is_some_and(|d| d <= now) || p.needs_recreate() {
+            if let Some(p) = self.ports.get_mut(pid) {
+                if let Some(stage) = p.stage_mut() {
+                    stage.set_deadline(None);
+                }
+                if let Some(e) = p.episode_mut() {
+                    e.needs_recreate = true;
+                }
+            }
+            return self.try_recreate(pid, now);
+        }
+        false
+    }
+
+    /// Verifying: every session back (healthy), or the deadline judged on a fresh list.
+    fn step_verifying(&mut self, pid: &PortId, now: Instant) -> bool {
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
+        let fresh = self.last_sessions_at.is_some_and(|t| t >= p.since);
+        if fresh && self.verified(pid) {
+            self.become_healthy(
+                pid,
+                "every session is logged in with its disks running".into(),
+                now,
+            );
+            return true;
+        }
+        let Some(Stage::Verifying {
+            deadline,
+            list_asked_at,
+        }) = p.stage()
+        else {
+            return false;
+        };
+        if deadline.is_some_and(|d| d <= now) {
+            // Judge on a session list taken at the deadline, never on an older one
+            // (the session may be back under a new SID already).
+            let asked = list_asked_at.unwrap_or(now);
+            if self.last_sessions_at.is_none_or(|t| t < asked) {
+                let wait = self.policy.session_refresh;
+                if let Some(Stage::Verifying {
+                    deadline,
+                    list_asked_at,
+                }) = self.stage_mut(pid)
+                {
+                    *list_asked_at = Some(asked);
+                    *deadline = Some(now.plus(wait));
+                }
+                self.request_sessions(now, true);
+                return false;
+            }
+            let secs = self.policy.verify_timeout.as_secs();
+            // Name what is missing: the sessions still down, or (all of them up)
+            // the re-created device's fresh QP 1 never seen in RTS.
+            let why = if !self.all_healthy(pid) {
+                format!(
+                    "sessions not back within {secs}s after the reconnect: {}",
+                    self.down_sessions_text(pid)
+                )
+            } else if !self.fresh_qp_ok(pid) {
+                format!(
+                    "every session is logged in, but the QP table did not show {pid}'s new GSI \
+                     QP 1 in RTS within {secs}s after the re-creation"
+                )
+            } else {
+                format!("{pid} has no session, and its device was not re-created")
+            };
+            self.after_failed_attempt(pid, why, now);
+            return true;
+        }
+        false
     }
 
     /// Phase Faulted: choose the repair.
@@ -2141,7 +2231,8 @@ impl Engine {
         let Some(p) = self.ports.get(pid) else {
             return;
         };
-        let fault = p.fault.clone().unwrap_or(Fault::SessionsDown);
+        let fault = p.fault().cloned().unwrap_or(Fault::SessionsDown);
+        let needs_recreate = p.needs_recreate();
         match fault {
             Fault::DeviceGone => {
                 let r = format!(
@@ -2149,7 +2240,7 @@ impl Engine {
                     self.policy.device_wait.as_secs(),
                     pid.device
                 );
-                self.transition(pid, Phase::AwaitingDevice, r, now);
+                self.transition(pid, Stage::awaiting_device(), r, now);
                 self.enter_awaiting_device(pid, now);
             }
             Fault::Zombie { .. } => {
@@ -2160,11 +2251,11 @@ impl Engine {
                     now,
                 );
             }
-            Fault::Operator if !p.needs_recreate => {
+            Fault::Operator if !needs_recreate => {
                 self.start_reconnect(pid, false, "operator asked for a reconnect".into(), now);
             }
             Fault::GsiStuck { .. } | Fault::Operator | Fault::SessionsDown => {
-                let reason = if p.needs_recreate {
+                let reason = if needs_recreate {
                     if self.no_wait(pid) {
                         "re-creating the device without waiting for the target".to_string()
                     } else {
@@ -2177,7 +2268,7 @@ impl Engine {
                 } else {
                     "probing the target; iscsid keeps retrying meanwhile".to_string()
                 };
-                self.transition(pid, Phase::AwaitingTarget, reason, now);
+                self.transition(pid, Stage::awaiting_target(), reason, now);
                 self.enter_awaiting_target(pid, now);
             }
         }
@@ -2186,9 +2277,13 @@ impl Engine {
     fn enter_awaiting_target(&mut self, pid: &PortId, now: Instant) {
         let max = self.policy.target_wait_max;
         if let Some(p) = self.ports.get_mut(pid) {
-            p.deadline = Some(now.plus(max));
-            p.target_back_at = None;
-            p.probes_count_from = Some(now);
+            if let Some(stage) = p.stage_mut() {
+                stage.set_deadline(Some(now.plus(max)));
+            }
+            if let Some(e) = p.episode_mut() {
+                e.target_back_at = None;
+                e.probes_count_from = Some(now);
+            }
         }
         if !self.no_wait(pid) {
             self.start_probes(pid, now);
@@ -2197,8 +2292,8 @@ impl Engine {
 
     fn enter_awaiting_device(&mut self, pid: &PortId, now: Instant) {
         let wait = self.policy.device_wait;
-        if let Some(p) = self.ports.get_mut(pid) {
-            p.deadline = Some(now.plus(wait));
+        if let Some(stage) = self.stage_mut(pid) {
+            stage.set_deadline(Some(now.plus(wait)));
         }
         self.request_topology(now);
     }
@@ -2206,7 +2301,11 @@ impl Engine {
     fn no_wait(&self, pid: &PortId) -> bool {
         self.policy.reset_when == ResetWhen::Immediately
             || self.policy.probe_method == ProbeMethod::None
-            || self.ports.get(pid).is_some_and(|p| p.skip_target_wait)
+            || self
+                .ports
+                .get(pid)
+                .and_then(PortRecord::episode)
+                .is_some_and(|e| e.skip_target_wait)
     }
 
     fn target_back(&self, pid: &PortId) -> bool {
@@ -2224,15 +2323,13 @@ impl Engine {
             return self
                 .ports
                 .get(pid)
-                .is_some_and(|p| p.origin == Origin::Operator);
+                .is_some_and(|p| p.origin() == Origin::Operator);
         }
-        let Some(p) = self.ports.get(pid) else {
-            return false;
-        };
-        let from = p
-            .probes_count_from
-            .or(p.fault_since)
-            .unwrap_or(Instant::ZERO);
+        let from = self
+            .ports
+            .get(pid)
+            .and_then(PortRecord::episode)
+            .map_or(Instant::ZERO, |e| e.probes_count_from.unwrap_or(e.since));
         let n = self.policy.probe_successes.max(1);
         portals.iter().all(|pt| {
             self.portals
@@ -2297,8 +2394,8 @@ impl Engine {
             );
         }
         let interval = self.policy.probe_interval;
-        if let Some(p) = self.ports.get_mut(pid) {
-            p.wake = Some((TimerKind::ProbeRound, now.plus(interval)));
+        if let Some(Stage::AwaitingTarget { timer, .. }) = self.stage_mut(pid) {
+            *timer = Some((AwaitTimer::ProbeRound, now.plus(interval)));
         }
         // Timers and probes in flight are journaled too: a restart must not replay them.
         self.mark_dirty(format!("{pid}: probing"));
@@ -2418,7 +2515,7 @@ impl Engine {
         let Some(p) = self.ports.get(pid) else {
             return false;
         };
-        if p.wake
+        if p.wake()
             .is_some_and(|(k, at)| k == TimerKind::Backoff && at > now)
         {
             return false;
@@ -2429,10 +2526,10 @@ impl Engine {
             return false;
         }
         let device = pid.device.clone();
-        let origin = p.origin;
-        let attempt = p.attempts + 1;
-        if p.attempts >= self.policy.max_attempts && origin == Origin::Automatic {
-            let n = p.attempts;
+        let origin = p.origin();
+        let attempt = p.attempts() + 1;
+        if p.attempts() >= self.policy.max_attempts && origin == Origin::Automatic {
+            let n = p.attempts();
             self.quarantine(
                 pid,
                 format!("{n} re-creation attempt(s) of {device} did not bring the port back"),
@@ -2466,7 +2563,7 @@ impl Engine {
                 }
                 self.transition(
                     pid,
-                    Phase::ResettingDevice,
+                    Stage::resetting_device(),
                     format!("joining the re-creation of {device} already in progress"),
                     now,
                 );
@@ -2538,21 +2635,22 @@ impl Engine {
             let join = q == *pid
                 || self.ports.get(&q).is_some_and(|r| {
                     !r.sessions.is_empty()
-                        && !matches!(r.phase, Phase::ResettingDevice | Phase::Quarantined)
+                        && !matches!(r.phase(), Phase::ResettingDevice | Phase::Quarantined)
                 });
             if !join {
                 continue;
             }
+            let mut opened = None;
             if let Some(r) = self.ports.get_mut(&q) {
                 r.hold = None;
-                r.verify_recreate = false;
-                if q == *pid {
-                    r.attempts = attempt;
-                    r.attempt_recreated = true;
-                } else if r.phase == Phase::Healthy {
-                    r.fault = Some(Fault::SessionsDown);
-                    r.fault_since = Some(now);
-                    r.origin = origin;
+                match r.episode_mut() {
+                    Some(e) if q == *pid => {
+                        e.attempts = attempt;
+                        e.attempt_recreated = true;
+                    }
+                    Some(_) => {}
+                    // A healthy port of the device: its sessions drop with the device.
+                    None => opened = Some(Episode::new(Fault::SessionsDown, now, origin)),
                 }
             }
             let r = if q == *pid {
@@ -2560,7 +2658,7 @@ impl Engine {
             } else {
                 format!("{device} is being re-created for {pid}: its sessions will reconnect")
             };
-            self.transition(&q, Phase::ResettingDevice, r, now);
+            self.transition_in(&q, opened, Stage::resetting_device(), r, now);
         }
         self.persist(format!("about to re-create {device}, attempt {attempt}"));
         let method = if present {
@@ -2596,7 +2694,32 @@ impl Engine {
     }
 
     fn start_reconnect(&mut self, pid: &PortId, grace: bool, reason: String, now: Instant) {
-        self.transition(pid, Phase::Reconnecting, reason, now);
+        self.reconnect_from(pid, None, grace, reason, now);
+    }
+
+    /// Enters Reconnecting (opening `episode` if the port was healthy): iscsid gets its grace
+    /// period first when `grace`, else sessions are logged in on the next fresh list.
+    fn reconnect_from(
+        &mut self,
+        pid: &PortId,
+        episode: Option<Episode>,
+        grace: bool,
+        reason: String,
+        now: Instant,
+    ) {
+        let g = self.policy.iscsid_grace;
+        let stage = if grace && !g.is_zero() {
+            Stage::Reconnecting {
+                timer: Some((ReconnectTimer::Grace, now.plus(g))),
+                ops_not_before: None,
+            }
+        } else {
+            Stage::Reconnecting {
+                timer: None,
+                ops_not_before: Some(now),
+            }
+        };
+        self.transition_in(pid, episode, stage, reason, now);
         let keys = self
             .ports
             .get(pid)
@@ -2612,21 +2735,17 @@ impl Engine {
                 }
             }
         }
-        let g = self.policy.iscsid_grace;
-        if let Some(p) = self.ports.get_mut(pid) {
-            if grace && !g.is_zero() {
-                p.wake = Some((TimerKind::Grace, now.plus(g)));
-                p.ops_not_before = None;
-            } else {
-                p.ops_not_before = Some(now);
-            }
-        }
         self.request_sessions(now, true);
     }
 
     fn step_reconnect(&mut self, pid: &PortId, now: Instant) -> bool {
         let Some(p) = self.ports.get(pid) else {
             return false;
+        };
+        let targeted_keys: &[SessionKey] = p.episode().map_or(&[], |e| &e.targeted);
+        let ops_not_before = match p.stage() {
+            Some(Stage::Reconnecting { ops_not_before, .. }) => *ops_not_before,
+            _ => None,
         };
         let mut inflight = 0usize;
         let mut failed = 0usize;
@@ -2635,12 +2754,12 @@ impl Engine {
         let mut waiting = 0usize;
         // The operator's `recover`/`reset-device` reconnects what is still down after the
         // grace, as its plan says; automatic recovery leaves held sessions to iscsid.
-        let operator = p.origin == Origin::Operator;
+        let operator = p.origin() == Origin::Operator;
         for k in &p.sessions {
             let Some(s) = self.sessions.get(k) else {
                 continue;
             };
-            let targeted = p.targeted.contains(k);
+            let targeted = targeted_keys.contains(k);
             match &s.op {
                 Some(SessionOp::LoggingIn(_) | SessionOp::LoggingOut(_)) => inflight += 1,
                 Some(SessionOp::Failed(_)) => failed += 1,
@@ -2659,7 +2778,11 @@ impl Engine {
                 }
             }
         }
-        if inflight == 0 && failed == 0 && done == 0 && p.targeted.is_empty() && self.verified(pid)
+        if inflight == 0
+            && failed == 0
+            && done == 0
+            && targeted_keys.is_empty()
+            && self.verified(pid)
         {
             self.become_healthy(
                 pid,
@@ -2669,7 +2792,7 @@ impl Engine {
             );
             return true;
         }
-        if p.wake
+        if p.wake()
             .is_some_and(|(k, at)| matches!(k, TimerKind::Grace | TimerKind::Backoff) && at > now)
         {
             return false;
@@ -2678,20 +2801,17 @@ impl Engine {
             if inflight > 0 {
                 return false;
             }
-            let grace_over = p
-                .ops_not_before
-                .is_some_and(|t| self.last_sessions_at.is_some_and(|s| s >= t));
+            let grace_over =
+                ops_not_before.is_some_and(|t| self.last_sessions_at.is_some_and(|s| s >= t));
             if failed == 0 && waiting > 0 && !grace_over {
                 // Judge the sessions iscsid is retrying on a list taken after the grace.
-                if p.ops_not_before.is_none() {
-                    if let Some(p) = self.ports.get_mut(pid) {
-                        p.ops_not_before = Some(now);
-                    }
+                if ops_not_before.is_none() {
+                    self.set_ops_not_before(pid, now);
                 }
                 self.request_sessions(now, false);
                 return false;
             }
-            if failed == 0 && waiting > 0 && !p.needs_recreate {
+            if failed == 0 && waiting > 0 && !p.needs_recreate() {
                 let answering = self.answering_portals(pid);
                 if !answering.is_empty() {
                     let list = answering
@@ -2731,27 +2851,25 @@ impl Engine {
             let verify = self.policy.verify_timeout;
             self.transition(
                 pid,
-                Phase::Verifying,
+                Stage::Verifying {
+                    deadline: Some(now.plus(verify)),
+                    list_asked_at: None,
+                },
                 "logins done; waiting for the sessions to show LOGGED_IN with running disks".into(),
                 now,
             );
-            if let Some(p) = self.ports.get_mut(pid) {
-                p.deadline = Some(now.plus(verify));
-            }
             self.request_sessions(now, true);
             return true;
         }
         // Only act on a session list taken after the grace period or back-off ended, so a
         // session iscsid has just restored is never logged out.
-        let fresh = match p.ops_not_before {
+        let fresh = match ops_not_before {
             Some(t) => self.last_sessions_at.is_some_and(|s| s >= t),
             None => false,
         };
         if !fresh {
-            if p.ops_not_before.is_none() {
-                if let Some(p) = self.ports.get_mut(pid) {
-                    p.ops_not_before = Some(now);
-                }
+            if ops_not_before.is_none() {
+                self.set_ops_not_before(pid, now);
             }
             self.request_sessions(now, false);
             return false;
@@ -2759,9 +2877,9 @@ impl Engine {
         if !self.scanned {
             return false; // No login/logout before the first complete scan.
         }
-        let origin = p.origin;
-        let listener_gone = p.listener_gone;
-        let targeted = p.targeted.clone();
+        let origin = p.origin();
+        let listener_gone = p.episode().is_some_and(|e| e.listener_gone);
+        let targeted = targeted_keys.to_vec();
         let what = format!("log {} session(s) on {pid} out and in", need.len());
         if let Some(hold) = self.destructive_hold(pid) {
             let why = p.reason.clone();
@@ -2844,7 +2962,7 @@ impl Engine {
         let Some(p) = self.ports.get(pid) else {
             return Vec::new();
         };
-        let from = p.fault_since.unwrap_or(Instant::ZERO);
+        let from = p.episode().map_or(Instant::ZERO, |e| e.since);
         self.down_portals_of(pid)
             .into_iter()
             .filter(|pt| {
@@ -2861,24 +2979,26 @@ impl Engine {
     /// it: no re-creation, no logout; one target-side alert; the port waits in
     /// AwaitingTarget (probing) until iscsid brings the sessions back.
     fn target_refuses_logins(&mut self, pid: &PortId, evidence: String, now: Instant) -> bool {
-        let Some(p) = self.ports.get_mut(pid) else {
+        let Some(p) = self.ports.get(pid) else {
             return false;
         };
-        if p.listener_gone {
+        if p.episode().is_some_and(|e| e.listener_gone) {
             return false;
         }
-        p.listener_gone = true;
         let targets = self.targets_of(pid);
         let portals = self.answering_portals(pid);
         self.transition(
             pid,
-            Phase::AwaitingTarget,
+            Stage::awaiting_target(),
             format!(
                 "{evidence}: the target does not accept iSER logins; only the target side can \
                  fix that, so nothing is re-created or logged out (iscsid keeps retrying)"
             ),
             now,
         );
+        if let Some(e) = self.episode_mut(pid) {
+            e.listener_gone = true;
+        }
         self.enter_awaiting_target(pid, now);
         let portal_list = portals
             .iter()
@@ -2921,17 +3041,23 @@ impl Engine {
         let Some(p) = self.ports.get_mut(pid) else {
             return;
         };
-        let was_reconnect = matches!(p.phase, Phase::Reconnecting | Phase::Verifying);
-        if was_reconnect {
-            if p.attempt_recreated {
-                // The reconnect after a re-creation is part of that attempt.
-                p.attempt_recreated = false;
-            } else {
-                p.attempts = p.attempts.saturating_add(1);
+        let was_reconnect = matches!(p.phase(), Phase::Reconnecting | Phase::Verifying);
+        let most = self.policy.max_attempts.max(1);
+        let attempts = match p.episode_mut() {
+            Some(e) => {
+                if was_reconnect {
+                    if e.attempt_recreated {
+                        // The reconnect after a re-creation is part of that attempt.
+                        e.attempt_recreated = false;
+                    } else {
+                        e.attempts = e.attempts.saturating_add(1);
+                    }
+                }
+                e.attempts = e.attempts.min(most);
+                e.attempts
             }
-        }
-        p.attempts = p.attempts.min(self.policy.max_attempts.max(1));
-        let attempts = p.attempts;
+            None => 0,
+        };
         let keys = p.sessions.clone();
         for k in keys {
             if let Some(s) = self.sessions.get_mut(&k) {
@@ -2951,18 +3077,18 @@ impl Engine {
         let j = self.jitter();
         let backoff = self.policy.backoff(attempts.max(1), j);
         let msg = format!("{reason}; next attempt in {}s", backoff.as_secs());
-        if was_reconnect {
-            self.transition(pid, Phase::Reconnecting, msg.clone(), now);
-        } else {
-            self.transition(pid, Phase::AwaitingTarget, msg.clone(), now);
-            let max = self.policy.target_wait_max;
-            if let Some(p) = self.ports.get_mut(pid) {
-                p.deadline = Some(now.plus(max));
+        let stage = if was_reconnect {
+            Stage::Reconnecting {
+                timer: Some((ReconnectTimer::Backoff, now.plus(backoff))),
+                ops_not_before: None,
             }
-        }
-        if let Some(p) = self.ports.get_mut(pid) {
-            p.wake = Some((TimerKind::Backoff, now.plus(backoff)));
-        }
+        } else {
+            Stage::AwaitingTarget {
+                deadline: Some(now.plus(self.policy.target_wait_max)),
+                timer: Some((AwaitTimer::Backoff, now.plus(backoff))),
+            }
+        };
+        self.transition(pid, stage, msg.clone(), now);
         self.alert(
             now,
             Severity::Error,
@@ -2982,7 +3108,7 @@ impl Engine {
              devices), so it does not know the netdev or PCI function to re-create it from"
         );
         let down = self.down_sessions_text(pid);
-        self.transition(pid, Phase::Quarantined, reason.clone(), now);
+        self.transition(pid, Stage::Quarantined, reason.clone(), now);
         self.mark_reported(pid);
         self.alert(
             now,
@@ -3002,7 +3128,7 @@ impl Engine {
 
     fn quarantine(&mut self, pid: &PortId, reason: String, now: Instant) {
         let down = self.down_sessions_text(pid);
-        self.transition(pid, Phase::Quarantined, reason.clone(), now);
+        self.transition(pid, Stage::Quarantined, reason.clone(), now);
         self.mark_reported(pid);
         self.alert(
             now,
@@ -3015,10 +3141,15 @@ impl Engine {
     }
 
     fn become_healthy(&mut self, pid: &PortId, reason: String, now: Instant) {
-        let (since, evidence, recreated, attempts) = match self.ports.get(pid) {
-            Some(p) => (p.fault_since, p.evidence, p.recreated, p.attempts),
-            None => return,
+        let Some(p) = self.ports.get(pid) else {
+            return;
         };
+        let ep = p.episode();
+        let since = ep.map(|e| e.since);
+        let evidence = ep.map_or(0, |e| e.evidence);
+        let recreated = ep.is_some_and(Episode::was_recreated);
+        let unverified_qp = ep.is_some_and(Episode::awaiting_fresh_qp);
+        let attempts = ep.map_or(0, |e| e.attempts);
         let n = self
             .ports
             .get(pid)
@@ -3032,14 +3163,14 @@ impl Engine {
             .unwrap_or(0);
         let qp = if !recreated {
             String::new()
-        } else if self.ports.get(pid).is_some_and(|p| p.awaiting_fresh_qp) {
+        } else if unverified_qp {
             " The device's new QP 1 was not verified: the RDMA netlink QP table is not \
              available on this host."
                 .to_string()
         } else {
             " The device's new GSI QP 1 was seen in RTS in the QP table.".to_string()
         };
-        self.transition(pid, Phase::Healthy, reason.clone(), now);
+        self.transition_healthy(pid, reason.clone(), now);
         let keys = self
             .ports
             .get(pid)
@@ -3051,22 +3182,6 @@ impl Engine {
                 s.reported = false;
                 s.io_errors.clear();
             }
-        }
-        if let Some(p) = self.ports.get_mut(pid) {
-            p.fault = None;
-            p.fault_since = None;
-            p.attempts = 0;
-            p.targeted.clear();
-            p.listener_gone = false;
-            p.needs_recreate = false;
-            p.recreated = false;
-            p.verify_recreate = false;
-            p.awaiting_fresh_qp = false;
-            p.attempt_recreated = false;
-            p.skip_target_wait = false;
-            p.target_back_at = None;
-            p.origin = Origin::Automatic;
-            p.evidence = 0;
         }
         for prefix in ["fault:", "hold:", "listener:", "quarantine:", "failed:"] {
             self.gate.reset(&format!("{prefix}{pid}"));
@@ -3101,7 +3216,7 @@ impl Engine {
         let Some(p) = self.ports.get(pid) else {
             return;
         };
-        if p.phase != Phase::Quarantined {
+        if p.phase() != Phase::Quarantined {
             return;
         }
         let unreported: Vec<String> = p
@@ -3215,13 +3330,29 @@ impl Engine {
         let healthy = self
             .ports
             .get(old)
-            .is_none_or(|p| p.phase == Phase::Healthy);
+            .is_none_or(|p| p.phase() == Phase::Healthy);
         let present = self.devices.get(&old.device).is_none_or(|d| d.present);
         healthy && present
     }
 
     fn phase(&self, pid: &PortId) -> Option<Phase> {
-        self.ports.get(pid).map(|p| p.phase)
+        self.ports.get(pid).map(PortRecord::phase)
+    }
+
+    fn stage_mut(&mut self, pid: &PortId) -> Option<&mut Stage> {
+        self.ports.get_mut(pid).and_then(PortRecord::stage_mut)
+    }
+
+    fn episode_mut(&mut self, pid: &PortId) -> Option<&mut Episode> {
+        self.ports.get_mut(pid).and_then(PortRecord::episode_mut)
+    }
+
+    /// Reconnecting: the grace period or back-off is over; act on a session list at least
+    /// this recent.
+    fn set_ops_not_before(&mut self, pid: &PortId, at: Instant) {
+        if let Some(Stage::Reconnecting { ops_not_before, .. }) = self.stage_mut(pid) {
+            *ops_not_before = Some(at);
+        }
     }
 
     fn port_or_create(&mut self, pid: &PortId, now: Instant) -> &mut PortRecord {
@@ -3316,9 +3447,9 @@ impl Engine {
 
     /// The new QP 1 of a re-created device was seen in RTS, or cannot be (no QP table).
     fn fresh_qp_ok(&self, pid: &PortId) -> bool {
-        self.ports
-            .get(pid)
-            .is_some_and(|p| !p.awaiting_fresh_qp || self.qp_table == Some(false))
+        self.ports.get(pid).is_some_and(|p| {
+            !p.episode().is_some_and(Episode::awaiting_fresh_qp) || self.qp_table == Some(false)
+        })
     }
 
     /// The port's recovery is verified: its sessions are healthy (or, for a port without
@@ -3328,7 +3459,7 @@ impl Engine {
             return false;
         };
         let sessions_ok = if p.sessions.is_empty() {
-            p.recreated
+            p.episode().is_some_and(Episode::was_recreated)
         } else {
             self.all_healthy(pid)
         };
@@ -3354,7 +3485,9 @@ impl Engine {
                 p.sessions
                     .iter()
                     .filter_map(|k| self.sessions.get(k))
-                    .filter(|s| !s.is_healthy() || p.targeted.contains(&s.key))
+                    .filter(|s| {
+                        !s.is_healthy() || p.episode().is_some_and(|e| e.targeted.contains(&s.key))
+                    })
                     .map(describe_session)
                     .collect()
             })
@@ -3370,7 +3503,10 @@ impl Engine {
         let (keys, targeted) = self
             .ports
             .get(pid)
-            .map(|p| (p.sessions.clone(), p.targeted.clone()))
+            .map(|p| {
+                let targeted = p.episode().map(|e| e.targeted.clone()).unwrap_or_default();
+                (p.sessions.clone(), targeted)
+            })
             .unwrap_or_default();
         for k in keys {
             if let Some(s) = self.sessions.get_mut(&k) {
@@ -3394,18 +3530,73 @@ impl Engine {
         }
     }
 
-    fn transition(&mut self, pid: &PortId, to: Phase, reason: String, now: Instant) {
+    /// Moves a port to another stage of its episode (the stage's data replaces the old
+    /// stage's; a hold is cleared).
+    fn transition(&mut self, pid: &PortId, to: Stage, reason: String, now: Instant) {
+        self.transition_in(pid, None, to, reason, now);
+    }
+
+    /// Moves a healthy port into `to` with a new episode.
+    fn open_episode(
+        &mut self,
+        pid: &PortId,
+        episode: Episode,
+        to: Stage,
+        reason: String,
+        now: Instant,
+    ) {
+        self.transition_in(pid, Some(episode), to, reason, now);
+    }
+
+    /// [`Engine::transition`], with `episode` replacing the port's episode if given.
+    fn transition_in(
+        &mut self,
+        pid: &PortId,
+        episode: Option<Episode>,
+        to: Stage,
+        reason: String,
+        now: Instant,
+    ) {
         let Some(p) = self.ports.get_mut(pid) else {
             return;
         };
-        let from = p.phase;
-        p.phase = to;
+        let from = p.phase();
+        let episode = match (episode, std::mem::replace(&mut p.state, PortState::Healthy)) {
+            (Some(e), _) => e,
+            (None, PortState::Recovering { episode, .. }) => episode,
+            // Leaving health without a fault of its own (a late outcome of an earlier
+            // episode): its sessions are what is down.
+            (None, PortState::Healthy) => Episode::new(Fault::SessionsDown, now, Origin::Automatic),
+        };
+        let to_phase = to.phase();
+        p.state = PortState::Recovering { episode, stage: to };
+        self.record_transition(pid, from, to_phase, reason, now);
+    }
+
+    /// Ends the port's episode: healthy again.
+    fn transition_healthy(&mut self, pid: &PortId, reason: String, now: Instant) {
+        let Some(p) = self.ports.get_mut(pid) else {
+            return;
+        };
+        let from = p.phase();
+        p.state = PortState::Healthy;
+        self.record_transition(pid, from, Phase::Healthy, reason, now);
+    }
+
+    fn record_transition(
+        &mut self,
+        pid: &PortId,
+        from: Phase,
+        to: Phase,
+        reason: String,
+        now: Instant,
+    ) {
+        let Some(p) = self.ports.get_mut(pid) else {
+            return;
+        };
         p.since = now;
         p.reason = reason.clone();
-        p.wake = None;
-        p.deadline = None;
         p.hold = None;
-        p.ops_not_before = None;
         self.transitions.push_back(Transition {
             at: now,
             port: pid.clone(),

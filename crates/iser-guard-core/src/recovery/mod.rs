@@ -32,6 +32,7 @@ pub use input::{
 pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen};
 pub use state::{
-    DeviceRecord, EngineSnapshot, Fault, Hold, InFlight, InFlightKind, Phase, PortRecord,
-    PortalRecord, Recreation, RecreationState, SessionOp, SessionRecord, TimerKind, Transition,
+    AwaitTimer, DeviceRecord, EngineSnapshot, Episode, Fault, FreshQp, Hold, InFlight,
+    InFlightKind, Phase, PortRecord, PortState, PortalRecord, ReconnectTimer, Recreation,
+    RecreationState, SessionOp, SessionRecord, Stage, TimerKind, Transition,
 };

@@ -9,7 +9,8 @@ use super::action::{ActionId, IscsiNode, Origin};
 use super::input::{DiskInfo, PortId, Portal, SessionKey, SessionState, StuckEvidence};
 use crate::time::Instant;
 
-/// Where a port is in its recovery.
+/// The name of a port's state ([`PortState::phase`]): what transitions, the log and the
+/// journal say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Phase {
     /// Sessions logged in, nothing wrong known.
@@ -110,7 +111,7 @@ pub enum Hold {
     NoPortalKnown,
 }
 
-/// What a port timer means when it fires.
+/// What a port timer means when it fires (the one vocabulary of the stages' timers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TimerKind {
     /// Start the next round of portal probes.
@@ -188,73 +189,33 @@ impl SessionRecord {
     }
 }
 
-/// One RDMA port and its recovery.
+/// One RDMA port: where it is in its recovery ([`PortState`]) and what it remembers across
+/// states (its sessions, the last transition, a hold and when it was alerted, the last
+/// listener rejection, the link).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortRecord {
     /// The port.
     pub id: PortId,
-    /// Where it is.
-    pub phase: Phase,
-    /// Why it is not healthy.
-    pub fault: Option<Fault>,
+    /// Where it is, with the data of that state only.
+    pub state: PortState,
     /// The reason of the last transition, in operator words.
     pub reason: String,
-    /// When the phase was entered.
+    /// When the current state was entered.
     pub since: Instant,
-    /// When this fault episode began.
-    pub fault_since: Option<Instant>,
-    /// Repair attempts (re-creations and reconnect rounds) in this episode.
-    pub attempts: u32,
-    /// Why it is not acting, if it wants to and may not.
+    /// Why it is not acting, if it wants to and may not. A hold is decided in the states
+    /// that act (waiting for the target or the device, reconnecting) and cleared by every
+    /// transition.
     pub hold: Option<Hold>,
-    /// The phase timer.
-    pub wake: Option<(TimerKind, Instant)>,
-    /// When the phase gives up (target wait, device wait, verify, re-creation).
-    pub deadline: Option<Instant>,
-    /// Since when the target counts as back (hysteresis met).
-    pub target_back_at: Option<Instant>,
-    /// The target answers TCP but rejects iSER connections: nothing local can fix it.
-    pub listener_gone: bool,
-    /// When the last `invalid service ID` rejection was attributed to this port.
+    /// When the current hold's alert was last decided: a hold re-evaluated on every input
+    /// is re-alerted at most once per `alerts.repeat-interval` (kept across states).
+    pub hold_alerted_at: Option<Instant>,
+    /// When the last `invalid service ID` rejection was attributed to this port (a kernel
+    /// fact about the port, kept across episodes).
     pub listener_rejected_at: Option<Instant>,
-    /// The fault needs a device re-creation that has not happened yet.
-    pub needs_recreate: bool,
-    /// A re-creation completed in this episode (never repeat it after a restart).
-    pub recreated: bool,
-    /// A re-creation was in flight at a restart: verify it, do not repeat it.
-    pub verify_recreate: bool,
-    /// Kernel lines seen for this fault (storm counter).
-    pub evidence: u64,
     /// Port link state as last seen.
     pub link_up: bool,
-    /// Who drives this episode.
-    pub origin: Origin,
-    /// Do not wait for the target (operator `reset-device`).
-    pub skip_target_wait: bool,
-    /// Log sessions out and in only with a session list at least this recent (so a session
-    /// iscsid just restored is never disrupted).
-    pub ops_not_before: Option<Instant>,
-    /// Only probes started at or after this count towards "the target is back" (set when
-    /// the wait for the target begins, and again after a failed attempt's back-off).
-    #[serde(default)]
-    pub probes_count_from: Option<Instant>,
-    /// The device was re-created and its new GSI QP 1 has not been seen in RTS in the QP
-    /// table yet: the port is not verified healthy until it is (or until a scan said the QP
-    /// table cannot be read, and the verdict says so).
-    #[serde(default)]
-    pub awaiting_fresh_qp: bool,
-    /// The current attempt started with a device re-creation: its reconnect belongs to that
-    /// attempt and does not count as another one.
-    #[serde(default)]
-    pub attempt_recreated: bool,
-    /// When the current hold's alert was last decided: a hold re-evaluated on every input
-    /// is re-alerted at most once per `alerts.repeat-interval`.
-    #[serde(default)]
-    pub hold_alerted_at: Option<Instant>,
     /// The sessions remembered on this port.
     pub sessions: Vec<SessionKey>,
-    /// Sessions to log out and in even though they look logged in (zombie, operator).
-    pub targeted: Vec<SessionKey>,
 }
 
 impl PortRecord {
@@ -262,32 +223,377 @@ impl PortRecord {
     pub fn new(id: PortId, now: Instant) -> Self {
         PortRecord {
             id,
-            phase: Phase::Healthy,
-            fault: None,
+            state: PortState::Healthy,
             reason: "first seen".to_string(),
             since: now,
-            fault_since: None,
-            attempts: 0,
             hold: None,
-            wake: None,
-            deadline: None,
-            target_back_at: None,
-            listener_gone: false,
-            listener_rejected_at: None,
-            needs_recreate: false,
-            recreated: false,
-            verify_recreate: false,
-            evidence: 0,
-            link_up: true,
-            origin: Origin::Automatic,
-            skip_target_wait: false,
-            ops_not_before: None,
-            probes_count_from: None,
-            awaiting_fresh_qp: false,
-            attempt_recreated: false,
             hold_alerted_at: None,
+            listener_rejected_at: None,
+            link_up: true,
             sessions: Vec::new(),
+        }
+    }
+
+    /// The name of its state.
+    pub fn phase(&self) -> Phase {
+        self.state.phase()
+    }
+
+    /// The fault episode in progress (none while healthy).
+    pub fn episode(&self) -> Option<&Episode> {
+        match &self.state {
+            PortState::Healthy => None,
+            PortState::Recovering { episode, .. } => Some(episode),
+        }
+    }
+
+    /// The fault episode in progress, to change it.
+    pub fn episode_mut(&mut self) -> Option<&mut Episode> {
+        match &mut self.state {
+            PortState::Healthy => None,
+            PortState::Recovering { episode, .. } => Some(episode),
+        }
+    }
+
+    /// The recovery stage (none while healthy).
+    pub fn stage(&self) -> Option<&Stage> {
+        match &self.state {
+            PortState::Healthy => None,
+            PortState::Recovering { stage, .. } => Some(stage),
+        }
+    }
+
+    /// The recovery stage, to change it.
+    pub fn stage_mut(&mut self) -> Option<&mut Stage> {
+        match &mut self.state {
+            PortState::Healthy => None,
+            PortState::Recovering { stage, .. } => Some(stage),
+        }
+    }
+
+    /// Why it is not healthy.
+    pub fn fault(&self) -> Option<&Fault> {
+        self.episode().map(|e| &e.fault)
+    }
+
+    /// Repair attempts in this episode (0 while healthy).
+    pub fn attempts(&self) -> u32 {
+        self.episode().map_or(0, |e| e.attempts)
+    }
+
+    /// Kernel lines seen for this fault (0 while healthy).
+    pub fn evidence(&self) -> u64 {
+        self.episode().map_or(0, |e| e.evidence)
+    }
+
+    /// The fault needs a device re-creation that has not happened yet.
+    pub fn needs_recreate(&self) -> bool {
+        self.episode().is_some_and(|e| e.needs_recreate)
+    }
+
+    /// Who drives this episode (automatic while healthy).
+    pub fn origin(&self) -> Origin {
+        self.episode().map_or(Origin::Automatic, |e| e.origin)
+    }
+
+    /// The state's timer, if it has one set.
+    pub fn wake(&self) -> Option<(TimerKind, Instant)> {
+        self.stage().and_then(Stage::wake)
+    }
+
+    /// When the state gives up, if it does.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.stage().and_then(Stage::deadline)
+    }
+}
+
+/// Where a port is: healthy, or in a fault episode at some stage of its recovery.
+// One per RDMA port (a handful per host), replaced in place: boxing the episode would buy
+// nothing but an allocation per fault.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PortState {
+    /// Sessions logged in, nothing wrong known.
+    Healthy,
+    /// A fault was seen and the port is not healthy again yet.
+    Recovering {
+        /// What this episode remembers across its stages.
+        episode: Episode,
+        /// Where the recovery is, with that stage's own data.
+        stage: Stage,
+    },
+}
+
+impl PortState {
+    /// The name of the state.
+    pub fn phase(&self) -> Phase {
+        match self {
+            PortState::Healthy => Phase::Healthy,
+            PortState::Recovering { stage, .. } => stage.phase(),
+        }
+    }
+}
+
+/// What a fault episode remembers from its first fault until the port is healthy again,
+/// whatever stage it is in: the fault, who drives it, the attempts used, what the device
+/// and the target did so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Episode {
+    /// Why the port is not healthy.
+    pub fault: Fault,
+    /// When this episode began.
+    pub since: Instant,
+    /// Who drives it.
+    pub origin: Origin,
+    /// Repair attempts (re-creations and reconnect rounds) used.
+    pub attempts: u32,
+    /// The current attempt started with a device re-creation: its reconnect belongs to that
+    /// attempt and does not count as another one.
+    pub attempt_recreated: bool,
+    /// The fault needs a device re-creation that has not happened yet.
+    pub needs_recreate: bool,
+    /// A re-creation completed in this episode (never repeated after a restart), and
+    /// whether the device's new GSI QP 1 has been seen in RTS since.
+    pub recreated: Option<FreshQp>,
+    /// Do not wait for the target (operator `reset-device`).
+    pub skip_target_wait: bool,
+    /// The target answers TCP but rejects iSER connections: nothing local can fix it.
+    pub listener_gone: bool,
+    /// Only probes started at or after this count towards "the target is back" (set when
+    /// the wait for the target begins, and again after a back-off); the episode's start
+    /// otherwise.
+    pub probes_count_from: Option<Instant>,
+    /// Since when the target counts as back (hysteresis met).
+    pub target_back_at: Option<Instant>,
+    /// Kernel lines seen for this fault (storm counter).
+    pub evidence: u64,
+    /// Sessions to log out and in even though they look logged in (zombie, operator).
+    pub targeted: Vec<SessionKey>,
+}
+
+impl Episode {
+    /// A new episode: nothing tried yet.
+    pub fn new(fault: Fault, since: Instant, origin: Origin) -> Self {
+        Episode {
+            fault,
+            since,
+            origin,
+            attempts: 0,
+            attempt_recreated: false,
+            needs_recreate: false,
+            recreated: None,
+            skip_target_wait: false,
+            listener_gone: false,
+            probes_count_from: None,
+            target_back_at: None,
+            evidence: 0,
             targeted: Vec::new(),
+        }
+    }
+
+    /// The device was re-created in this episode.
+    pub fn was_recreated(&self) -> bool {
+        self.recreated.is_some()
+    }
+
+    /// The device was re-created and its new GSI QP 1 has not been seen in RTS yet: the
+    /// port is not verified healthy until it is (or a scan said the QP table cannot be
+    /// read, and the verdict says so).
+    pub fn awaiting_fresh_qp(&self) -> bool {
+        self.recreated == Some(FreshQp::Awaited)
+    }
+}
+
+/// After a re-creation: has the device's new GSI QP 1 been seen in RTS?
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FreshQp {
+    /// Not yet (the QP table is asked).
+    Awaited,
+    /// Seen in RTS.
+    Seen,
+}
+
+/// A stage of a port's recovery, with the data only that stage has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Stage {
+    /// A fault was just seen; the engine is deciding what to do (left within the same input).
+    Faulted,
+    /// Probing the portals of the sessions that lived on this port, waiting for the target.
+    AwaitingTarget {
+        /// When the wait gives up (`target_wait_max`); none while only the target side can
+        /// help (dead listener) or once the target is back.
+        deadline: Option<Instant>,
+        /// The next probe round, or the end of a back-off.
+        timer: Option<(AwaitTimer, Instant)>,
+    },
+    /// The local RDMA device vanished; waiting for it to come back (bounded).
+    AwaitingDevice {
+        /// When the wait gives up and the device is re-created from its parent.
+        deadline: Option<Instant>,
+    },
+    /// The RDMA device is being re-created.
+    ResettingDevice {
+        /// The re-creation's outcome was lost (timeout or restart): it is verified through
+        /// the QP table until then, never repeated.
+        verify_until: Option<Instant>,
+    },
+    /// Giving iscsid its grace period, then logging sessions in (or out and in).
+    Reconnecting {
+        /// The end of the grace period or of a back-off, or the next session-list refresh.
+        timer: Option<(ReconnectTimer, Instant)>,
+        /// Log sessions out and in only with a session list at least this recent (so a
+        /// session iscsid just restored is never disrupted).
+        ops_not_before: Option<Instant>,
+    },
+    /// Waiting for the sessions to show LOGGED_IN with running disks.
+    Verifying {
+        /// When the verification is judged (extended once to wait for a fresh list).
+        deadline: Option<Instant>,
+        /// When the deadline first passed and a fresh session list was asked for.
+        list_asked_at: Option<Instant>,
+    },
+    /// Attempts exhausted or retrying cannot help: automatic actions stopped for this port.
+    Quarantined,
+}
+
+impl Stage {
+    /// Waiting for the target, nothing scheduled yet.
+    pub fn awaiting_target() -> Self {
+        Stage::AwaitingTarget {
+            deadline: None,
+            timer: None,
+        }
+    }
+
+    /// Waiting for the device, no deadline yet.
+    pub fn awaiting_device() -> Self {
+        Stage::AwaitingDevice { deadline: None }
+    }
+
+    /// Re-creating the device, outcome awaited.
+    pub fn resetting_device() -> Self {
+        Stage::ResettingDevice { verify_until: None }
+    }
+
+    /// Reconnecting, nothing scheduled yet.
+    pub fn reconnecting() -> Self {
+        Stage::Reconnecting {
+            timer: None,
+            ops_not_before: None,
+        }
+    }
+
+    /// Verifying, no deadline yet.
+    pub fn verifying() -> Self {
+        Stage::Verifying {
+            deadline: None,
+            list_asked_at: None,
+        }
+    }
+
+    /// The name of the stage.
+    pub fn phase(&self) -> Phase {
+        match self {
+            Stage::Faulted => Phase::Faulted,
+            Stage::AwaitingTarget { .. } => Phase::AwaitingTarget,
+            Stage::AwaitingDevice { .. } => Phase::AwaitingDevice,
+            Stage::ResettingDevice { .. } => Phase::ResettingDevice,
+            Stage::Reconnecting { .. } => Phase::Reconnecting,
+            Stage::Verifying { .. } => Phase::Verifying,
+            Stage::Quarantined => Phase::Quarantined,
+        }
+    }
+
+    /// The stage's timer, if set.
+    pub fn wake(&self) -> Option<(TimerKind, Instant)> {
+        match self {
+            Stage::AwaitingTarget { timer, .. } => timer.map(|(k, at)| (k.kind(), at)),
+            Stage::Reconnecting { timer, .. } => timer.map(|(k, at)| (k.kind(), at)),
+            _ => None,
+        }
+    }
+
+    /// Takes the stage's timer if it is due at `now`.
+    pub fn take_due_wake(&mut self, now: Instant) -> Option<TimerKind> {
+        match self {
+            Stage::AwaitingTarget { timer, .. } => match *timer {
+                Some((k, at)) if at <= now => {
+                    *timer = None;
+                    Some(k.kind())
+                }
+                _ => None,
+            },
+            Stage::Reconnecting { timer, .. } => match *timer {
+                Some((k, at)) if at <= now => {
+                    *timer = None;
+                    Some(k.kind())
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// When the stage gives up (target wait, device wait, verification, lost re-creation).
+    pub fn deadline(&self) -> Option<Instant> {
+        match self {
+            Stage::AwaitingTarget { deadline, .. }
+            | Stage::AwaitingDevice { deadline }
+            | Stage::Verifying { deadline, .. } => *deadline,
+            Stage::ResettingDevice { verify_until } => *verify_until,
+            Stage::Faulted | Stage::Reconnecting { .. } | Stage::Quarantined => None,
+        }
+    }
+
+    /// Sets (or clears) the stage's deadline; a stage without one ignores it.
+    pub fn set_deadline(&mut self, at: Option<Instant>) {
+        match self {
+            Stage::AwaitingTarget { deadline, .. }
+            | Stage::AwaitingDevice { deadline }
+            | Stage::Verifying { deadline, .. } => *deadline = at,
+            Stage::ResettingDevice { verify_until } => *verify_until = at,
+            Stage::Faulted | Stage::Reconnecting { .. } | Stage::Quarantined => {}
+        }
+    }
+}
+
+/// The timer of [`Stage::AwaitingTarget`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AwaitTimer {
+    /// Start the next round of portal probes.
+    ProbeRound,
+    /// The back-off before the next attempt is over.
+    Backoff,
+}
+
+impl AwaitTimer {
+    /// Its kind.
+    pub fn kind(self) -> TimerKind {
+        match self {
+            AwaitTimer::ProbeRound => TimerKind::ProbeRound,
+            AwaitTimer::Backoff => TimerKind::Backoff,
+        }
+    }
+}
+
+/// The timer of [`Stage::Reconnecting`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReconnectTimer {
+    /// iscsid's grace period is over: log sessions in.
+    Grace,
+    /// The back-off before the next attempt is over.
+    Backoff,
+    /// Refresh the session list.
+    SessionRefresh,
+}
+
+impl ReconnectTimer {
+    /// Its kind.
+    pub fn kind(self) -> TimerKind {
+        match self {
+            ReconnectTimer::Grace => TimerKind::Grace,
+            ReconnectTimer::Backoff => TimerKind::Backoff,
+            ReconnectTimer::SessionRefresh => TimerKind::SessionRefresh,
         }
     }
 }
