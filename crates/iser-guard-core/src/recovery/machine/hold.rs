@@ -1,0 +1,126 @@
+//! Holds: a port that wants to act and may not (dry-run, pause, allow-list, other sessions,
+//! one re-creation at a time, no portal known), each said once per repeat interval.
+
+use super::Engine;
+use crate::recovery::action::Severity;
+use crate::recovery::input::PortId;
+use crate::recovery::state::Hold;
+use crate::time::Instant;
+
+impl Engine {
+    /// The authorisation hold the driver put on this port, if it still stands. The engine
+    /// does not decide authorisation (dry-run, pause, allow-list): the driver does, once per
+    /// action, and reports a refusal as [`Outcome::Planned`]; the hold it leaves stays until a
+    /// transition, a policy reload, `resume` or an operator command clears it.
+    pub(super) fn destructive_hold(&self, pid: &PortId) -> Option<Hold> {
+        self.ports
+            .get(pid)
+            .and_then(|p| p.hold.clone())
+            .filter(|h| matches!(h, Hold::DryRun | Hold::Paused | Hold::NotAllowed))
+    }
+
+    pub(super) fn set_hold(
+        &mut self,
+        pid: &PortId,
+        hold: Hold,
+        what: &str,
+        why: &str,
+        now: Instant,
+    ) {
+        let changed = self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.hold.as_ref() != Some(&hold));
+        let repeat = self.policy.alert_repeat_interval;
+        let recent = self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.hold_alerted_at.is_some_and(|t| now.since(t) < repeat));
+        if !changed && recent {
+            return; // Already decided and alerted within the repeat interval.
+        }
+        if let Some(p) = self.ports.get_mut(pid) {
+            p.hold = Some(hold.clone());
+            p.hold_alerted_at = Some(now);
+        }
+        let down = self.down_sessions_text(pid);
+        let device = &pid.device;
+        let (severity, kind, summary, remedy) = match &hold {
+            Hold::DryRun => (
+                Severity::Warning,
+                "dry-run",
+                format!("dry-run: would {what}"),
+                Some(format!(
+                    "set recovery.dry-run = false, or do it by hand: iser-guard recover {pid}"
+                )),
+            ),
+            Hold::Paused => (
+                Severity::Info,
+                "paused",
+                format!("paused: would {what}"),
+                Some("iser-guard resume".to_string()),
+            ),
+            Hold::NotAllowed => (
+                // An operator-action alert (alerts.severity-operator), not a fault.
+                Severity::Critical,
+                "not-allowed",
+                format!("{device} is not in devices.allow: will not {what}"),
+                Some(format!(
+                    "add \"{device}\" to devices.allow in the configuration, or run: \
+                     iser-guard recover {pid}"
+                )),
+            ),
+            Hold::OtherSessionsHealthy { sessions } => (
+                Severity::Critical,
+                "other-sessions",
+                format!(
+                    "{pid}: re-creating {device} would drop {} healthy session(s); waiting for \
+                     the operator",
+                    sessions.len()
+                ),
+                Some(format!(
+                    "iser-guard recover {pid}   (or set recovery.other-sessions = \"proceed\")"
+                )),
+            ),
+            Hold::WaitingForSlot { busy } => (
+                Severity::Info,
+                "slot",
+                format!("{pid}: waiting for the re-creation of {busy} to finish (one at a time)"),
+                None,
+            ),
+            Hold::NoPortalKnown => (
+                Severity::Critical,
+                "no-portal",
+                format!(
+                    "{pid}: no target portal is known for this port, so iser-guard cannot tell \
+                     when the target is back: will not {what} on its own"
+                ),
+                Some(format!(
+                    "check that the iSCSI sessions of {device} are placed on {pid} \
+                     (`iser-guard status`), or re-create it by hand once the target answers: \
+                     iser-guard recover {pid}"
+                )),
+            ),
+        };
+        if changed {
+            self.mark_dirty(format!("{pid}: hold {kind}"));
+        }
+        let mut detail = format!("{why}. Sessions waiting: {down}");
+        if let Hold::OtherSessionsHealthy { sessions } = &hold {
+            let list: Vec<String> = sessions.iter().map(|k| k.to_string()).collect();
+            detail.push_str(&format!(
+                ". Healthy sessions that would drop: {}",
+                list.join("; ")
+            ));
+        }
+        self.mark_reported(pid);
+        self.alert(
+            now,
+            severity,
+            format!("hold:{pid}:{kind}"),
+            summary,
+            detail,
+            remedy,
+        );
+    }
+}

@@ -1,0 +1,183 @@
+//! Outcomes and timers: each is routed to the stage that waits for it (probe, re-creation,
+//! iscsiadm, operator logout/login); a missing outcome becomes a timeout.
+
+use super::Engine;
+use crate::recovery::action::{ActionId, Severity};
+use crate::recovery::input::{IscsiadmStatus, Outcome, PortId, ProbeResult, RecreateResult};
+use crate::recovery::state::{InFlightKind, Phase, PortRecord, ReconnectTimer, Stage, TimerKind};
+use crate::time::Instant;
+
+impl Engine {
+    /// The outcome of an action the engine asked for.
+    pub fn handle_outcome(&mut self, id: ActionId, outcome: Outcome, now: Instant) {
+        self.now = now;
+        if let Outcome::PersistFailed { reason } = &outcome {
+            self.alert(
+                now,
+                Severity::Critical,
+                "journal-failed".to_string(),
+                format!("cannot write the state journal: {reason}"),
+                "iser-guard journals its state before every destructive action; until the \
+                 journal can be written, those actions are skipped."
+                    .to_string(),
+                Some("check the state directory (paths.state-dir): space, permissions".into()),
+            );
+            self.finish();
+            return;
+        }
+        let Some(inf) = self.inflight.remove(&id) else {
+            self.stats.stale_outcomes += 1;
+            self.finish();
+            return;
+        };
+        match (inf.kind, outcome) {
+            (InFlightKind::Probe(portal), Outcome::Probe(result)) => {
+                self.on_probe(&portal, id, result, now)
+            }
+            (InFlightKind::Probe(portal), _) => {
+                self.on_probe(&portal, id, ProbeResult::Unreachable, now)
+            }
+            (InFlightKind::Recreate(device), Outcome::Recreate(result)) => {
+                self.on_recreate_done(&device, result, now)
+            }
+            (InFlightKind::Recreate(device), Outcome::NotRun { reason }) => {
+                self.on_recreate_not_run(&device, &reason, now)
+            }
+            (InFlightKind::Recreate(device), Outcome::Planned { hold, plan }) => {
+                self.on_recreate_planned(&device, hold, &plan, now)
+            }
+            (
+                InFlightKind::Logout(key) | InFlightKind::Login(key),
+                Outcome::Planned { hold, plan },
+            ) => self.on_session_op_planned(&key, hold, &plan, now),
+            (InFlightKind::Recreate(device), other) => self.on_recreate_done(
+                &device,
+                RecreateResult::Failed {
+                    reason: format!("unexpected outcome {other:?}"),
+                },
+                now,
+            ),
+            (InFlightKind::Logout(key), outcome) => {
+                self.on_iscsiadm(&key, true, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::Login(key), outcome) => {
+                self.on_iscsiadm(&key, false, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::OperatorLogout(node), outcome) => {
+                self.on_operator_logout(node, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::OperatorLogin(node), outcome) => {
+                self.on_operator_login(&node, iscsiadm_status(outcome), now)
+            }
+            (InFlightKind::Rescan(key), _) => {
+                if let Some(pid) = self.sessions.get(&key).map(|s| s.port.clone()) {
+                    self.request_sessions(now, true);
+                    self.evaluate(&pid, now);
+                }
+            }
+        }
+        self.finish();
+    }
+
+    /// Time passed: fires due timers (probe rounds, back-off, grace, deadlines, alert flush).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        let due: Vec<ActionId> = self
+            .inflight
+            .values()
+            .filter(|i| i.deadline <= now)
+            .map(|i| i.id)
+            .collect();
+        for id in due {
+            let Some(inf) = self.inflight.remove(&id) else {
+                continue;
+            };
+            match inf.kind {
+                InFlightKind::Probe(portal) => {
+                    self.on_probe(&portal, id, ProbeResult::Unreachable, now)
+                }
+                InFlightKind::Recreate(device) => self.on_recreate_silent(&device, now),
+                InFlightKind::Logout(key) => {
+                    self.on_iscsiadm(&key, true, IscsiadmStatus::Timeout, now)
+                }
+                InFlightKind::Login(key) => {
+                    self.on_iscsiadm(&key, false, IscsiadmStatus::Timeout, now)
+                }
+                InFlightKind::Rescan(_) => {}
+                InFlightKind::OperatorLogout(node) => {
+                    self.on_operator_logout(node, IscsiadmStatus::Timeout, now)
+                }
+                InFlightKind::OperatorLogin(node) => {
+                    self.on_operator_login(&node, IscsiadmStatus::Timeout, now)
+                }
+            }
+        }
+        let pids: Vec<PortId> = self
+            .ports
+            .values()
+            .filter(|p| {
+                p.wake().is_some_and(|(_, at)| at <= now) || p.deadline().is_some_and(|d| d <= now)
+            })
+            .map(|p| p.id.clone())
+            .collect();
+        if !pids.is_empty() {
+            self.mark_dirty("timers fired".into());
+        }
+        for pid in pids {
+            let wake = self
+                .ports
+                .get_mut(&pid)
+                .and_then(PortRecord::stage_mut)
+                .and_then(|s| s.take_due_wake(now));
+            let awaiting_target = self.phase(&pid) == Some(Phase::AwaitingTarget);
+            match wake {
+                Some(TimerKind::ProbeRound) if awaiting_target => self.start_probes(&pid, now),
+                Some(TimerKind::ProbeRound) => {}
+                Some(TimerKind::Backoff) => {
+                    if self.phase(&pid) == Some(Phase::AwaitingTarget) {
+                        self.start_probes(&pid, now);
+                    } else {
+                        self.set_ops_not_before(&pid, now);
+                    }
+                }
+                Some(TimerKind::Grace) => self.set_ops_not_before(&pid, now),
+                Some(TimerKind::SessionRefresh) => self.request_sessions(now, true),
+                None => {}
+            }
+            self.evaluate(&pid, now);
+            // A deadline the stage did not consume must not fire again and again.
+            let refresh = self.policy.session_refresh;
+            if let Some(stage) = self.ports.get_mut(&pid).and_then(PortRecord::stage_mut) {
+                if stage.deadline().is_some_and(|d| d <= now) {
+                    stage.set_deadline(None);
+                }
+                if let Stage::Reconnecting {
+                    timer: timer @ None,
+                    ops_not_before: Some(_),
+                } = stage
+                {
+                    // Still waiting for a fresh session list: ask again later.
+                    *timer = Some((ReconnectTimer::SessionRefresh, now.plus(refresh)));
+                }
+            }
+        }
+        for alert in self.gate.due(now, self.policy.alert_repeat_interval) {
+            self.push_alert(alert);
+        }
+        self.finish();
+    }
+}
+
+pub(super) fn iscsiadm_status(outcome: Outcome) -> IscsiadmStatus {
+    match outcome {
+        Outcome::Iscsiadm(s) => s,
+        Outcome::NotRun { reason } => IscsiadmStatus::Other {
+            code: None,
+            message: format!("not run: {reason}"),
+        },
+        other => IscsiadmStatus::Other {
+            code: None,
+            message: format!("unexpected outcome {other:?}"),
+        },
+    }
+}

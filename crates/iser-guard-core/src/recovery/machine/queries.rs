@@ -1,0 +1,122 @@
+//! Read-only views of the engine's records: a port's sessions, portals, targets, the
+//! sessions down in operator words.
+
+use super::Engine;
+use crate::recovery::input::{PortId, Portal, SessionKey};
+use crate::recovery::state::SessionRecord;
+
+impl Engine {
+    pub(super) fn ports_of_device(&self, device: &str) -> Vec<PortId> {
+        let start = PortId::new(device, 0);
+        self.ports
+            .range(start..)
+            .take_while(|(k, _)| k.device == device)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    pub(super) fn portals_of(&self, pid: &PortId) -> Vec<Portal> {
+        let mut v: Vec<Portal> = self
+            .ports
+            .get(pid)
+            .map(|p| {
+                p.sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .map(|s| s.key.portal.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    pub(super) fn targets_of(&self, pid: &PortId) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .ports
+            .get(pid)
+            .map(|p| p.sessions.iter().map(|k| k.target.clone()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    pub(super) fn healthy_sessions_of_device(&self, device: &str) -> Vec<SessionKey> {
+        self.ports_of_device(device)
+            .iter()
+            .filter_map(|pid| self.ports.get(pid))
+            .flat_map(|p| p.sessions.iter())
+            .filter_map(|k| self.sessions.get(k))
+            .filter(|s| s.is_up())
+            .map(|s| s.key.clone())
+            .collect()
+    }
+
+    pub(super) fn down_sessions_text(&self, pid: &PortId) -> String {
+        let v: Vec<String> = self
+            .ports
+            .get(pid)
+            .map(|p| {
+                p.sessions
+                    .iter()
+                    .filter_map(|k| self.sessions.get(k))
+                    .filter(|s| {
+                        !s.is_healthy() || p.episode().is_some_and(|e| e.targeted.contains(&s.key))
+                    })
+                    .map(describe_session)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join("; ")
+        }
+    }
+
+    pub(super) fn mark_reported(&mut self, pid: &PortId) {
+        let (keys, targeted) = self
+            .ports
+            .get(pid)
+            .map(|p| {
+                let targeted = p.episode().map(|e| e.targeted.clone()).unwrap_or_default();
+                (p.sessions.clone(), targeted)
+            })
+            .unwrap_or_default();
+        for k in keys {
+            if let Some(s) = self.sessions.get_mut(&k) {
+                if !s.is_healthy() || targeted.contains(&k) {
+                    s.reported = true;
+                }
+            }
+        }
+    }
+
+    pub(super) fn rebuild_indexes(&mut self) {
+        self.by_sid.clear();
+        self.by_disk.clear();
+        for s in self.sessions.values() {
+            if let Some(sid) = s.sid {
+                self.by_sid.insert(sid, s.key.clone());
+            }
+            for d in &s.disks {
+                self.by_disk.insert(d.name.clone(), s.key.clone());
+            }
+        }
+    }
+}
+
+pub(super) fn describe_session(s: &SessionRecord) -> String {
+    let sid = s.sid.map(|n| format!("sid {n} ")).unwrap_or_default();
+    let state = if s.present {
+        s.state.name()
+    } else {
+        "gone from iscsid"
+    };
+    match &s.placed_by {
+        Some(evidence) => format!("{sid}{} ({state}; on {} by {evidence})", s.key, s.port),
+        None => format!("{sid}{} ({state})", s.key),
+    }
+}
