@@ -725,3 +725,138 @@ fn incident_in(i: &v2::Incident) -> Incident {
         last_reason: i.last_reason.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: u64) -> Instant {
+        Instant(ms)
+    }
+
+    fn key() -> SessionKey {
+        SessionKey {
+            target: "iqn.2003-01.org.example:storage".into(),
+            portal: Portal::parse("192.0.2.2", 3260).unwrap(),
+            iface: "default".into(),
+        }
+    }
+
+    fn recovering(stage: Stage) -> PortRecord {
+        let mut e = Episode::new(
+            Fault::GsiStuck {
+                evidence: StuckEvidence::QpTable,
+            },
+            t(1_000),
+            Origin::Operator,
+        );
+        e.attempts = 2;
+        e.attempt_recreated = true;
+        e.needs_recreate = true;
+        e.recreated = Some(FreshQp::Awaited);
+        e.skip_target_wait = true;
+        e.listener_gone = true;
+        e.probes_count_from = Some(t(2_000));
+        e.target_back_at = Some(t(3_000));
+        e.evidence = 7;
+        e.targeted = vec![key()];
+        let mut p = PortRecord::new(PortId::new("rxe_ini", 1), t(500));
+        p.state = PortState::Recovering { episode: e, stage };
+        p.hold = Some(Hold::NoPortalKnown);
+        p.hold_alerted_at = Some(t(4_000));
+        p.listener_rejected_at = Some(t(4_500));
+        p.link_up = false;
+        p.sessions = vec![key()];
+        p
+    }
+
+    #[test]
+    fn every_state_and_its_data_survive_the_flat_v2_record() {
+        let stages = [
+            Stage::Faulted,
+            Stage::AwaitingTarget {
+                deadline: Some(t(9_000)),
+                timer: Some((AwaitTimer::ProbeRound, t(8_000))),
+            },
+            Stage::AwaitingTarget {
+                deadline: None,
+                timer: Some((AwaitTimer::Backoff, t(8_000))),
+            },
+            Stage::AwaitingDevice {
+                deadline: Some(t(9_000)),
+            },
+            Stage::ResettingDevice {
+                verify_until: Some(t(9_000)),
+            },
+            Stage::resetting_device(),
+            Stage::Reconnecting {
+                timer: Some((ReconnectTimer::Grace, t(8_000))),
+                ops_not_before: None,
+            },
+            Stage::Reconnecting {
+                timer: Some((ReconnectTimer::SessionRefresh, t(8_000))),
+                ops_not_before: Some(t(7_000)),
+            },
+            Stage::Reconnecting {
+                timer: Some((ReconnectTimer::Backoff, t(8_000))),
+                ops_not_before: None,
+            },
+            Stage::Verifying {
+                deadline: Some(t(9_000)),
+                list_asked_at: Some(t(7_000)),
+            },
+            Stage::Quarantined,
+        ];
+        let mut ports: Vec<PortRecord> = stages.into_iter().map(recovering).collect();
+        ports.push(PortRecord::new(PortId::new("rxe_ini", 2), t(500)));
+        for p in ports {
+            let back = port_in(port_out(&p)).unwrap();
+            assert_eq!(back, p, "{:?}", p.state);
+        }
+    }
+
+    #[test]
+    fn a_flat_record_loads_with_only_what_its_state_can_hold() {
+        let mut flat = port_out(&recovering(Stage::awaiting_target()));
+        // What the flat record could say and the state cannot: a reconnect timer and a
+        // lost-outcome verification while waiting for the target.
+        flat.wake = Some((v2::TimerKind::Grace, 8_000));
+        flat.verify_recreate = true;
+        flat.ops_not_before = Some(7_000);
+        let p = port_in(flat).unwrap();
+        assert_eq!(
+            p.stage(),
+            Some(&Stage::AwaitingTarget {
+                deadline: None,
+                timer: None
+            })
+        );
+        let again = port_out(&p);
+        assert_eq!(
+            (again.wake, again.verify_recreate, again.ops_not_before),
+            (None, false, None)
+        );
+    }
+
+    #[test]
+    fn a_healthy_flat_record_carries_no_episode() {
+        let mut flat = port_out(&PortRecord::new(PortId::new("rxe_ini", 1), t(500)));
+        flat.attempts = 3;
+        flat.fault = Some(v2::Fault::SessionsDown);
+        flat.targeted = vec![key_out(&key())];
+        flat.wake = Some((v2::TimerKind::ProbeRound, 8_000));
+        let p = port_in(flat).unwrap();
+        assert_eq!(p.state, PortState::Healthy);
+        assert_eq!((p.attempts(), p.wake()), (0, None));
+    }
+
+    #[test]
+    fn a_recovering_flat_record_without_a_fault_recovers_from_sessions_down() {
+        let mut flat = port_out(&recovering(Stage::Quarantined));
+        flat.fault = None;
+        flat.fault_since = None;
+        let p = port_in(flat).unwrap();
+        let e = p.episode().unwrap();
+        assert_eq!((&e.fault, e.since), (&Fault::SessionsDown, p.since));
+    }
+}

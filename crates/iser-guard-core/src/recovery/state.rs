@@ -779,3 +779,50 @@ impl EngineSnapshot {
     /// The current format version.
     pub const VERSION: u32 = 1;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_fires_its_own_timer_once_and_only_when_due() {
+        let mut s = Stage::Reconnecting {
+            timer: Some((ReconnectTimer::Grace, Instant(5_000))),
+            ops_not_before: None,
+        };
+        assert_eq!(s.wake(), Some((TimerKind::Grace, Instant(5_000))));
+        assert_eq!(s.take_due_wake(Instant(4_999)), None);
+        assert_eq!(s.take_due_wake(Instant(5_000)), Some(TimerKind::Grace));
+        assert_eq!(s.take_due_wake(Instant(6_000)), None);
+        assert_eq!(s.wake(), None);
+    }
+
+    #[test]
+    fn only_stages_that_give_up_have_a_deadline() {
+        let mut reconnecting = Stage::reconnecting();
+        reconnecting.set_deadline(Some(Instant(1)));
+        assert_eq!(reconnecting.deadline(), None);
+        let mut resetting = Stage::resetting_device();
+        resetting.set_deadline(Some(Instant(1)));
+        assert_eq!(
+            resetting,
+            Stage::ResettingDevice {
+                verify_until: Some(Instant(1))
+            }
+        );
+    }
+
+    #[test]
+    fn a_healthy_port_reports_no_episode_data() {
+        let p = PortRecord::new(PortId::new("rxe_ini", 1), Instant(0));
+        assert_eq!(p.phase(), Phase::Healthy);
+        assert_eq!(
+            (p.fault(), p.attempts(), p.evidence(), p.needs_recreate()),
+            (None, 0, 0, false)
+        );
+        assert_eq!(
+            (p.origin(), p.wake(), p.deadline()),
+            (Origin::Automatic, None, None)
+        );
+    }
+}
