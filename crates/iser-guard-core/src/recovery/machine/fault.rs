@@ -11,6 +11,9 @@ use crate::time::Instant;
 pub(super) const MAX_STEPS_PER_EVALUATION: usize = 16;
 
 impl Engine {
+    /// A fault seen on a port: a healthy port opens an episode (`Faulted`, decided at once);
+    /// a recovering one only escalates, when QP 1 is newly stuck (a re-creation is needed)
+    /// or its device vanished. Every sighting counts as evidence (storm counter).
     pub(super) fn enter_fault(&mut self, pid: &PortId, fault: Fault, reason: String, now: Instant) {
         self.port_or_create(pid, now);
         let Some(p) = self.ports.get_mut(pid) else {
