@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::Globals;
-use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat};
+use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, Origin, Unproven};
 use crate::core::qp::{explain_qp_transition, explain_transition, AttrMask, QpState, QpType};
 use crate::core::signatures::{
     self, explain, DeviceRef, Explanation, Severity, Signature, SignatureKind,
@@ -194,6 +194,12 @@ struct Group {
     last_usec: Option<u64>,
     /// Occurrences written by userspace (facility ≠ 0): could be forged.
     untrusted: u64,
+    /// Occurrences whose format carries a priority that cannot prove kernel origin
+    /// (`dmesg -r` below 8, see [`crate::core::kmsg::RecordRef::origin`]).
+    unproven: u64,
+    /// Occurrences proven written by the kernel (/dev/kmsg, facility 0).
+    #[serde(skip)]
+    kernel: u64,
     /// Distinct QP numbers folded into this group (rxe QP state lines are grouped by state).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     qps: Vec<u32>,
@@ -201,8 +207,26 @@ struct Group {
     line: String,
     /// The first line's format.
     format: LineFormat,
+    /// The operator alert the signature raises by itself (a kernel bug).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alert: Option<String>,
     signature: Signature,
     explanation: Explanation,
+}
+
+impl Group {
+    /// How far the group's best occurrence can be trusted: 2 written by the kernel (a
+    /// /dev/kmsg record of facility 0), 1 origin unproven (`dmesg -r` below 8, plain
+    /// `dmesg`, syslog, journal text), 0 only userspace-written records (could be forged).
+    fn trust_rank(&self) -> u8 {
+        if self.kernel > 0 {
+            2
+        } else if self.untrusted < self.count {
+            1
+        } else {
+            0
+        }
+    }
 }
 
 /// A line that carried an anchor but matched no signature (arguments mode only).
@@ -360,20 +384,34 @@ impl Report {
     /// Completes the device attribution of groups from other groups naming the same RDMA
     /// device: the MAD line names only `rocep2s0f0`, the irdma line of the same incident
     /// also its PCI function and parent driver, which select the recovery command.
+    ///
+    /// Facts are only lent by a line at least as trustworthy as the one that borrows them
+    /// ([`Group::trust_rank`]): a line written by userspace (possibly forged) lends nothing,
+    /// and a line of unproven origin lends nothing to a line the kernel provably wrote.
     fn enrich(&mut self) {
-        let mut known: HashMap<String, DeviceRef> = HashMap::new();
+        let mut known: HashMap<String, (u8, DeviceRef)> = HashMap::new();
         for g in &self.groups {
             let d = &g.signature.device;
+            let rank = g.trust_rank();
+            if rank == 0 {
+                continue;
+            }
             if let (Some(name), true) = (&d.rdma_dev, d.pci.is_some()) {
-                known.entry(name.clone()).or_insert_with(|| d.clone());
+                match known.get(name) {
+                    Some((r, _)) if *r >= rank => {}
+                    _ => {
+                        known.insert(name.clone(), (rank, d.clone()));
+                    }
+                }
             }
         }
         for g in &mut self.groups {
+            let rank = g.trust_rank();
             let d = &mut g.signature.device;
-            let Some(src) = d.rdma_dev.as_ref().and_then(|n| known.get(n)) else {
+            let Some((src_rank, src)) = d.rdma_dev.as_ref().and_then(|n| known.get(n)) else {
                 continue;
             };
-            if d.pci.is_none() {
+            if d.pci.is_none() && *src_rank >= rank {
                 d.pci.clone_from(&src.pci);
                 if src.driver.as_deref() != Some("infiniband") {
                     d.driver.clone_from(&src.driver);
@@ -451,9 +489,12 @@ impl Report {
                                 first_usec: rec.usec,
                                 last_usec: rec.usec,
                                 untrusted: 0,
+                                unproven: 0,
+                                kernel: 0,
                                 qps: Vec::new(),
                                 line: rec.unescaped_text().trim_end().to_string(),
                                 format: rec.format,
+                                alert: signatures::operator_alert(&sig),
                                 explanation: explain(&sig),
                                 signature: sig,
                             });
@@ -483,8 +524,11 @@ impl Report {
                 g.last_usec = rec.usec;
                 g.first_usec = g.first_usec.or(rec.usec);
             }
-            if rec.facility.is_some_and(|f| f != 0) {
-                g.untrusted += 1;
+            match rec.origin() {
+                Origin::Kernel => g.kernel += 1,
+                Origin::Userspace(_) => g.untrusted += 1,
+                Origin::Unproven(Unproven::PriorityWithoutFacility) => g.unproven += 1,
+                Origin::Unproven(Unproven::NoPriority) => {}
             }
         }
         Some((next, true))
@@ -577,6 +621,16 @@ impl Report {
                     g.untrusted
                 )?;
             }
+            if g.unproven > 0 {
+                writeln!(
+                    out,
+                    "    trust:    {} from `dmesg -r` with a priority below 8, which cannot \
+                     prove kernel origin (older util-linux printed facility|level, so a \
+                     userspace record could look like facility 0): reported, never an action \
+                     trigger; read /dev/kmsg (`cat /dev/kmsg`) for records whose origin counts",
+                    g.unproven
+                )?;
+            }
             writeln!(
                 out,
                 "    source:   {}, {}",
@@ -623,6 +677,11 @@ impl Report {
             writeln!(out, "    line:     {}", g.line)?;
         }
         writeln!(out)?;
+        for (n, g) in self.groups.iter().enumerate() {
+            if let Some(a) = &g.alert {
+                writeln!(out, "Alert [{}]: {a}", n + 1)?;
+            }
+        }
         let mut stuck: Vec<String> = self
             .groups
             .iter()

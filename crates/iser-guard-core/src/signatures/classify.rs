@@ -14,7 +14,9 @@ use std::sync::OnceLock;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use super::device::{apply_dict_device, apply_prefix, NameRole};
-use super::types::{DeviceRef, IscsiErr, RdmaDriver, Signature, SignatureKind};
+use super::types::{
+    DeviceRef, IscsiErr, IserFailure, KernelBugKind, RdmaDriver, Signature, SignatureKind,
+};
 use crate::qp::QpState;
 
 /// The anchors, in pattern-id order. `distinctive` anchors occur only in the message they
@@ -82,6 +84,50 @@ const ANCHORS: &[AnchorDef] = &[
     AnchorDef { text: "NIC Link is ", distinctive: false, rank: 3, parse: p_nic_link },
     AnchorDef { text: ": Link down", distinctive: false, rank: 3, parse: p_link_down },
     AnchorDef { text: ": Link up", distinctive: false, rank: 3, parse: p_link_up },
+    // MAD port start-up (mad.c ib_mad_init_device / ib_mad_port_open, agent.c).
+    AnchorDef { text: "Couldn't open port ", distinctive: true, rank: 7, parse: p_mad_port_open },
+    AnchorDef { text: "Couldn't create ib_mad ", distinctive: true, rank: 7, parse: p_mad_setup },
+    AnchorDef { text: "Couldn't start port", distinctive: true, rank: 7, parse: p_mad_setup },
+    AnchorDef { text: "Couldn't post receive WRs", distinctive: true, rank: 7, parse: p_mad_setup },
+    // bnxt_re ib_verbs.c: the firmware refused a QP command.
+    AnchorDef { text: "Failed to modify HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
+    AnchorDef { text: "Failed to destroy HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
+    AnchorDef { text: "Failed to create HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
+    AnchorDef { text: "Failed to modify Shadow QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
+    // mlx5_ib cq.c dump_cqe: error completions.
+    AnchorDef { text: "WC error: ", distinctive: false, rank: 6, parse: p_mlx5_wc_error },
+    AnchorDef { text: "): dump error cqe", distinctive: true, rank: 6, parse: p_mlx5_dump_cqe },
+    // mlx5_ib/mlx4_ib qp.c: QP async events the driver does not expect.
+    AnchorDef { text: "Unexpected event type ", distinctive: false, rank: 5, parse: p_unexpected_event },
+    // ib_iser iser_verbs.c: QP events and connection set-up/teardown failures.
+    AnchorDef { text: "iser_qp_event_callback: qp event ", distinctive: true, rank: 5, parse: p_iser_qp_event },
+    AnchorDef { text: "Failed to disconnect, conn: ", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "failure connecting: ", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "rdma_create_id failed: ", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "rdma_resolve_addr failed: ", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "resolve route failed: ", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "device lookup/creation failed", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "failed to allocate an IB resource", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "ib_post_send failed, ret:", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "ib_post_recv failed ret=", distinctive: false, rank: 5, parse: p_iser_failure },
+    AnchorDef { text: "ib_post_recv login failed ret=", distinctive: false, rank: 5, parse: p_iser_failure },
+    // rdma_rxe: QP error transitions (rxe_qp.c) and the pre-5.x port lines (rxe_net.c).
+    AnchorDef { text: "moved to error state", distinctive: false, rank: 5, parse: p_rxe_moved_to_error },
+    AnchorDef { text: "rxe: set ", distinctive: false, rank: 3, parse: p_rxe_legacy_port },
+    // SCSI error handling (scsi_error.c, scsi_lib.c), sd.c results, block and buffer I/O.
+    AnchorDef { text: "Device offlined - not ready after error recovery", distinctive: true, rank: 4, parse: p_scsi_offlined },
+    AnchorDef { text: "timing out command, waited ", distinctive: true, rank: 4, parse: p_scsi_timing_out },
+    AnchorDef { text: "rejecting I/O to dead device", distinctive: true, rank: 4, parse: p_scsi_dead },
+    AnchorDef { text: " failed: Result: ", distinctive: false, rank: 4, parse: p_scsi_failed },
+    AnchorDef { text: " error, dev ", distinctive: false, rank: 4, parse: p_block_error },
+    AnchorDef { text: "Buffer I/O error on dev ", distinctive: true, rank: 4, parse: p_buffer_io_error },
+    // Kernel bug reports (arch/x86 dumpstack, kernel/panic.c, lib/bug.c, mm/kasan, hung_task).
+    AnchorDef { text: "RIP: ", distinctive: false, rank: 2, parse: p_bug_rip },
+    AnchorDef { text: "WARNING: CPU: ", distinctive: false, rank: 2, parse: p_bug_warning },
+    AnchorDef { text: "kernel BUG at ", distinctive: false, rank: 2, parse: p_bug_at },
+    AnchorDef { text: "BUG: KASAN: ", distinctive: false, rank: 2, parse: p_bug_kasan },
+    AnchorDef { text: "Kernel panic - not syncing: ", distinctive: false, rank: 2, parse: p_bug_panic },
+    AnchorDef { text: " blocked for more than ", distinctive: false, rank: 2, parse: p_bug_hung_task },
 ];
 
 fn automaton() -> &'static AhoCorasick {
@@ -546,15 +592,12 @@ fn p_rxe_invalid(s: &str, start: usize, _end: usize) -> Option<Parsed> {
 }
 
 fn p_rxe_state(s: &str, start: usize, end: usize) -> Option<Parsed> {
-    // "rdma_rxe: qp#21 state -> ERR"
+    // "rdma_rxe: qp#21 state -> ERR" (≤ 6.1, pr_debug; `qp#%d state -> SQE !!?` is its
+    // pr_warn), "rxe_ini: qp#21 rxe_qp_chk_attr: state -> ERR" (6.2+, rxe_dbg_qp).
     let before = s.get(..start)?;
-    let at = before.rfind("qp#")?;
-    let (qp, r) = dec_u32(before.get(at + 3..)?)?;
-    if !r.is_empty() {
-        return None;
-    }
+    let (qp, at) = rxe_qp_before(before)?;
     let (state, r) = state_from_name(s.get(end..)?)?;
-    if !rest_is_blank(r) {
+    if !rest_is_blank(r) && r.trim() != "!!?" {
         return None;
     }
     Parsed::new(
@@ -848,6 +891,661 @@ fn mlx5_link(s: &str, start: usize, end: usize, kind: SignatureKind) -> Option<P
         return None;
     }
     Parsed::new(kind, Some(start + 2), NameRole::Netdev)
+}
+
+// ---- MAD port start-up ---------------------------------------------------------------------
+
+fn p_mad_port_open(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // mad.c: "Couldn't open port %d"; agent.c (via mad.c): "Couldn't open port %d for agents".
+    let (port, r) = dec_u32(s.get(end..)?)?;
+    let agents = match r.trim_end() {
+        "" => false,
+        " for agents" => true,
+        _ => return None,
+    };
+    Some(Parsed {
+        kind: SignatureKind::MadPortOpenFailed { port, agents },
+        prefix_end: printk_prefix_end(s, start),
+        role: NameRole::Rdma,
+        extra: Some(DeviceRef {
+            port: Some(port),
+            ..DeviceRef::default()
+        }),
+    })
+}
+
+fn p_mad_setup(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    // "Couldn't create ib_mad PD|CQ", "Couldn't create ib_mad QP%d", "Couldn't start port",
+    // "Couldn't post receive WRs": the whole message.
+    let step = s.get(start..)?.strip_prefix("Couldn't ")?.trim_end();
+    let ok = matches!(
+        step,
+        "create ib_mad PD" | "create ib_mad CQ" | "start port" | "post receive WRs"
+    ) || step
+        .strip_prefix("create ib_mad QP")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if !ok {
+        return None;
+    }
+    Parsed::new(
+        SignatureKind::MadPortSetupFailed {
+            step: step.to_string(),
+        },
+        printk_prefix_end(s, start),
+        NameRole::Rdma,
+    )
+}
+
+// ---- driver QP failures ----------------------------------------------------------------------
+
+fn p_bnxt_hw_qp(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // bnxt_re ib_verbs.c ibdev_err: "Failed to modify HW QP", "Failed to destroy HW QP",
+    // "Failed to create HW QP", "Failed to modify Shadow QP for QP1".
+    let anchor = s.get(start..end)?;
+    let rest = s.get(end..)?;
+    let op = match anchor {
+        "Failed to modify Shadow QP" if rest.trim_end() == " for QP1" => "modify_shadow_qp1",
+        "Failed to modify HW QP" if rest_is_blank(rest) => "modify",
+        "Failed to destroy HW QP" if rest_is_blank(rest) => "destroy",
+        "Failed to create HW QP" if rest_is_blank(rest) => "create",
+        _ => return None,
+    };
+    Parsed::new(
+        SignatureKind::DriverQpCommandFailed {
+            driver: RdmaDriver::BnxtRe,
+            op: op.to_string(),
+        },
+        printk_prefix_end(s, start),
+        NameRole::Rdma,
+    )
+}
+
+/// The prefix of an `mlx5_ib_warn`/`mlx5_ib_log` line. Since 5.x it is a `dev_printk` on the
+/// ib device (`infiniband mlx5_0: dump_cqe:272:(pid 0): `); older kernels printed
+/// `mlx5_0:dump_cqe:262:(pid 0): ` with `pr_warn`. Returns where the `dev_printk` prefix
+/// ends, and the device of the old form.
+fn mlx5_log_prefix(s: &str, start: usize) -> Option<(Option<usize>, Option<DeviceRef>)> {
+    let before = s.get(..start)?;
+    let pid = before.rfind(":(pid ")?;
+    let head = before.get(..pid)?;
+    match memchr::memmem::find(head.as_bytes(), b": ") {
+        Some(_) => Some((printk_prefix_end(s, pid), None)),
+        None => {
+            // "mlx5_0:dump_cqe:262" after an optional level/timestamp-free start.
+            let dev = head.rsplit(' ').next()?.split(':').next()?;
+            if dev.is_empty() {
+                return Some((None, None));
+            }
+            Some((
+                None,
+                Some(DeviceRef {
+                    rdma_dev: Some(dev.to_string()),
+                    ..DeviceRef::default()
+                }),
+            ))
+        }
+    }
+}
+
+fn p_mlx5_wc_error(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // mlx5_ib cq.c dump_cqe: "WC error: %d, Message: %s".
+    let (status, r) = dec_u32(s.get(end..)?)?;
+    let message = r.strip_prefix(", Message: ")?.trim_end();
+    let (prefix_end, extra) = mlx5_log_prefix(s, start)?;
+    Some(Parsed {
+        kind: SignatureKind::Mlx5ErrorCompletion {
+            status: Some(status),
+            message: Some(message.to_string()).filter(|m| !m.is_empty()),
+        },
+        prefix_end,
+        role: NameRole::Rdma,
+        extra,
+    })
+}
+
+fn p_mlx5_dump_cqe(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // Older mlx5_ib cq.c dump_cqe: "dump error cqe" (the CQE follows as a hex dump).
+    if !rest_is_blank(s.get(end..)?) {
+        return None;
+    }
+    // The anchor starts at the `)` of `(pid N)`.
+    let (prefix_end, extra) = mlx5_log_prefix(s, start)?;
+    Some(Parsed {
+        kind: SignatureKind::Mlx5ErrorCompletion {
+            status: None,
+            message: None,
+        },
+        prefix_end,
+        role: NameRole::Rdma,
+        extra,
+    })
+}
+
+fn p_unexpected_event(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // mlx5_ib qp.c "mlx5_ib: Unexpected event type %d on QP %06x"; mlx4_ib qp.c
+    // "<mlx4_ib> mlx4_ib_qp_event: Unexpected event type %d on QP %06x". CQ/SRQ/WQ events
+    // are not about a QP.
+    let (event, r) = dec_u32(s.get(end..)?)?;
+    let (qp, r) = hex_u32(r.strip_prefix(" on QP ")?)?;
+    if !rest_is_blank(r) {
+        return None;
+    }
+    let before = s.get(..start)?;
+    let driver = if before.contains("mlx5_ib") {
+        RdmaDriver::Mlx5
+    } else if before.contains("mlx4_ib") {
+        RdmaDriver::Mlx4
+    } else {
+        return None;
+    };
+    Parsed::new(
+        SignatureKind::UnexpectedQpEvent { driver, event, qp },
+        None,
+        NameRole::Auto,
+    )
+}
+
+// ---- iSER --------------------------------------------------------------------------------------
+
+/// `iser_err` prints `"iser: <function>: <message>"` (PFX "iser:" and `__func__`): the
+/// message must follow exactly that, so the same words from another module (isert, nvme-rdma)
+/// are not taken for iSER's. Returns where the `iser: ` prefix starts.
+fn iser_func_prefix(s: &str, start: usize) -> Option<usize> {
+    let before = s.get(..start)?.strip_suffix(": ")?;
+    let at = before.rfind("iser: ")?;
+    let func = before.get(at + "iser: ".len()..)?;
+    let ok = !func.is_empty() && func.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    // `isert: ` ends with "rt: ", not "iser: ": rfind("iser: ") cannot land inside it.
+    ok.then_some(at)
+}
+
+fn p_iser_qp_event(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // iser_verbs.c iser_qp_event_callback: "qp event %s (%d)".
+    let r = s.get(end..)?.trim_end();
+    let (name, r) = r.rsplit_once(" (")?;
+    let (event, r) = dec_u32(r)?;
+    if r != ")" || name.is_empty() {
+        return None;
+    }
+    Parsed::new(
+        SignatureKind::IserQpEvent {
+            event,
+            name: name.to_string(),
+        },
+        printk_prefix_end(s, start),
+        NameRole::Auto,
+    )
+}
+
+/// The iSER failure messages: anchor text → what failed. One table; the errno is the first
+/// signed number after the anchor (none for the two messages without one).
+const ISER_FAILURES: &[(&str, IserFailure)] = &[
+    ("Failed to disconnect, conn: ", IserFailure::Disconnect),
+    ("failure connecting: ", IserFailure::Connect),
+    ("rdma_create_id failed: ", IserFailure::CreateId),
+    ("rdma_resolve_addr failed: ", IserFailure::ResolveAddr),
+    ("resolve route failed: ", IserFailure::ResolveRoute),
+    ("device lookup/creation failed", IserFailure::DeviceLookup),
+    ("failed to allocate an IB resource", IserFailure::IbResource),
+    ("ib_post_send failed, ret:", IserFailure::PostSend),
+    ("ib_post_recv failed ret=", IserFailure::PostRecv),
+    ("ib_post_recv login failed ret=", IserFailure::PostRecv),
+];
+
+fn p_iser_failure(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    let anchor = s.get(start..end)?;
+    let what = ISER_FAILURES.iter().find(|(a, _)| *a == anchor)?.1;
+    let at = iser_func_prefix(s, start)?;
+    let r = s.get(end..)?;
+    let errno = match what {
+        IserFailure::DeviceLookup | IserFailure::IbResource => {
+            if !rest_is_blank(r) {
+                return None;
+            }
+            None
+        }
+        // "Failed to disconnect, conn: 0x%p err %d"
+        IserFailure::Disconnect => {
+            let i = r.find(" err ")?;
+            Some(dec_i32(r.get(i + " err ".len()..)?)?.0)
+        }
+        _ => Some(dec_i32(r)?.0),
+    };
+    Parsed::new(
+        SignatureKind::IserConnFailure { what, errno },
+        printk_prefix_end(s, at + "iser: ".len()),
+        NameRole::Auto,
+    )
+}
+
+// ---- rdma_rxe ----------------------------------------------------------------------------------
+
+/// The QP number of rxe's `qp#N` or `qp#N <func>:` just before `at`, and where `qp#` starts.
+fn rxe_qp_before(before: &str) -> Option<(u32, usize)> {
+    let at = before.rfind("qp#")?;
+    let (qp, r) = dec_u32(before.get(at + 3..)?)?;
+    // 6.1: "qp#%d moved…" / "qp#%d state -> …"; 6.2+ rxe_dbg_qp: "qp#%d %s: moved…".
+    let ok = r.is_empty()
+        || r.strip_prefix(' ')
+            .and_then(|f| f.strip_suffix(':'))
+            .is_some_and(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    ok.then_some((qp, at))
+}
+
+fn p_rxe_moved_to_error(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // rxe_qp.c rxe_qp_error: "qp#%d moved to error state" (≤ 6.1, pr_debug) or
+    // "qp#%d %s: moved to error state" (rxe_dbg_qp, 6.2+).
+    if !rest_is_blank(s.get(end..)?) {
+        return None;
+    }
+    let before = s.get(..start)?.strip_suffix(' ')?;
+    let (qp, at) = rxe_qp_before(before)?;
+    Parsed::new(
+        SignatureKind::RxeQpState {
+            qp,
+            state: QpState::Err,
+        },
+        printk_prefix_end(s, at),
+        NameRole::Rdma,
+    )
+}
+
+fn p_rxe_legacy_port(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // rxe_net.c before the dev_info form: "rxe: set rxe0 active" (4.8–4.x, literal "rxe: ")
+    // and "rdma_rxe: set rxe0 down" (pr_fmt KBUILD_MODNAME).
+    let before = s.get(..start)?;
+    let module = if before.ends_with("rdma_") {
+        "rdma_rxe"
+    } else {
+        "rxe"
+    };
+    let lead = before.strip_suffix("rdma_").unwrap_or(before);
+    if !(lead.is_empty() || lead.ends_with(' ')) {
+        return None;
+    }
+    let r = s.get(end..)?.trim_end();
+    let (name, state) = r.rsplit_once(' ')?;
+    if name.is_empty() || name.contains(' ') {
+        return None;
+    }
+    let kind = match state {
+        "active" => SignatureKind::IbPortActive,
+        "down" => SignatureKind::IbPortDown,
+        _ => return None,
+    };
+    Some(Parsed {
+        kind,
+        prefix_end: None,
+        role: NameRole::Rdma,
+        extra: Some(DeviceRef {
+            driver: Some(module.to_string()),
+            rdma_dev: Some(name.to_string()),
+            ..DeviceRef::default()
+        }),
+    })
+}
+
+// ---- SCSI error handling, block and buffer I/O -------------------------------------------------
+
+/// The disk (`[sdX]`) and tag (`tag#N`) words between a `sd H:C:T:L: ` prefix and the message.
+fn scsi_disk_words(s: &str, prefix_end: Option<usize>, start: usize) -> (DeviceRef, Option<u32>) {
+    let mid = s.get(prefix_end.unwrap_or(0)..start).unwrap_or("");
+    let mut extra = DeviceRef::default();
+    let mut tag = None;
+    for w in mid.split(' ') {
+        if let Some(d) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+            if !d.is_empty() {
+                extra.disk = Some(d.to_string());
+            }
+        } else if let Some(t) = w.strip_prefix("tag#") {
+            tag = t.parse().ok();
+        }
+    }
+    (extra, tag)
+}
+
+fn scsi_whole(s: &str, start: usize, end: usize, kind: SignatureKind) -> Option<Parsed> {
+    if !rest_is_blank(s.get(end..)?) {
+        return None;
+    }
+    let prefix_end = printk_prefix_end(s, start);
+    let (extra, _) = scsi_disk_words(s, prefix_end, start);
+    Some(Parsed {
+        kind,
+        prefix_end,
+        role: NameRole::Auto,
+        extra: Some(extra),
+    })
+}
+
+fn p_scsi_offlined(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // scsi_error.c scsi_eh_offline_sdevs: sdev_printk/scmd_printk "Device offlined - not
+    // ready after error recovery".
+    scsi_whole(s, start, end, SignatureKind::ScsiDeviceOfflined)
+}
+
+fn p_scsi_dead(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // scsi_lib.c scsi_device_state_check: "rejecting I/O to dead device".
+    scsi_whole(s, start, end, SignatureKind::ScsiRejectingDead)
+}
+
+fn p_scsi_timing_out(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // scsi_lib.c: scmd_printk "timing out command, waited %lus".
+    let (secs, r) = dec_u64(s.get(end..)?)?;
+    if !rest_is_blank(r.strip_prefix('s')?) {
+        return None;
+    }
+    let prefix_end = printk_prefix_end(s, start);
+    let (extra, _) = scsi_disk_words(s, prefix_end, start);
+    Some(Parsed {
+        kind: SignatureKind::ScsiCommandTimedOut { secs },
+        prefix_end,
+        role: NameRole::Auto,
+        extra: Some(extra),
+    })
+}
+
+/// `blk_status_to_str()` texts other than `I/O` (block/blk-core.c `blk_errors[]`), which
+/// `print_req_error` prints as `"%s error, dev %s, …"`.
+const BLK_STATUSES: &[&str] = &[
+    "operation not supported",
+    "timeout",
+    "critical space allocation",
+    "recoverable transport",
+    "critical target",
+    "reservation conflict",
+    "critical nexus",
+    "critical medium",
+    "protection",
+    "kernel resource",
+    "device resource",
+    "nonblocking retry",
+    "device offline",
+    "open zones exceeded",
+    "active zones exceeded",
+    "duration limit exceeded",
+    "invalid",
+];
+
+fn p_block_error(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // "recoverable transport error, dev sdb, sector 2048 op 0x1:(WRITE) flags 0x800 …",
+    // formerly after "blk_update_request: " / "print_req_error: ".
+    let before = s.get(..start)?;
+    let status = BLK_STATUSES.iter().find(|st| {
+        before
+            .strip_suffix(**st)
+            .is_some_and(|lead| lead.is_empty() || lead.ends_with(' '))
+    })?;
+    let r = s.get(end..)?;
+    let disk = word(r);
+    if disk.is_empty() || !r.get(disk.len()..)?.starts_with(", sector ") {
+        return None;
+    }
+    let sector = r
+        .find(", sector ")
+        .and_then(|i| r.get(i + ", sector ".len()..))
+        .and_then(dec_u64)
+        .map(|(v, _)| v);
+    let op = r
+        .find(":(")
+        .and_then(|i| r.get(i + 2..))
+        .and_then(|o| o.split_once(')'))
+        .map(|(o, _)| o.to_string())
+        .filter(|o| !o.is_empty());
+    Some(Parsed {
+        kind: SignatureKind::BlockRequestError {
+            status: (*status).to_string(),
+            sector,
+            op,
+        },
+        prefix_end: None,
+        role: NameRole::Auto,
+        extra: Some(DeviceRef {
+            disk: Some(disk.to_string()),
+            ..DeviceRef::default()
+        }),
+    })
+}
+
+fn p_buffer_io_error(s: &str, _start: usize, end: usize) -> Option<Parsed> {
+    // fs/buffer.c buffer_io_error: "Buffer I/O error on dev %pg, logical block %llu%s"
+    // with ", lost async page write" / ", async page read" / ", lost sync page write".
+    let r = s.get(end..)?;
+    let disk = word(r);
+    if disk.is_empty() {
+        return None;
+    }
+    let r = r.get(disk.len()..)?;
+    let (block, what) = match r.strip_prefix(", logical block ") {
+        Some(b) => {
+            let (block, rest) = dec_u64(b)?;
+            let what = rest
+                .strip_prefix(", ")
+                .map(|w| w.trim_end().to_string())
+                .filter(|w| !w.is_empty());
+            (Some(block), what)
+        }
+        None if rest_is_blank(r) => (None, None),
+        None => return None,
+    };
+    Some(Parsed {
+        kind: SignatureKind::BufferIoError { block, what },
+        prefix_end: None,
+        role: NameRole::Auto,
+        extra: Some(DeviceRef {
+            disk: Some(disk.to_string()),
+            ..DeviceRef::default()
+        }),
+    })
+}
+
+// ---- kernel bug reports --------------------------------------------------------------------
+
+/// The modules whose bugs this job cares about: the iSER initiator stack, the RDMA core and
+/// the RDMA drivers. A kernel bug report naming one is recognised; others are not ours.
+const BUG_MODULES: &[&str] = &[
+    "ib_iser",
+    "libiscsi",
+    "scsi_transport_iscsi",
+    "ib_core",
+    "rdma_cm",
+    "ib_cm",
+    "iw_cm",
+    "ib_uverbs",
+    "rdma_ucm",
+    "ib_umad",
+    "rdma_rxe",
+    "siw",
+    "irdma",
+    "mlx5_ib",
+    "mlx4_ib",
+    "bnxt_re",
+    "qedr",
+    "hns_roce_hw_v2",
+    "erdma",
+    "mana_ib",
+];
+
+/// Source directories → module, for `WARNING: … at <file>:<line>` and `kernel BUG at`.
+const BUG_PATHS: &[(&str, &str)] = &[
+    ("drivers/infiniband/ulp/iser/", "ib_iser"),
+    ("drivers/infiniband/core/", "ib_core"),
+    ("drivers/infiniband/sw/rxe/", "rdma_rxe"),
+    ("drivers/infiniband/sw/siw/", "siw"),
+    ("drivers/infiniband/hw/irdma/", "irdma"),
+    ("drivers/infiniband/hw/mlx5/", "mlx5_ib"),
+    ("drivers/infiniband/hw/mlx4/", "mlx4_ib"),
+    ("drivers/infiniband/hw/bnxt_re/", "bnxt_re"),
+    ("drivers/infiniband/hw/qedr/", "qedr"),
+    ("drivers/infiniband/hw/hns/", "hns_roce_hw_v2"),
+    ("drivers/infiniband/hw/erdma/", "erdma"),
+    ("drivers/infiniband/hw/mana/", "mana_ib"),
+    ("drivers/scsi/libiscsi.c", "libiscsi"),
+    ("drivers/scsi/scsi_transport_iscsi.c", "scsi_transport_iscsi"),
+];
+
+/// Function-name prefixes of the same modules, for kernels that build them in (a `%pS`
+/// symbol then has no `[module]`).
+const BUG_FUNC_PREFIXES: &[(&str, &str)] = &[
+    ("iscsi_iser_", "ib_iser"),
+    ("iser_", "ib_iser"),
+    ("rxe_", "rdma_rxe"),
+    ("siw_", "siw"),
+    ("irdma_", "irdma"),
+    ("ib_", "ib_core"),
+    ("rdma_", "ib_core"),
+    ("cma_", "rdma_cm"),
+    ("iscsi_", "libiscsi"),
+];
+
+fn module_of_path(path: &str) -> Option<&'static str> {
+    BUG_PATHS
+        .iter()
+        .find(|(dir, _)| path.starts_with(dir))
+        .map(|(_, m)| *m)
+}
+
+/// Splits a `%pS` symbol `func+0x1c/0x90 [ib_iser]` (the module may carry a build id:
+/// `[ib_iser 3f2a…]`) into the function and the module, and tells whether it is one of ours.
+fn bug_symbol(sym: &str) -> Option<(String, Option<&'static str>)> {
+    let sym = sym.trim();
+    let (func, module) = match sym.split_once(" [") {
+        Some((f, m)) => {
+            let m = m.strip_suffix(']')?;
+            (f, Some(m.split(' ').next()?))
+        }
+        None => (sym, None),
+    };
+    if func.is_empty() || func.contains(' ') || !func.contains("+0x") {
+        return None;
+    }
+    let ours = match module {
+        Some(m) => BUG_MODULES.iter().copied().find(|b| *b == m),
+        None => BUG_FUNC_PREFIXES
+            .iter()
+            .find(|(p, _)| func.starts_with(p))
+            .map(|(_, m)| *m),
+    };
+    Some((func.to_string(), ours))
+}
+
+fn bug(
+    what: KernelBugKind,
+    module: Option<&str>,
+    function: Option<String>,
+    location: Option<String>,
+    detail: Option<String>,
+) -> Option<Parsed> {
+    Parsed::new(
+        SignatureKind::KernelBug {
+            what,
+            module: module.map(str::to_string),
+            function,
+            location,
+            detail,
+        },
+        None,
+        NameRole::Auto,
+    )
+}
+
+fn p_bug_rip(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // arch/x86 show_ip: "RIP: %04x:%pS" = "RIP: 0010:iser_conn_terminate+0x1c/0x90 [ib_iser]".
+    // Only the oops's own register dump: the line starts with it (after the printk prefix).
+    if !s.get(..start)?.trim().is_empty() {
+        return None;
+    }
+    let r = s.get(end..)?;
+    let (seg, sym) = r.split_once(':')?;
+    if seg.len() != 4 || !seg.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let (func, module) = bug_symbol(sym)?;
+    bug(KernelBugKind::Oops, Some(module?), Some(func), None, None)
+}
+
+fn p_bug_warning(s: &str, _start: usize, end: usize) -> Option<Parsed> {
+    // kernel/panic.c __warn: "WARNING: CPU: %d PID: %d at %s:%d %pS" or "… at %pS".
+    let (_cpu, r) = dec_u32(s.get(end..)?)?;
+    let (_pid, r) = dec_u32(r.strip_prefix(" PID: ")?)?;
+    let r = r.strip_prefix(" at ")?.trim_end();
+    let (location, sym) = match r.split_once(' ') {
+        Some((loc, sym)) if loc.contains(".c:") || loc.contains(".h:") => (Some(loc), sym),
+        _ => (None, r),
+    };
+    let (func, by_sym) = bug_symbol(sym)?;
+    let module = by_sym.or_else(|| location.and_then(module_of_path))?;
+    bug(
+        KernelBugKind::Warning,
+        Some(module),
+        Some(func),
+        location.map(str::to_string),
+        None,
+    )
+}
+
+fn p_bug_at(s: &str, _start: usize, end: usize) -> Option<Parsed> {
+    // lib/bug.c report_bug: "kernel BUG at %s:%u!".
+    let loc = s.get(end..)?.trim_end().strip_suffix('!')?;
+    let module = module_of_path(loc)?;
+    bug(
+        KernelBugKind::Bug,
+        Some(module),
+        None,
+        Some(loc.to_string()),
+        None,
+    )
+}
+
+fn p_bug_kasan(s: &str, _start: usize, end: usize) -> Option<Parsed> {
+    // mm/kasan/report.c: "BUG: KASAN: %s in %pS".
+    let r = s.get(end..)?.trim_end();
+    let (kind, sym) = r.split_once(" in ")?;
+    let (func, module) = bug_symbol(sym)?;
+    bug(
+        KernelBugKind::Kasan,
+        Some(module?),
+        Some(func),
+        None,
+        Some(kind.to_string()),
+    )
+}
+
+fn p_bug_panic(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // kernel/panic.c: "Kernel panic - not syncing: %s" (and the closing "---[ end Kernel
+    // panic - not syncing: %s ]---", which is the same panic: not counted twice).
+    if s.get(..start)?.contains("---[ end") {
+        return None;
+    }
+    let reason = s.get(end..)?.trim_end();
+    bug(
+        KernelBugKind::Panic,
+        None,
+        None,
+        None,
+        Some(reason.to_string()).filter(|r| !r.is_empty()),
+    )
+}
+
+fn p_bug_hung_task(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // kernel/hung_task.c: "INFO: task %s:%d blocked for more than %ld seconds." — only for
+    // the iSCSI tasks (iscsid, iscsiadm, iscsi_eh…), whose hang stalls session recovery.
+    let before = s.get(..start)?;
+    let at = before.rfind("INFO: task ")?;
+    let task = before.get(at + "INFO: task ".len()..)?;
+    let (name, pid) = task.rsplit_once(':')?;
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || !name.starts_with("iscsi") {
+        return None;
+    }
+    let (secs, r) = dec_u64(s.get(end..)?)?;
+    r.strip_prefix(" seconds")?;
+    bug(
+        KernelBugKind::HungTask,
+        None,
+        None,
+        None,
+        Some(format!("task {task} blocked for more than {secs} seconds")),
+    )
 }
 
 #[cfg(test)]
