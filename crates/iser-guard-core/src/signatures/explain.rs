@@ -662,8 +662,9 @@ pub fn explain(sig: &Signature) -> Explanation {
             meaning.push(format!(
                 "an iSER connection's RC QP got the asynchronous event {ev} ({event}){}",
                 match event {
-                    1..=3 | 15 => ": the QP is in ERR, its connection fails (1011) and iscsid \
-                                  reconnects"
+                    // QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR, DEVICE_FATAL.
+                    1..=3 | 7 | 8 => ": the QP is in ERR, its connection fails (1011) and \
+                                      iscsid reconnects"
                         .to_string(),
                     5 => ": its send queue drained (the QP is being torn down)".to_string(),
                     _ => String::new(),
@@ -677,7 +678,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSER QP event: {ev} ({event})"),
                 "ib_iser",
-                if matches!(event, 1..=3 | 15) {
+                if matches!(event, 1..=3 | 7 | 8) {
                     Severity::Warning
                 } else {
                     Severity::Info
