@@ -123,8 +123,10 @@ fn every_row_in_the_core_formats_line_by_line() {
                 (s.kind.name().to_string(), s.device.label())
             })
             .collect();
-        let want: Vec<(String, String)> =
-            want.iter().map(|(k, d, _)| (k.clone(), d.clone())).collect();
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(k, d, _)| (k.clone(), d.clone()))
+            .collect();
         assert_eq!(got, want, "{fmt}");
     }
 }
@@ -167,11 +169,8 @@ fn unrelated_lines_stay_unrecognised_in_every_format() {
 
 #[test]
 fn the_table_in_the_docs_and_the_corpus_name_the_same_kinds() {
-    let doc = std::fs::read_to_string(format!(
-        "{}/docs/signatures.md",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("docs/signatures.md");
+    let doc = std::fs::read_to_string(format!("{}/docs/signatures.md", env!("CARGO_MANIFEST_DIR")))
+        .expect("docs/signatures.md");
     // Survey rows: `| format | source | versions | kind | meaning | class |`; the kind cell
     // is `` `name` `` or `—` (not recognised).
     let start = doc
@@ -195,7 +194,10 @@ fn the_table_in_the_docs_and_the_corpus_name_the_same_kinds() {
         // One kind, or several: `` `a` / `b` ``.
         for k in kind.split(" / ") {
             let k = k.strip_prefix('`').and_then(|k| k.strip_suffix('`'));
-            table_kinds.insert(k.unwrap_or_else(|| panic!("kind cell {kind:?}: {line}")).to_string());
+            table_kinds.insert(
+                k.unwrap_or_else(|| panic!("kind cell {kind:?}: {line}"))
+                    .to_string(),
+            );
         }
     }
     assert!(rows_seen >= 80, "{rows_seen} survey rows");
@@ -238,7 +240,10 @@ fn mad_port_open_failure_tells_the_engine_the_gsi_qp_is_missing() {
     // The same words written by a process stay untrusted.
     let forged = classify_record(&record(1, "infiniband rxe_ini: Couldn't open port 1", &[]))
         .expect("classified");
-    assert_eq!(from_kernel_event(&forged).map(|(_, t)| t), Some(Trust::Untrusted));
+    assert_eq!(
+        from_kernel_event(&forged).map(|(_, t)| t),
+        Some(Trust::Untrusted)
+    );
 }
 
 #[test]
@@ -294,7 +299,9 @@ fn kernel_bugs_alert_the_operator_and_never_reach_the_engine() {
         None,
     )
     .expect("oops with build id");
-    assert!(matches!(s.kind, SignatureKind::KernelBug { module: Some(ref m), .. } if m == "rdma_rxe"));
+    assert!(
+        matches!(s.kind, SignatureKind::KernelBug { module: Some(ref m), .. } if m == "rdma_rxe")
+    );
     // Nothing else raises an operator alert by itself.
     for (_, _, text) in rows().into_iter().filter(|(k, _, _)| k != "kernel_bug") {
         let s = classify(&text, None).expect("classified");
@@ -312,7 +319,10 @@ fn explain_prints_the_kernel_bug_alert() {
         out.contains("Alert [1]: kernel bug: kernel oops in ib_iser (iser_conn_terminate+0x1c/0x90): not repairable by the agent, no automatic repair applies"),
         "{out}"
     );
-    assert!(out.contains("Alert [2]: kernel bug: kernel BUG() in rdma_rxe"), "{out}");
+    assert!(
+        out.contains("Alert [2]: kernel bug: kernel BUG() in rdma_rxe"),
+        "{out}"
+    );
 }
 
 // ---- trust and attribution -----------------------------------------------------------------
@@ -345,7 +355,9 @@ fn dmesg_r_priorities_prove_no_kernel_origin() {
     assert!(text.contains("never an action trigger"), "{text}");
     let (_, v) = explain_json(&["--file", &path]);
     let events = v["events"].as_array().expect("events");
-    assert!(events.iter().all(|e| e["unproven"] == e["count"] && e["untrusted"] == 0));
+    assert!(events
+        .iter()
+        .all(|e| e["unproven"] == e["count"] && e["untrusted"] == 0));
 }
 
 fn event_of<'a>(v: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
@@ -373,7 +385,11 @@ fn a_forged_line_lends_its_pci_function_and_driver_to_no_other_line() {
     .expect("writes");
     let (_, v) = explain_json(&["--file", log.to_str().expect("utf-8")]);
     let mad = event_of(&v, "mad_rts_failed");
-    assert_eq!(mad["signature"]["device"]["pci"], serde_json::Value::Null, "{mad}");
+    assert_eq!(
+        mad["signature"]["device"]["pci"],
+        serde_json::Value::Null,
+        "{mad}"
+    );
     assert_eq!(mad["signature"]["device"]["driver"], "infiniband", "{mad}");
     let recovery = mad["explanation"]["recovery"].to_string();
     assert!(!recovery.contains("0000:99:00.0"), "{recovery}");
@@ -402,7 +418,11 @@ fn a_forged_line_lends_its_pci_function_and_driver_to_no_other_line() {
     .expect("writes");
     let (_, v) = explain_json(&["--file", log.to_str().expect("utf-8")]);
     let mad = event_of(&v, "mad_rts_failed");
-    assert_eq!(mad["signature"]["device"]["pci"], serde_json::Value::Null, "{mad}");
+    assert_eq!(
+        mad["signature"]["device"]["pci"],
+        serde_json::Value::Null,
+        "{mad}"
+    );
     std::fs::write(
         &log,
         "[    0.000100] ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3\n\

@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
@@ -902,9 +902,8 @@ fn is_human_dmesg_time(ts: &[u8]) -> bool {
         return false;
     };
     let colons = |w: &[u8]| w.iter().filter(|c| **c == b':').count();
-    let clock = |w: &[u8], n: usize| {
-        colons(w) == n && w.iter().all(|c| c.is_ascii_digit() || *c == b':')
-    };
+    let clock =
+        |w: &[u8], n: usize| colons(w) == n && w.iter().all(|c| c.is_ascii_digit() || *c == b':');
     // Relative: "+0.000123" (also "-0.000001" after a clock change).
     if second.is_none() && matches!(first.first(), Some(b'+' | b'-')) {
         let num = &first[1..];

@@ -38,6 +38,12 @@ struct Parsed {
     role: NameRole,
     /// Extra attribution found inside the message (`on device D port N`, `[sdX]`).
     extra: Option<DeviceRef>,
+    /// Set by a sub-table dispatcher ([`dispatch`]) when a distinctive sub-anchor was found
+    /// but its message did not parse: the record is then reported as drift, exactly as
+    /// when a distinctive top-level anchor does not parse.
+    drift: Option<&'static str>,
+    /// The rank of the sub-table entry that parsed it, when it beats its anchor's.
+    rank: Option<u8>,
 }
 
 impl Parsed {
@@ -47,88 +53,320 @@ impl Parsed {
             prefix_end,
             role,
             extra: None,
+            drift: None,
+            rank: None,
         })
     }
 }
 
+/// The top-level anchors: what the one multi-pattern search looks for. At most 32, so that
+/// the search keeps its fastest SIMD prefilter (aho-corasick's Slim Teddy: Fat Teddy above
+/// 32 patterns runs at half the speed, and above 64 there is no Teddy at all), and none
+/// starting with a blank or a very common word: a common first three bytes make the
+/// prefilter stop everywhere. Messages that share a distinctive word (`modify`,
+/// `Couldn't `, `Failed to `, `iser: iser_`, `qp#`, …) have one anchor here and a
+/// sub-table ([`SubDef`]) that the anchor's parser dispatches to.
 #[rustfmt::skip]
 const ANCHORS: &[AnchorDef] = &[
-    AnchorDef { text: "modify_qp invalid for qp_id=", distinctive: true, rank: 9, parse: p_irdma_modify },
-    AnchorDef { text: " - ib_modify_qp to RTS", distinctive: true, rank: 8, parse: p_mad_rts },
-    AnchorDef { text: "on MAD QP (", distinctive: true, rank: 7, parse: p_mad_fatal },
-    AnchorDef { text: "Couldn't change QP", distinctive: true, rank: 7, parse: p_mad_start },
+    // irdma, qedr, hns and the MAD layer's RTS failure: MODIFY_SUBS.
+    AnchorDef { text: "modify", distinctive: false, rank: 9, parse: p_modify },
+    AnchorDef { text: "MAD QP (", distinctive: true, rank: 7, parse: p_mad_fatal },
+    // MAD port start-up: COULDNT_SUBS.
+    AnchorDef { text: "Couldn't ", distinctive: false, rank: 7, parse: p_couldnt },
     AnchorDef { text: "abnormal ae_id = ", distinctive: true, rank: 7, parse: p_irdma_ae },
     AnchorDef { text: "Invalid attribute mask: ", distinctive: true, rank: 6, parse: p_bnxt_mask },
-    AnchorDef { text: "for qpn: ", distinctive: false, rank: 6, parse: p_bnxt_qpn },
-    AnchorDef { text: "curr_qp_state=", distinctive: true, rank: 9, parse: p_bnxt_state },
-    AnchorDef { text: "modify qp: invalid attribute mask=", distinctive: true, rank: 6, parse: p_qedr_mask },
-    AnchorDef { text: "old_qp_state=", distinctive: true, rank: 9, parse: p_qedr_state },
-    AnchorDef { text: "ib_modify_qp_is_ok failed", distinctive: true, rank: 6, parse: p_hns },
-    AnchorDef { text: "failed to check modify qp state", distinctive: true, rank: 6, parse: p_hns },
+    AnchorDef { text: "qpn: ", distinctive: false, rank: 6, parse: p_qpn },
+    // bnxt_re `curr_qp_state=`, qedr `old_qp_state=`: QP_STATE_SUBS.
+    AnchorDef { text: "qp_state=", distinctive: false, rank: 9, parse: p_qp_state },
     AnchorDef { text: "invalid mask or state", distinctive: true, rank: 6, parse: p_rxe_invalid },
-    AnchorDef { text: " state -> ", distinctive: false, rank: 5, parse: p_rxe_state },
+    // rdma_rxe `qp#N [func:] state -> X` / `moved to error state`.
+    AnchorDef { text: "qp#", distinctive: false, rank: 5, parse: p_rxe_qp },
     AnchorDef { text: "detected conn error (", distinctive: true, rank: 5, parse: p_conn_error },
     AnchorDef { text: "session recovery timed out after ", distinctive: true, rank: 5, parse: p_recovery_timeout },
-    AnchorDef { text: "Could not send nopout", distinctive: true, rank: 5, parse: p_nopout },
-    AnchorDef { text: "Could not send TMF", distinctive: true, rank: 5, parse: p_tmf },
+    AnchorDef { text: "Could not send ", distinctive: false, rank: 5, parse: p_could_not_send },
     AnchorDef { text: "ping timeout of ", distinctive: true, rank: 5, parse: p_ping_timeout },
-    AnchorDef { text: "iser_err_comp: ", distinctive: true, rank: 5, parse: p_iser_comp },
-    AnchorDef { text: "iser_event_handler: async event ", distinctive: true, rank: 5, parse: p_iser_event },
-    AnchorDef { text: "Failed to init task ", distinctive: false, rank: 5, parse: p_task_init },
-    AnchorDef { text: "FAILED Result: ", distinctive: true, rank: 4, parse: p_scsi_failed },
-    AnchorDef { text: "I/O error, dev ", distinctive: true, rank: 4, parse: p_io_error },
-    AnchorDef { text: "rejecting I/O to offline device", distinctive: true, rank: 4, parse: p_offline },
+    // ib_iser (PFX "iser: " then `__func__`): ISER_SUBS and ISER_FAILURES.
+    AnchorDef { text: "iser: iser_", distinctive: false, rank: 5, parse: p_iser },
+    // "Failed to init task" (ib_iser), bnxt_re's HW QP failures: FAILED_TO_SUBS.
+    AnchorDef { text: "Failed to ", distinctive: false, rank: 6, parse: p_failed_to },
+    // scsi_logging.c `FAILED Result: hostbyte=`, sd.c `… failed: Result: hostbyte=`.
+    AnchorDef { text: "Result: hostbyte=", distinctive: false, rank: 4, parse: p_result },
+    // block: `I/O error, dev`, `recoverable transport error, dev`, ….
+    AnchorDef { text: "error, dev ", distinctive: false, rank: 4, parse: p_error_dev },
+    AnchorDef { text: "rejecting I/O to ", distinctive: false, rank: 4, parse: p_rejecting },
     AnchorDef { text: "RDMA CM: ", distinctive: false, rank: 4, parse: p_rdma_cm },
-    AnchorDef { text: ": set down", distinctive: false, rank: 3, parse: p_set_down },
-    AnchorDef { text: ": set active", distinctive: false, rank: 3, parse: p_set_active },
+    // `infiniband D: set down|active`, old rxe `rxe: set D active`.
+    AnchorDef { text: ": set ", distinctive: false, rank: 3, parse: p_set },
     AnchorDef { text: "NIC Link is ", distinctive: false, rank: 3, parse: p_nic_link },
-    AnchorDef { text: ": Link down", distinctive: false, rank: 3, parse: p_link_down },
-    AnchorDef { text: ": Link up", distinctive: false, rank: 3, parse: p_link_up },
-    // MAD port start-up (mad.c ib_mad_init_device / ib_mad_port_open, agent.c).
-    AnchorDef { text: "Couldn't open port ", distinctive: true, rank: 7, parse: p_mad_port_open },
-    AnchorDef { text: "Couldn't create ib_mad ", distinctive: true, rank: 7, parse: p_mad_setup },
-    AnchorDef { text: "Couldn't start port", distinctive: true, rank: 7, parse: p_mad_setup },
-    AnchorDef { text: "Couldn't post receive WRs", distinctive: true, rank: 7, parse: p_mad_setup },
-    // bnxt_re ib_verbs.c: the firmware refused a QP command.
-    AnchorDef { text: "Failed to modify HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
-    AnchorDef { text: "Failed to destroy HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
-    AnchorDef { text: "Failed to create HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
-    AnchorDef { text: "Failed to modify Shadow QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
-    // mlx5_ib cq.c dump_cqe: error completions.
-    AnchorDef { text: "WC error: ", distinctive: false, rank: 6, parse: p_mlx5_wc_error },
-    AnchorDef { text: "): dump error cqe", distinctive: true, rank: 6, parse: p_mlx5_dump_cqe },
-    // mlx5_ib/mlx4_ib qp.c: QP async events the driver does not expect.
+    AnchorDef { text: ": Link ", distinctive: false, rank: 3, parse: p_link },
+    // mlx5_ib `…:(pid N): WC error: …` / `dump error cqe` (cq.c dump_cqe).
+    AnchorDef { text: ":(pid ", distinctive: false, rank: 6, parse: p_mlx5_log },
     AnchorDef { text: "Unexpected event type ", distinctive: false, rank: 5, parse: p_unexpected_event },
-    // ib_iser iser_verbs.c: QP events and connection set-up/teardown failures.
-    AnchorDef { text: "iser_qp_event_callback: qp event ", distinctive: true, rank: 5, parse: p_iser_qp_event },
-    AnchorDef { text: "Failed to disconnect, conn: ", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "failure connecting: ", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "rdma_create_id failed: ", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "rdma_resolve_addr failed: ", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "resolve route failed: ", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "device lookup/creation failed", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "failed to allocate an IB resource", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "ib_post_send failed, ret:", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "ib_post_recv failed ret=", distinctive: false, rank: 5, parse: p_iser_failure },
-    AnchorDef { text: "ib_post_recv login failed ret=", distinctive: false, rank: 5, parse: p_iser_failure },
-    // rdma_rxe: QP error transitions (rxe_qp.c) and the pre-5.x port lines (rxe_net.c).
-    AnchorDef { text: "moved to error state", distinctive: false, rank: 5, parse: p_rxe_moved_to_error },
-    AnchorDef { text: "rxe: set ", distinctive: false, rank: 3, parse: p_rxe_legacy_port },
-    // SCSI error handling (scsi_error.c, scsi_lib.c), sd.c results, block and buffer I/O.
+    // SCSI error handling (scsi_error.c, scsi_lib.c) and buffer I/O (fs/buffer.c).
     AnchorDef { text: "Device offlined - not ready after error recovery", distinctive: true, rank: 4, parse: p_scsi_offlined },
     AnchorDef { text: "timing out command, waited ", distinctive: true, rank: 4, parse: p_scsi_timing_out },
-    AnchorDef { text: "rejecting I/O to dead device", distinctive: true, rank: 4, parse: p_scsi_dead },
-    AnchorDef { text: " failed: Result: ", distinctive: false, rank: 4, parse: p_scsi_failed },
-    AnchorDef { text: " error, dev ", distinctive: false, rank: 4, parse: p_block_error },
     AnchorDef { text: "Buffer I/O error on dev ", distinctive: true, rank: 4, parse: p_buffer_io_error },
     // Kernel bug reports (arch/x86 dumpstack, kernel/panic.c, lib/bug.c, mm/kasan, hung_task).
     AnchorDef { text: "RIP: ", distinctive: false, rank: 2, parse: p_bug_rip },
     AnchorDef { text: "WARNING: CPU: ", distinctive: false, rank: 2, parse: p_bug_warning },
-    AnchorDef { text: "kernel BUG at ", distinctive: false, rank: 2, parse: p_bug_at },
-    AnchorDef { text: "BUG: KASAN: ", distinctive: false, rank: 2, parse: p_bug_kasan },
+    AnchorDef { text: "BUG", distinctive: false, rank: 2, parse: p_bug },
     AnchorDef { text: "Kernel panic - not syncing: ", distinctive: false, rank: 2, parse: p_bug_panic },
-    AnchorDef { text: " blocked for more than ", distinctive: false, rank: 2, parse: p_bug_hung_task },
+    AnchorDef { text: "blocked for more than ", distinctive: false, rank: 2, parse: p_bug_hung_task },
 ];
+
+/// A message under a shared top-level anchor: its full text around the anchor (`text`
+/// contains the anchor; what precedes it must precede the anchor in the record), whether a
+/// parse failure means drift, and its parser, called as if `text` were the anchor.
+struct SubDef {
+    text: &'static str,
+    distinctive: bool,
+    /// Orders parses found in the same record, like [`AnchorDef`]'s `rank`.
+    rank: u8,
+    parse: fn(&str, usize, usize) -> Option<Parsed>,
+}
+
+#[rustfmt::skip]
+const MODIFY_SUBS: &[SubDef] = &[
+    // irdma verbs.c irdma_modify_qp_roce.
+    SubDef { text: "modify_qp invalid for qp_id=", distinctive: true, rank: 9, parse: p_irdma_modify },
+    // mad.c ib_mad_send_error; older mad_error_handler.
+    SubDef { text: " - ib_modify_qp to RTS", distinctive: true, rank: 8, parse: p_mad_rts },
+    // qedr verbs.c qedr_modify_qp.
+    SubDef { text: "modify qp: invalid attribute mask=", distinctive: true, rank: 6, parse: p_qedr_mask },
+    // hns_roce_hw_v2.c / hns_roce_qp.c.
+    SubDef { text: "ib_modify_qp_is_ok failed", distinctive: true, rank: 6, parse: p_hns },
+    SubDef { text: "failed to check modify qp state", distinctive: true, rank: 6, parse: p_hns },
+];
+
+#[rustfmt::skip]
+const QP_STATE_SUBS: &[SubDef] = &[
+    SubDef { text: "curr_qp_state=", distinctive: true, rank: 9, parse: p_bnxt_state },
+    SubDef { text: "old_qp_state=", distinctive: true, rank: 9, parse: p_qedr_state },
+];
+
+#[rustfmt::skip]
+const COULDNT_SUBS: &[SubDef] = &[
+    // mad.c ib_mad_port_start / ib_mad_init_device / ib_mad_port_open / create_mad_qp.
+    SubDef { text: "Couldn't change QP", distinctive: true, rank: 7, parse: p_mad_start },
+    SubDef { text: "Couldn't open port ", distinctive: true, rank: 7, parse: p_mad_port_open },
+    SubDef { text: "Couldn't create ib_mad ", distinctive: true, rank: 7, parse: p_mad_setup },
+    SubDef { text: "Couldn't start port", distinctive: true, rank: 7, parse: p_mad_setup },
+    SubDef { text: "Couldn't post receive WRs", distinctive: true, rank: 7, parse: p_mad_setup },
+];
+
+#[rustfmt::skip]
+const COULD_NOT_SEND_SUBS: &[SubDef] = &[
+    // libiscsi.c.
+    SubDef { text: "Could not send nopout", distinctive: true, rank: 5, parse: p_nopout },
+    SubDef { text: "Could not send TMF", distinctive: true, rank: 5, parse: p_tmf },
+];
+
+#[rustfmt::skip]
+const FAILED_TO_SUBS: &[SubDef] = &[
+    // ib_iser iscsi_iser.c iscsi_iser_task_init.
+    SubDef { text: "Failed to init task ", distinctive: false, rank: 5, parse: p_task_init },
+    // bnxt_re ib_verbs.c: the firmware refused a QP command.
+    SubDef { text: "Failed to modify HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
+    SubDef { text: "Failed to destroy HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
+    SubDef { text: "Failed to create HW QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
+    SubDef { text: "Failed to modify Shadow QP", distinctive: true, rank: 6, parse: p_bnxt_hw_qp },
+];
+
+#[rustfmt::skip]
+const RESULT_SUBS: &[SubDef] = &[
+    SubDef { text: "FAILED Result: hostbyte=", distinctive: true, rank: 4, parse: p_scsi_result },
+    SubDef { text: "failed: Result: hostbyte=", distinctive: false, rank: 4, parse: p_scsi_result },
+];
+
+#[rustfmt::skip]
+const ERROR_DEV_SUBS: &[SubDef] = &[
+    // block/blk-mq.c blk_print_req_error with BLK_STS_IOERR; other statuses: p_block_error.
+    SubDef { text: "I/O error, dev ", distinctive: true, rank: 4, parse: p_io_error },
+];
+
+#[rustfmt::skip]
+const REJECTING_SUBS: &[SubDef] = &[
+    // scsi_lib.c scsi_device_state_check.
+    SubDef { text: "rejecting I/O to offline device", distinctive: true, rank: 4, parse: p_offline },
+    SubDef { text: "rejecting I/O to dead device", distinctive: true, rank: 4, parse: p_scsi_dead },
+];
+
+#[rustfmt::skip]
+const SET_SUBS: &[SubDef] = &[
+    // rxe_net.c rxe_port_down/up (dev_info on the ib device).
+    SubDef { text: ": set down", distinctive: false, rank: 3, parse: p_set_down },
+    SubDef { text: ": set active", distinctive: false, rank: 3, parse: p_set_active },
+];
+
+#[rustfmt::skip]
+const LINK_SUBS: &[SubDef] = &[
+    // mlx5 en_main.c mlx5e_update_carrier.
+    SubDef { text: ": Link down", distinctive: false, rank: 3, parse: p_link_down },
+    SubDef { text: ": Link up", distinctive: false, rank: 3, parse: p_link_up },
+];
+
+#[rustfmt::skip]
+const BUG_SUBS: &[SubDef] = &[
+    SubDef { text: "BUG at ", distinctive: false, rank: 2, parse: p_bug_at },
+    SubDef { text: "BUG: KASAN: ", distinctive: false, rank: 2, parse: p_bug_kasan },
+];
+
+/// ib_iser messages by `__func__` (after `iser: `): iser_verbs.c.
+#[rustfmt::skip]
+const ISER_SUBS: &[SubDef] = &[
+    SubDef { text: "iser_err_comp: ", distinctive: true, rank: 5, parse: p_iser_comp },
+    SubDef { text: "iser_event_handler: async event ", distinctive: true, rank: 5, parse: p_iser_event },
+    SubDef { text: "iser_qp_event_callback: qp event ", distinctive: true, rank: 5, parse: p_iser_qp_event },
+];
+
+/// Runs the sub-table entry found around the top-level `anchor` matched at `start`: the
+/// part of the entry's text before the anchor must end at `start`, the rest start there.
+fn dispatch(subs: &[SubDef], anchor: &str, s: &str, start: usize) -> Option<Parsed> {
+    let sub = subs.iter().find_map(|d| {
+        let at = d.text.find(anchor)?;
+        let sub_start = start.checked_sub(at)?;
+        s.get(sub_start..)?
+            .starts_with(d.text)
+            .then_some((d, sub_start))
+    });
+    let (sub, sub_start) = sub?;
+    match (sub.parse)(s, sub_start, sub_start + sub.text.len()) {
+        Some(p) => Some(Parsed {
+            rank: Some(sub.rank),
+            ..p
+        }),
+        None if sub.distinctive => Some(drift(sub.text)),
+        None => None,
+    }
+}
+
+/// A distinctive message whose format did not parse: reported as drift.
+fn drift(anchor: &'static str) -> Parsed {
+    Parsed {
+        kind: SignatureKind::UnknownVariant {
+            anchor: String::new(),
+        },
+        prefix_end: None,
+        role: NameRole::Auto,
+        extra: None,
+        drift: Some(anchor),
+        rank: None,
+    }
+}
+
+fn p_modify(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(MODIFY_SUBS, "modify", s, start)
+}
+
+fn p_qp_state(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(QP_STATE_SUBS, "qp_state=", s, start)
+}
+
+fn p_qpn(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // bnxt_re: "for qpn: %#x type: %#x".
+    let sub_start = start.checked_sub("for ".len())?;
+    if !s.get(sub_start..start)?.eq("for ") {
+        return None;
+    }
+    p_bnxt_qpn(s, sub_start, end)
+}
+
+fn p_could_not_send(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(COULD_NOT_SEND_SUBS, "Could not send ", s, start)
+}
+
+fn p_result(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(RESULT_SUBS, "Result: hostbyte=", s, start)
+}
+
+fn p_scsi_result(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // p_scsi_failed reads `hostbyte=` itself.
+    p_scsi_failed(s, start, end.checked_sub("hostbyte=".len())?)
+}
+
+fn p_error_dev(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    dispatch(ERROR_DEV_SUBS, "error, dev ", s, start).or_else(|| p_block_error(s, start, end))
+}
+
+fn p_set(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // Pre-5.x rxe: "rxe: set rxe0 active" / "rdma_rxe: set rxe0 down".
+    if let Some(rxe) = start.checked_sub("rxe".len()) {
+        if s.get(rxe..start) == Some("rxe") {
+            if let Some(p) = p_rxe_legacy_port(s, rxe, end) {
+                return Some(p);
+            }
+        }
+    }
+    dispatch(SET_SUBS, ": set ", s, start)
+}
+
+fn p_link(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(LINK_SUBS, ": Link ", s, start)
+}
+
+fn p_bug(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(BUG_SUBS, "BUG", s, start)
+}
+
+fn p_mlx5_log(s: &str, _start: usize, end: usize) -> Option<Parsed> {
+    // "…:(pid %d): WC error: %d, Message: %s" / "…:(pid %d): dump error cqe".
+    let r = s.get(end..)?;
+    let close = r.find("): ")?;
+    let paren = end + close;
+    let msg_at = paren + "): ".len();
+    let msg = s.get(msg_at..)?;
+    if msg.starts_with("WC error: ") {
+        p_mlx5_wc_error(s, msg_at, msg_at + "WC error: ".len())
+    } else if msg.starts_with("dump error cqe") {
+        match p_mlx5_dump_cqe(s, paren, msg_at + "dump error cqe".len()) {
+            Some(p) => Some(p),
+            None => Some(drift("): dump error cqe")),
+        }
+    } else {
+        None
+    }
+}
+
+fn p_rxe_qp(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    // "qp#%d state -> %s", "qp#%d %s: state -> %s", "qp#%d [%s: ]moved to error state".
+    let r = s.get(start..)?;
+    let near = r.get(..r.len().min(96)).unwrap_or(r);
+    if let Some(i) = near.find(" state -> ") {
+        return p_rxe_state(s, start + i, start + i + " state -> ".len());
+    }
+    if let Some(i) = near.find(" moved to error state") {
+        let at = start + i + 1;
+        return p_rxe_moved_to_error(s, at, at + "moved to error state".len());
+    }
+    None
+}
+
+fn p_couldnt(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(COULDNT_SUBS, "Couldn't ", s, start)
+}
+
+fn p_failed_to(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(FAILED_TO_SUBS, "Failed to ", s, start)
+}
+
+fn p_rejecting(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(REJECTING_SUBS, "rejecting I/O to ", s, start)
+}
+
+fn p_iser(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    // "iser: <func>: <message>": the function's own messages first, then the connection
+    // failures, which several functions print.
+    let func_at = start + "iser: ".len();
+    if let Some(p) = dispatch(ISER_SUBS, "iser_", s, func_at) {
+        return Some(p);
+    }
+    let rest = s.get(func_at..)?;
+    let colon = rest.find(": ")?;
+    let msg_at = func_at + colon + 2;
+    let msg = s.get(msg_at..)?;
+    let (anchor, _) = ISER_FAILURES.iter().find(|(a, _)| msg.starts_with(a))?;
+    p_iser_failure(s, msg_at, msg_at + anchor.len())
+}
 
 fn automaton() -> &'static AhoCorasick {
     static AC: OnceLock<AhoCorasick> = OnceLock::new();
@@ -217,8 +455,19 @@ fn classify_inner(text: &[u8], dict_device: Option<&[u8]>, escaped: bool) -> Opt
             continue;
         };
         match (def.parse)(s, m.start(), m.end()) {
-            Some(p) if best.as_ref().is_none_or(|(r, _)| def.rank > *r) => {
-                best = Some((def.rank, p));
+            Some(Parsed {
+                drift: Some(sub), ..
+            }) => {
+                if unknown.is_none() {
+                    unknown = Some(sub);
+                }
+            }
+            Some(p)
+                if best
+                    .as_ref()
+                    .is_none_or(|(r, _)| p.rank.unwrap_or(def.rank) > *r) =>
+            {
+                best = Some((p.rank.unwrap_or(def.rank), p));
             }
             Some(_) => {}
             None if def.distinctive && unknown.is_none() => unknown = Some(def.text),
@@ -418,7 +667,7 @@ fn p_mad_fatal(s: &str, start: usize, end: usize) -> Option<Parsed> {
     let before = s.get(..start)?;
     let at = before.rfind("Fatal error (")?;
     let (event, r) = dec_u32(before.get(at + "Fatal error (".len()..)?)?;
-    if r != ") " {
+    if r != ") on " {
         return None;
     }
     let (qp, r) = dec_u32(s.get(end..)?)?;
@@ -706,6 +955,8 @@ fn p_iser_event(s: &str, start: usize, end: usize) -> Option<Parsed> {
             port: Some(port),
             ..DeviceRef::default()
         }),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -761,6 +1012,8 @@ fn p_scsi_failed(s: &str, start: usize, end: usize) -> Option<Parsed> {
         prefix_end,
         role: NameRole::Auto,
         extra: Some(extra),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -792,6 +1045,8 @@ fn p_io_error(s: &str, _start: usize, end: usize) -> Option<Parsed> {
             disk: Some(disk.to_string()),
             ..DeviceRef::default()
         }),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -911,6 +1166,8 @@ fn p_mad_port_open(s: &str, start: usize, end: usize) -> Option<Parsed> {
             port: Some(port),
             ..DeviceRef::default()
         }),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -1000,6 +1257,8 @@ fn p_mlx5_wc_error(s: &str, start: usize, end: usize) -> Option<Parsed> {
         prefix_end,
         role: NameRole::Rdma,
         extra,
+        drift: None,
+        rank: None,
     })
 }
 
@@ -1018,6 +1277,8 @@ fn p_mlx5_dump_cqe(s: &str, start: usize, end: usize) -> Option<Parsed> {
         prefix_end,
         role: NameRole::Rdma,
         extra,
+        drift: None,
+        rank: None,
     })
 }
 
@@ -1128,7 +1389,9 @@ fn rxe_qp_before(before: &str) -> Option<(u32, usize)> {
     let ok = r.is_empty()
         || r.strip_prefix(' ')
             .and_then(|f| f.strip_suffix(':'))
-            .is_some_and(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+            .is_some_and(|f| {
+                !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            });
     ok.then_some((qp, at))
 }
 
@@ -1182,6 +1445,8 @@ fn p_rxe_legacy_port(s: &str, start: usize, end: usize) -> Option<Parsed> {
             rdma_dev: Some(name.to_string()),
             ..DeviceRef::default()
         }),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -1215,6 +1480,8 @@ fn scsi_whole(s: &str, start: usize, end: usize, kind: SignatureKind) -> Option<
         prefix_end,
         role: NameRole::Auto,
         extra: Some(extra),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -1242,6 +1509,8 @@ fn p_scsi_timing_out(s: &str, start: usize, end: usize) -> Option<Parsed> {
         prefix_end,
         role: NameRole::Auto,
         extra: Some(extra),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -1270,7 +1539,7 @@ const BLK_STATUSES: &[&str] = &[
 fn p_block_error(s: &str, start: usize, end: usize) -> Option<Parsed> {
     // "recoverable transport error, dev sdb, sector 2048 op 0x1:(WRITE) flags 0x800 …",
     // formerly after "blk_update_request: " / "print_req_error: ".
-    let before = s.get(..start)?;
+    let before = s.get(..start)?.strip_suffix(' ')?;
     let status = BLK_STATUSES.iter().find(|st| {
         before
             .strip_suffix(**st)
@@ -1304,6 +1573,8 @@ fn p_block_error(s: &str, start: usize, end: usize) -> Option<Parsed> {
             disk: Some(disk.to_string()),
             ..DeviceRef::default()
         }),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -1336,6 +1607,8 @@ fn p_buffer_io_error(s: &str, _start: usize, end: usize) -> Option<Parsed> {
             disk: Some(disk.to_string()),
             ..DeviceRef::default()
         }),
+        drift: None,
+        rank: None,
     })
 }
 
@@ -1381,7 +1654,10 @@ const BUG_PATHS: &[(&str, &str)] = &[
     ("drivers/infiniband/hw/erdma/", "erdma"),
     ("drivers/infiniband/hw/mana/", "mana_ib"),
     ("drivers/scsi/libiscsi.c", "libiscsi"),
-    ("drivers/scsi/scsi_transport_iscsi.c", "scsi_transport_iscsi"),
+    (
+        "drivers/scsi/scsi_transport_iscsi.c",
+        "scsi_transport_iscsi",
+    ),
 ];
 
 /// Function-name prefixes of the same modules, for kernels that build them in (a `%pS`
@@ -1484,8 +1760,11 @@ fn p_bug_warning(s: &str, _start: usize, end: usize) -> Option<Parsed> {
     )
 }
 
-fn p_bug_at(s: &str, _start: usize, end: usize) -> Option<Parsed> {
+fn p_bug_at(s: &str, start: usize, end: usize) -> Option<Parsed> {
     // lib/bug.c report_bug: "kernel BUG at %s:%u!".
+    if !s.get(..start)?.ends_with("kernel ") {
+        return None;
+    }
     let loc = s.get(end..)?.trim_end().strip_suffix('!')?;
     let module = module_of_path(loc)?;
     bug(
@@ -1532,7 +1811,7 @@ fn p_bug_hung_task(s: &str, start: usize, end: usize) -> Option<Parsed> {
     // the iSCSI tasks (iscsid, iscsiadm, iscsi_eh…), whose hang stalls session recovery.
     let before = s.get(..start)?;
     let at = before.rfind("INFO: task ")?;
-    let task = before.get(at + "INFO: task ".len()..)?;
+    let task = before.get(at + "INFO: task ".len()..)?.strip_suffix(' ')?;
     let (name, pid) = task.rsplit_once(':')?;
     if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || !name.starts_with("iscsi") {
         return None;

@@ -689,7 +689,9 @@ pub fn explain(sig: &Signature) -> Explanation {
             meaning.push(format!(
                 "{}{}",
                 what.describe(),
-                errno.map(|e| format!(" ({})", errno_name(e))).unwrap_or_default()
+                errno
+                    .map(|e| format!(" ({})", errno_name(e)))
+                    .unwrap_or_default()
             ));
             (
                 format!("iSER: {}", what.describe()),
@@ -821,7 +823,10 @@ pub fn explain(sig: &Signature) -> Explanation {
                 format!(
                     "{}{}",
                     what.describe(),
-                    module.as_ref().map(|m| format!(" in {m}")).unwrap_or_default()
+                    module
+                        .as_ref()
+                        .map(|m| format!(" in {m}"))
+                        .unwrap_or_default()
                 ),
                 "kernel",
                 Severity::Critical,
@@ -878,7 +883,10 @@ pub fn operator_alert(sig: &Signature) -> Option<String> {
         "kernel bug: {}{}{}: not repairable by the agent, no automatic repair applies; save \
          the full report (journalctl -k -b) and escalate it to the kernel or distribution",
         what.describe(),
-        module.as_ref().map(|m| format!(" in {m}")).unwrap_or_default(),
+        module
+            .as_ref()
+            .map(|m| format!(" in {m}"))
+            .unwrap_or_default(),
         if at.is_empty() {
             String::new()
         } else {
