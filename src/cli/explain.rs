@@ -373,7 +373,17 @@ impl Report {
             nl += count_newlines(&buf[counted..start]);
             counted = start;
             match self.line(buf, start, end, self.newlines + nl + 1, eof, scratch) {
-                Some((next, _)) => pos = next,
+                Some((next, _)) => {
+                    // The line itself holds no newline: count only what it consumed after
+                    // its end (its own newline, a record's dictionary lines), so that a
+                    // log dense with matching lines is not counted twice.
+                    let next = next.min(buf.len());
+                    if next > end {
+                        nl += count_newlines(&buf[end..next]);
+                        counted = next;
+                    }
+                    pos = next;
+                }
                 None => break start,
             }
         };

@@ -79,12 +79,13 @@ const ANCHORS: &[AnchorDef] = &[
     // bnxt_re `curr_qp_state=`, qedr `old_qp_state=`: QP_STATE_SUBS.
     AnchorDef { text: "qp_state=", distinctive: false, rank: 9, parse: p_qp_state },
     AnchorDef { text: "invalid mask or state", distinctive: true, rank: 6, parse: p_rxe_invalid },
-    // rdma_rxe `qp#N [func:] state -> X` / `moved to error state`.
-    AnchorDef { text: "qp#", distinctive: false, rank: 5, parse: p_rxe_qp },
-    AnchorDef { text: "detected conn error (", distinctive: true, rank: 5, parse: p_conn_error },
+    // rdma_rxe `qp#N [func:] state -> X` / `qp#N [func:] moved to error state`.
+    AnchorDef { text: " state -> ", distinctive: false, rank: 5, parse: p_rxe_state },
+    AnchorDef { text: "moved to error state", distinctive: false, rank: 5, parse: p_rxe_moved_to_error },
+    // libiscsi / scsi_transport_iscsi on the connection device (` connectionS:C: …`):
+    // CONNECTION_SUBS.
+    AnchorDef { text: "connection", distinctive: false, rank: 5, parse: p_connection },
     AnchorDef { text: "session recovery timed out after ", distinctive: true, rank: 5, parse: p_recovery_timeout },
-    AnchorDef { text: "Could not send ", distinctive: false, rank: 5, parse: p_could_not_send },
-    AnchorDef { text: "ping timeout of ", distinctive: true, rank: 5, parse: p_ping_timeout },
     // ib_iser (PFX "iser: " then `__func__`): ISER_SUBS and ISER_FAILURES.
     AnchorDef { text: "iser: iser_", distinctive: false, rank: 5, parse: p_iser },
     // "Failed to init task" (ib_iser), bnxt_re's HW QP failures: FAILED_TO_SUBS.
@@ -109,7 +110,8 @@ const ANCHORS: &[AnchorDef] = &[
     // Kernel bug reports (arch/x86 dumpstack, kernel/panic.c, lib/bug.c, mm/kasan, hung_task).
     AnchorDef { text: "RIP: ", distinctive: false, rank: 2, parse: p_bug_rip },
     AnchorDef { text: "WARNING: CPU: ", distinctive: false, rank: 2, parse: p_bug_warning },
-    AnchorDef { text: "BUG", distinctive: false, rank: 2, parse: p_bug },
+    AnchorDef { text: " BUG at ", distinctive: false, rank: 2, parse: p_bug_at },
+    AnchorDef { text: "BUG: KASAN: ", distinctive: false, rank: 2, parse: p_bug_kasan },
     AnchorDef { text: "Kernel panic - not syncing: ", distinctive: false, rank: 2, parse: p_bug_panic },
     AnchorDef { text: "blocked for more than ", distinctive: false, rank: 2, parse: p_bug_hung_task },
 ];
@@ -152,6 +154,15 @@ const COULDNT_SUBS: &[SubDef] = &[
     SubDef { text: "Couldn't create ib_mad ", distinctive: true, rank: 7, parse: p_mad_setup },
     SubDef { text: "Couldn't start port", distinctive: true, rank: 7, parse: p_mad_setup },
     SubDef { text: "Couldn't post receive WRs", distinctive: true, rank: 7, parse: p_mad_setup },
+];
+
+/// libiscsi / scsi_transport_iscsi messages after the ` connectionS:C: ` prefix.
+#[rustfmt::skip]
+const CONNECTION_SUBS: &[SubDef] = &[
+    // scsi_transport_iscsi.c iscsi_conn_error_event.
+    SubDef { text: "detected conn error (", distinctive: true, rank: 5, parse: p_conn_error },
+    // libiscsi.c iscsi_check_transport_timeouts.
+    SubDef { text: "ping timeout of ", distinctive: true, rank: 5, parse: p_ping_timeout },
 ];
 
 #[rustfmt::skip]
@@ -205,12 +216,6 @@ const LINK_SUBS: &[SubDef] = &[
     SubDef { text: ": Link up", distinctive: false, rank: 3, parse: p_link_up },
 ];
 
-#[rustfmt::skip]
-const BUG_SUBS: &[SubDef] = &[
-    SubDef { text: "BUG at ", distinctive: false, rank: 2, parse: p_bug_at },
-    SubDef { text: "BUG: KASAN: ", distinctive: false, rank: 2, parse: p_bug_kasan },
-];
-
 /// ib_iser messages by `__func__` (after `iser: `): iser_verbs.c.
 #[rustfmt::skip]
 const ISER_SUBS: &[SubDef] = &[
@@ -230,6 +235,11 @@ fn dispatch(subs: &[SubDef], anchor: &str, s: &str, start: usize) -> Option<Pars
             .then_some((d, sub_start))
     });
     let (sub, sub_start) = sub?;
+    run_sub(sub, s, sub_start)
+}
+
+/// Parses with one sub-table entry whose text starts at `sub_start`.
+fn run_sub(sub: &SubDef, s: &str, sub_start: usize) -> Option<Parsed> {
     match (sub.parse)(s, sub_start, sub_start + sub.text.len()) {
         Some(p) => Some(Parsed {
             rank: Some(sub.rank),
@@ -254,6 +264,23 @@ fn drift(anchor: &'static str) -> Parsed {
     }
 }
 
+fn p_connection(s: &str, _start: usize, end: usize) -> Option<Parsed> {
+    // " connection%d:%d: <message>" (the connection device's name, empty driver).
+    let r = s.get(end..)?;
+    let (_sid, r) = dec_u32(r)?;
+    let (_cid, r) = dec_u32(r.strip_prefix(':')?)?;
+    r.strip_prefix(": ")?;
+    let msg_at = s.len() - r.len() + 2;
+    let msg = s.get(msg_at..)?;
+    if let Some(sub) = CONNECTION_SUBS.iter().find(|d| msg.starts_with(d.text)) {
+        return run_sub(sub, s, msg_at);
+    }
+    if msg.starts_with("Could not send ") {
+        return dispatch(COULD_NOT_SEND_SUBS, "Could not send ", s, msg_at);
+    }
+    None
+}
+
 fn p_modify(s: &str, start: usize, _end: usize) -> Option<Parsed> {
     dispatch(MODIFY_SUBS, "modify", s, start)
 }
@@ -269,10 +296,6 @@ fn p_qpn(s: &str, start: usize, end: usize) -> Option<Parsed> {
         return None;
     }
     p_bnxt_qpn(s, sub_start, end)
-}
-
-fn p_could_not_send(s: &str, start: usize, _end: usize) -> Option<Parsed> {
-    dispatch(COULD_NOT_SEND_SUBS, "Could not send ", s, start)
 }
 
 fn p_result(s: &str, start: usize, _end: usize) -> Option<Parsed> {
@@ -304,10 +327,6 @@ fn p_link(s: &str, start: usize, _end: usize) -> Option<Parsed> {
     dispatch(LINK_SUBS, ": Link ", s, start)
 }
 
-fn p_bug(s: &str, start: usize, _end: usize) -> Option<Parsed> {
-    dispatch(BUG_SUBS, "BUG", s, start)
-}
-
 fn p_mlx5_log(s: &str, _start: usize, end: usize) -> Option<Parsed> {
     // "…:(pid %d): WC error: %d, Message: %s" / "…:(pid %d): dump error cqe".
     let r = s.get(end..)?;
@@ -325,20 +344,6 @@ fn p_mlx5_log(s: &str, _start: usize, end: usize) -> Option<Parsed> {
     } else {
         None
     }
-}
-
-fn p_rxe_qp(s: &str, start: usize, _end: usize) -> Option<Parsed> {
-    // "qp#%d state -> %s", "qp#%d %s: state -> %s", "qp#%d [%s: ]moved to error state".
-    let r = s.get(start..)?;
-    let near = r.get(..r.len().min(96)).unwrap_or(r);
-    if let Some(i) = near.find(" state -> ") {
-        return p_rxe_state(s, start + i, start + i + " state -> ".len());
-    }
-    if let Some(i) = near.find(" moved to error state") {
-        let at = start + i + 1;
-        return p_rxe_moved_to_error(s, at, at + "moved to error state".len());
-    }
-    None
 }
 
 fn p_couldnt(s: &str, start: usize, _end: usize) -> Option<Parsed> {
@@ -1762,7 +1767,8 @@ fn p_bug_warning(s: &str, _start: usize, end: usize) -> Option<Parsed> {
 
 fn p_bug_at(s: &str, start: usize, end: usize) -> Option<Parsed> {
     // lib/bug.c report_bug: "kernel BUG at %s:%u!".
-    if !s.get(..start)?.ends_with("kernel ") {
+    // The anchor is " BUG at ": "kernel" ends right before it.
+    if !s.get(..start)?.ends_with("kernel") {
         return None;
     }
     let loc = s.get(end..)?.trim_end().strip_suffix('!')?;
@@ -1857,6 +1863,37 @@ mod tests {
         for a in anchors() {
             assert!(a.bytes().all(|b| b.is_ascii_graphic() || b == b' '), "{a}");
             assert!(!a.contains('\\'));
+        }
+    }
+
+    #[test]
+    fn anchors_keep_the_fast_prefilter() {
+        // aho-corasick uses Slim Teddy up to 32 patterns and fingerprints the first
+        // min(4, shortest) bytes: more patterns or a shorter one slow every line down.
+        assert!(ANCHORS.len() <= 32, "{} anchors", ANCHORS.len());
+        for a in ANCHORS {
+            assert!(a.text.len() >= 4, "{:?}", a.text);
+        }
+    }
+
+    #[test]
+    fn sub_tables_contain_their_anchor() {
+        for (subs, anchor) in [
+            (MODIFY_SUBS, "modify"),
+            (QP_STATE_SUBS, "qp_state="),
+            (COULDNT_SUBS, "Couldn't "),
+            (COULD_NOT_SEND_SUBS, "Could not send "),
+            (FAILED_TO_SUBS, "Failed to "),
+            (RESULT_SUBS, "Result: hostbyte="),
+            (ERROR_DEV_SUBS, "error, dev "),
+            (REJECTING_SUBS, "rejecting I/O to "),
+            (SET_SUBS, ": set "),
+            (LINK_SUBS, ": Link "),
+            (ISER_SUBS, "iser_"),
+        ] {
+            for d in subs {
+                assert!(d.text.contains(anchor), "{:?} lacks {anchor:?}", d.text);
+            }
         }
     }
 
