@@ -462,11 +462,8 @@ fn classify_inner(text: &[u8], dict_device: Option<&[u8]>, escaped: bool) -> Opt
         match (def.parse)(s, m.start(), m.end()) {
             Some(Parsed {
                 drift: Some(sub), ..
-            }) => {
-                if unknown.is_none() {
-                    unknown = Some(sub);
-                }
-            }
+            }) if unknown.is_none() => unknown = Some(sub),
+            Some(Parsed { drift: Some(_), .. }) => {}
             Some(p)
                 if best
                     .as_ref()
