@@ -868,6 +868,30 @@ fn strip_log_prefix(line: &str) -> &str {
     static KERNEL: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
     let b = line.as_bytes();
     let head = &b[..b.len().min(96)];
+    // Plain dmesg, the commonest saved format, first and without a search:
+    // "[ 5123.456789] text", or journalctl's short-monotonic "[ 5123.456789] host kernel: ".
+    if b.first() == Some(&b'[') {
+        if let Some(close) = memchr::memchr(b']', head) {
+            let ts = &head[1..close];
+            let plain = ts.iter().any(u8::is_ascii_digit)
+                && ts
+                    .iter()
+                    .all(|c| c.is_ascii_digit() || matches!(c, b' ' | b'.'));
+            if plain {
+                let after = close + 1;
+                let word_at = after + 1;
+                if b.get(after) == Some(&b' ') {
+                    if let Some(sp) = memchr::memchr(b' ', &b[word_at..]) {
+                        let tail = &b[word_at + sp..];
+                        if sp > 0 && tail.starts_with(b" kernel: ") {
+                            return line.get(word_at + sp + " kernel: ".len()..).unwrap_or(line);
+                        }
+                    }
+                }
+                return line;
+            }
+        }
+    }
     // syslog/journal: "... <host> kernel: " within the first few words.
     if let Some(i) = KERNEL
         .get_or_init(|| memchr::memmem::Finder::new(b" kernel: "))
