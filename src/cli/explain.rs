@@ -255,6 +255,10 @@ struct Report {
     index: HashMap<Signature, usize>,
     /// Classification cache: `text \n DEVICE` → group (None: not recognised).
     cache: HashMap<String, Option<usize>, LineHashBuilder>,
+    /// The same for plain `dmesg` lines (`[ 5123.456789] text`), keyed by the raw bytes
+    /// after the timestamp: a line seen before is counted without UTF-8 validation, prefix
+    /// stripping or record parsing (its result depends on those bytes alone).
+    raw_cache: HashMap<Vec<u8>, Option<usize>, LineHashBuilder>,
     unrecognised: Vec<Unrecognised>,
 }
 
@@ -444,6 +448,14 @@ impl Report {
         scratch: &mut String,
     ) -> Option<(usize, bool)> {
         let raw = trim_cr(&buf[start..end]);
+        // Fast path: a plain dmesg line whose text (after the timestamp) was seen before.
+        let plain = plain_dmesg_stamp(raw);
+        if let Some((usec, tail_at)) = plain {
+            if let Some(&slot) = raw.get(tail_at..).and_then(|t| self.raw_cache.get(t)) {
+                let next = (end + 1).min(buf.len().max(end));
+                return Some((next, self.count_hit(slot, line_no, Some(usec), None)));
+            }
+        }
         // Validation alone is much cheaper than `from_utf8_lossy`'s chunking; lossy only
         // for the rare invalid line.
         let text = match std::str::from_utf8(raw) {
@@ -529,25 +541,47 @@ impl Report {
                 s
             }
         };
+        if let (Some((usec, tail_at)), LineFormat::Dmesg) = (plain, rec.format) {
+            // Only what parsed as plain dmesg (a journal short-monotonic line was stripped
+            // to another format) and with the same timestamp the fast path will read.
+            if rec.usec == Some(usec) {
+                if let Some(tail) = raw.get(tail_at..) {
+                    self.raw_cache.insert(tail.to_vec(), slot);
+                }
+            }
+        }
+        let origin = rec.origin();
+        Some((next, self.count_hit(slot, line_no, rec.usec, Some(origin))))
+    }
+
+    /// Counts one occurrence of a classified line (`slot`: its group, `None` when it was
+    /// not recognised). `origin` `None`: no priority (plain dmesg). Returns `slot.is_some()`.
+    fn count_hit(
+        &mut self,
+        slot: Option<usize>,
+        line_no: usize,
+        usec: Option<u64>,
+        origin: Option<Origin>,
+    ) -> bool {
         let Some(i) = slot else {
-            return Some((next, false));
+            return false;
         };
         self.recognised += 1;
         if let Some(g) = self.groups.get_mut(i) {
             g.count += 1;
             g.last_line = line_no;
-            if rec.usec.is_some() {
-                g.last_usec = rec.usec;
-                g.first_usec = g.first_usec.or(rec.usec);
+            if usec.is_some() {
+                g.last_usec = usec;
+                g.first_usec = g.first_usec.or(usec);
             }
-            match rec.origin() {
-                Origin::Kernel => g.kernel += 1,
-                Origin::Userspace(_) => g.untrusted += 1,
-                Origin::Unproven(Unproven::PriorityWithoutFacility) => g.unproven += 1,
-                Origin::Unproven(Unproven::NoPriority) => {}
+            match origin {
+                Some(Origin::Kernel) => g.kernel += 1,
+                Some(Origin::Userspace(_)) => g.untrusted += 1,
+                Some(Origin::Unproven(Unproven::PriorityWithoutFacility)) => g.unproven += 1,
+                Some(Origin::Unproven(Unproven::NoPriority)) | None => {}
             }
         }
-        Some((next, true))
+        true
     }
 
     fn finding(&self) -> bool {
@@ -927,6 +961,50 @@ fn strip_log_prefix(line: &str) -> &str {
     }
 }
 
+/// The timestamp of a plain `dmesg` line, `[ 5123.456789] `: microseconds and where the
+/// text starts. Reads exactly what the kmsg parser's `[seconds.micros]` reader accepts (a
+/// fraction of up to six digits scaled to microseconds; longer ones are left to it).
+fn plain_dmesg_stamp(b: &[u8]) -> Option<(u64, usize)> {
+    if b.first() != Some(&b'[') {
+        return None;
+    }
+    let mut i = 1;
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    let mut secs: u64 = 0;
+    let int_start = i;
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        secs = secs.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        i += 1;
+    }
+    if i == int_start || i - int_start > 12 || b.get(i) != Some(&b'.') {
+        return None;
+    }
+    i += 1;
+    let frac_start = i;
+    let mut frac: u64 = 0;
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        frac = frac * 10 + u64::from(d - b'0');
+        i += 1;
+        if i - frac_start > 6 {
+            return None;
+        }
+    }
+    let digits = i - frac_start;
+    if digits == 0 || b.get(i) != Some(&b']') {
+        return None;
+    }
+    for _ in digits..6 {
+        frac *= 10;
+    }
+    i += 1;
+    if b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    Some((secs.checked_mul(1_000_000)?.checked_add(frac)?, i))
+}
+
 /// The inside of a `dmesg -T` (`Sun Nov 29 14:00:00 2026`) or `dmesg -H` (`Nov29 14:00`,
 /// `Dec 1 14:00`, `  +0.000123`) timestamp. The plain `[ 5123.456789]` is not one of them
 /// (the kmsg parser reads it).
@@ -1011,7 +1089,20 @@ impl LineHasher {
 impl std::hash::Hasher for LineHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
+        // Two independent lanes over 16-byte blocks: the multiply chain is latency-bound,
+        // so two chains run in about the time of one.
+        let mut blocks = bytes.chunks_exact(16);
+        let mut other = self.0 ^ 0x9e37_79b9_7f4a_7c15;
+        for c in &mut blocks {
+            let (x, y) = c.split_at(8);
+            let (mut wx, mut wy) = ([0u8; 8], [0u8; 8]);
+            wx.copy_from_slice(x);
+            wy.copy_from_slice(y);
+            self.mix(u64::from_le_bytes(wx));
+            other = (other.rotate_left(5) ^ u64::from_le_bytes(wy)).wrapping_mul(Self::K);
+        }
+        self.mix(other);
+        let mut chunks = blocks.remainder().chunks_exact(8);
         for c in &mut chunks {
             let mut w = [0u8; 8];
             w.copy_from_slice(c);
@@ -1125,6 +1216,41 @@ mod tests {
             strip_log_prefix("a b c d e f g kernel: x"),
             "a b c d e f g kernel: x"
         );
+    }
+
+    #[test]
+    fn the_plain_dmesg_fast_path_reads_what_the_parser_reads() {
+        for line in [
+            "[ 5123.456789] x",
+            "[    0.000000] x",
+            "[1.5] x",
+            "[ 12.1234567] x",
+            "[12.] x",
+            "[ 1.000001]x",
+            "[ 99999999999999.000001] x",
+        ] {
+            let parsed = parse_saved_line(line).ok().and_then(|r| r.usec);
+            match plain_dmesg_stamp(line.as_bytes()) {
+                Some((usec, at)) => {
+                    assert_eq!(Some(usec), parsed, "{line}");
+                    assert_eq!(&line[at..], "x", "{line}");
+                }
+                // Left to the slow path, which may still read it.
+                None => {}
+            }
+        }
+        // Repeats of one line through the fast path: counted, first/last kept.
+        let mut log = String::new();
+        for i in 0..5u64 {
+            log.push_str(&format!(
+                "[{i:5}.000001] infiniband rxe_ini: Couldn't open port 1\n[{i:5}.000002] other\n"
+            ));
+        }
+        let r = Report::scan(log.as_bytes(), false);
+        assert_eq!((r.lines, r.recognised, r.groups.len()), (10, 5, 1));
+        let g = &r.groups[0];
+        assert_eq!((g.count, g.first_line, g.last_line), (5, 1, 9));
+        assert_eq!((g.first_usec, g.last_usec), (Some(1), Some(4_000_001)));
     }
 
     #[test]
