@@ -1230,13 +1230,10 @@ mod tests {
             "[ 99999999999999.000001] x",
         ] {
             let parsed = parse_saved_line(line).ok().and_then(|r| r.usec);
-            match plain_dmesg_stamp(line.as_bytes()) {
-                Some((usec, at)) => {
-                    assert_eq!(Some(usec), parsed, "{line}");
-                    assert_eq!(&line[at..], "x", "{line}");
-                }
-                // Left to the slow path, which may still read it.
-                None => {}
+            // `None`: left to the slow path, which may still read it.
+            if let Some((usec, at)) = plain_dmesg_stamp(line.as_bytes()) {
+                assert_eq!(Some(usec), parsed, "{line}");
+                assert_eq!(&line[at..], "x", "{line}");
             }
         }
         // Repeats of one line through the fast path: counted, first/last kept.
