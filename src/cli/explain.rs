@@ -19,11 +19,12 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
 use super::Globals;
-use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat};
+use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, Origin, Unproven};
 use crate::core::qp::{explain_qp_transition, explain_transition, AttrMask, QpState, QpType};
 use crate::core::signatures::{
     self, explain, DeviceRef, Explanation, Severity, Signature, SignatureKind,
@@ -194,6 +195,12 @@ struct Group {
     last_usec: Option<u64>,
     /// Occurrences written by userspace (facility ≠ 0): could be forged.
     untrusted: u64,
+    /// Occurrences whose format carries a priority that cannot prove kernel origin
+    /// (`dmesg -r` below 8, see [`crate::core::kmsg::RecordRef::origin`]).
+    unproven: u64,
+    /// Occurrences proven written by the kernel (/dev/kmsg, facility 0).
+    #[serde(skip)]
+    kernel: u64,
     /// Distinct QP numbers folded into this group (rxe QP state lines are grouped by state).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     qps: Vec<u32>,
@@ -201,8 +208,26 @@ struct Group {
     line: String,
     /// The first line's format.
     format: LineFormat,
+    /// The operator alert the signature raises by itself (a kernel bug).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alert: Option<String>,
     signature: Signature,
     explanation: Explanation,
+}
+
+impl Group {
+    /// How far the group's best occurrence can be trusted: 2 written by the kernel (a
+    /// /dev/kmsg record of facility 0), 1 origin unproven (`dmesg -r` below 8, plain
+    /// `dmesg`, syslog, journal text), 0 only userspace-written records (could be forged).
+    fn trust_rank(&self) -> u8 {
+        if self.kernel > 0 {
+            2
+        } else if self.untrusted < self.count {
+            1
+        } else {
+            0
+        }
+    }
 }
 
 /// A line that carried an anchor but matched no signature (arguments mode only).
@@ -229,7 +254,11 @@ struct Report {
     /// Group index by grouping key.
     index: HashMap<Signature, usize>,
     /// Classification cache: `text \n DEVICE` → group (None: not recognised).
-    cache: HashMap<String, Option<usize>>,
+    cache: HashMap<String, Option<usize>, LineHashBuilder>,
+    /// The same for plain `dmesg` lines (`[ 5123.456789] text`), keyed by the raw bytes
+    /// after the timestamp: a line seen before is counted without UTF-8 validation, prefix
+    /// stripping or record parsing (its result depends on those bytes alone).
+    raw_cache: HashMap<Vec<u8>, Option<usize>, LineHashBuilder>,
     unrecognised: Vec<Unrecognised>,
 }
 
@@ -348,7 +377,17 @@ impl Report {
             nl += count_newlines(&buf[counted..start]);
             counted = start;
             match self.line(buf, start, end, self.newlines + nl + 1, eof, scratch) {
-                Some((next, _)) => pos = next,
+                Some((next, _)) => {
+                    // The line itself holds no newline: count only what it consumed after
+                    // its end (its own newline, a record's dictionary lines), so that a
+                    // log dense with matching lines is not counted twice.
+                    let next = next.min(buf.len());
+                    if next > end {
+                        nl += count_newlines(&buf[end..next]);
+                        counted = next;
+                    }
+                    pos = next;
+                }
                 None => break start,
             }
         };
@@ -360,20 +399,34 @@ impl Report {
     /// Completes the device attribution of groups from other groups naming the same RDMA
     /// device: the MAD line names only `rocep2s0f0`, the irdma line of the same incident
     /// also its PCI function and parent driver, which select the recovery command.
+    ///
+    /// Facts are only lent by a line at least as trustworthy as the one that borrows them
+    /// ([`Group::trust_rank`]): a line written by userspace (possibly forged) lends nothing,
+    /// and a line of unproven origin lends nothing to a line the kernel provably wrote.
     fn enrich(&mut self) {
-        let mut known: HashMap<String, DeviceRef> = HashMap::new();
+        let mut known: HashMap<String, (u8, DeviceRef)> = HashMap::new();
         for g in &self.groups {
             let d = &g.signature.device;
+            let rank = g.trust_rank();
+            if rank == 0 {
+                continue;
+            }
             if let (Some(name), true) = (&d.rdma_dev, d.pci.is_some()) {
-                known.entry(name.clone()).or_insert_with(|| d.clone());
+                match known.get(name) {
+                    Some((r, _)) if *r >= rank => {}
+                    _ => {
+                        known.insert(name.clone(), (rank, d.clone()));
+                    }
+                }
             }
         }
         for g in &mut self.groups {
+            let rank = g.trust_rank();
             let d = &mut g.signature.device;
-            let Some(src) = d.rdma_dev.as_ref().and_then(|n| known.get(n)) else {
+            let Some((src_rank, src)) = d.rdma_dev.as_ref().and_then(|n| known.get(n)) else {
                 continue;
             };
-            if d.pci.is_none() {
+            if d.pci.is_none() && *src_rank >= rank {
                 d.pci.clone_from(&src.pci);
                 if src.driver.as_deref() != Some("infiniband") {
                     d.driver.clone_from(&src.driver);
@@ -395,7 +448,20 @@ impl Report {
         scratch: &mut String,
     ) -> Option<(usize, bool)> {
         let raw = trim_cr(&buf[start..end]);
-        let text = String::from_utf8_lossy(raw);
+        // Fast path: a plain dmesg line whose text (after the timestamp) was seen before.
+        let plain = plain_dmesg_stamp(raw);
+        if let Some((usec, tail_at)) = plain {
+            if let Some(&slot) = raw.get(tail_at..).and_then(|t| self.raw_cache.get(t)) {
+                let next = (end + 1).min(buf.len().max(end));
+                return Some((next, self.count_hit(slot, line_no, Some(usec), None)));
+            }
+        }
+        // Validation alone is much cheaper than `from_utf8_lossy`'s chunking; lossy only
+        // for the rare invalid line.
+        let text = match std::str::from_utf8(raw) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(raw),
+        };
         let mut next = (end + 1).min(buf.len().max(end));
         let rec = match parse_saved_line(strip_log_prefix(&text)) {
             Ok(r) => r,
@@ -451,9 +517,12 @@ impl Report {
                                 first_usec: rec.usec,
                                 last_usec: rec.usec,
                                 untrusted: 0,
+                                unproven: 0,
+                                kernel: 0,
                                 qps: Vec::new(),
                                 line: rec.unescaped_text().trim_end().to_string(),
                                 format: rec.format,
+                                alert: signatures::operator_alert(&sig),
                                 explanation: explain(&sig),
                                 signature: sig,
                             });
@@ -472,22 +541,47 @@ impl Report {
                 s
             }
         };
+        if let (Some((usec, tail_at)), LineFormat::Dmesg) = (plain, rec.format) {
+            // Only what parsed as plain dmesg (a journal short-monotonic line was stripped
+            // to another format) and with the same timestamp the fast path will read.
+            if rec.usec == Some(usec) {
+                if let Some(tail) = raw.get(tail_at..) {
+                    self.raw_cache.insert(tail.to_vec(), slot);
+                }
+            }
+        }
+        let origin = rec.origin();
+        Some((next, self.count_hit(slot, line_no, rec.usec, Some(origin))))
+    }
+
+    /// Counts one occurrence of a classified line (`slot`: its group, `None` when it was
+    /// not recognised). `origin` `None`: no priority (plain dmesg). Returns `slot.is_some()`.
+    fn count_hit(
+        &mut self,
+        slot: Option<usize>,
+        line_no: usize,
+        usec: Option<u64>,
+        origin: Option<Origin>,
+    ) -> bool {
         let Some(i) = slot else {
-            return Some((next, false));
+            return false;
         };
         self.recognised += 1;
         if let Some(g) = self.groups.get_mut(i) {
             g.count += 1;
             g.last_line = line_no;
-            if rec.usec.is_some() {
-                g.last_usec = rec.usec;
-                g.first_usec = g.first_usec.or(rec.usec);
+            if usec.is_some() {
+                g.last_usec = usec;
+                g.first_usec = g.first_usec.or(usec);
             }
-            if rec.facility.is_some_and(|f| f != 0) {
-                g.untrusted += 1;
+            match origin {
+                Some(Origin::Kernel) => g.kernel += 1,
+                Some(Origin::Userspace(_)) => g.untrusted += 1,
+                Some(Origin::Unproven(Unproven::PriorityWithoutFacility)) => g.unproven += 1,
+                Some(Origin::Unproven(Unproven::NoPriority)) | None => {}
             }
         }
-        Some((next, true))
+        true
     }
 
     fn finding(&self) -> bool {
@@ -577,6 +671,16 @@ impl Report {
                     g.untrusted
                 )?;
             }
+            if g.unproven > 0 {
+                writeln!(
+                    out,
+                    "    trust:    {} from `dmesg -r` with a priority below 8, which cannot \
+                     prove kernel origin (older util-linux printed facility|level, so a \
+                     userspace record could look like facility 0): reported, never an action \
+                     trigger; read /dev/kmsg (`cat /dev/kmsg`) for records whose origin counts",
+                    g.unproven
+                )?;
+            }
             writeln!(
                 out,
                 "    source:   {}, {}",
@@ -623,6 +727,11 @@ impl Report {
             writeln!(out, "    line:     {}", g.line)?;
         }
         writeln!(out)?;
+        for (n, g) in self.groups.iter().enumerate() {
+            if let Some(a) = &g.alert {
+                writeln!(out, "Alert [{}]: {a}", n + 1)?;
+            }
+        }
         let mut stuck: Vec<String> = self
             .groups
             .iter()
@@ -778,31 +887,248 @@ fn severity_name(s: Severity) -> &'static str {
     }
 }
 
-/// Strips what syslog, journald and `dmesg -T` put before the kernel's text, so lines pasted
-/// from /var/log/kern.log, `journalctl -k` or `dmesg -T` parse like `dmesg` output:
-/// `Nov 29 14:00:00 host kernel: [ 5123.456789] text`, `2026-11-29T14:00:00+00:00 host
-/// kernel: text`, `[Sun Nov 29 14:00:00 2026] text`.
+/// Strips what syslog, journald and dmesg's human time formats put before the kernel's
+/// text, so pasted lines parse like `dmesg` output:
+/// - syslog and journal: `Nov 29 14:00:00 host kernel: [ 5123.456789] text`,
+///   `2026-11-29T14:00:00+00:00 host kernel: text`, `[ 5123.456789] host kernel: text`
+///   (`journalctl -o short-monotonic`);
+/// - `dmesg -T`: `[Sun Nov 29 14:00:00 2026] text`;
+/// - `dmesg -H`: `[Nov29 14:00] text` (`%b%e %H:%M`, so also `[Dec 1 14:00]`) and the
+///   relative lines after it, `[  +0.000123] text`;
+/// - `dmesg --time-format iso`: `2026-11-29T14:00:00,123456+00:00 text`.
+///
+/// Called for every line that holds an anchor, so it works on bytes without allocating.
 fn strip_log_prefix(line: &str) -> &str {
-    // syslog/journal: "... <host> kernel: " within the first few words.
-    if let Some(i) = line
-        .get(..line.len().min(96))
-        .and_then(|h| h.find(" kernel: "))
-    {
-        let head = &line[..i];
-        if head.split(' ').filter(|w| !w.is_empty()).count() <= 5 {
-            return &line[i + " kernel: ".len()..];
-        }
-    }
-    // dmesg -T: "[Www Mmm dd hh:mm:ss yyyy] ".
-    if let Some(rest) = line.strip_prefix('[') {
-        if let Some((ts, text)) = rest.split_once("] ") {
-            let words: Vec<&str> = ts.split(' ').filter(|w| !w.is_empty()).collect();
-            if words.len() == 5 && words[3].matches(':').count() == 2 {
-                return text;
+    static KERNEL: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    let b = line.as_bytes();
+    let head = &b[..b.len().min(96)];
+    // Plain dmesg, the commonest saved format, first and without a search:
+    // "[ 5123.456789] text", or journalctl's short-monotonic "[ 5123.456789] host kernel: ".
+    if b.first() == Some(&b'[') {
+        if let Some(close) = memchr::memchr(b']', head) {
+            let ts = &head[1..close];
+            let plain = ts.iter().any(u8::is_ascii_digit)
+                && ts
+                    .iter()
+                    .all(|c| c.is_ascii_digit() || matches!(c, b' ' | b'.'));
+            if plain {
+                let after = close + 1;
+                let word_at = after + 1;
+                if b.get(after) == Some(&b' ') {
+                    if let Some(sp) = memchr::memchr(b' ', &b[word_at..]) {
+                        let tail = &b[word_at + sp..];
+                        if sp > 0 && tail.starts_with(b" kernel: ") {
+                            return line.get(word_at + sp + " kernel: ".len()..).unwrap_or(line);
+                        }
+                    }
+                }
+                return line;
             }
         }
     }
-    line
+    // syslog/journal: "... <host> kernel: " within the first few words.
+    if let Some(i) = KERNEL
+        .get_or_init(|| memchr::memmem::Finder::new(b" kernel: "))
+        .find(head)
+    {
+        let words = head[..i]
+            .split(|c| *c == b' ')
+            .filter(|w| !w.is_empty())
+            .count();
+        if words <= 5 {
+            return line.get(i + " kernel: ".len()..).unwrap_or(line);
+        }
+    }
+    match b.first() {
+        Some(b'[') => {
+            let Some(close) = memchr::memchr(b']', head) else {
+                return line;
+            };
+            if b.get(close + 1) != Some(&b' ') {
+                return line;
+            }
+            let ts = &head[1..close];
+            if is_human_dmesg_time(ts) {
+                return line.get(close + 2..).unwrap_or(line);
+            }
+            line
+        }
+        Some(b'0'..=b'9') if is_iso_time(head) => match memchr::memchr(b' ', head) {
+            Some(sp) => line.get(sp + 1..).unwrap_or(line),
+            None => line,
+        },
+        _ => line,
+    }
+}
+
+/// The timestamp of a plain `dmesg` line, `[ 5123.456789] `: microseconds and where the
+/// text starts. Reads exactly what the kmsg parser's `[seconds.micros]` reader accepts (a
+/// fraction of up to six digits scaled to microseconds; longer ones are left to it).
+fn plain_dmesg_stamp(b: &[u8]) -> Option<(u64, usize)> {
+    if b.first() != Some(&b'[') {
+        return None;
+    }
+    let mut i = 1;
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    let mut secs: u64 = 0;
+    let int_start = i;
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        secs = secs.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        i += 1;
+    }
+    if i == int_start || i - int_start > 12 || b.get(i) != Some(&b'.') {
+        return None;
+    }
+    i += 1;
+    let frac_start = i;
+    let mut frac: u64 = 0;
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        frac = frac * 10 + u64::from(d - b'0');
+        i += 1;
+        if i - frac_start > 6 {
+            return None;
+        }
+    }
+    let digits = i - frac_start;
+    if digits == 0 || b.get(i) != Some(&b']') {
+        return None;
+    }
+    for _ in digits..6 {
+        frac *= 10;
+    }
+    i += 1;
+    if b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    Some((secs.checked_mul(1_000_000)?.checked_add(frac)?, i))
+}
+
+/// The inside of a `dmesg -T` (`Sun Nov 29 14:00:00 2026`) or `dmesg -H` (`Nov29 14:00`,
+/// `Dec 1 14:00`, `  +0.000123`) timestamp. The plain `[ 5123.456789]` is not one of them
+/// (the kmsg parser reads it).
+fn is_human_dmesg_time(ts: &[u8]) -> bool {
+    let mut words = ts.split(|c| *c == b' ').filter(|w| !w.is_empty());
+    let (Some(first), second) = (words.next(), words.next()) else {
+        return false;
+    };
+    let colons = |w: &[u8]| w.iter().filter(|c| **c == b':').count();
+    let clock =
+        |w: &[u8], n: usize| colons(w) == n && w.iter().all(|c| c.is_ascii_digit() || *c == b':');
+    // Relative: "+0.000123" (also "-0.000001" after a clock change).
+    if second.is_none() && matches!(first.first(), Some(b'+' | b'-')) {
+        let num = &first[1..];
+        return num.contains(&b'.') && num.iter().all(|c| c.is_ascii_digit() || *c == b'.');
+    }
+    let Some(second) = second else {
+        return false;
+    };
+    let third = words.next();
+    let fourth = words.next();
+    let fifth = words.next();
+    let month = |w: &[u8]| w.len() >= 3 && w[..3].iter().all(u8::is_ascii_alphabetic);
+    match (third, fourth, fifth, words.next()) {
+        // -H: "Nov29 14:00"
+        (None, None, None, None) => month(first) && clock(second, 1),
+        // -H: "Dec 1 14:00"
+        (Some(t), None, None, None) => {
+            month(first) && second.iter().all(u8::is_ascii_digit) && clock(t, 1)
+        }
+        // -T: "Sun Nov 29 14:00:00 2026"
+        (Some(_), Some(t), Some(y), None) => {
+            month(first) && month(second) && clock(t, 2) && y.iter().all(u8::is_ascii_digit)
+        }
+        _ => false,
+    }
+}
+
+/// `2026-11-29T14:00:00,123456+00:00 ` (dmesg --time-format iso) without ` kernel: `.
+fn is_iso_time(b: &[u8]) -> bool {
+    b.len() > 20
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+}
+
+/// The hasher of the classification cache, which hashes every line that holds an anchor:
+/// std's SipHash cost about a tenth of `explain --file` on a log dense with matching lines.
+/// A multiply-rotate hash over 8-byte words (FxHash's scheme), seeded per process from
+/// std's `RandomState` so that a crafted log cannot rely on fixed collisions. Not a
+/// cryptographic hash; the worst a collision storm can do is slow this one command down.
+#[derive(Clone)]
+struct LineHashBuilder(u64);
+
+impl Default for LineHashBuilder {
+    fn default() -> Self {
+        use std::hash::BuildHasher;
+        LineHashBuilder(std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64) | 1)
+    }
+}
+
+impl std::hash::BuildHasher for LineHashBuilder {
+    type Hasher = LineHasher;
+    fn build_hasher(&self) -> LineHasher {
+        LineHasher(self.0)
+    }
+}
+
+struct LineHasher(u64);
+
+impl LineHasher {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+
+    #[inline]
+    fn mix(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(Self::K);
+    }
+}
+
+impl std::hash::Hasher for LineHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        // Two independent lanes over 16-byte blocks: the multiply chain is latency-bound,
+        // so two chains run in about the time of one.
+        let mut blocks = bytes.chunks_exact(16);
+        let mut other = self.0 ^ 0x9e37_79b9_7f4a_7c15;
+        for c in &mut blocks {
+            let (x, y) = c.split_at(8);
+            let (mut wx, mut wy) = ([0u8; 8], [0u8; 8]);
+            wx.copy_from_slice(x);
+            wy.copy_from_slice(y);
+            self.mix(u64::from_le_bytes(wx));
+            other = (other.rotate_left(5) ^ u64::from_le_bytes(wy)).wrapping_mul(Self::K);
+        }
+        self.mix(other);
+        let mut chunks = blocks.remainder().chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.mix(u64::from_le_bytes(w));
+        }
+        let tail = chunks.remainder();
+        if !tail.is_empty() {
+            let mut w = [0u8; 8];
+            w[..tail.len()].copy_from_slice(tail);
+            self.mix(u64::from_le_bytes(w) ^ ((tail.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.mix(u64::from(i));
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // A final avalanche (splitmix64's) so the table's low bits depend on every word.
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }
 
 /// Bytes read per chunk of a saved log.
@@ -890,6 +1216,38 @@ mod tests {
             strip_log_prefix("a b c d e f g kernel: x"),
             "a b c d e f g kernel: x"
         );
+    }
+
+    #[test]
+    fn the_plain_dmesg_fast_path_reads_what_the_parser_reads() {
+        for line in [
+            "[ 5123.456789] x",
+            "[    0.000000] x",
+            "[1.5] x",
+            "[ 12.1234567] x",
+            "[12.] x",
+            "[ 1.000001]x",
+            "[ 99999999999999.000001] x",
+        ] {
+            let parsed = parse_saved_line(line).ok().and_then(|r| r.usec);
+            // `None`: left to the slow path, which may still read it.
+            if let Some((usec, at)) = plain_dmesg_stamp(line.as_bytes()) {
+                assert_eq!(Some(usec), parsed, "{line}");
+                assert_eq!(&line[at..], "x", "{line}");
+            }
+        }
+        // Repeats of one line through the fast path: counted, first/last kept.
+        let mut log = String::new();
+        for i in 0..5u64 {
+            log.push_str(&format!(
+                "[{i:5}.000001] infiniband rxe_ini: Couldn't open port 1\n[{i:5}.000002] other\n"
+            ));
+        }
+        let r = Report::scan(log.as_bytes(), false);
+        assert_eq!((r.lines, r.recognised, r.groups.len()), (10, 5, 1));
+        let g = &r.groups[0];
+        assert_eq!((g.count, g.first_line, g.last_line), (5, 1, 9));
+        assert_eq!((g.first_usec, g.last_usec), (Some(1), Some(4_000_001)));
     }
 
     #[test]

@@ -330,6 +330,29 @@ pub fn dict_line(line: &str) -> Option<(&str, &str)> {
     Some((key, value))
 }
 
+/// Who wrote a record, as far as its format can prove it ([`RecordRef::origin`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case", tag = "origin", content = "facility")]
+pub enum Origin {
+    /// A /dev/kmsg record of facility 0: written by the kernel. The only origin that may
+    /// trigger an action.
+    Kernel,
+    /// Written into /dev/kmsg by a process (facility ≠ 0): could be forged.
+    Userspace(u8),
+    /// The format cannot prove who wrote it: reported, never an action trigger.
+    Unproven(Unproven),
+}
+
+/// Why a record's origin is unproven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unproven {
+    /// No priority at all (plain `dmesg`, syslog, journal text, bare lines).
+    NoPriority,
+    /// A `dmesg -r` priority below 8: a level without a trustworthy facility.
+    PriorityWithoutFacility,
+}
+
 /// One kernel log record or saved-log line, borrowed from the input. Fields a format does
 /// not carry are `None` (plain `dmesg` has no priority or sequence number; bare text has
 /// nothing but text).
@@ -379,10 +402,28 @@ impl<'a> RecordRef<'a> {
         }
     }
 
-    /// Known to be written by the kernel (facility 0). A record without a priority (plain
-    /// `dmesg`, bare text) is not: its origin cannot be told.
+    /// Known to be written by the kernel: a /dev/kmsg record of facility 0. Nothing else is
+    /// (see [`RecordRef::origin`]).
     pub fn is_kernel(&self) -> bool {
-        self.facility == Some(KERNEL_FACILITY)
+        self.origin() == Origin::Kernel
+    }
+
+    /// What the record's format proves about who wrote it. Only a /dev/kmsg record proves
+    /// kernel origin (facility 0). A `dmesg -r` priority below 8 does not: util-linux's
+    /// `dmesg -r` built the priority with glibc's `LOG_MAKEPRI(fac, level)`, which expects a
+    /// pre-shifted facility, so until util-linux added `LOG_RAW_FAC_PRI` (2023, glibc bug
+    /// 30563) a userspace record of facility 1–7 came out as `facility | level`, i.e. below
+    /// 8, looking like the kernel's. A priority of 8 or more does prove userspace origin
+    /// (the kernel's facility 0 never yields one, either way of printing).
+    pub fn origin(&self) -> Origin {
+        match (self.format, self.facility) {
+            (LineFormat::Kmsg, Some(KERNEL_FACILITY)) => Origin::Kernel,
+            (LineFormat::Kmsg | LineFormat::DmesgRaw, Some(f)) if f != KERNEL_FACILITY => {
+                Origin::Userspace(f)
+            }
+            (LineFormat::DmesgRaw, _) => Origin::Unproven(Unproven::PriorityWithoutFacility),
+            _ => Origin::Unproven(Unproven::NoPriority),
+        }
     }
 
     /// The escaped value of a dictionary key.

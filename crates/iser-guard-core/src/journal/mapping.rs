@@ -250,6 +250,7 @@ fn evidence_out(e: StuckEvidence) -> v2::StuckEvidence {
         StuckEvidence::MadRtsFailed => v2::StuckEvidence::MadRtsFailed,
         StuckEvidence::MadQpFatal => v2::StuckEvidence::MadQpFatal,
         StuckEvidence::QpTable => v2::StuckEvidence::QpTable,
+        StuckEvidence::MadPortOpenFailed => v2::StuckEvidence::MadPortOpenFailed,
     }
 }
 
@@ -259,6 +260,7 @@ fn evidence_in(e: v2::StuckEvidence) -> StuckEvidence {
         v2::StuckEvidence::MadRtsFailed => StuckEvidence::MadRtsFailed,
         v2::StuckEvidence::MadQpFatal => StuckEvidence::MadQpFatal,
         v2::StuckEvidence::QpTable => StuckEvidence::QpTable,
+        v2::StuckEvidence::MadPortOpenFailed => StuckEvidence::MadPortOpenFailed,
     }
 }
 

@@ -107,6 +107,8 @@ pub enum StuckEvidence {
     MadQpFatal,
     /// The QP table.
     QpTable,
+    /// MAD `Couldn't open port N` (added without a format bump: older journals never hold it).
+    MadPortOpenFailed,
 }
 
 /// Why a port is not healthy.

@@ -41,6 +41,13 @@ pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
         }
     } else {
         match kind {
+            // The port has no GSI QP at all: to the engine the same as a stuck one (it needs
+            // another re-creation, within the same attempt budget).
+            SignatureKind::MadPortOpenFailed { port, .. } => Observation::GsiQpStuck {
+                device: dev.rdma_dev.clone()?,
+                port: Some(*port),
+                evidence: StuckEvidence::MadPortOpenFailed,
+            },
             SignatureKind::IscsiConnError { code } => Observation::ConnError {
                 sid: dev.iscsi_session?,
                 code: code.0,
@@ -58,10 +65,26 @@ pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
                     IoErrorKind::IoError
                 },
             },
-            SignatureKind::BlockIoError { .. } => Observation::IoError {
+            SignatureKind::BlockIoError { .. }
+            | SignatureKind::BufferIoError { .. }
+            | SignatureKind::ScsiCommandTimedOut { .. } => Observation::IoError {
                 disk: dev.disk.clone()?,
                 kind: IoErrorKind::IoError,
             },
+            SignatureKind::BlockRequestError { status, .. } => Observation::IoError {
+                disk: dev.disk.clone()?,
+                kind: if status == "device offline" {
+                    IoErrorKind::Offline
+                } else {
+                    IoErrorKind::IoError
+                },
+            },
+            SignatureKind::ScsiDeviceOfflined | SignatureKind::ScsiRejectingDead => {
+                Observation::IoError {
+                    disk: dev.disk.clone()?,
+                    kind: IoErrorKind::Offline,
+                }
+            }
             SignatureKind::ScsiRejectingOffline => Observation::IoError {
                 disk: dev.disk.clone()?,
                 kind: IoErrorKind::Offline,

@@ -247,6 +247,9 @@ pub enum StuckEvidence {
     MadQpFatal,
     /// The QP table (RDMA netlink): QP 1, type GSI, state ERR.
     QpTable,
+    /// `Couldn't open port N` (mad.c, at device registration): the port came up without
+    /// MAD QPs; after a re-creation, the re-creation failed.
+    MadPortOpenFailed,
 }
 
 impl StuckEvidence {
@@ -259,6 +262,9 @@ impl StuckEvidence {
             StuckEvidence::MadRtsFailed => "the MAD layer cannot move QP 1 back to RTS (-22)",
             StuckEvidence::MadQpFatal => "a fatal error was reported on MAD QP 1",
             StuckEvidence::QpTable => "the QP table shows QP 1 (GSI) in ERR",
+            StuckEvidence::MadPortOpenFailed => {
+                "the MAD layer could not open the port (no QP 1): the device came up broken"
+            }
         }
     }
 }

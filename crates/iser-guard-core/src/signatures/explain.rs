@@ -572,6 +572,266 @@ pub fn explain(sig: &Signature) -> Explanation {
             ));
             (format!("RDMA CM {event}"), "rdma_cm", Severity::Warning)
         }
+        SignatureKind::MadPortOpenFailed { port, agents } => {
+            meaning.push(format!(
+                "the MAD layer could not open port {port} of {name}{}: that port has no \
+                 working GSI QP (QP 1), so no RDMA CM handshake and no iSER login can run on it",
+                if *agents { " for its agents" } else { "" }
+            ));
+            meaning.push(
+                "this is printed when a device registers: right after a re-creation it means \
+                 the re-creation failed (the new device came up without its MAD QPs)"
+                    .to_string(),
+            );
+            recovery.push(format!(
+                "re-create the device once more (`iser-guard reset-device {name}`); if the \
+                 same line returns, the driver or firmware cannot start the port: reload the \
+                 driver or reset the NIC"
+            ));
+            (
+                format!("MAD layer could not open {name} port {port}"),
+                "ib_mad",
+                Severity::Critical,
+            )
+        }
+        SignatureKind::MadPortSetupFailed { step } => {
+            meaning.push(format!(
+                "opening a port of {name} failed at `Couldn't {step}`: the port will have no \
+                 MAD QPs (`Couldn't open port N` follows)"
+            ));
+            (
+                format!("MAD port set-up failed on {name}: {step}"),
+                "ib_mad",
+                Severity::Critical,
+            )
+        }
+        SignatureKind::DriverQpCommandFailed { driver, op } => {
+            let what = match op.as_str() {
+                "modify_shadow_qp1" => "modify the shadow QP of QP 1 (GSI)",
+                "destroy" => "destroy a QP",
+                "create" => "create a QP",
+                _ => "modify a QP",
+            };
+            meaning.push(format!(
+                "{driver}'s firmware refused to {what} on {name}: the QP keeps its old state \
+                 (a QP the consumer wanted in RESET or ERR may still be live, and a QP 1 \
+                 shadow failure leaves the GSI path broken)"
+            ));
+            if op == "modify_shadow_qp1" {
+                recovery.extend(recreate_commands(dev, Some(*driver)));
+            }
+            (
+                format!("{driver}: failed to {what} on {name}"),
+                driver.module(),
+                Severity::Warning,
+            )
+        }
+        SignatureKind::Mlx5ErrorCompletion { status, message } => {
+            meaning.push(format!(
+                "a work request on {name} completed in error{}: the QP it belongs to moved to \
+                 ERR; its consumer (iSER, the MAD layer for QP 1) decides what follows",
+                match (status, message) {
+                    (Some(s), Some(m)) => format!(" ({m}, status {s})"),
+                    (Some(s), None) => format!(" (status {s})"),
+                    _ => String::new(),
+                }
+            ));
+            (
+                format!(
+                    "mlx5 error completion on {name}{}",
+                    message
+                        .as_ref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                ),
+                "mlx5_ib",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::UnexpectedQpEvent { driver, event, qp } => {
+            meaning.push(format!(
+                "{driver} received asynchronous event {event} on QP {qp:#x} and does not handle it"
+            ));
+            (
+                format!("{driver}: unexpected event {event} on QP {qp:#x}"),
+                driver.module(),
+                Severity::Info,
+            )
+        }
+        SignatureKind::IserQpEvent { event, name: ev } => {
+            meaning.push(format!(
+                "an iSER connection's RC QP got the asynchronous event {ev} ({event}){}",
+                match event {
+                    // QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR, DEVICE_FATAL.
+                    1..=3 | 7 | 8 => ": the QP is in ERR, its connection fails (1011) and \
+                                      iscsid reconnects"
+                        .to_string(),
+                    5 => ": its send queue drained (the QP is being torn down)".to_string(),
+                    _ => String::new(),
+                }
+            ));
+            meaning.push(
+                "the line names no device or session: the session's port is the one whose \
+                 iSCSI connection fails next"
+                    .to_string(),
+            );
+            (
+                format!("iSER QP event: {ev} ({event})"),
+                "ib_iser",
+                if matches!(event, 1..=3 | 7 | 8) {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
+            )
+        }
+        SignatureKind::IserConnFailure { what, errno } => {
+            meaning.push(format!(
+                "{}{}",
+                what.describe(),
+                errno
+                    .map(|e| format!(" ({})", errno_name(e)))
+                    .unwrap_or_default()
+            ));
+            (
+                format!("iSER: {}", what.describe()),
+                "ib_iser",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::ScsiDeviceOfflined => {
+            meaning.push(format!(
+                "SCSI error handling gave up on {} and set it offline: every I/O fails with \
+                 `rejecting I/O to offline device` until it is set running again",
+                disk_label(dev)
+            ));
+            recovery.push(
+                "once the session is logged in again: `echo running > \
+                 /sys/class/scsi_device/H:C:T:L/device/state` (or log the session out and in: \
+                 `iser-guard reconnect`)"
+                    .to_string(),
+            );
+            (
+                format!("{} offlined by SCSI error handling", disk_label(dev)),
+                "scsi",
+                Severity::Critical,
+            )
+        }
+        SignatureKind::ScsiCommandTimedOut { secs } => {
+            meaning.push(format!(
+                "a command to {} used up its whole time budget ({secs} s, retries included) \
+                 and is failed",
+                disk_label(dev)
+            ));
+            (
+                format!("SCSI command timed out on {}", disk_label(dev)),
+                "scsi",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::ScsiRejectingDead => {
+            meaning.push(format!(
+                "{} is being deleted (its session was logged out or removed): I/O to it fails",
+                disk_label(dev)
+            ));
+            (
+                format!("{} deleted", disk_label(dev)),
+                "scsi",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::BlockRequestError { status, op, .. } => {
+            meaning.push(format!(
+                "a {} request to {} failed with `{status}`{}",
+                op.as_deref().unwrap_or("block"),
+                disk_label(dev),
+                match status.as_str() {
+                    "recoverable transport" => {
+                        ": the transport (the iSCSI session) was disrupted; dm-multipath \
+                         retries on another path"
+                    }
+                    "device offline" => ": the disk is offline",
+                    "timeout" => ": the command timed out",
+                    _ => "",
+                }
+            ));
+            (
+                format!("{status} error on {}", disk_label(dev)),
+                "block",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::BufferIoError { block, what } => {
+            meaning.push(format!(
+                "a file system on {} {}{}",
+                disk_label(dev),
+                match what.as_deref() {
+                    Some(w) if w.starts_with("lost") => format!("{w}: data was lost"),
+                    Some(w) => format!("failed an {w}"),
+                    None => "failed a buffer I/O".to_string(),
+                },
+                block
+                    .map(|b| format!(" (logical block {b})"))
+                    .unwrap_or_default()
+            ));
+            recovery.push(
+                "after the session is back, check the file system (fsck) before trusting it"
+                    .to_string(),
+            );
+            (
+                format!("buffer I/O error on {}", disk_label(dev)),
+                "fs",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::KernelBug {
+            what,
+            module,
+            function,
+            location,
+            detail,
+        } => {
+            let whr = [module.as_deref(), function.as_deref(), location.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ");
+            meaning.push(format!(
+                "{}{}{}: a kernel bug, not a fault of the device, the target or the network",
+                what.describe(),
+                if whr.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {whr}")
+                },
+                detail
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ));
+            meaning.push(
+                "no automatic repair applies: iser-guard does not act on it (re-creating a \
+                 device under a kernel bug can make it worse)"
+                    .to_string(),
+            );
+            recovery.push(
+                "save the whole report (`journalctl -k -b` or the serial console), report it to \
+                 the kernel or distribution, and reboot the host if the module is wedged"
+                    .to_string(),
+            );
+            (
+                format!(
+                    "{}{}",
+                    what.describe(),
+                    module
+                        .as_ref()
+                        .map(|m| format!(" in {m}"))
+                        .unwrap_or_default()
+                ),
+                "kernel",
+                Severity::Critical,
+            )
+        }
         SignatureKind::UnknownVariant { anchor } => {
             meaning.push(format!(
                 "the line contains `{anchor}` but not in any format iser-guard knows: the \
@@ -598,6 +858,41 @@ pub fn explain(sig: &Signature) -> Explanation {
         meaning,
         recovery,
     }
+}
+
+/// The operator alert a signature raises by itself, whatever the engine does: a kernel bug
+/// in a module this job depends on (ib_iser, rdma_rxe, ib_core, …) or a panic. The text
+/// names the bug and says that no automatic repair applies. `None` for everything else.
+pub fn operator_alert(sig: &Signature) -> Option<String> {
+    let SignatureKind::KernelBug {
+        what,
+        module,
+        function,
+        location,
+        detail,
+    } = &sig.kind
+    else {
+        return None;
+    };
+    let at = [function.as_deref(), location.as_deref(), detail.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(format!(
+        "kernel bug: {}{}{}: not repairable by the agent, no automatic repair applies; save \
+         the full report (journalctl -k -b) and escalate it to the kernel or distribution",
+        what.describe(),
+        module
+            .as_ref()
+            .map(|m| format!(" in {m}"))
+            .unwrap_or_default(),
+        if at.is_empty() {
+            String::new()
+        } else {
+            format!(" ({at})")
+        }
+    ))
 }
 
 /// The commands that re-create the RDMA device a record names, least disruptive first

@@ -31,9 +31,10 @@ pub mod explain;
 mod types;
 
 pub use classify::{anchors, classify, classify_bytes, classify_decoded, next_anchor, prefilter};
-pub use explain::{explain, Explanation, Severity};
+pub use explain::{explain, operator_alert, Explanation, Severity};
 pub use types::{
-    DeviceRef, IscsiErr, KernelEvent, RdmaDriver, Signature, SignatureKind, GSI_QPN, SMI_QPN,
+    DeviceRef, IscsiErr, IserFailure, KernelBugKind, KernelEvent, RdmaDriver, Signature,
+    SignatureKind, GSI_QPN, SMI_QPN,
 };
 
 use crate::kmsg::Record;

@@ -54,6 +54,8 @@ pub enum RdmaDriver {
     Rxe,
     /// NVIDIA/Mellanox ConnectX (`mlx5_ib`).
     Mlx5,
+    /// NVIDIA/Mellanox ConnectX-3 (`mlx4_ib`).
+    Mlx4,
 }
 
 impl RdmaDriver {
@@ -66,6 +68,7 @@ impl RdmaDriver {
             RdmaDriver::Hns => "hns_roce_hw_v2",
             RdmaDriver::Rxe => "rdma_rxe",
             RdmaDriver::Mlx5 => "mlx5_ib",
+            RdmaDriver::Mlx4 => "mlx4_ib",
         }
     }
 }
@@ -294,6 +297,132 @@ pub enum SignatureKind {
         status: Option<i32>,
     },
 
+    // ---- MAD port start-up (device registration, e.g. after a re-creation) ---------------
+    /// The MAD layer could not open a port of a newly registered device
+    /// (`Couldn't open port %d`, `Couldn't open port %d for agents`; mad.c/agent.c
+    /// `ib_mad_init_device`): that port has no working QP 0/1, so no RDMA CM handshake (and no
+    /// iSER login) can run on it. Right after a re-creation it means the re-creation failed.
+    MadPortOpenFailed {
+        /// The port number.
+        port: u32,
+        /// The agents' open failed (`… for agents`), not the MAD port itself.
+        agents: bool,
+    },
+    /// A step of the MAD layer's port open failed (`Couldn't create ib_mad PD|CQ`,
+    /// `Couldn't create ib_mad QP%d`, `Couldn't start port`, `Couldn't post receive WRs`);
+    /// `Couldn't open port N` follows.
+    MadPortSetupFailed {
+        /// The step, as printed (`create ib_mad CQ`, `start port`, …).
+        step: String,
+    },
+
+    // ---- driver QP failures ----------------------------------------------------------------
+    /// A driver failed a QP command in the hardware (bnxt_re `Failed to modify HW QP`,
+    /// `Failed to destroy HW QP`, `Failed to create HW QP`, `Failed to modify Shadow QP for
+    /// QP1`).
+    DriverQpCommandFailed {
+        /// Which driver.
+        driver: RdmaDriver,
+        /// `modify`, `destroy`, `create` or `modify_shadow_qp1`.
+        op: String,
+    },
+    /// An error completion dumped by mlx5_ib (`WC error: %d, Message: %s`, older `dump error
+    /// cqe`): a work request on some QP completed in error, which moves that QP to ERR.
+    Mlx5ErrorCompletion {
+        /// `enum ib_wc_status` value, when printed.
+        status: Option<u32>,
+        /// `ib_wc_status_msg()` text, when printed.
+        message: Option<String>,
+    },
+    /// An asynchronous QP event a driver does not handle (mlx5_ib/mlx4_ib `Unexpected event
+    /// type %d on QP %06x`).
+    UnexpectedQpEvent {
+        /// Which driver.
+        driver: RdmaDriver,
+        /// The event type (driver's numbering).
+        event: u32,
+        /// QP number.
+        qp: u32,
+    },
+
+    // ---- iSER connection -------------------------------------------------------------------
+    /// ib_iser's QP event callback (`iser_qp_event_callback: qp event %s (%d)`): an
+    /// asynchronous event on an iSER connection's RC QP (`QP fatal error (1)`, `QP request
+    /// error (2)`, `QP access error (3)`, `send queue drained (5)`, …). The line names no
+    /// device or session.
+    IserQpEvent {
+        /// `enum ib_event_type` value.
+        event: u32,
+        /// `ib_event_msg()` text.
+        name: String,
+    },
+    /// ib_iser failed to set up or tear down a connection (`Failed to disconnect, conn: 0x…
+    /// err %d`, `failure connecting: %d`, `rdma_resolve_addr failed: %d`, `resolve route
+    /// failed: %d`, `rdma_create_id failed: %d`, `device lookup/creation failed`, `failed to
+    /// allocate an IB resource`, `ib_post_send failed, ret:%d …`, `ib_post_recv failed
+    /// ret=%d`). See [`IserFailure`].
+    IserConnFailure {
+        /// What failed.
+        what: IserFailure,
+        /// The errno, when printed.
+        errno: Option<i32>,
+    },
+
+    // ---- SCSI error handling and buffer I/O ------------------------------------------------
+    /// SCSI error handling gave up on a device and offlined it (`Device offlined - not ready
+    /// after error recovery`, scsi_error.c `scsi_eh_offline_sdevs`): its I/O fails until the
+    /// session logs in again and the device is set running.
+    ScsiDeviceOfflined,
+    /// A command exceeded its total time budget (`timing out command, waited %lus`,
+    /// scsi_lib.c `scsi_cmd_runtime_exceeced`).
+    ScsiCommandTimedOut {
+        /// Seconds waited.
+        secs: u64,
+    },
+    /// SCSI refused I/O to a device being deleted (`rejecting I/O to dead device`).
+    ScsiRejectingDead,
+    /// The block layer failed a request with a status other than `I/O` (`timeout error`,
+    /// `recoverable transport error`, `critical target error`, `device offline error`, …,
+    /// `… error, dev sdX, sector N op 0x…:(OP) …`; block/blk-mq.c `print_req_error`).
+    BlockRequestError {
+        /// `blk_status_to_str()` text without ` error` (`recoverable transport`).
+        status: String,
+        /// First sector, when printed.
+        sector: Option<u64>,
+        /// Operation name, when printed.
+        op: Option<String>,
+    },
+    /// A buffer-cache I/O failed (`Buffer I/O error on dev sdX, logical block N, lost async
+    /// page write`; fs/buffer.c): a file system lost a write or could not read.
+    BufferIoError {
+        /// The logical block, when printed.
+        block: Option<u64>,
+        /// What was lost (`lost async page write`, `async page read`, …), when printed.
+        what: Option<String>,
+    },
+
+    // ---- kernel bugs -----------------------------------------------------------------------
+    /// A kernel bug report (oops, `kernel BUG at`, `WARNING:`, KASAN, panic, a hung iSCSI
+    /// task) in a module this job depends on (ib_iser, rdma_rxe, ib_core, …) or a panic. Not
+    /// something the agent can repair: the operator is alerted, no action is taken.
+    KernelBug {
+        /// What kind of report. See [`KernelBugKind`].
+        what: KernelBugKind,
+        /// The module the report names (`ib_iser`), when it names one.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        module: Option<String>,
+        /// The function (`iser_conn_terminate+0x1c/0x90`), when printed.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        function: Option<String>,
+        /// The source location (`drivers/infiniband/core/cq.c:345`), when printed.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        location: Option<String>,
+        /// The rest of the report's first line (the panic reason, the KASAN kind, the hung
+        /// task), when printed.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        detail: Option<String>,
+    },
+
     // ---- format drift --------------------------------------------------------------------
     /// A record carries a known signature's distinctive words but not its known format: the
     /// kernel's wording changed. Reported so the format drift is visible; never acted on.
@@ -339,6 +468,19 @@ impl SignatureKind {
             SignatureKind::RdmaCmRejected { .. } => "rdma_cm_rejected",
             SignatureKind::RdmaCmAddrError { .. } => "rdma_cm_addr_error",
             SignatureKind::RdmaCmError { .. } => "rdma_cm_error",
+            SignatureKind::MadPortOpenFailed { .. } => "mad_port_open_failed",
+            SignatureKind::MadPortSetupFailed { .. } => "mad_port_setup_failed",
+            SignatureKind::DriverQpCommandFailed { .. } => "driver_qp_command_failed",
+            SignatureKind::Mlx5ErrorCompletion { .. } => "mlx5_error_completion",
+            SignatureKind::UnexpectedQpEvent { .. } => "unexpected_qp_event",
+            SignatureKind::IserQpEvent { .. } => "iser_qp_event",
+            SignatureKind::IserConnFailure { .. } => "iser_conn_failure",
+            SignatureKind::ScsiDeviceOfflined => "scsi_device_offlined",
+            SignatureKind::ScsiCommandTimedOut { .. } => "scsi_command_timed_out",
+            SignatureKind::ScsiRejectingDead => "scsi_rejecting_dead",
+            SignatureKind::BlockRequestError { .. } => "block_request_error",
+            SignatureKind::BufferIoError { .. } => "buffer_io_error",
+            SignatureKind::KernelBug { .. } => "kernel_bug",
             SignatureKind::UnknownVariant { .. } => "unknown_variant",
         }
     }
@@ -383,7 +525,84 @@ impl SignatureKind {
             | SignatureKind::InvalidTransition { driver, .. }
             | SignatureKind::ModifyQpRejected { driver } => Some(driver),
             SignatureKind::RxeQpState { .. } => Some(RdmaDriver::Rxe),
+            SignatureKind::DriverQpCommandFailed { driver, .. }
+            | SignatureKind::UnexpectedQpEvent { driver, .. } => Some(driver),
+            SignatureKind::Mlx5ErrorCompletion { .. } => Some(RdmaDriver::Mlx5),
             _ => None,
+        }
+    }
+}
+
+/// What ib_iser failed to do (its `iser_err` messages about one connection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IserFailure {
+    /// `iser_conn_terminate: Failed to disconnect, conn: 0x… err %d` (rdma_disconnect).
+    Disconnect,
+    /// `iser_connect_error: failure connecting: %d` (the RDMA CM reported an error event).
+    Connect,
+    /// `iser_connect: rdma_create_id failed: %d`.
+    CreateId,
+    /// `iser_connect: rdma_resolve_addr failed: %d`.
+    ResolveAddr,
+    /// `iser_addr_handler: resolve route failed: %d`.
+    ResolveRoute,
+    /// `iser_addr_handler: device lookup/creation failed`.
+    DeviceLookup,
+    /// `iser_route_handler`/`iser_create_ib_conn_res`: `failed to allocate an IB resource`.
+    IbResource,
+    /// `iser_post_send: ib_post_send failed, ret:%d opcode:%d`.
+    PostSend,
+    /// `iser_post_recvm`/`iser_post_recvl`: `ib_post_recv failed ret=%d`,
+    /// `ib_post_recv login failed ret=%d`.
+    PostRecv,
+}
+
+impl IserFailure {
+    /// A short operator phrase.
+    pub fn describe(self) -> &'static str {
+        match self {
+            IserFailure::Disconnect => "disconnecting an iSER connection failed",
+            IserFailure::Connect => "an iSER connection attempt failed",
+            IserFailure::CreateId => "creating an RDMA CM id for iSER failed",
+            IserFailure::ResolveAddr => "resolving the target address for iSER failed",
+            IserFailure::ResolveRoute => "resolving the route to the target for iSER failed",
+            IserFailure::DeviceLookup => "no usable RDMA device for the iSER connection",
+            IserFailure::IbResource => "allocating the iSER connection's QP/CQ/MRs failed",
+            IserFailure::PostSend => "posting an iSER send failed (the QP is not in RTS)",
+            IserFailure::PostRecv => "posting iSER receive buffers failed (the QP is in ERR)",
+        }
+    }
+}
+
+/// The kind of a kernel bug report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelBugKind {
+    /// `RIP: 0010:func+0x…/0x… [module]` of an oops (the faulting instruction).
+    Oops,
+    /// `kernel BUG at drivers/…:N!` (`BUG()`).
+    Bug,
+    /// `WARNING: CPU: N PID: N at … func+0x…/0x… [module]` (`WARN()`).
+    Warning,
+    /// `BUG: KASAN: <kind> in func+0x…/0x… [module]`.
+    Kasan,
+    /// `Kernel panic - not syncing: …`.
+    Panic,
+    /// `INFO: task iscsid:N blocked for more than N seconds.` (an iSCSI task hung).
+    HungTask,
+}
+
+impl KernelBugKind {
+    /// The report's name as an operator knows it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KernelBugKind::Oops => "kernel oops",
+            KernelBugKind::Bug => "kernel BUG()",
+            KernelBugKind::Warning => "kernel WARNING",
+            KernelBugKind::Kasan => "KASAN memory-safety report",
+            KernelBugKind::Panic => "kernel panic",
+            KernelBugKind::HungTask => "hung task",
         }
     }
 }
