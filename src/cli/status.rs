@@ -43,13 +43,11 @@ pub struct Args {
 /// Runs the subcommand: the kernel's view, then the running daemon's (engine) view, or a
 /// line saying no daemon runs. The daemon's absence never changes the exit code.
 pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
-    let root = sysfs_root(args.sysfs_root, globals)?;
+    let cfg = view_config(globals);
+    let root = args.sysfs_root.unwrap_or(cfg.paths.sysfs_root);
     let gathered = gather(NldevClient::open(), &root);
     let report = StatusReport::build(&gathered);
-    let socket = match load_config(globals.config.as_deref()) {
-        Ok(cfg) => cfg.paths.control_socket,
-        Err(_) => crate::config::Config::default().paths.control_socket,
-    };
+    let socket = cfg.paths.control_socket;
     let daemon = super::daemon_view::query(&socket);
     if args.json {
         println!(
@@ -80,7 +78,25 @@ pub(crate) fn sysfs_root(flag: Option<PathBuf>, globals: &Globals) -> Result<Pat
     if let Some(p) = flag {
         return Ok(p);
     }
-    Ok(load_config(globals.config.as_deref())?.paths.sysfs_root)
+    Ok(view_config(globals).paths.sysfs_root)
+}
+
+/// The configuration of a read-only view (`status`, `qps`). A file that cannot be used (an
+/// edit the daemon refused on reload, or a non-root caller who cannot read the 0640 file)
+/// must not hide the kernel's view from the operator who is debugging exactly that: warn,
+/// then use the built-in paths. The lab's systemd guest showed it: after a refused
+/// `systemctl reload`, `status` exited 78 while the daemon ran on with the old file.
+fn view_config(globals: &Globals) -> Config {
+    match load_config(globals.config.as_deref()) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!(
+                "iser-guard: warning: {e}; this view uses the built-in paths (a running daemon \
+                 keeps the configuration it loaded; `iser-guard check-config` says what to fix)"
+            );
+            Config::default()
+        }
+    }
 }
 
 /// Reads `--config` if given, else the default file if present, else the built-in defaults.
