@@ -103,6 +103,34 @@ pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
                 device: dev.rdma_dev.clone()?,
                 port: dev.port.unwrap_or(1),
             },
+            SignatureKind::KernelBug {
+                what,
+                module,
+                function,
+                location,
+                detail,
+            } => {
+                let at = [function.as_deref(), location.as_deref(), detail.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let mut report = what.describe().to_string();
+                if let Some(m) = module {
+                    report.push_str(&format!(" in {m}"));
+                }
+                if !at.is_empty() {
+                    report.push_str(&format!(" ({at})"));
+                }
+                Observation::KernelBug {
+                    module: module.clone(),
+                    report,
+                }
+            }
+            SignatureKind::IserQpEvent { event, name } => Observation::IserQpEvent {
+                event: *event,
+                name: name.clone(),
+            },
             _ => return None,
         }
     };
