@@ -1851,17 +1851,18 @@ mod tests {
         (daemon, stop, doubles, cfg)
     }
 
-    /// [`start_on_with`], keeping the kernel log's sender to feed records.
-    fn start_with_log(
-        dir: &std::path::Path,
-        config_path: Option<std::path::PathBuf>,
-    ) -> (
+    /// A running test daemon: its task, its stop, its doubles, its configuration and the
+    /// kernel log's sender.
+    type Started = (
         tokio::task::JoinHandle<Result<u8, Error>>,
         tokio::sync::oneshot::Sender<()>,
         Doubles,
         Config,
         UnboundedSender<KmsgEvent>,
-    ) {
+    );
+
+    /// [`start_on_with`], keeping the kernel log's sender to feed records.
+    fn start_with_log(dir: &std::path::Path, config_path: Option<std::path::PathBuf>) -> Started {
         let cfg = config(dir, false);
         let doubles = Doubles::default();
         let host = Arc::new(Host {
