@@ -14,6 +14,9 @@ mod issue9;
 #[path = "scenarios/left_deleted.rs"]
 mod left_deleted;
 
+#[path = "scenarios/kernel_bug.rs"]
+mod kernel_bug;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Observation, Origin, Phase, Policy, PortId, Severity,
     StuckEvidence, Trust,

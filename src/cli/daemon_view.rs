@@ -282,6 +282,12 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
             &format!("SAFE MODE ({}; journal {kept}; {held})", m.problem),
         ));
     }
+    for bug in &d.kernel_bugs {
+        modes.push(style.paint(
+            Colour::Red,
+            &format!("KERNEL BUG ({bug}): automatic re-creation held (iser-guard resume lifts it)"),
+        ));
+    }
     if modes.is_empty() {
         modes.push("on".to_string());
     }

@@ -23,7 +23,7 @@ use tracing::{info, warn};
 
 use super::Globals;
 use crate::config::Config;
-use crate::core::kmsg::{unescape, LineFormat, Record, RecordRef, SavedLog, KERNEL_FACILITY};
+use crate::core::kmsg::{unescape, LineFormat, Origin, Record, RecordRef, SavedLog, Unproven};
 use crate::core::signatures::{self, Signature};
 use crate::error::Error;
 use crate::io::cursor::WATCH_CURSOR_FILE_NAME;
@@ -81,15 +81,21 @@ enum Trust {
     Userspace(u8),
     /// A saved-log line without a priority: its origin cannot be told.
     Unknown,
+    /// A `dmesg -r` line with a priority below 8: a level, but no facility to trust
+    /// (`RecordRef::origin`, `Unproven::PriorityWithoutFacility`).
+    NoFacility,
 }
 
 impl Trust {
-    fn of(facility: Option<u8>, trust_userspace: bool) -> Trust {
-        match facility {
-            Some(KERNEL_FACILITY) => Trust::Kernel,
-            Some(f) if trust_userspace => Trust::TrustedByConfig(f),
-            Some(f) => Trust::Userspace(f),
-            None => Trust::Unknown,
+    /// From what the record's format proves ([`RecordRef::origin`], the one rule `explain`
+    /// also follows): only a /dev/kmsg record of facility 0 is the kernel's.
+    fn of(origin: Origin, trust_userspace: bool) -> Trust {
+        match origin {
+            Origin::Kernel => Trust::Kernel,
+            Origin::Userspace(f) if trust_userspace => Trust::TrustedByConfig(f),
+            Origin::Userspace(f) => Trust::Userspace(f),
+            Origin::Unproven(Unproven::PriorityWithoutFacility) => Trust::NoFacility,
+            Origin::Unproven(Unproven::NoPriority) => Trust::Unknown,
         }
     }
 
@@ -106,6 +112,11 @@ impl Trust {
             )),
             Trust::Userspace(f) => Some(format!("untrusted: written by userspace, facility {f}")),
             Trust::Unknown => Some("untrusted: origin unknown (no priority in this line)".into()),
+            Trust::NoFacility => Some(
+                "untrusted: origin unproven (a dmesg -r priority below 8 carries no facility: \
+                 older util-linux printed userspace records that way too)"
+                    .into(),
+            ),
         }
     }
 }
@@ -173,6 +184,17 @@ impl<'a> View<'a> {
                 .map(|(k, v)| (k.as_str(), Cow::Borrowed(v.as_str())))
                 .collect(),
         }
+    }
+
+    /// Who wrote the record, as far as its format proves it.
+    fn origin(&self) -> Origin {
+        RecordRef {
+            format: self.format,
+            facility: self.facility,
+            level: self.level,
+            ..RecordRef::bare("")
+        }
+        .origin()
     }
 
     fn saved(line: usize, r: &RecordRef<'a>) -> Self {
@@ -247,7 +269,7 @@ impl<W: Write> Printer<W> {
         if event.is_none() && !self.all {
             return Ok(());
         }
-        let trust = Trust::of(v.facility, self.trust_userspace);
+        let trust = Trust::of(v.origin(), self.trust_userspace);
         if self.json {
             let rec = JsonRecord {
                 line: v.line,
@@ -636,6 +658,39 @@ mod tests {
         assert!(String::from_utf8(p.out)
             .unwrap()
             .contains("trusted by kmsg.trust-userspace-records"));
+    }
+
+    /// `dmesg -r` prints `<prio>` with the level only for kernel records, but util-linux
+    /// before `LOG_RAW_FAC_PRI` printed userspace ones below 8 as well: such a line proves
+    /// nothing about who wrote it (as `explain` says), while one of 8 or more is userspace.
+    #[test]
+    fn a_dmesg_raw_priority_below_8_is_unproven_not_kernel() {
+        let log = "<3>[ 1234.567890] infiniband rocep2s0f0: ib_mad_send_error - ib_modify_qp to RTS: -22\n\
+                   <11>[ 1234.600000] infiniband rocep2s0f0: ib_mad_send_error - ib_modify_qp to RTS: -22\n";
+        let mut p = printer(true);
+        for entry in SavedLog::from_bytes(log.as_bytes()).flatten() {
+            p.record(&View::saved(entry.line, &entry.record)).unwrap();
+        }
+        let out = String::from_utf8(p.out).unwrap();
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert_eq!(lines[0]["format"], "dmesg-raw", "{out}");
+        assert_eq!(lines[0]["trusted"], false, "{out}");
+        assert!(
+            lines[0]["note"]
+                .as_str()
+                .unwrap()
+                .contains("origin unproven"),
+            "{out}"
+        );
+        assert_eq!(lines[1]["trusted"], false);
+        assert_eq!(
+            lines[1]["note"],
+            "untrusted: written by userspace, facility 1"
+        );
     }
 
     #[test]

@@ -1846,6 +1846,23 @@ mod tests {
         Doubles,
         Config,
     ) {
+        let (daemon, stop, doubles, cfg, log_tx) = start_with_log(dir, config_path);
+        std::mem::forget(log_tx);
+        (daemon, stop, doubles, cfg)
+    }
+
+    /// A running test daemon: its task, its stop, its doubles, its configuration and the
+    /// kernel log's sender.
+    type Started = (
+        tokio::task::JoinHandle<Result<u8, Error>>,
+        tokio::sync::oneshot::Sender<()>,
+        Doubles,
+        Config,
+        UnboundedSender<KmsgEvent>,
+    );
+
+    /// [`start_on_with`], keeping the kernel log's sender to feed records.
+    fn start_with_log(dir: &std::path::Path, config_path: Option<std::path::PathBuf>) -> Started {
         let cfg = config(dir, false);
         let doubles = Doubles::default();
         let host = Arc::new(Host {
@@ -1854,8 +1871,7 @@ mod tests {
         });
         let mut ex = doubles.executors(&cfg);
         ex.iscsi = host;
-        let (_log_tx, log_rx) = unbounded_channel();
-        std::mem::forget(_log_tx);
+        let (log_tx, log_rx) = unbounded_channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let deps = Deps {
             kernel_log: Some(Box::new(ChannelLog(log_rx))),
@@ -1885,7 +1901,50 @@ mod tests {
             stop_tx,
             doubles,
             cfg,
+            log_tx,
         )
+    }
+
+    /// A kernel oops in ib_iser read from the kernel log reaches the operator through the
+    /// alert path at `alerts.severity-operator` (not only the daemon's log), and status
+    /// shows the re-creation hold; a forged copy raises nothing of the kind.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_kernel_oops_is_an_operator_alert_and_a_hold_in_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, stop, doubles, cfg, log_tx) = start_with_log(dir.path(), None);
+        status(&cfg).await;
+        let oops = "RIP: 0010:iser_conn_terminate+0x1c/0x90 [ib_iser]";
+        // Facility 1 (user): written into /dev/kmsg by a process.
+        let forged = Record::parse(format!("12,9,90,-;{oops}").as_bytes()).unwrap();
+        log_tx.send(KmsgEvent::Record(forged)).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !doubles
+                .alerts
+                .alerts()
+                .iter()
+                .any(|a| a.what.starts_with("kernel bug:")),
+            "{:#?}",
+            doubles.alerts.alerts()
+        );
+        // Facility 0, level 4: the kernel's own register dump line.
+        let rec = Record::parse(format!("4,10,100,-;{oops}").as_bytes()).unwrap();
+        log_tx.send(KmsgEvent::Record(rec)).unwrap();
+        let alerts = alerts_once(&doubles.alerts, |a| a.what.starts_with("kernel bug:")).await;
+        let a = alerts
+            .iter()
+            .find(|a| a.what.starts_with("kernel bug:"))
+            .unwrap_or_else(|| panic!("{alerts:#?}"));
+        assert_eq!(a.severity, cfg.alerts.severity_operator);
+        assert!(a.what.contains("ib_iser"), "{a:?}");
+        assert!(a.what.contains("iser_conn_terminate"), "{a:?}");
+        let st = status(&cfg).await;
+        let bugs = st["detail"]["daemon"]["kernel_bugs"].to_string();
+        assert!(bugs.contains("kernel oops in ib_iser"), "{st:#}");
+        let holds = st["detail"]["ports"][0]["holds"].to_string();
+        assert!(holds.contains("kernel-bug"), "{st:#}");
+        stop.send(()).unwrap();
+        daemon.await.unwrap().unwrap();
     }
 
     /// `iser-guard status` through the control socket, once the daemon answers.

@@ -5,8 +5,8 @@ use super::{v2, JournalFormatError};
 use crate::observe::{Incident, IncidentAction, IncidentOutcome, Stamp};
 use crate::recovery::{
     ActionId, AwaitTimer, DeviceRecord, DiskInfo, EngineSnapshot, Episode, Fault, FreshQp, Hold,
-    InFlight, InFlightKind, IscsiNode, Origin, Phase, PortId, PortRecord, PortState, Portal,
-    PortalRecord, ReconnectTimer, Recreation, RecreationState, SessionKey, SessionOp,
+    InFlight, InFlightKind, IscsiNode, KernelBugHold, Origin, Phase, PortId, PortRecord, PortState,
+    Portal, PortalRecord, ReconnectTimer, Recreation, RecreationState, SessionKey, SessionOp,
     SessionRecord, SessionState, Stage, StuckEvidence, TimerKind,
 };
 use crate::reset_plan::{AuxFacts, ParentFacts, RecreateFrom, SoftType};
@@ -59,6 +59,17 @@ impl v2::JournalFile {
                 })
                 .collect(),
             incidents: Vec::new(),
+            kernel_bugs: s
+                .kernel_bugs
+                .iter()
+                .map(|k| v2::KernelBug {
+                    module: k.module.clone(),
+                    report: k.report.clone(),
+                    at: k.at.0,
+                    all_devices: k.all_devices,
+                    lifted_for: k.lifted_for.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -84,6 +95,17 @@ impl v2::JournalFile {
             next_id: self.next_id,
             rng: self.rng,
             paused: self.paused,
+            kernel_bugs: self
+                .kernel_bugs
+                .into_iter()
+                .map(|k| KernelBugHold {
+                    module: k.module,
+                    report: k.report,
+                    at: Instant(k.at),
+                    all_devices: k.all_devices,
+                    lifted_for: k.lifted_for,
+                })
+                .collect(),
             recreating: self.recreating,
             ports: self
                 .ports
@@ -302,6 +324,10 @@ fn hold_out(h: &Hold) -> v2::Hold {
         },
         Hold::WaitingForSlot { busy } => v2::Hold::WaitingForSlot { busy: busy.clone() },
         Hold::NoPortalKnown => v2::Hold::NoPortalKnown,
+        Hold::KernelBug { module, report } => v2::Hold::KernelBug {
+            module: module.clone(),
+            report: report.clone(),
+        },
     }
 }
 
@@ -315,6 +341,7 @@ fn hold_in(h: v2::Hold) -> Result<Hold, JournalFormatError> {
         },
         v2::Hold::WaitingForSlot { busy } => Hold::WaitingForSlot { busy },
         v2::Hold::NoPortalKnown => Hold::NoPortalKnown,
+        v2::Hold::KernelBug { module, report } => Hold::KernelBug { module, report },
     })
 }
 

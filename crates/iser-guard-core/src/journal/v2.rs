@@ -41,6 +41,10 @@ pub struct JournalFile {
     /// written before incidents were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub incidents: Vec<Incident>,
+    /// Kernel bugs automatic re-creation is held on; absent when none (and in files written
+    /// before kernel bugs were held).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_bugs: Vec<KernelBug>,
 }
 
 /// An RDMA port.
@@ -153,6 +157,30 @@ pub enum Hold {
     },
     /// Target-back mode, but no portal is known to probe (v2).
     NoPortalKnown,
+    /// A kernel bug report holds automatic re-creation (v2).
+    KernelBug {
+        /// The module the report named.
+        module: Option<String>,
+        /// The report in operator words.
+        report: String,
+    },
+}
+
+/// A kernel bug automatic re-creation is held on (v2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelBug {
+    /// The module the report named.
+    pub module: Option<String>,
+    /// The report in operator words.
+    pub report: String,
+    /// When it was first seen (ms).
+    pub at: u64,
+    /// Every device is held.
+    pub all_devices: bool,
+    /// Devices the operator lifted it for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lifted_for: Vec<String>,
 }
 
 /// A port timer.

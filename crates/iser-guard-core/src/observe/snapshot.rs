@@ -74,6 +74,9 @@ pub struct DaemonFacts {
     /// Events dropped from the ring since the daemon started (the oldest go first).
     #[serde(default)]
     pub events_dropped: u64,
+    /// Kernel bug reports automatic re-creation is held on (lifted by `iser-guard resume`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_bugs: Vec<String>,
 }
 
 /// Safe mode (field names as the first status document had them).
@@ -120,7 +123,7 @@ pub struct SourceView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HoldView {
     /// `paused`, `dry-run`, `safe-mode`, `not-allowed`, `other-sessions`,
-    /// `waiting-for-slot`, `no-portal-known`.
+    /// `waiting-for-slot`, `no-portal-known`, `kernel-bug`.
     pub kind: String,
     /// In operator words, with what lifts it.
     pub why: String,
@@ -322,6 +325,11 @@ impl DaemonSnapshot {
                 sources: ctx.sources,
                 events_kept: ctx.events_kept,
                 events_dropped: ctx.events_dropped,
+                kernel_bugs: engine
+                    .kernel_bugs()
+                    .iter()
+                    .map(|k| k.report.clone())
+                    .collect(),
             },
             ports,
             devices,
@@ -375,6 +383,14 @@ pub fn describe_hold(h: &Hold, device: &str) -> (&'static str, String) {
         Hold::WaitingForSlot { busy } => (
             "waiting-for-slot",
             format!("{busy} is being re-created: one device at a time"),
+        ),
+        Hold::KernelBug { report, .. } => (
+            "kernel-bug",
+            format!(
+                "the kernel reported {report}: a kernel bug, not repairable by the agent, so \
+                 {device} is not re-created on the daemon's own decision (`iser-guard resume` \
+                 lifts it, `iser-guard recover {device}` acts on the operator's word)"
+            ),
         ),
         Hold::NoPortalKnown => (
             "no-portal-known",
@@ -477,6 +493,13 @@ fn port_view(
                  scan of devices and sessions"
             ),
         );
+    }
+    if let Some(k) = driver.engine().kernel_bug_holding(&id.device) {
+        let hold = Hold::KernelBug {
+            module: k.module.clone(),
+            report: k.report.clone(),
+        };
+        wide_hold("kernel-bug", describe_hold(&hold, &id.device).1);
     }
     if !policy.allows(&id.device) {
         wide_hold(

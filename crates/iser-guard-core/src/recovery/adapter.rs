@@ -103,6 +103,34 @@ pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
                 device: dev.rdma_dev.clone()?,
                 port: dev.port.unwrap_or(1),
             },
+            SignatureKind::KernelBug {
+                what,
+                module,
+                function,
+                location,
+                detail,
+            } => {
+                let at = [function.as_deref(), location.as_deref(), detail.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let mut report = what.describe().to_string();
+                if let Some(m) = module {
+                    report.push_str(&format!(" in {m}"));
+                }
+                if !at.is_empty() {
+                    report.push_str(&format!(" ({at})"));
+                }
+                Observation::KernelBug {
+                    module: module.clone(),
+                    report,
+                }
+            }
+            SignatureKind::IserQpEvent { event, name } => Observation::IserQpEvent {
+                event: *event,
+                name: name.clone(),
+            },
             _ => return None,
         }
     };
@@ -313,6 +341,40 @@ mod tests {
                 true
             ),
             None
+        );
+    }
+
+    #[test]
+    fn kernel_bugs_and_iser_qp_events_map_to_their_observations() {
+        // arch/x86 show_ip "RIP: %04x:%pS"; kernel/panic.c "Kernel panic - not syncing: %s".
+        let (o, t) = event("RIP: 0010:iser_conn_terminate+0x1c/0x90 [ib_iser]", true).unwrap();
+        assert_eq!(t, Trust::Trusted);
+        assert_eq!(
+            o,
+            Observation::KernelBug {
+                module: Some("ib_iser".into()),
+                report: "kernel oops in ib_iser (iser_conn_terminate+0x1c/0x90)".into(),
+            }
+        );
+        let (o, _) = event("Kernel panic - not syncing: Fatal exception", true).unwrap();
+        assert!(
+            matches!(o, Observation::KernelBug { module: None, ref report } if report.contains("Fatal exception")),
+            "{o:?}"
+        );
+        // A userspace copy keeps its (untrusted) origin: the engine counts and ignores it.
+        let (_, t) = event("RIP: 0010:rxe_qp_do_cleanup+0x2c/0x1a0 [rdma_rxe]", false).unwrap();
+        assert_eq!(t, Trust::Untrusted);
+        // iser_verbs.c iser_qp_event_callback "qp event %s (%d)".
+        assert_eq!(
+            event(
+                "iser: iser_qp_event_callback: qp event QP fatal error (1)",
+                true
+            )
+            .map(|x| x.0),
+            Some(Observation::IserQpEvent {
+                event: 1,
+                name: "QP fatal error".into(),
+            })
         );
     }
 

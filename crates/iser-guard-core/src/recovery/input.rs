@@ -376,6 +376,26 @@ pub enum Observation {
         /// The status (-19 = ENODEV).
         status: i32,
     },
+    /// A kernel bug report (oops, `kernel BUG at`, `WARNING:`, KASAN, panic, a hung iSCSI
+    /// task) in a module this job depends on. Not repairable by the agent: the engine alerts
+    /// the operator and holds automatic re-creation on the devices the module concerns
+    /// until an operator command.
+    KernelBug {
+        /// The module the report names (`ib_iser`, `rdma_rxe`), if it names one; `None`
+        /// (a panic, a hung iscsid) concerns every device.
+        module: Option<String>,
+        /// The report in operator words (`kernel oops in ib_iser (iser_conn_terminate+0x1c/0x90)`).
+        report: String,
+    },
+    /// ib_iser's QP event callback (`iser_qp_event_callback: qp event %s (%d)`): an
+    /// asynchronous event on some iSER connection's QP. The line names no device or session,
+    /// so it only makes the engine re-read the sessions' state promptly.
+    IserQpEvent {
+        /// `enum ib_event_type` value.
+        event: u32,
+        /// `ib_event_msg()` text.
+        name: String,
+    },
 }
 
 impl Observation {
@@ -401,6 +421,10 @@ impl Observation {
             Observation::IoError { disk, kind } => format!("io-error:{disk}:{kind:?}"),
             Observation::CmRejectedInvalidServiceId => "cm-rejected".to_string(),
             Observation::CmAddrError { status } => format!("cm-addr-error:{status}"),
+            Observation::KernelBug { module, .. } => {
+                format!("kernel-bug:{}", module.as_deref().unwrap_or("kernel"))
+            }
+            Observation::IserQpEvent { event, .. } => format!("iser-qp-event:{event}"),
         }
     }
 
@@ -440,6 +464,10 @@ impl Observation {
             }
             Observation::CmAddrError { status } => {
                 format!("RDMA CM cannot acquire a local RDMA device (status {status})")
+            }
+            Observation::KernelBug { report, .. } => report.clone(),
+            Observation::IserQpEvent { event, name } => {
+                format!("ib_iser: QP event on an iSER connection: {name} ({event})")
             }
         }
     }

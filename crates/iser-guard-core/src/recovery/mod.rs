@@ -33,6 +33,6 @@ pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen};
 pub use state::{
     AwaitTimer, DeviceRecord, EngineSnapshot, Episode, Fault, FreshQp, Hold, InFlight,
-    InFlightKind, Phase, PortRecord, PortState, PortalRecord, ReconnectTimer, Recreation,
-    RecreationState, SessionOp, SessionRecord, Stage, TimerKind, Transition,
+    InFlightKind, KernelBugHold, Phase, PortRecord, PortState, PortalRecord, ReconnectTimer,
+    Recreation, RecreationState, SessionOp, SessionRecord, Stage, TimerKind, Transition,
 };

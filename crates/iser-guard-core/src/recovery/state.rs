@@ -109,6 +109,53 @@ pub enum Hold {
     /// portal to probe: the engine cannot know when the target is back, so it does not
     /// re-create the device on its own.
     NoPortalKnown,
+    /// The kernel reported a bug in a module this device depends on
+    /// ([`Observation::KernelBug`](super::Observation::KernelBug)): a re-creation may make
+    /// it worse, so none runs on the engine's own decision until an operator command.
+    KernelBug {
+        /// The module the report named (`None`: a panic or hung iSCSI task, every device).
+        module: Option<String>,
+        /// The report in operator words.
+        report: String,
+    },
+}
+
+/// A kernel bug the engine holds automatic re-creation on (journaled: a restart does not
+/// forget it). Lifted by `resume`; `recover`/`reset-device` of a device act on the operator's
+/// word and lift it for that device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelBugHold {
+    /// The module the report named, if any.
+    pub module: Option<String>,
+    /// The report in operator words.
+    pub report: String,
+    /// When it was first seen.
+    pub at: Instant,
+    /// Every device is held (the module is shared by all of them: ib_core, ib_iser, the
+    /// iSCSI and CM layers, or no module was named); otherwise only the devices whose driver
+    /// is `module`, or whose driver is not known.
+    pub all_devices: bool,
+    /// Devices the operator lifted it for (`recover`, `reset-device`).
+    #[serde(default)]
+    pub lifted_for: Vec<String>,
+}
+
+impl KernelBugHold {
+    /// The hold concerns `device` (whose driver is `driver`, if known).
+    pub fn concerns(&self, device: &str, driver: Option<&str>) -> bool {
+        if self.lifted_for.iter().any(|d| d == device) {
+            return false;
+        }
+        if self.all_devices {
+            return true;
+        }
+        match (self.module.as_deref(), driver) {
+            (Some(m), Some(d)) => m == d,
+            // A device whose driver is not known might be the module's: held, since a
+            // re-creation under a kernel bug can make it worse.
+            _ => true,
+        }
+    }
 }
 
 /// What a port timer means when it fires (the one vocabulary of the stages' timers).
@@ -773,6 +820,9 @@ pub struct EngineSnapshot {
     pub portals: Vec<PortalRecord>,
     /// Actions awaiting an outcome.
     pub inflight: Vec<InFlight>,
+    /// Kernel bugs automatic re-creation is held on.
+    #[serde(default)]
+    pub kernel_bugs: Vec<KernelBugHold>,
 }
 
 impl EngineSnapshot {

@@ -101,6 +101,19 @@ impl Engine {
                      iser-guard recover {pid}"
                 )),
             ),
+            Hold::KernelBug { report, .. } => (
+                // Operator class: only an operator can judge a kernel bug.
+                Severity::Critical,
+                "kernel-bug",
+                format!(
+                    "{pid}: the kernel reported {report}: will not {what} on its own (a \
+                     re-creation under a kernel bug can make it worse)"
+                ),
+                Some(format!(
+                    "iser-guard resume   (lifts every kernel-bug hold), or on one device: \
+                     iser-guard recover {pid}"
+                )),
+            ),
         };
         if changed {
             self.mark_dirty(format!("{pid}: hold {kind}"));

@@ -35,6 +35,7 @@ impl Engine {
         // are skipped so an id is never reused for a different action.
         e.next_id = snapshot.next_id.max(1).saturating_add(RESUME_ID_GAP);
         e.paused = snapshot.paused;
+        e.kernel_bugs = snapshot.kernel_bugs;
         e.recreating = snapshot.recreating;
         e.ports = snapshot
             .ports
@@ -149,6 +150,7 @@ impl Engine {
             devices: self.devices.values().cloned().collect(),
             portals: self.portals.values().cloned().collect(),
             inflight: self.inflight.values().cloned().collect(),
+            kernel_bugs: self.kernel_bugs.clone(),
         }
     }
 

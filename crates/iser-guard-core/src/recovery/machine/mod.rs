@@ -19,6 +19,7 @@
 //! | `verify.rs` | stage `Verifying` and the way back to `Healthy` |
 //! | `quarantine.rs` | failed attempts, back-off, stage `Quarantined` |
 //! | `hold.rs` | holds (dry-run, pause, allow-list, other sessions, slot, no portal) |
+//! | `kernel_bug.rs` | kernel bug reports: the operator alert and the re-creation hold |
 //! | `operator.rs` | operator commands |
 //! | `transition.rs` | moving a port between states, records on first sight |
 //! | `journal.rs` | resume, snapshot, write-ahead and unchanged-write skipping |
@@ -31,6 +32,7 @@ mod emit;
 mod fault;
 mod hold;
 mod journal;
+mod kernel_bug;
 mod observe;
 mod operator;
 mod outcome;
@@ -49,8 +51,8 @@ use super::alerts::AlertGate;
 use super::input::{Input, PortId, Portal, ScanComplete, SessionInfo, SessionKey};
 use super::policy::Policy;
 use super::state::{
-    DeviceRecord, EngineSnapshot, Hold, InFlight, PortRecord, PortalRecord, SessionRecord,
-    Transition,
+    DeviceRecord, EngineSnapshot, Hold, InFlight, KernelBugHold, PortRecord, PortalRecord,
+    SessionRecord, Transition,
 };
 use crate::time::Instant;
 
@@ -173,6 +175,8 @@ pub struct Engine {
     /// of a re-created device's fresh QP 1 can arrive before the re-creation's outcome.
     /// Not journaled: a restarted daemon's first dump reports what it sees.
     gsi_rts_at: BTreeMap<PortId, Instant>,
+    /// Kernel bugs automatic re-creation is held on (journaled), one per module.
+    kernel_bugs: Vec<KernelBugHold>,
 }
 
 impl Engine {
@@ -206,6 +210,7 @@ impl Engine {
             unplaced: BTreeMap::new(),
             operator_failures: Vec::new(),
             gsi_rts_at: BTreeMap::new(),
+            kernel_bugs: Vec::new(),
         }
     }
 

@@ -106,6 +106,11 @@ impl Engine {
                 self.request_sessions(now, true);
             }
             Observation::IoError { disk, kind } => self.on_io_error(&disk, kind, now),
+            Observation::KernelBug { module, report } => self.on_kernel_bug(module, report, now),
+            // The line names no session: re-read them all so the one whose connection the
+            // QP belonged to is seen FAILED without waiting for iscsid's conn error. Nothing
+            // destructive follows from this line alone.
+            Observation::IserQpEvent { .. } => self.request_sessions(now, false),
             Observation::CmRejectedInvalidServiceId => self.on_cm_rejected(now),
             Observation::CmAddrError { status } => {
                 let explained = self.recreating.is_some()

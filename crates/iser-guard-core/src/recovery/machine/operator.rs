@@ -47,8 +47,9 @@ impl Engine {
             OperatorCommand::Resume => {
                 self.paused = false;
                 self.gate.reset("paused");
+                self.lift_kernel_bugs();
                 for p in self.ports.values_mut() {
-                    if p.hold == Some(Hold::Paused) {
+                    if matches!(p.hold, Some(Hold::Paused | Hold::KernelBug { .. })) {
                         p.hold = None;
                     }
                 }
@@ -59,6 +60,7 @@ impl Engine {
             OperatorCommand::Recover { device, port } => {
                 let pids = self.command_ports(&device, port)?;
                 self.recreatable(&device)?;
+                self.lift_kernel_bugs_for(&device);
                 for pid in &pids {
                     self.operator_episode(pid, true, false, now);
                 }
@@ -70,6 +72,7 @@ impl Engine {
             OperatorCommand::ResetDevice { device } => {
                 let pids = self.command_ports(&device, None)?;
                 self.recreatable(&device)?;
+                self.lift_kernel_bugs_for(&device);
                 for pid in &pids {
                     self.operator_episode(pid, true, true, now);
                 }

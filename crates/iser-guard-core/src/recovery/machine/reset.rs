@@ -50,6 +50,16 @@ impl Engine {
             self.set_hold(pid, hold, &what, &why, now);
             return false;
         }
+        if origin == Origin::Automatic {
+            if let Some(k) = self.kernel_bug_hold(&device) {
+                let hold = Hold::KernelBug {
+                    module: k.module.clone(),
+                    report: k.report.clone(),
+                };
+                self.set_hold(pid, hold, &what, &why, now);
+                return false;
+            }
+        }
         if origin == Origin::Automatic && self.policy.other_sessions == OtherSessions::Wait {
             let others = self.healthy_sessions_of_device(&device);
             if !others.is_empty() {
