@@ -13,6 +13,7 @@ pub mod exec;
 pub mod notify;
 pub mod observe;
 pub mod recipes;
+pub mod read_ahead;
 pub mod run;
 pub mod sessions;
 pub mod sources;
