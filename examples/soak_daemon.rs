@@ -52,7 +52,7 @@ impl Rng {
     fn seeded() -> Rng {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
+            .map_or(1, |d| d.as_secs() ^ u64::from(d.subsec_nanos()) << 20);
         Rng(t ^ u64::from(std::process::id()) << 32 | 1)
     }
     fn next(&mut self) -> u64 {

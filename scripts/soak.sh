@@ -318,9 +318,9 @@ def inject(lines, rate):
             n += 1
         except OSError:
             pass
-        due = t0 + (i + 1) / rate
-        if due > now():
-            time.sleep(due - now())
+        wait = t0 + (i + 1) / rate - now()
+        if wait > 0:
+            time.sleep(wait)
     with lock:
         figures["records_injected"] += n
     return n
@@ -356,6 +356,14 @@ class Daemon:
         self.p.wait()
         count("sigkill")
 daemon = Daemon()
+
+def reap():
+    # Never leave the daemon behind, whatever ends this script.
+    if daemon.p and daemon.p.poll() is None:
+        daemon.p.kill()
+        daemon.p.wait()
+import atexit
+atexit.register(reap)
 
 # ---- samples: RSS and fds ------------------------------------------------------------
 samples = {"rss_kb": [], "fds": []}

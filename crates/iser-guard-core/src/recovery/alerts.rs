@@ -88,7 +88,7 @@ impl Batch {
     fn add(&mut self, alert: &Alert) {
         self.count = self.count.saturating_add(alert.count);
         self.severity = self.severity.max(alert.severity);
-        if self.keys.iter().any(|k| *k == alert.key) {
+        if self.keys.contains(&alert.key) {
             return;
         }
         if self.keys.len() < MAX_NAMED {
@@ -165,11 +165,11 @@ impl AlertGate {
             self.kinds.insert(kind, w);
             return out;
         };
-        let is_new = !w.sent.iter().any(|k| *k == alert.key)
+        let is_new = !w.sent.contains(&alert.key)
             && !w
                 .batch
                 .as_ref()
-                .is_some_and(|b| b.keys.iter().any(|k| *k == alert.key));
+                .is_some_and(|b| b.keys.contains(&alert.key));
         let hurry = is_new && !w.early_used;
         match w.batch.as_mut() {
             Some(b) => b.add(&alert),
@@ -245,7 +245,7 @@ impl AlertGate {
 
 /// The alert a batch leaves as; records its keys as sent in the window.
 fn flush(kind: &str, b: Batch, w: &mut Window, repeat: Duration) -> Alert {
-    let was_sent = w.sent.iter().any(|k| *k == b.first.key);
+    let was_sent = w.sent.contains(&b.first.key);
     for k in &b.keys {
         w.remember_sent(k);
     }
