@@ -21,7 +21,8 @@
 //!   socket overflowing) is not produced: a socketpair cannot overflow that way, and the
 //!   watcher's transport type is fixed; tests/nldev_socket.rs covers it.
 //!
-//! Each answer is counted in `WORLD/nl-stats` (`requests errors interrupted absent`).
+//! Each answer is counted in `WORLD/nl-stats` (`requests errors interrupted absent`), across
+//! restarts.
 //!
 //! Usage: `soak_daemon --config FILE --world DIR`.
 
@@ -86,7 +87,13 @@ fn serve(kernel: fake_kernel::FakeKernel, world: PathBuf) {
         .edit(INI_QPS, |r| set_last_qp_state(&mut r[0], 6));
     let absent = Replay::default().moment(ABSENT);
     let mut rng = Rng::seeded();
-    let (mut requests, mut errors, mut interrupted, mut gone) = (0u64, 0u64, 0u64, 0u64);
+    // Counted across the daemon's restarts: each incarnation carries on from the file.
+    let before: Vec<u64> = read(&world, "nl-stats")
+        .split_whitespace()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let at = |i: usize| before.get(i).copied().unwrap_or(0);
+    let (mut requests, mut errors, mut interrupted, mut gone) = (at(0), at(1), at(2), at(3));
     while let Some(req) = kernel.recv() {
         requests += 1;
         let chaos: u64 = read(&world, "nl-chaos").parse().unwrap_or(5);

@@ -12,8 +12,8 @@
 pub mod exec;
 pub mod notify;
 pub mod observe;
-pub mod recipes;
 pub mod read_ahead;
+pub mod recipes;
 pub mod run;
 pub mod sessions;
 pub mod sources;
