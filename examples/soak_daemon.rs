@@ -245,6 +245,7 @@ fn main() -> ExitCode {
                     now,
                 ))
             })),
+            metrics: iser_guard::metrics::Metrics::disabled(),
         });
         run(settings, deps, Mode::Daemon).await
     });
