@@ -589,8 +589,8 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     }
 }
 
-/// The trust checks of every path the daemon runs or keeps its state in
-/// ([`crate::path_trust`]), as problems at their keys. Reads the file system.
+/// The trust checks of every path the daemon runs, keeps its state in or reads kernel
+/// facts from ([`crate::path_trust`]), as problems at their keys. Reads the file system.
 ///
 /// Executables and directories that do not exist yet are judged by the directories that
 /// do (nobody but root may create them); the control socket's path must not name anything
@@ -606,6 +606,9 @@ pub fn trust_problems(config: &Config) -> Vec<Problem> {
         ("paths.rdma", &pa.rdma, Target::File),
         ("paths.modprobe", &pa.modprobe, Target::File),
         ("paths.state-dir", &pa.state_dir, Target::DedicatedDir),
+        ("paths.kmsg", &pa.kmsg, Target::Input),
+        ("paths.boot-id", &pa.boot_id, Target::Input),
+        ("paths.sysfs-root", &pa.sysfs_root, Target::Tree),
     ];
     if let Some(d) = socket_dir.as_deref() {
         checks.push(("paths.control-socket", d, Target::DedicatedDir));

@@ -76,6 +76,14 @@ pub enum Target {
     File,
     /// A directory dedicated to the daemon (state, control socket).
     DedicatedDir,
+    /// A source of input the daemon trusts (`paths.kmsg`, `paths.boot-id`): a device, a
+    /// file or a FIFO, anything but a directory. Whoever can write it or replace it feeds
+    /// the daemon kernel facts (a forged `/dev/kmsg` makes every record look like the
+    /// kernel's; a forged boot id makes the daemon skip or re-read the kernel log).
+    Input,
+    /// The root of a tree the daemon reads kernel facts from (`paths.sysfs-root`): a
+    /// directory, possibly one the system shares (`/sys`).
+    Tree,
 }
 
 /// Directories shared by the whole system: never a daemon's own directory.
@@ -256,15 +264,18 @@ pub fn judge(walk: &Walk, target: Target, trusted_uid: u32) -> Vec<Refusal> {
             });
         }
         if is_target {
-            let expected = match target {
-                Target::File => Kind::File,
-                Target::DedicatedDir => Kind::Dir,
+            let wrong = match target {
+                Target::File => (c.kind != Kind::File).then_some(Kind::File.name()),
+                Target::DedicatedDir | Target::Tree => {
+                    (c.kind != Kind::Dir).then_some(Kind::Dir.name())
+                }
+                Target::Input => (c.kind == Kind::Dir).then_some("device, file or FIFO"),
             };
-            if c.kind != expected {
+            if let Some(expected) = wrong {
                 out.push(Refusal::WrongKind {
                     path: c.path.clone(),
                     found: c.kind.name(),
-                    expected: expected.name(),
+                    expected,
                 });
             }
         }
@@ -396,6 +407,53 @@ mod tests {
             0,
         );
         assert!(matches!(r[..], [Refusal::SystemDirectory { .. }]), "{r:?}");
+    }
+
+    #[test]
+    fn an_input_is_a_device_file_or_fifo_nobody_else_can_write() {
+        let dev = || {
+            vec![
+                c("/", 0, 0o755, Kind::Dir),
+                c("/dev", 0, 0o755, Kind::Dir),
+                c("/dev/kmsg", 0, 0o644, Kind::Other("character device")),
+            ]
+        };
+        assert_eq!(judge(&walk(dev(), true), Target::Input, 0), vec![]);
+        let mut v = dev();
+        v[2].mode = 0o666;
+        let r = judge(&walk(v, true), Target::Input, 0);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(
+            r[0].to_string()
+                .starts_with("/dev/kmsg is world-writable (mode 0666), owner uid 0"),
+            "{}",
+            r[0]
+        );
+        let mut v = dev();
+        v[1].uid = 1001;
+        let r = judge(&walk(v, true), Target::Input, 0);
+        assert!(
+            r[0].to_string().contains("/dev is owned by uid 1001"),
+            "{}",
+            r[0]
+        );
+        let mut v = dev();
+        v[2].kind = Kind::Dir;
+        let r = judge(&walk(v, true), Target::Input, 0);
+        assert_eq!(
+            r[0].to_string(),
+            "/dev/kmsg is a directory, not a device, file or FIFO"
+        );
+    }
+
+    #[test]
+    fn a_tree_may_be_a_system_directory_but_not_one_others_write() {
+        let sys = vec![c("/", 0, 0o755, Kind::Dir), c("/sys", 0, 0o555, Kind::Dir)];
+        assert_eq!(judge(&walk(sys.clone(), true), Target::Tree, 0), vec![]);
+        let mut v = sys;
+        v[1].mode = 0o1777;
+        let r = judge(&walk(v, true), Target::Tree, 0);
+        assert!(matches!(r[..], [Refusal::Writable { .. }]), "{r:?}");
     }
 
     #[test]

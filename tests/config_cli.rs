@@ -487,3 +487,99 @@ fn a_control_socket_path_naming_a_regular_file_is_refused() {
         "precious"
     );
 }
+
+#[test]
+fn kernel_inputs_others_can_write_or_replace_are_refused() {
+    // paths.kmsg, paths.boot-id and paths.sysfs-root feed the daemon kernel facts: a fake
+    // kernel log whose records all look like the kernel's, a boot id that makes it skip or
+    // re-read the log, a sysfs tree that invents devices.
+    let (_d, base) = tree();
+    let open = base.join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    let kmsg = open.join("kmsg");
+    nix::unistd::mkfifo(&kmsg, nix::sys::stat::Mode::from_bits_truncate(0o644)).expect("mkfifo");
+    chmod(&open, 0o777);
+    let boot = base.join("boot_id");
+    config_at(&boot, "b7f0a1c2-0000-4000-8000-000000000001\n");
+    chmod(&boot, 0o666);
+    let sys = base.join("sys");
+    std::fs::create_dir(&sys).expect("mkdir");
+    chmod(&sys, 0o1777);
+    let p = base.join("config.toml");
+    config_at(
+        &p,
+        &format!(
+            "[paths]\nkmsg = {:?}\nboot-id = {:?}\nsysfs-root = {:?}\n",
+            kmsg.display().to_string(),
+            boot.display().to_string(),
+            sys.display().to_string()
+        ),
+    );
+    let o = check_json(&p);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{}", text(&o));
+    assert_eq!(
+        problems(&o),
+        [
+            ("paths.kmsg".to_string(), Some(2)),
+            ("paths.boot-id".to_string(), Some(3)),
+            ("paths.sysfs-root".to_string(), Some(4)),
+        ]
+    );
+    let t = text(&check(&p));
+    for needle in [
+        format!(
+            "paths.kmsg: refusing {}: {} is world-writable (mode 0777) without the sticky bit",
+            kmsg.display(),
+            open.display()
+        ),
+        format!("chmod g-w,o-w {}", open.display()),
+        format!("{} is world-writable (mode 0666)", boot.display()),
+        format!("{} is world-writable (mode 1777)", sys.display()),
+    ] {
+        assert!(t.contains(&needle), "expected {needle:?} in:\n{t}");
+    }
+    // A directory where a device is expected is named as such.
+    config_at(
+        &p,
+        &format!("[paths]\nkmsg = {:?}\n", base.display().to_string()),
+    );
+    refused(&p, "is a directory, not a device, file or FIFO");
+    // The same inputs, closed to others: accepted (a FIFO, a regular file, a directory).
+    chmod(&open, 0o755);
+    chmod(&boot, 0o644);
+    chmod(&sys, 0o755);
+    config_at(
+        &p,
+        &format!(
+            "[paths]\nkmsg = {:?}\nboot-id = {:?}\nsysfs-root = {:?}\n",
+            kmsg.display().to_string(),
+            boot.display().to_string(),
+            sys.display().to_string()
+        ),
+    );
+    assert_eq!(check(&p).status.code(), Some(0), "{}", text(&check(&p)));
+}
+
+#[test]
+fn a_kmsg_owned_by_another_user_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: changing a file's owner to uid {ATTACKER_UID} needs root");
+        return;
+    }
+    let (_d, base) = tree();
+    let kmsg = base.join("kmsg");
+    config_at(&kmsg, "");
+    chown_attacker(&kmsg);
+    let p = base.join("config.toml");
+    config_at(
+        &p,
+        &format!("[paths]\nkmsg = {:?}\n", kmsg.display().to_string()),
+    );
+    refused(
+        &p,
+        &format!(
+            "paths.kmsg: refusing {k}: {k} is owned by uid {ATTACKER_UID}",
+            k = kmsg.display()
+        ),
+    );
+}

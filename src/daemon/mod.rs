@@ -12,6 +12,7 @@
 pub mod exec;
 pub mod notify;
 pub mod observe;
+pub mod read_ahead;
 pub mod recipes;
 pub mod run;
 pub mod sessions;

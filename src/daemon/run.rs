@@ -29,6 +29,7 @@ use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::notify::Notifier;
 use crate::daemon::observe::{clocks, Observer, ISCSIADM, KERNEL_LOG, RDMA_NETLINK};
+use crate::daemon::read_ahead::ReadAhead;
 use crate::daemon::sessions::map_sessions;
 use crate::daemon::sources::{Clock, KernelLog, Signal, TopologyReport, TopologySource};
 use crate::daemon::workers::{
@@ -44,14 +45,6 @@ use crate::io::kmsg::KmsgEvent;
 
 /// Lists the host's interface addresses (for placing sessions on RDMA ports).
 pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
-
-/// Kernel-log records read ahead of the loop. The reader task drains /dev/kmsg into this
-/// queue as fast as the kernel writes, so a burst the loop cannot process at once (a storm
-/// of distinct lines: each is classified, logged and fed to the engine) waits in memory
-/// instead of being overwritten in the ring (a few thousand records). Worst case ≈ 65 536 ×
-/// ~250 bytes ≈ 16 MB; past it the reader waits and the ring's loss is detected and reported
-/// as usual.
-const KMSG_READ_AHEAD: usize = 65_536;
 
 /// Names the netdev the kernel routes an address through (`ip route get`), for placing
 /// sessions on RDMA ports; `Err` says why there is no answer.
@@ -611,55 +604,6 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     Ok(exit_code)
 }
 
-/// The kernel log read on its own task, ahead of the loop.
-struct ReadAhead {
-    rx: tokio::sync::mpsc::Receiver<Result<KmsgEvent, crate::io::kmsg::KmsgError>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Box<dyn KernelLog>>,
-}
-
-impl ReadAhead {
-    fn start(mut log: Box<dyn KernelLog>) -> ReadAhead {
-        let (tx, rx) = tokio::sync::mpsc::channel(KMSG_READ_AHEAD);
-        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            loop {
-                // `next` is cancel-safe (io::kmsg): stopping between records loses none.
-                let ev = tokio::select! {
-                    _ = &mut stopped => return log,
-                    ev = log.next() => ev,
-                };
-                let failed = ev.is_err();
-                tokio::select! {
-                    _ = &mut stopped => return log,
-                    sent = tx.send(ev) => if sent.is_err() { return log; },
-                }
-                if failed {
-                    // The loop reports it and carries on without the kernel log.
-                    let _ = stopped.await;
-                    return log;
-                }
-            }
-        });
-        ReadAhead {
-            rx,
-            stop: Some(stop),
-            task,
-        }
-    }
-
-    /// Stops the reader and gives the kernel log back (to save its cursor).
-    async fn stop(mut self) -> Option<Box<dyn KernelLog>> {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        tokio::time::timeout(Duration::from_millis(500), self.task)
-            .await
-            .ok()?
-            .ok()
-    }
-}
-
 /// Kills the process groups of our children still running (an iscsiadm or devlink that an
 /// abandoned executor thread is waiting for): the runner puts each child in its own group,
 /// so nothing outlives the daemon. Read from /proc: `ppid` and `pgrp` of every process.
@@ -1186,14 +1130,27 @@ impl Loop {
     }
 
     fn update_status(&mut self) {
-        let mut parts: Vec<String> = self
-            .driver
-            .engine()
-            .ports()
-            .map(|p| format!("{} {}", p.id, p.phase()))
-            .collect();
+        // Runs on every loop turn: named ports are capped and the rest counted by phase, so
+        // a storm naming thousands of devices costs a count, not a string per port per
+        // record (it made the loop fall behind the kernel log).
+        const NAMED: usize = 8;
+        let mut parts: Vec<String> = Vec::new();
+        let mut others: Vec<(crate::core::recovery::Phase, usize)> = Vec::new();
+        for p in self.driver.engine().ports() {
+            if parts.len() < NAMED {
+                parts.push(format!("{} {}", p.id, p.phase()));
+            } else if let Some(c) = others.iter_mut().find(|(ph, _)| *ph == p.phase()) {
+                c.1 += 1;
+            } else {
+                others.push((p.phase(), 1));
+            }
+        }
         if parts.is_empty() {
             parts.push("no RDMA port with iSCSI sessions known".into());
+        }
+        if !others.is_empty() {
+            let counted: Vec<String> = others.iter().map(|(ph, n)| format!("{n} {ph}")).collect();
+            parts.push(format!("and {} more", counted.join(", ")));
         }
         let mut s = parts.join(", ");
         if self.driver.engine().is_paused() {

@@ -61,6 +61,12 @@ pub trait KernelLog: Send {
     fn next(&mut self) -> BoxFuture<'_, Result<KmsgEvent, KmsgError>>;
     /// Saves the read position (bounded wait) at shutdown.
     fn save_cursor(&mut self, timeout: Duration);
+    /// Registers the log's descriptor with the current runtime (the reader's own thread,
+    /// src/daemon/read_ahead.rs), so its readiness does not depend on the runtime it was
+    /// opened in. Logs without a descriptor need nothing.
+    fn rebind(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The real /dev/kmsg reader ([`crate::io::kmsg`]).
@@ -74,6 +80,9 @@ impl KernelLog for KmsgLog {
         if let Err(e) = self.0.save_cursor(timeout) {
             tracing::warn!("cannot save the kernel-log cursor at shutdown: {e}");
         }
+    }
+    fn rebind(&mut self) -> std::io::Result<()> {
+        self.0.rebind()
     }
 }
 

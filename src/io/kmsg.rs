@@ -111,6 +111,17 @@ impl FdSource {
         Ok(FdSource { fd })
     }
 
+    /// Registers the descriptor with the current runtime's reactor instead of the one it
+    /// was opened in (the daemon reads the log on a thread of its own). The descriptor is
+    /// duplicated, so the open file, and with it the read position, stays the same.
+    pub fn rebind(&mut self) -> io::Result<()> {
+        let fd = self.fd.get_ref().try_clone()?;
+        // SAFETY: as in `new`: a valid descriptor, owned by the AsyncFd from here on.
+        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }?;
+        self.fd = fd;
+        Ok(())
+    }
+
     fn seek(&mut self, whence: Whence) -> io::Result<()> {
         match nix::unistd::lseek(self.fd.get_ref(), 0, whence) {
             Ok(_) => Ok(()),
@@ -288,6 +299,13 @@ impl CursorKeeper {
             });
             self.submitted_seq = Some(seq);
         }
+    }
+}
+
+impl KmsgReader<FdSource> {
+    /// See [`FdSource::rebind`].
+    pub fn rebind(&mut self) -> io::Result<()> {
+        self.source.rebind()
     }
 }
 
