@@ -428,8 +428,8 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
-    let mut session_tick = tokio::time::interval(poll_iscsi);
-    session_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // On a timerfd (sources::Ticker): one wakeup per poll, not the timer wheel's three.
+    let mut session_tick = crate::daemon::sources::Ticker::start(poll_iscsi);
     let watchdog = crate::daemon::notify::watchdog_interval();
     let mut watchdog_tick =
         tokio::time::interval(watchdog.map_or(Duration::from_secs(3600), |w| {

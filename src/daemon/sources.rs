@@ -134,6 +134,61 @@ impl Signal {
     }
 }
 
+/// A periodic tick for the loop (the `poll.iscsi` session poll) on its own task and one
+/// [`Timer`] ([`precise_timer`]: a timerfd). tokio's `interval` is a timer-wheel entry, and
+/// the wheel wakes the thread at each level it cascades a far deadline through (three
+/// wakeups for one 10 s tick); the timerfd wakes it once. The timer is armed once per
+/// period on the ticker's task, not re-armed at every turn of the loop's `select!`.
+///
+/// Like `tokio::time::interval` with `MissedTickBehavior::Delay`: the first tick is at once,
+/// each next one a period after the previous one was taken; a tick the loop has not taken
+/// yet is not doubled.
+#[derive(Debug)]
+pub struct Ticker {
+    rx: tokio::sync::mpsc::Receiver<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Ticker {
+    /// Starts ticking every `period` (call inside the runtime).
+    pub fn start(period: Duration) -> Ticker {
+        Ticker::with_timer(period, precise_timer())
+    }
+
+    /// [`Ticker::start`] waiting with `timer` (tests: the runtime's, for a paused clock).
+    pub fn with_timer(period: Duration, mut timer: Box<dyn Timer>) -> Ticker {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let task = tokio::spawn(async move {
+            loop {
+                if tx.send(()).await.is_err() {
+                    return;
+                }
+                // The next period starts when the loop has taken this tick (Delay: never a
+                // burst after a busy spell).
+                match tx.reserve().await {
+                    Ok(permit) => drop(permit),
+                    Err(_) => return,
+                }
+                timer.sleep(period).await;
+            }
+        });
+        Ticker { rx, task }
+    }
+
+    /// Completes at the next tick. Cancel-safe (a tick not taken stays for the next call).
+    pub async fn tick(&mut self) {
+        if self.rx.recv().await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// Watches RDMA devices and ports as a task on the loop's runtime, reports through `tx`
 /// until `stop` is raised or the loop is gone.
 pub trait TopologySource: Send {
@@ -455,6 +510,24 @@ mod tests {
             [Observation::DeviceAppeared { device, ports: 1, .. }] if device == "rocep2s0f0"
         ));
         assert!(sysfs_diff(&a, &a).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_ticker_ticks_at_once_then_every_period_after_the_tick_was_taken() {
+        use crate::io::netlink::RuntimeTimer;
+        let start = tokio::time::Instant::now();
+        let mut t = Ticker::with_timer(Duration::from_secs(10), Box::new(RuntimeTimer));
+        let at = |i: tokio::time::Instant| (i - start).as_millis();
+        t.tick().await;
+        assert_eq!(at(tokio::time::Instant::now()), 0);
+        t.tick().await;
+        assert_eq!(at(tokio::time::Instant::now()), 10_000);
+        // Taken 25 s late: one tick waiting (not two), the next 10 s after it was taken.
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        t.tick().await;
+        assert_eq!(at(tokio::time::Instant::now()), 35_000);
+        t.tick().await;
+        assert_eq!(at(tokio::time::Instant::now()), 45_000);
     }
 
     #[test]
