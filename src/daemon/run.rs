@@ -424,6 +424,14 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         Mode::OneShot(req, sink) => (Some((req, sink)), true),
     };
     let mut command_issued = false;
+    if !one_shot_mode {
+        // The loop thread only (the worker threads exist already): see request_short_slice.
+        if let Err(e) =
+            crate::daemon::sources::request_short_slice(crate::daemon::sources::LOOP_SLICE)
+        {
+            tracing::debug!("no short scheduler slice for the loop: {e}");
+        }
+    }
 
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
@@ -611,6 +619,11 @@ impl ReadAhead {
                     _ = &mut stopped => return log,
                     sent = tx.send(ev) => if sent.is_err() { return log; },
                 }
+                // Let the loop decide on this record before the next read: `next` starts by
+                // queueing a cursor save, whose thread would otherwise wake and compete with
+                // the loop for the CPU before the decision (one runtime thread: the loop runs
+                // only when this task yields).
+                tokio::task::yield_now().await;
                 if failed {
                     // The loop reports it and carries on without the kernel log.
                     let _ = stopped.await;

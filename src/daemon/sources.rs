@@ -134,6 +134,64 @@ impl Signal {
     }
 }
 
+/// The scheduler slice the loop thread asks for: about what one wakeup of the loop costs
+/// (a record is read, classified, logged and fed to the engine in tens of microseconds).
+pub const LOOP_SLICE: Duration = Duration::from_micros(500);
+
+/// Asks the kernel for a short scheduler slice on the calling thread (`sched_setattr`,
+/// SCHED_OTHER with `sched_runtime` = `slice`, the nice value unchanged). On EEVDF kernels
+/// (6.12 and later) a task's virtual deadline is its slice ahead, and a woken task with an
+/// earlier deadline preempts the running one: with a short slice the loop runs as soon as
+/// the kernel log wakes it instead of waiting for a CPU hog's slice to end, while its share
+/// of the CPU (its weight) stays what it was. Older kernels ignore the field. Not a
+/// real-time policy and no privilege needed.
+pub fn request_short_slice(slice: Duration) -> std::io::Result<()> {
+    /// `struct sched_attr`, SCHED_ATTR_SIZE_VER1 (include/uapi/linux/sched/types.h).
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        sched_policy: u32,
+        sched_flags: u64,
+        sched_nice: i32,
+        sched_priority: u32,
+        sched_runtime: u64,
+        sched_deadline: u64,
+        sched_period: u64,
+        sched_util_min: u32,
+        sched_util_max: u32,
+    }
+    // SAFETY: getpriority takes no pointers; -1 is also a valid nice value, so errno is
+    // cleared first and checked after.
+    let nice = unsafe {
+        *libc::__errno_location() = 0;
+        let n = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if *libc::__errno_location() != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        n
+    };
+    let attr = SchedAttr {
+        size: u32::try_from(std::mem::size_of::<SchedAttr>()).unwrap_or(56),
+        sched_policy: u32::try_from(libc::SCHED_OTHER).unwrap_or(0),
+        sched_flags: 0,
+        sched_nice: nice,
+        sched_priority: 0,
+        sched_runtime: u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX),
+        sched_deadline: 0,
+        sched_period: 0,
+        sched_util_min: 0,
+        sched_util_max: 0,
+    };
+    // SAFETY: pid 0 is the calling thread; `attr` is a valid sched_attr of the size it
+    // declares, read by the kernel during the call only.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// A periodic tick for the loop (the `poll.iscsi` session poll) on its own task and one
 /// [`Timer`] ([`precise_timer`]: a timerfd). tokio's `interval` is a timer-wheel entry, and
 /// the wheel wakes the thread at each level it cascades a far deadline through (three
