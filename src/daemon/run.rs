@@ -619,11 +619,14 @@ impl ReadAhead {
                     _ = &mut stopped => return log,
                     sent = tx.send(ev) => if sent.is_err() { return log; },
                 }
-                // Let the loop decide on this record before the next read: `next` starts by
-                // queueing a cursor save, whose thread would otherwise wake and compete with
-                // the loop for the CPU before the decision (one runtime thread: the loop runs
-                // only when this task yields).
-                tokio::task::yield_now().await;
+                // When the next read starts with a cursor save (at most once a second), let
+                // the loop decide on this record first: the save wakes the saver thread,
+                // which would compete with the loop for the CPU before the decision (one
+                // runtime thread: the loop runs only when this task yields). Only then, so a
+                // flood is still read ahead at full speed.
+                if log.save_due() {
+                    tokio::task::yield_now().await;
+                }
                 if failed {
                     // The loop reports it and carries on without the kernel log.
                     let _ = stopped.await;

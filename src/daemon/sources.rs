@@ -61,6 +61,11 @@ pub trait KernelLog: Send {
     fn next(&mut self) -> BoxFuture<'_, Result<KmsgEvent, KmsgError>>;
     /// Saves the read position (bounded wait) at shutdown.
     fn save_cursor(&mut self, timeout: Duration);
+    /// Whether the next `next` starts with a cursor save (see
+    /// [`KmsgReader::cursor_save_due`]).
+    fn save_due(&self) -> bool {
+        false
+    }
 }
 
 /// The real /dev/kmsg reader ([`crate::io::kmsg`]).
@@ -74,6 +79,9 @@ impl KernelLog for KmsgLog {
         if let Err(e) = self.0.save_cursor(timeout) {
             tracing::warn!("cannot save the kernel-log cursor at shutdown: {e}");
         }
+    }
+    fn save_due(&self) -> bool {
+        self.0.cursor_save_due()
     }
 }
 
