@@ -433,6 +433,14 @@ fn wait_any(
     let mut exited = false;
     for p in fds.iter().filter(|p| p.revents != 0) {
         if pidfd.is_some_and(|fd| fd.as_raw_fd() == p.fd) {
+            // POLLIN: the child has exited. POLLERR/POLLNVAL are not expected from a pidfd;
+            // never taken for an exit (the reap would then wait without a deadline).
+            if p.revents & libc::POLLIN == 0 {
+                return Err(std::io::Error::other(format!(
+                    "poll on the child's pidfd returned {:#x}",
+                    p.revents
+                )));
+            }
             exited = true;
         } else if let Some(c) = streams
             .iter_mut()
