@@ -432,12 +432,20 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         Mode::OneShot(req, sink) => (Some((req, sink)), true),
     };
     let mut command_issued = false;
+    if !one_shot_mode {
+        // The loop thread only (the worker threads exist already): see request_short_slice.
+        if let Err(e) =
+            crate::daemon::sources::request_short_slice(crate::daemon::sources::LOOP_SLICE)
+        {
+            tracing::debug!("no short scheduler slice for the loop: {e}");
+        }
+    }
 
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
-    let mut session_tick = tokio::time::interval(poll_iscsi);
-    session_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // On a timerfd (sources::Ticker): one wakeup per poll, not the timer wheel's three.
+    let mut session_tick = crate::daemon::sources::Ticker::start(poll_iscsi);
     let watchdog = crate::daemon::notify::watchdog_interval();
     let mut watchdog_tick =
         tokio::time::interval(watchdog.map_or(Duration::from_secs(3600), |w| {

@@ -143,6 +143,119 @@ impl Signal {
     }
 }
 
+/// The scheduler slice the loop thread asks for: about what one wakeup of the loop costs
+/// (a record is read, classified, logged and fed to the engine in tens of microseconds).
+pub const LOOP_SLICE: Duration = Duration::from_micros(500);
+
+/// Asks the kernel for a short scheduler slice on the calling thread (`sched_setattr`,
+/// SCHED_OTHER with `sched_runtime` = `slice`, the nice value unchanged). On EEVDF kernels
+/// (6.12 and later) a task's virtual deadline is its slice ahead, and a woken task with an
+/// earlier deadline preempts the running one: with a short slice the loop runs as soon as
+/// the kernel log wakes it instead of waiting for a CPU hog's slice to end, while its share
+/// of the CPU (its weight) stays what it was. Older kernels ignore the field. Not a
+/// real-time policy and no privilege needed.
+pub fn request_short_slice(slice: Duration) -> std::io::Result<()> {
+    /// `struct sched_attr`, SCHED_ATTR_SIZE_VER1 (include/uapi/linux/sched/types.h).
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        sched_policy: u32,
+        sched_flags: u64,
+        sched_nice: i32,
+        sched_priority: u32,
+        sched_runtime: u64,
+        sched_deadline: u64,
+        sched_period: u64,
+        sched_util_min: u32,
+        sched_util_max: u32,
+    }
+    // SAFETY: getpriority takes no pointers; -1 is also a valid nice value, so errno is
+    // cleared first and checked after.
+    let nice = unsafe {
+        *libc::__errno_location() = 0;
+        let n = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if *libc::__errno_location() != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        n
+    };
+    let attr = SchedAttr {
+        size: u32::try_from(std::mem::size_of::<SchedAttr>()).unwrap_or(56),
+        sched_policy: u32::try_from(libc::SCHED_OTHER).unwrap_or(0),
+        sched_flags: 0,
+        sched_nice: nice,
+        sched_priority: 0,
+        sched_runtime: u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX),
+        sched_deadline: 0,
+        sched_period: 0,
+        sched_util_min: 0,
+        sched_util_max: 0,
+    };
+    // SAFETY: pid 0 is the calling thread; `attr` is a valid sched_attr of the size it
+    // declares, read by the kernel during the call only.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// A periodic tick for the loop (the `poll.iscsi` session poll) on its own task and one
+/// [`Timer`] ([`precise_timer`]: a timerfd). tokio's `interval` is a timer-wheel entry, and
+/// the wheel wakes the thread at each level it cascades a far deadline through (three
+/// wakeups for one 10 s tick); the timerfd wakes it once. The timer is armed once per
+/// period on the ticker's task, not re-armed at every turn of the loop's `select!`.
+///
+/// Like `tokio::time::interval` with `MissedTickBehavior::Delay`: the first tick is at once,
+/// each next one a period after the previous one was taken; a tick the loop has not taken
+/// yet is not doubled.
+#[derive(Debug)]
+pub struct Ticker {
+    rx: tokio::sync::mpsc::Receiver<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Ticker {
+    /// Starts ticking every `period` (call inside the runtime).
+    pub fn start(period: Duration) -> Ticker {
+        Ticker::with_timer(period, precise_timer())
+    }
+
+    /// [`Ticker::start`] waiting with `timer` (tests: the runtime's, for a paused clock).
+    pub fn with_timer(period: Duration, mut timer: Box<dyn Timer>) -> Ticker {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let task = tokio::spawn(async move {
+            loop {
+                if tx.send(()).await.is_err() {
+                    return;
+                }
+                // The next period starts when the loop has taken this tick (Delay: never a
+                // burst after a busy spell).
+                match tx.reserve().await {
+                    Ok(permit) => drop(permit),
+                    Err(_) => return,
+                }
+                timer.sleep(period).await;
+            }
+        });
+        Ticker { rx, task }
+    }
+
+    /// Completes at the next tick. Cancel-safe (a tick not taken stays for the next call).
+    pub async fn tick(&mut self) {
+        if self.rx.recv().await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// Watches RDMA devices and ports as a task on the loop's runtime, reports through `tx`
 /// until `stop` is raised or the loop is gone.
 pub trait TopologySource: Send {
@@ -527,6 +640,24 @@ mod tests {
             [Observation::DeviceAppeared { device, ports: 1, .. }] if device == "rocep2s0f0"
         ));
         assert!(sysfs_diff(&a, &a).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_ticker_ticks_at_once_then_every_period_after_the_tick_was_taken() {
+        use crate::io::netlink::RuntimeTimer;
+        let start = tokio::time::Instant::now();
+        let mut t = Ticker::with_timer(Duration::from_secs(10), Box::new(RuntimeTimer));
+        let at = |i: tokio::time::Instant| (i - start).as_millis();
+        t.tick().await;
+        assert_eq!(at(tokio::time::Instant::now()), 0);
+        t.tick().await;
+        assert_eq!(at(tokio::time::Instant::now()), 10_000);
+        // Taken 25 s late: one tick waiting (not two), the next 10 s after it was taken.
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        t.tick().await;
+        assert_eq!(at(tokio::time::Instant::now()), 35_000);
+        t.tick().await;
+        assert_eq!(at(tokio::time::Instant::now()), 45_000);
     }
 
     #[test]

@@ -9,10 +9,10 @@
 //! answered at once (the job is refused, or the alert coalesced and counted), and the loop
 //! goes back to reading.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::io::syslog::{Alert, AlertSink, Severity};
@@ -119,19 +119,51 @@ impl Coalesced {
     }
 }
 
+type Pending = (Arc<dyn AlertSink>, Alert);
+
+/// The queue and the count of what did not fit, under one lock: the sender can then wait
+/// without a timeout while there is nothing to report (an idle daemon's alert thread never
+/// wakes), and still never miss a count that arrives while it waits.
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Pending>,
+    coalesced: Coalesced,
+    /// Every [`AlertQueue`] is gone: the sender drains what is left and stops.
+    closed: bool,
+}
+
 struct Shared {
-    coalesced: Mutex<Coalesced>,
+    state: Mutex<State>,
+    wake: Condvar,
+    capacity: usize,
     unavailable_logged: AtomicBool,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Held by every clone of an [`AlertQueue`]; the last one dropped tells the sender to stop.
+struct Closer(Arc<Shared>);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.wake.notify_all();
+    }
 }
 
 /// The one alert sender: a thread draining a bounded queue into the alert sink. When the
 /// queue is full, [`AlertQueue::send`] counts the alert instead of queueing it; the count
 /// (with the most urgent severity and a few examples) rides on the next alert sent and is
-/// sent on its own within a second when no alert follows, and is logged.
+/// sent on its own within a second when no alert follows, and is logged. With nothing
+/// queued and nothing counted the thread sleeps until an alert comes (no periodic wakeup).
 #[derive(Clone)]
 pub struct AlertQueue {
-    tx: SyncSender<(Arc<dyn AlertSink>, Alert)>,
     shared: Arc<Shared>,
+    _closer: Arc<Closer>,
 }
 
 impl std::fmt::Debug for AlertQueue {
@@ -152,45 +184,83 @@ pub enum Queued {
 impl AlertQueue {
     /// Starts the sender thread with room for `capacity` alerts.
     pub fn new(capacity: usize) -> std::io::Result<AlertQueue> {
-        let (tx, rx) = sync_channel(capacity.max(1));
+        AlertQueue::named("iser-guard-alerts", capacity)
+    }
+
+    /// [`AlertQueue::new`] with the sender thread called `name`.
+    pub fn named(name: &str, capacity: usize) -> std::io::Result<AlertQueue> {
         let shared = Arc::new(Shared {
-            coalesced: Mutex::new(Coalesced::default()),
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            capacity: capacity.max(1),
             unavailable_logged: AtomicBool::new(false),
         });
         let s = shared.clone();
         std::thread::Builder::new()
-            .name("iser-guard-alerts".into())
-            .spawn(move || sender(&rx, &s))?;
-        Ok(AlertQueue { tx, shared })
+            .name(name.into())
+            .spawn(move || sender(&s))?;
+        Ok(AlertQueue {
+            _closer: Arc::new(Closer(shared.clone())),
+            shared,
+        })
     }
 
-    /// Queues `alert` for `sink`; never blocks.
+    /// Queues `alert` for `sink`; never blocks (beyond the short queue lock).
     pub fn send(&self, sink: Arc<dyn AlertSink>, alert: Alert) -> Queued {
-        match self.tx.try_send((sink, alert)) {
-            Ok(()) => Queued::Queued,
-            Err(TrySendError::Full((_, alert)) | TrySendError::Disconnected((_, alert))) => {
-                self.shared
-                    .coalesced
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .add(&alert);
-                Queued::Coalesced
-            }
-        }
+        let mut st = self.shared.lock();
+        let queued = if st.queue.len() < self.shared.capacity {
+            st.queue.push_back((sink, alert));
+            Queued::Queued
+        } else {
+            st.coalesced.add(&alert);
+            Queued::Coalesced
+        };
+        drop(st);
+        self.shared.wake.notify_one();
+        queued
     }
 }
 
-fn sender(rx: &Receiver<(Arc<dyn AlertSink>, Alert)>, shared: &Shared) {
+/// What the sender found when it woke.
+enum Next {
+    Alert(Pending),
+    /// No alert within [`COALESCE_FLUSH`] while a count waits.
+    Flush,
+    Closed,
+}
+
+fn sender(shared: &Shared) {
     let mut last_sink: Option<Arc<dyn AlertSink>> = None;
     loop {
-        let next = rx.recv_timeout(COALESCE_FLUSH);
-        let taken =
-            std::mem::take(&mut *shared.coalesced.lock().unwrap_or_else(|p| p.into_inner()));
+        let (next, taken) = {
+            let mut st = shared.lock();
+            loop {
+                if let Some(p) = st.queue.pop_front() {
+                    break (Next::Alert(p), std::mem::take(&mut st.coalesced));
+                }
+                if st.closed {
+                    break (Next::Closed, std::mem::take(&mut st.coalesced));
+                }
+                if st.coalesced.count == 0 {
+                    // Nothing to send, nothing to report: sleep until an alert comes.
+                    st = shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                    continue;
+                }
+                let (guard, waited) = shared
+                    .wake
+                    .wait_timeout(st, COALESCE_FLUSH)
+                    .unwrap_or_else(|p| p.into_inner());
+                st = guard;
+                if waited.timed_out() && st.queue.is_empty() {
+                    break (Next::Flush, std::mem::take(&mut st.coalesced));
+                }
+            }
+        };
         if taken.count > 0 {
             tracing::warn!(coalesced = taken.count, "{}", taken.describe());
         }
         match next {
-            Ok((sink, mut alert)) => {
+            Next::Alert((sink, mut alert)) => {
                 if taken.count > 0 {
                     alert.severity = alert.severity.min(taken.severity.unwrap_or(alert.severity));
                     alert.why = if alert.why.trim().is_empty() {
@@ -202,7 +272,7 @@ fn sender(rx: &Receiver<(Arc<dyn AlertSink>, Alert)>, shared: &Shared) {
                 deliver(&*sink, &alert, shared);
                 last_sink = Some(sink);
             }
-            Err(timeout_or_gone) => {
+            Next::Flush | Next::Closed => {
                 if taken.count > 0 {
                     if let Some(sink) = &last_sink {
                         let summary = Alert {
@@ -215,7 +285,7 @@ fn sender(rx: &Receiver<(Arc<dyn AlertSink>, Alert)>, shared: &Shared) {
                         deliver(&**sink, &summary, shared);
                     }
                 }
-                if timeout_or_gone == RecvTimeoutError::Disconnected {
+                if matches!(next, Next::Closed) {
                     return;
                 }
             }
@@ -325,6 +395,87 @@ mod tests {
             "{report:?}"
         );
         assert_eq!(report.severity, Severity::Crit);
+    }
+
+    /// Context switches of this process's threads called `name` (each one a wakeup).
+    fn switches_of(name: &str) -> Vec<u64> {
+        let mut out = Vec::new();
+        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim() != name {
+                continue;
+            }
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            out.push(
+                status
+                    .lines()
+                    .filter(|l| l.contains("ctxt_switches:"))
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                    .sum(),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn an_idle_alert_sender_never_wakes_and_a_count_rides_on_the_next_alert() {
+        let gate = Arc::new(Gate {
+            open: Mutex::new(true),
+            cv: std::sync::Condvar::new(),
+            inner: RecordingSink::default(),
+            entered: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let q = AlertQueue::named("idle-alerts", 1).unwrap();
+        q.send(gate.clone(), alert(Severity::Warning, "first"));
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while gate.inner.alerts().is_empty() {
+            assert!(std::time::Instant::now() < end, "first alert never sent");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Idle: the old sender woke every second to look for a count to flush.
+        std::thread::sleep(Duration::from_millis(100));
+        let before = switches_of("idle-alerts");
+        std::thread::sleep(Duration::from_millis(2500));
+        let after = switches_of("idle-alerts");
+        assert_eq!(before.len(), 1);
+        assert_eq!(before, after, "the idle sender woke up");
+        // The sender stalls on one alert; a burst the queue (one slot) cannot hold is
+        // counted, and the count rides on the alert sent after it.
+        *gate.open.lock().unwrap() = false;
+        q.send(gate.clone(), alert(Severity::Warning, "stalls"));
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while gate.entered.load(Ordering::SeqCst) < 2 {
+            assert!(std::time::Instant::now() < end, "sender never took it");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let queued: Vec<Queued> = (0..10)
+            .map(|i| q.send(gate.clone(), alert(Severity::Err, &format!("dev{i}"))))
+            .collect();
+        assert_eq!(queued.first(), Some(&Queued::Queued));
+        assert!(queued.iter().skip(1).all(|q| *q == Queued::Coalesced));
+        *gate.open.lock().unwrap() = true;
+        gate.cv.notify_all();
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let sent = gate.inner.alerts();
+            if let Some(a) = sent.iter().find(|a| a.what == "dev0") {
+                assert!(a.why.contains("9 more alert(s) coalesced"), "{a:?}");
+                assert_eq!(a.severity, Severity::Err);
+                break;
+            }
+            assert!(std::time::Instant::now() < end, "{sent:#?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Dropping the last handle stops the thread.
+        drop(q);
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while !switches_of("idle-alerts").is_empty() {
+            assert!(
+                std::time::Instant::now() < end,
+                "sender thread still running"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]

@@ -491,6 +491,20 @@ impl<S: RecordSource> KmsgReader<S> {
         k.saver.flush(timeout)
     }
 
+    /// Whether the next [`KmsgReader::next`] will queue a cursor save (the interval has
+    /// passed since the last one and a newer record was handed on). The daemon's read-ahead
+    /// lets the loop decide on the record first: the save wakes the saver thread, which would
+    /// compete with the loop for the CPU.
+    pub fn cursor_save_due(&self) -> bool {
+        match (self.cursor.as_ref(), self.last_seq) {
+            (Some(k), Some(seq)) => {
+                k.submitted_seq != Some(seq)
+                    && k.last_submit.is_none_or(|t| t.elapsed() >= k.interval)
+            }
+            _ => false,
+        }
+    }
+
     /// Queues a save of the position if the interval has passed. Called at the start of
     /// `next()`, i.e. once the caller is done with the previous record: a crash replays at
     /// most one interval of records, it never skips one that was not handled.
@@ -905,16 +919,20 @@ mod tests {
                 .flush(Duration::from_secs(30))
                 .unwrap()
         };
+        assert!(!r.cursor_save_due(), "nothing handed on yet");
         assert_eq!(seq_of(r.next().await.unwrap()), 0);
         settle(&r);
         assert!(
             file.load().unwrap().is_none(),
             "not saved before it was handled"
         );
+        // The next call starts with the first save, and says so beforehand.
+        assert!(r.cursor_save_due());
         assert_eq!(seq_of(r.next().await.unwrap()), 1);
         // The first save happens at once; later ones wait for the interval.
         settle(&r);
         assert_eq!(file.load().unwrap().unwrap().seq, 0);
+        assert!(!r.cursor_save_due(), "the interval has not passed");
         assert_eq!(seq_of(r.next().await.unwrap()), 2);
         settle(&r);
         assert_eq!(file.load().unwrap().unwrap().seq, 0);

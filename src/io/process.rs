@@ -6,17 +6,22 @@
 //! wrapper script would otherwise leave its `sleep` behind holding our pipes). The child is
 //! always reaped (`wait`), so no zombie is left, whatever happens.
 //!
+//! The calling thread does all the waiting in one `poll(2)` on the two output pipes and a
+//! pidfd of the child: it wakes when the child writes, closes its output or exits, or when
+//! the deadline passes, and for nothing else. No reader threads are started and nothing is
+//! polled on a timer (the idle daemon runs iscsiadm every `poll.iscsi`: each run used to
+//! start two reader threads and check `waitid` at up to 10 ms intervals).
+//!
 //! Does not own: what the exit code means (each caller maps it to its own typed outcome).
 //!
 //! This is blocking code: the daemon calls it from `tokio::task::spawn_blocking`, the standalone
 //! commands call it directly.
 
 use std::ffi::OsString;
-use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -26,9 +31,10 @@ use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 /// (reading on keeps the child from blocking on a full pipe).
 pub const DEFAULT_CAPTURE_LIMIT: usize = 256 * 1024;
 
-/// A running child is checked for exit after 250 µs, then at doubling intervals up to 10 ms:
-/// a quick command (devlink, modprobe) costs well under a millisecond of waiting, a long one
-/// (a 1 s iscsiadm login) at most 10 ms, and neither costs measurable CPU.
+/// Only where the kernel gives no pidfd: a running child is checked for exit after 250 µs,
+/// then at doubling intervals up to 10 ms (a quick command costs well under a millisecond of
+/// waiting, a long one at most 10 ms). With a pidfd the thread sleeps until the child exits
+/// or writes, and wakes for nothing else.
 const FIRST_POLL: Duration = Duration::from_micros(250);
 const MAX_POLL: Duration = Duration::from_millis(10);
 
@@ -198,6 +204,11 @@ fn spawn_retrying_busy(cmd: &mut Command) -> std::io::Result<std::process::Child
 
 /// Spawns `inv`, captures its output, and enforces its deadline. See the module doc.
 pub fn run(inv: &Invocation) -> Result<Output, RunError> {
+    run_with(inv, true)
+}
+
+/// [`run`]; `use_pidfd = false` forces the waitid fallback (tests).
+fn run_with(inv: &Invocation, use_pidfd: bool) -> Result<Output, RunError> {
     let start = Instant::now();
     let mut cmd = Command::new(&inv.program);
     cmd.args(&inv.args)
@@ -212,52 +223,65 @@ pub fn run(inv: &Invocation) -> Result<Output, RunError> {
         program: inv.program.clone(),
         source,
     })?;
-    let out_rx = child
-        .stdout
-        .take()
-        .map(|s| spawn_reader(s, inv.capture_limit));
-    let err_rx = child
-        .stderr
-        .take()
-        .map(|s| spawn_reader(s, inv.capture_limit));
-
+    let mut streams = [
+        Capture::new(child.stdout.take().map(OwnedFd::from)),
+        Capture::new(child.stderr.take().map(OwnedFd::from)),
+    ];
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    // Readable once the child has exited, while it is still an unreaped zombie: while the
+    // leader is unreaped its pid (= our process-group id) cannot be reused, so the killpg
+    // below can only ever hit what it started. Without it (a kernel before 5.3, a seccomp
+    // filter) the exit is checked with waitid(WNOWAIT) between bounded waits.
+    let pidfd = if use_pidfd { pidfd_open(pid) } else { None };
     let deadline = start + inv.timeout;
-    let mut interval = FIRST_POLL;
+    let mut backoff = FIRST_POLL;
+    let wait_error = |e: std::io::Error, child: &mut std::process::Child| {
+        kill_group(pid);
+        let _ = child.wait();
+        RunError::Wait {
+            program: inv.program.clone(),
+            source: e,
+        }
+    };
     loop {
-        // WNOWAIT: learn that it exited without reaping it. While the leader is an unreaped
-        // zombie its pid (= our process-group id) cannot be reused, so the killpg below can
-        // only ever hit what it started.
-        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-        match waitid(Id::Pid(pid), flags) {
-            Ok(WaitStatus::StillAlive) => {}
-            Ok(_) => break,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => {
-                kill_group(pid);
-                let _ = child.wait();
-                return Err(RunError::Wait {
-                    program: inv.program.clone(),
-                    source: e.into(),
-                });
+        if pidfd.is_none() {
+            match exited_nowait(pid) {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => return Err(wait_error(e, &mut child)),
             }
         }
         let now = Instant::now();
         if now >= deadline {
             kill_group(pid);
-            // Reap it: no zombie, whatever the readers do.
+            // Reap it: no zombie, whatever the pipes do.
             let _ = child.wait();
-            let (stdout, _) = collect(out_rx, DRAIN_GRACE);
-            let (stderr, _) = collect(err_rx, DRAIN_GRACE);
+            drain(
+                &mut streams,
+                inv.capture_limit,
+                Instant::now() + DRAIN_GRACE,
+            );
+            let [stdout, stderr] = streams.map(Capture::text);
             return Err(RunError::Timeout {
                 command: inv.display(),
                 timeout: inv.timeout,
-                stdout,
-                stderr,
+                stdout: stdout.0,
+                stderr: stderr.0,
             });
         }
-        thread::sleep(interval.min(deadline - now));
-        interval = (interval * 2).min(MAX_POLL);
+        let limit = match pidfd {
+            Some(_) => deadline - now,
+            None => {
+                let b = backoff;
+                backoff = (backoff * 2).min(MAX_POLL);
+                b.min(deadline - now)
+            }
+        };
+        match wait_any(&mut streams, pidfd.as_ref(), inv.capture_limit, limit) {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => return Err(wait_error(e, &mut child)),
+        }
     }
     let took = start.elapsed();
     // The leader has exited; anything it left running in its group (a helper holding our
@@ -267,8 +291,12 @@ pub fn run(inv: &Invocation) -> Result<Output, RunError> {
         program: inv.program.clone(),
         source,
     })?;
-    let (stdout, t1) = collect(out_rx, DRAIN_GRACE);
-    let (stderr, t2) = collect(err_rx, DRAIN_GRACE);
+    drain(
+        &mut streams,
+        inv.capture_limit,
+        Instant::now() + DRAIN_GRACE,
+    );
+    let [(stdout, t1), (stderr, t2)] = streams.map(Capture::text);
     let exit = match (status.code(), status.signal()) {
         (Some(c), _) => Exit::Code(c),
         (None, Some(s)) => Exit::Signal(s),
@@ -288,39 +316,157 @@ fn kill_group(pid: nix::unistd::Pid) {
     let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
 }
 
-type Captured = (Vec<u8>, bool);
-
-fn spawn_reader<R: Read + Send + 'static>(mut r: R, limit: usize) -> mpsc::Receiver<Captured> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut truncated = false;
-        let mut buf = [0u8; 8192];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    let chunk = buf.get(..n).unwrap_or_default();
-                    let room = limit.saturating_sub(kept.len());
-                    if chunk.len() > room {
-                        truncated = true;
-                    }
-                    kept.extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or_default());
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
-        let _ = tx.send((kept, truncated));
-    });
-    rx
+/// A pidfd for `pid` (Linux ≥ 5.3), `None` when the kernel refuses one.
+fn pidfd_open(pid: nix::unistd::Pid) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags, no pointers; the result is checked.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    let raw = i32::try_from(raw).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: `raw` is a descriptor the kernel just returned to us and nobody else owns
+    // (pidfds are always close-on-exec).
+    Some(unsafe { OwnedFd::from_raw_fd(raw) })
 }
 
-fn collect(rx: Option<mpsc::Receiver<Captured>>, grace: Duration) -> (String, bool) {
-    match rx.map(|rx| rx.recv_timeout(grace)) {
-        Some(Ok((bytes, truncated))) => (String::from_utf8_lossy(&bytes).into_owned(), truncated),
-        // No pipe, or a reader still blocked after the grace period: report what we know.
-        _ => (String::new(), false),
+/// Whether `pid` has exited, without reaping it (WNOWAIT keeps the zombie, see `run`).
+fn exited_nowait(pid: nix::unistd::Pid) -> std::io::Result<bool> {
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    loop {
+        match waitid(Id::Pid(pid), flags) {
+            Ok(WaitStatus::StillAlive) => return Ok(false),
+            Ok(_) => return Ok(true),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// One output pipe of the child and what was kept of it.
+struct Capture {
+    fd: Option<OwnedFd>,
+    kept: Vec<u8>,
+    truncated: bool,
+}
+
+impl Capture {
+    fn new(fd: Option<OwnedFd>) -> Capture {
+        Capture {
+            fd,
+            kept: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    /// Reads what the pipe holds (it was reported readable, so this does not wait); end of
+    /// file or an error closes it. Beyond `limit` bytes the data is read and dropped, so the
+    /// child never blocks on a full pipe.
+    fn read_some(&mut self, limit: usize) {
+        let Some(fd) = &self.fd else {
+            return;
+        };
+        let mut buf = [0u8; 8192];
+        let n = loop {
+            match nix::unistd::read(fd, &mut buf) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                other => break other,
+            }
+        };
+        match n {
+            Ok(n) if n > 0 => {
+                let chunk = buf.get(..n).unwrap_or_default();
+                let room = limit.saturating_sub(self.kept.len());
+                if chunk.len() > room {
+                    self.truncated = true;
+                }
+                self.kept
+                    .extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or_default());
+            }
+            // EAGAIN cannot come from a readable blocking pipe; anything else ends it.
+            _ => self.fd = None,
+        }
+    }
+
+    fn text(self) -> (String, bool) {
+        (
+            String::from_utf8_lossy(&self.kept).into_owned(),
+            self.truncated,
+        )
+    }
+}
+
+/// Waits at most `limit` for output on the open pipes or the child's exit (`pidfd`), reads
+/// what came; whether the child exited. One thread, no timer: it sleeps in `poll` until
+/// something happens.
+fn wait_any(
+    streams: &mut [Capture; 2],
+    pidfd: Option<&OwnedFd>,
+    capture_limit: usize,
+    limit: Duration,
+) -> std::io::Result<bool> {
+    let mut fds: Vec<libc::pollfd> = streams
+        .iter()
+        .filter_map(|c| c.fd.as_ref())
+        .chain(pidfd)
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    if fds.is_empty() {
+        // Both pipes closed and no pidfd: the caller's waitid decides, after this pause.
+        thread::sleep(limit);
+        return Ok(false);
+    }
+    // Round up: a deadline 0.3 ms away must not become a busy poll(0) loop.
+    let ms = limit.as_micros().div_ceil(1000);
+    let timeout = libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX);
+    let nfds = libc::nfds_t::try_from(fds.len()).unwrap_or(0);
+    // SAFETY: `fds` is a valid array of `nfds` pollfd structs for the duration of the call.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), nfds, timeout) };
+    if rc < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.kind() == std::io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    let mut exited = false;
+    for p in fds.iter().filter(|p| p.revents != 0) {
+        if pidfd.is_some_and(|fd| fd.as_raw_fd() == p.fd) {
+            // POLLIN: the child has exited. POLLERR/POLLNVAL are not expected from a pidfd;
+            // never taken for an exit (the reap would then wait without a deadline).
+            if p.revents & libc::POLLIN == 0 {
+                return Err(std::io::Error::other(format!(
+                    "poll on the child's pidfd returned {:#x}",
+                    p.revents
+                )));
+            }
+            exited = true;
+        } else if let Some(c) = streams
+            .iter_mut()
+            .find(|c| c.fd.as_ref().is_some_and(|fd| fd.as_raw_fd() == p.fd))
+        {
+            c.read_some(capture_limit);
+        }
+    }
+    Ok(exited)
+}
+
+/// Reads both pipes to end of file, until `until` at most. A grandchild that escaped our
+/// process group (setsid) could hold the pipes forever; we do not wait for it.
+fn drain(streams: &mut [Capture; 2], capture_limit: usize, until: Instant) {
+    while streams.iter().any(|c| c.fd.is_some()) {
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        if wait_any(streams, None, capture_limit, until - now).is_err() {
+            break;
+        }
+    }
+    // Whatever is still open is dropped (closed) here with the captures' owner.
+    for c in streams.iter_mut() {
+        c.fd = None;
     }
 }
 
@@ -331,4 +477,82 @@ pub fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path)
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, timeout: Duration) -> Invocation {
+        Invocation::new("/bin/sh", ["-c", script], timeout)
+    }
+
+    /// This thread's context switches so far (each one a wakeup after a wait).
+    fn my_switches() -> u64 {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+        status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum()
+    }
+
+    #[test]
+    fn waiting_for_a_slow_child_sleeps_until_it_writes_or_exits() {
+        // 600 ms of waiting: sleep-polling at 10 ms would wake the thread ~60 times.
+        let before = my_switches();
+        let out = run(&sh(
+            "echo a; sleep 0.3; echo b >&2; sleep 0.3",
+            Duration::from_secs(10),
+        ))
+        .unwrap();
+        let woke = my_switches() - before;
+        assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("a\n", "b\n"));
+        assert!(woke < 20, "{woke} wakeups for one run");
+    }
+
+    #[test]
+    fn both_pipes_are_drained_past_the_limit_by_the_calling_thread() {
+        // More than a pipe holds on both streams: the one thread must keep reading both or
+        // the child blocks on a full pipe and the run times out.
+        let out = run(&sh(
+            "head -c 300000 /dev/zero; head -c 300000 /dev/zero >&2",
+            Duration::from_secs(10),
+        ))
+        .unwrap();
+        assert_eq!(out.stdout.len(), DEFAULT_CAPTURE_LIMIT);
+        assert_eq!(out.stderr.len(), DEFAULT_CAPTURE_LIMIT);
+        assert!(out.truncated);
+    }
+
+    #[test]
+    fn the_waitid_fallback_behaves_like_the_pidfd_path() {
+        for pidfd in [true, false] {
+            let out = run_with(
+                &sh("echo out; echo err >&2; exit 3", Duration::from_secs(10)),
+                pidfd,
+            )
+            .unwrap();
+            assert_eq!(out.exit, Exit::Code(3));
+            assert_eq!(
+                (out.stdout.as_str(), out.stderr.as_str()),
+                ("out\n", "err\n")
+            );
+            let err = run_with(
+                &sh("echo started; sleep 600", Duration::from_millis(200)),
+                pidfd,
+            )
+            .unwrap_err();
+            assert!(
+                matches!(&err, RunError::Timeout { stdout, .. } if stdout == "started\n"),
+                "{err:?}"
+            );
+            // A helper holding the pipes is killed with the group, not waited for.
+            let started = Instant::now();
+            let out =
+                run_with(&sh("sleep 600 & echo bye", Duration::from_secs(20)), pidfd).unwrap();
+            assert_eq!(out.stdout, "bye\n");
+            assert!(started.elapsed() < Duration::from_secs(5));
+        }
+    }
 }
