@@ -49,6 +49,9 @@ fn inject(text: &str) {
     assert_eq!(f.write(line.as_bytes()).unwrap(), line.len());
 }
 
+/// How long a SIGTERM may take: well under the unit's TimeoutStopSec=30s.
+const STOP_BOUND: Duration = Duration::from_secs(20);
+
 struct Daemon {
     child: Child,
     log: Receiver<String>,
@@ -173,7 +176,7 @@ impl Daemon {
         .unwrap();
     }
 
-    /// SIGTERM, then waits (bounded) for the exit; returns how long it took.
+    /// SIGTERM, then waits (bounded by [`STOP_BOUND`]) for the exit; returns how long it took.
     fn stop(&mut self) -> Duration {
         let t0 = Instant::now();
         self.signal(nix::sys::signal::Signal::SIGTERM);
@@ -182,9 +185,14 @@ impl Daemon {
                 assert!(status.success(), "daemon exited with {status}");
                 return t0.elapsed();
             }
+            // The contract is the unit's TimeoutStopSec=30s: past it systemd kills the daemon
+            // and the journal write may be lost. Not a speed figure (those are the MEASURED
+            // lines): the shutdown's two journal fsyncs took over 2 s on this 2-core machine
+            // while a release build wrote to the same disk, so a tighter bound only measured
+            // the disk.
             assert!(
-                t0.elapsed() < Duration::from_secs(2),
-                "the daemon did not stop within 2 s of SIGTERM"
+                t0.elapsed() < STOP_BOUND,
+                "the daemon did not stop within {STOP_BOUND:?} of SIGTERM"
             );
             std::thread::sleep(Duration::from_millis(10));
         }
