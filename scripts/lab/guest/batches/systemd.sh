@@ -2,5 +2,5 @@
 source /lab/guest/lib.sh
 lab_up
 run_scenarios sd-install sd-reset-device sd-dev-left-deleted sd-reload sd-reload-refused \
-	sd-nonroot sd-write-access sd-restart sd-config-error sd-upgrade sd-stop-purge
+	sd-nonroot sd-write-access sd-observe sd-restart sd-config-error sd-upgrade sd-stop-purge
 lab_down
