@@ -580,13 +580,16 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     if let Some(write) = lp.journal_write.take() {
         // Two fsyncs at most; the journal's lock would serialise the writes anyway, but
         // only waiting keeps the older snapshot from landing last.
-        let _ = write.await;
+        let _ = shutdown_step("the journal write in flight", write).await;
     }
     let (journal, snapshot) = (lp.journal.clone(), lp.driver.engine().snapshot());
     lp.obs.sync(&snapshot, clocks(lp.now()));
     let incidents = lp.obs.incidents().to_vec();
-    match tokio::task::spawn_blocking(move || journal.save_with_incidents(&snapshot, &incidents))
-        .await
+    match shutdown_step(
+        "the final journal write",
+        tokio::task::spawn_blocking(move || journal.save_with_incidents(&snapshot, &incidents)),
+    )
+    .await
     {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
@@ -594,22 +597,48 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     }
     if let Some(k) = kernel_log.take() {
         // Records read ahead and not yet handled are not replayed after a restart.
-        if let Some(mut log) = k.stop().await {
+        if let Some(mut log) = shutdown_step("the kernel-log reader", k.stop()).await {
             log.save_cursor(Duration::from_millis(500));
         }
     }
     kill_children();
     if let Some(x) = exporter {
-        x.stop().await;
+        shutdown_step("the metrics exporter", x.stop()).await;
     }
     if let Some(t) = control_task {
         t.abort();
-        let _ = t.await;
+        let _ = shutdown_step("the control socket", t).await;
     }
     // Let reply tasks flush their last line.
     tokio::time::sleep(Duration::from_millis(20)).await;
     tracing::info!("stopped");
     Ok(exit_code)
+}
+
+/// Awaits one step of the shutdown, saying which one when it is slow: systemd kills the
+/// daemon 30 s after SIGTERM (TimeoutStopSec), and a stop that hangs must name its step in
+/// the journal. (A test run once saw a stop take over 20 s after a `reset-device` through the
+/// daemon, on a loaded machine, with nothing logged after "SIGTERM: stopping".)
+async fn shutdown_step<F: std::future::Future>(what: &str, step: F) -> F::Output {
+    let started = std::time::Instant::now();
+    tokio::pin!(step);
+    loop {
+        match tokio::time::timeout(Duration::from_secs(2), &mut step).await {
+            Ok(out) => {
+                if started.elapsed() >= Duration::from_secs(1) {
+                    tracing::warn!(
+                        "stopping: {what} took {:.1} s",
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+                return out;
+            }
+            Err(_) => tracing::warn!(
+                "stopping: still waiting for {what} after {:.0} s",
+                started.elapsed().as_secs_f64()
+            ),
+        }
+    }
 }
 
 /// Kills the process groups of our children still running (an iscsiadm or devlink that an
