@@ -36,8 +36,7 @@ use std::time::Duration;
 
 use fake_kernel::{error_reply, set_last_qp_state, with_flags, Replay, NLM_F_DUMP_INTR};
 use iser_guard::daemon::run::{run, Deps, Mode, Settings};
-use iser_guard::daemon::sources::{HostTopology, NetlinkAccess};
-use iser_guard::io::netlink::{AsyncNldevClient, NldevMonitor, NldevWatcher};
+use iser_guard::daemon::sources::HostTopology;
 
 const PRESENT: &str = "k612/nldev-1-loggedin";
 const ABSENT: &str = "k612/nldev-2-inideleted";
@@ -219,32 +218,10 @@ fn main() -> ExitCode {
     let code = rt.block_on(async move {
         let mut deps = Deps::real(&config, true)?;
         deps.routes = Arc::new(|_| Ok("ini0".to_string()));
-        let mut sockets = Some((requests, events));
         deps.topology = Box::new(HostTopology {
             sysfs_root: config.paths.sysfs_root.clone(),
             interval: config.poll.netlink,
-            netlink: NetlinkAccess::Injected(Box::new(move |interval, root, now| {
-                let (requests, events) = sockets
-                    .take()
-                    .ok_or(iser_guard::io::netlink::NetlinkError::Closed)?;
-                let register = |e: std::io::Error| iser_guard::io::netlink::NetlinkError::Os {
-                    op: "register",
-                    source: e,
-                };
-                let client = AsyncNldevClient::new(requests.into_async().map_err(register)?);
-                let mut monitor = Some(NldevMonitor::new(events.into_async().map_err(register)?));
-                Ok(NldevWatcher::new(
-                    client,
-                    Box::new(move || {
-                        monitor
-                            .take()
-                            .ok_or(iser_guard::io::netlink::NetlinkError::Closed)
-                    }),
-                    interval,
-                    root,
-                    now,
-                ))
-            })),
+            netlink: fake_kernel::injected_netlink(requests, events),
             metrics: iser_guard::metrics::Metrics::disabled(),
         });
         run(settings, deps, Mode::Daemon).await

@@ -2,7 +2,8 @@
 //! speaking the netlink wire format, so the real client code (framing, sequence numbers,
 //! deadlines) runs unchanged against scripted or replayed (captured) kernel answers.
 //!
-//! Shared by tests/nldev_socket.rs and tests/status_cli.rs (`#[path]` module).
+//! Shared by tests/nldev_socket.rs, tests/status_cli.rs and the examples idle_daemon and
+//! soak_daemon (`#[path]` module).
 
 #![allow(dead_code)]
 
@@ -247,4 +248,32 @@ pub fn set_last_qp_state(msg: &mut [u8], state: u8) {
         "last attribute is RES_STATE"
     );
     msg[n - 4] = state;
+}
+
+/// The daemon's RDMA netlink source on two fake-kernel socketpairs (dump requests, device
+/// events), for a daemon loop run against a fake kernel: the real async client and monitor,
+/// only the sockets are not the kernel's. The first call takes the sockets; a later one (a
+/// re-open after a failure) gets `Closed`.
+pub fn injected_netlink(
+    requests: FdTransport,
+    events: FdTransport,
+) -> iser_guard::daemon::sources::NetlinkAccess {
+    use iser_guard::io::netlink::{AsyncNldevClient, NetlinkError, NldevMonitor, NldevWatcher};
+    let mut sockets = Some((requests, events));
+    iser_guard::daemon::sources::NetlinkAccess::Injected(Box::new(move |interval, root, now| {
+        let (requests, events) = sockets.take().ok_or(NetlinkError::Closed)?;
+        let register = |e: std::io::Error| NetlinkError::Os {
+            op: "register",
+            source: e,
+        };
+        let client = AsyncNldevClient::new(requests.into_async().map_err(register)?);
+        let mut monitor = Some(NldevMonitor::new(events.into_async().map_err(register)?));
+        Ok(NldevWatcher::new(
+            client,
+            Box::new(move || monitor.take().ok_or(NetlinkError::Closed)),
+            interval,
+            root,
+            now,
+        ))
+    }))
 }
