@@ -17,5 +17,6 @@ pub mod probe;
 pub mod process;
 pub mod reset;
 pub mod route;
+pub mod selftest;
 pub mod sysfs;
 pub mod syslog;

@@ -13,6 +13,7 @@ pub mod observe;
 pub mod qp;
 pub mod recovery;
 pub mod reset_plan;
+pub mod selftest;
 pub mod session_map;
 pub mod signatures;
 pub mod time;
