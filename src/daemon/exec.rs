@@ -8,6 +8,7 @@ use crate::core::recovery::{
     Action, ActionKind, IscsiNode, IscsiadmStatus, Outcome, RecreateResult,
 };
 use crate::core::reset_plan::{ParentFacts, RecreateFrom};
+use crate::core::selftest::SelfTestResult;
 use crate::io::executors::Executors;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::lock::RecoveryLock;
@@ -71,7 +72,8 @@ fn parent_recipe(parent: Option<&str>) -> Option<RecreateFrom> {
     })
 }
 
-/// Executes an action that expects an outcome (probe, re-creation, iscsiadm). `lock_dir`:
+/// Executes an action that expects an outcome (probe, re-creation, iscsiadm, port
+/// self-test). `lock_dir`:
 /// where the recovery lock lives (`paths.state-dir`); a device re-creation holds it (`None`:
 /// the caller holds it already).
 /// Returns `None` for actions that have no outcome (the caller handles those itself).
@@ -217,6 +219,20 @@ pub fn execute(
             ),
             Err(e) => done(Outcome::Iscsiadm(iscsiadm_status(&e)), e.to_string()),
         },
+        ActionKind::SelfTestPort {
+            device,
+            port,
+            timeout,
+        } => {
+            // Blocks up to `timeout` (verbs calls, a CM connect): this runs on a worker,
+            // never on the loop thread.
+            let result = ex.selftest.run(device, *port, *timeout);
+            let summary = match &result {
+                SelfTestResult::Ran(r) => r.summary(),
+                SelfTestResult::Unavailable { reason } => format!("unavailable: {reason}"),
+            };
+            done(Outcome::SelfTest(result), summary)
+        }
         ActionKind::RefreshSessions
         | ActionKind::RefreshTopology
         | ActionKind::Alert(_)

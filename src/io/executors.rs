@@ -9,6 +9,7 @@
 //! | list sessions | [`IscsiAdm::sessions`] | raw text for [`crate::core::iscsi`] |
 //! | probe portal | [`PortalProber::probe`] | [`crate::io::probe::TcpAnswer`] |
 //! | alert | [`AlertSink::send`] | `()` / [`crate::io::syslog::SyslogError`] (log "unavailable" once) |
+//! | self-test a port | [`PortSelfTest::run`] | [`crate::core::selftest::SelfTestResult`] |
 //!
 //! Every call blocks (subprocesses, sysfs polling, a TCP connect with a deadline); the tokio
 //! daemon runs them on its fixed executor pool and alerts through its one alert sender
@@ -22,6 +23,8 @@ use crate::config::Config;
 use crate::io::iscsiadm::{IscsiAdm, Iscsiadm, ScriptedIscsiAdm};
 use crate::io::probe::{PortalProber, ScriptedProber, TcpProber};
 use crate::io::reset::{DeviceResetter, ResetConfig, ScriptedResetter, SysfsResetter};
+use crate::io::selftest::{NoSelfTest, PortSelfTest};
+use crate::io::selftest_scripted::ScriptedSelfTest;
 use crate::io::syslog::{AlertSink, RecordingSink, SyslogSink};
 
 /// The executors, as trait objects.
@@ -35,6 +38,9 @@ pub struct Executors {
     pub prober: Arc<dyn PortalProber>,
     /// Alerts; `None` when `alerts.syslog` is off.
     pub alerts: Option<Arc<dyn AlertSink>>,
+    /// Port self-tests ([`NoSelfTest`] until a verbs self-test is passed in with
+    /// [`Executors::with_selftest`]).
+    pub selftest: Arc<dyn PortSelfTest>,
     /// `recovery.probe-timeout`.
     pub probe_timeout: Duration,
     /// `recovery.probe-port`, for portals that name none.
@@ -61,9 +67,17 @@ impl Executors {
                 .alerts
                 .syslog
                 .then(|| Arc::new(SyslogSink::from_config(&cfg.alerts)) as Arc<dyn AlertSink>),
+            selftest: Arc::new(NoSelfTest {
+                reason: "this iser-guard runs without a verbs self-test".into(),
+            }),
             probe_timeout: cfg.recovery.probe_timeout,
             probe_port: cfg.recovery.probe_port,
         }
+    }
+
+    /// The same executors, self-testing ports with `selftest`.
+    pub fn with_selftest(self, selftest: Arc<dyn PortSelfTest>) -> Self {
+        Executors { selftest, ..self }
     }
 }
 
@@ -78,6 +92,8 @@ pub struct Doubles {
     pub prober: Arc<ScriptedProber>,
     /// The recording alert sink.
     pub alerts: Arc<RecordingSink>,
+    /// The scripted port self-test (unavailable unless answers are queued).
+    pub selftest: Arc<ScriptedSelfTest>,
 }
 
 impl Doubles {
@@ -88,6 +104,7 @@ impl Doubles {
             iscsi: self.iscsi.clone(),
             prober: self.prober.clone(),
             alerts: Some(self.alerts.clone()),
+            selftest: self.selftest.clone(),
             probe_timeout: cfg.recovery.probe_timeout,
             probe_port: cfg.recovery.probe_port,
         }

@@ -18,5 +18,6 @@ pub mod process;
 pub mod reset;
 pub mod route;
 pub mod selftest;
+pub mod selftest_scripted;
 pub mod sysfs;
 pub mod syslog;

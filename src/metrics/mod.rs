@@ -33,6 +33,7 @@ use crate::core::driver::{Effect, EffectId, EffectKind, Refusal};
 use crate::core::recovery::{
     ActionKind, Engine, IscsiadmStatus, Outcome, Phase, PortId, RecreateResult, Transition,
 };
+use crate::core::selftest::SelfTestResult;
 use crate::core::topology::Topology;
 
 pub use export::{Exporter, MetricsError};
@@ -115,6 +116,10 @@ struct Families {
     transitions: Family<Labels, Counter>,
     fault_to_recovery: Family<Labels, Histogram, fn() -> Histogram>,
     alerts: Family<Labels, Counter>,
+    selftests: Family<Labels, Counter>,
+    selftest_last_duration: Family<Labels, Gauge<f64, AtomicU64>>,
+    selftest_last_success: Family<Labels, Gauge>,
+    selftest_last_timestamp: Family<Labels, Gauge<f64, AtomicU64>>,
 }
 
 #[derive(Debug)]
@@ -125,6 +130,8 @@ struct Inner {
     engine: Arc<census::EngineCollector>,
     /// Recoveries in flight, by effect id (their outcome names no action).
     started: Mutex<BTreeMap<EffectId, Started>>,
+    /// Port self-tests in flight, by effect id, with their port.
+    selftests: Mutex<BTreeMap<EffectId, PortId>>,
     /// Ports out of Healthy, with when they left it.
     episodes: Mutex<BTreeMap<PortId, Episode>>,
     /// The netlink client's counters as last seen (exported as the increase since).
@@ -180,6 +187,7 @@ pub fn action_name(k: &ActionKind) -> &'static str {
         ActionKind::IscsiLogin { .. } => "iscsi_login",
         ActionKind::IscsiLogout { .. } => "iscsi_logout",
         ActionKind::IscsiRescan { .. } => "iscsi_rescan",
+        ActionKind::SelfTestPort { .. } => "selftest_port",
         ActionKind::RefreshSessions => "refresh_sessions",
         ActionKind::RefreshTopology => "refresh_topology",
         ActionKind::Alert(_) => "alert",
@@ -238,6 +246,10 @@ impl Metrics {
                 recovery_histogram as fn() -> Histogram,
             ),
             alerts: Family::default(),
+            selftests: Family::default(),
+            selftest_last_duration: Family::default(),
+            selftest_last_success: Family::default(),
+            selftest_last_timestamp: Family::default(),
         };
         r.register(
             "kmsg_records_read",
@@ -351,6 +363,28 @@ impl Metrics {
             "Alerts sent, by kind (the alert key's first word) and configured syslog severity",
             f.alerts.clone(),
         );
+        r.register(
+            "selftests",
+            "Port self-tests after a re-creation, by result (passed, failed, unavailable)",
+            f.selftests.clone(),
+        );
+        r.register_with_unit(
+            "selftest_last_duration",
+            "Time the steps of each port's last self-test took (passed or failed)",
+            Unit::Seconds,
+            f.selftest_last_duration.clone(),
+        );
+        r.register(
+            "selftest_last_success",
+            "1 if each port's last self-test passed, 0 if it failed (unavailable ones change nothing)",
+            f.selftest_last_success.clone(),
+        );
+        r.register_with_unit(
+            "selftest_last_timestamp",
+            "Unix time of each port's last self-test result (passed or failed)",
+            Unit::Seconds,
+            f.selftest_last_timestamp.clone(),
+        );
         // Zeros from the start for the label values known in advance, so rates and
         // increases are 0 rather than absent before the first incident.
         for action in ["recreate_device", "reconnect"] {
@@ -364,6 +398,9 @@ impl Metrics {
             "operator",
         ] {
             drop(f.fault_to_recovery.get_or_create(&l1("fault", fault)));
+        }
+        for result in ["passed", "failed", "unavailable"] {
+            drop(f.selftests.get_or_create(&l1("result", result)));
         }
         for result in ["ok", "failed"] {
             drop(f.netlink_dumps.get_or_create(&l1("result", result)));
@@ -381,6 +418,7 @@ impl Metrics {
                 topology,
                 engine,
                 started: Mutex::new(BTreeMap::new()),
+                selftests: Mutex::new(BTreeMap::new()),
                 episodes: Mutex::new(BTreeMap::new()),
                 client_stats: Mutex::new(crate::io::netlink::ClientStats::default()),
             })),
@@ -553,6 +591,10 @@ impl Metrics {
                 let started = match &action.kind {
                     ActionKind::RecreateDevice { .. } => Some(Started::Recreate),
                     ActionKind::IscsiLogin { .. } => Some(Started::Reconnect),
+                    ActionKind::SelfTestPort { device, port, .. } => {
+                        lock(&i.selftests).insert(effect.id, PortId::new(device.clone(), *port));
+                        None
+                    }
                     ActionKind::Alert(a) => {
                         let severity = alerts.syslog_severity(a.severity).name();
                         i.f.alerts
@@ -589,6 +631,10 @@ impl Metrics {
     /// the executor knows it.
     pub fn executed(&self, id: EffectId, outcome: &Outcome, method: Option<&str>) {
         self.with(|i| {
+            if let Some(port) = lock(&i.selftests).remove(&id) {
+                Self::selftest(i, &port, outcome);
+                return;
+            }
             let Some(started) = lock(&i.started).remove(&id) else {
                 return;
             };
@@ -619,6 +665,32 @@ impl Metrics {
                 .get_or_create(&l2("action", action, "method", method))
                 .inc();
         });
+    }
+
+    /// A port self-test's answer: counted by result; a test that ran sets its port's last
+    /// duration, success and time.
+    fn selftest(i: &Inner, port: &PortId, outcome: &Outcome) {
+        let result = match outcome {
+            Outcome::SelfTest(SelfTestResult::Ran(r)) => {
+                let labels = l2("device", port.device.clone(), "port", port.port.to_string());
+                i.f.selftest_last_duration
+                    .get_or_create(&labels)
+                    .set(r.total().as_secs_f64());
+                i.f.selftest_last_success
+                    .get_or_create(&labels)
+                    .set(i64::from(r.passed()));
+                i.f.selftest_last_timestamp
+                    .get_or_create(&labels)
+                    .set(unix_now());
+                if r.passed() {
+                    "passed"
+                } else {
+                    "failed"
+                }
+            }
+            _ => "unavailable",
+        };
+        i.f.selftests.get_or_create(&l1("result", result)).inc();
     }
 
     /// An engine phase transition.

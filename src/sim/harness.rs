@@ -376,6 +376,18 @@ impl Harness {
                 code,
             }),
             Delivery::Note(text) => self.timeline.push(Entry::Note { at: now, text }),
+            Delivery::AsyncEvent(ev) => {
+                self.timeline.push(Entry::Note {
+                    at: now,
+                    text: format!("async event {ev}"),
+                });
+                // From the kernel through uverbs: trusted like netlink.
+                self.driver.handle_observation(
+                    crate::core::recovery::Observation::AsyncEvent(ev),
+                    Trust::Trusted,
+                    now,
+                )
+            }
         }
     }
 
@@ -456,6 +468,16 @@ impl Harness {
                 self.host.logout(*sid, &node.key, a.id, now)
             }
             ActionKind::IscsiRescan { .. } => {}
+            ActionKind::SelfTestPort {
+                device,
+                port,
+                timeout,
+            } => {
+                let out = self.host.selftest(device, *port, *timeout, a.id, now);
+                for d in out {
+                    self.deliver(d, now);
+                }
+            }
             ActionKind::RefreshSessions => {
                 let at = now.plus(Duration::from_millis(50));
                 self.host.schedule(at, super::host::HostEvent::DumpSessions);

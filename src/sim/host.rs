@@ -144,6 +144,13 @@ pub struct SimDevice {
     pub recreations_completed: u32,
     /// Re-creation in progress.
     pub recreating: bool,
+    /// Registrations still to come whose CM path is silently dead: QP 1 reaches RTS (the
+    /// QP table shows it), yet no connection request gets an answer and nothing is logged,
+    /// as a Soft-RoCE connect whose requests are lost times out (scenario fault).
+    pub cm_silent_registrations: u32,
+    /// This registration's CM path is silently dead: every new RDMA connection on it
+    /// (iscsid's, iscsiadm's, the self-test's) times out.
+    pub cm_silent: bool,
 }
 
 /// One simulated target portal.
@@ -226,6 +233,8 @@ pub enum Delivery {
     },
     /// A scenario note for the timeline ("target powered off").
     Note(String),
+    /// An event from a device's async event channel (the agent's verbs listener).
+    AsyncEvent(crate::core::selftest::AsyncEvent),
 }
 
 /// Something scheduled on the host.
@@ -275,6 +284,13 @@ pub enum HostEvent {
     Command(OperatorCommand),
     /// A note for the timeline.
     Note(String),
+    /// The device's driver declares a fatal error (firmware or hardware): every QP on it,
+    /// QP 1 included, goes to ERR and its iSER connections fail; the device stays
+    /// registered until it is re-created.
+    DeviceFatal {
+        /// Device.
+        device: String,
+    },
     /// Internal: a session's NOP-Out timed out.
     NopTimeout(u32),
     /// Internal: iscsid retries a session.
@@ -363,6 +379,12 @@ pub struct SimHost {
     /// reported for: like the daemon's netlink model, a dump reports a QP 1 state only when
     /// it is new (a port whose QP 1 stays in RTS is not re-reported every poll).
     gsi_reported: BTreeMap<(String, u32), (u32, QpState)>,
+    /// A port self-test can run (false: the daemon has no verbs self-test, it answers
+    /// unavailable).
+    pub selftest_available: bool,
+    /// The agent listens on each device's async event channel: unregistering a device
+    /// sends DEVICE_FATAL to it (uverbs), a driver's fatal error too.
+    pub async_events: bool,
     /// The recipe each device's last report carried (the daemon sends one when it changes).
     recipes_reported: BTreeMap<String, RecreateFrom>,
     /// Every re-creation command run on the host (`rdma link add ...`, `echo ... > bind`).
@@ -413,6 +435,8 @@ impl SimHost {
             placer: Placer::new(),
             placement_warnings: Vec::new(),
             gsi_reported: BTreeMap::new(),
+            selftest_available: true,
+            async_events: false,
             recipes_reported: BTreeMap::new(),
             commands: Vec::new(),
             next_dev_index: 0,
@@ -460,6 +484,8 @@ impl SimHost {
                 recreations_started: 0,
                 recreations_completed: 0,
                 recreating: false,
+                cm_silent_registrations: 0,
+                cm_silent: false,
             },
         );
     }
@@ -658,6 +684,7 @@ impl SimHost {
             }
             HostEvent::Command(c) => out.push(Delivery::Command(c)),
             HostEvent::Note(n) => out.push(Delivery::Note(n)),
+            HostEvent::DeviceFatal { device } => self.device_fatal(&device, now, out),
             HostEvent::NopTimeout(sid) => {
                 let dead = self.sessions.get(&sid).is_some_and(|s| {
                     s.state == SessionState::LoggedIn && !self.path_ok_to_target(&s.key.portal)
@@ -807,6 +834,9 @@ impl SimHost {
         if d.gsi.get(idx) == Some(&QpState::Err) {
             return Some(4);
         }
+        if d.cm_silent {
+            return Some(8); // The CM request is never answered: iscsiadm times out.
+        }
         match self.targets.get(portal) {
             Some(t) if t.reachable() && t.listener => None,
             Some(t) if t.reachable() => Some(4),
@@ -883,7 +913,7 @@ impl SimHost {
                     }
                     Self::kmsg(out, kernel::modify_qp_invalid(&d.pci, &d.name));
                     Self::kmsg(out, kernel::mad_send_error(&d.name));
-                } else if !reachable {
+                } else if !reachable || d.cm_silent {
                     // rxe: the CM request just times out; nothing in the log.
                 } else if !listener {
                     if cm_debug {
@@ -929,6 +959,8 @@ impl SimHost {
             // A device added back is a new device to the RDMA core: a new index.
             d.index = self.next_dev_index;
             self.next_dev_index += 1;
+            d.cm_silent = d.cm_silent_registrations > 0;
+            d.cm_silent_registrations = d.cm_silent_registrations.saturating_sub(1);
             for g in &mut d.gsi {
                 *g = QpState::Rts;
             }
@@ -943,11 +975,53 @@ impl SimHost {
             out.push(Delivery::Netlink(Observation::DeviceGone {
                 device: device.to_string(),
             }));
+            if self.async_events {
+                // ib_uverbs_free_hw_resources: every open context of an unregistered
+                // device is told DEVICE_FATAL.
+                out.push(Delivery::AsyncEvent(crate::core::selftest::AsyncEvent {
+                    device: device.to_string(),
+                    port: None,
+                    kind: crate::core::selftest::AsyncEventKind::DeviceFatal,
+                }));
+            }
             // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL).
             let sids = self.logged_in_sessions(|s| s.port.device == device);
             for sid in sids {
                 self.fail_session(sid, 1011, now, out);
             }
+        }
+    }
+
+    /// A driver's fatal error on `device`: its QPs go to ERR, its iSER connections fail
+    /// (ib_iser logs the event), and the agent's event listener reads DEVICE_FATAL.
+    fn device_fatal(&mut self, device: &str, now: Instant, out: &mut Vec<Delivery>) {
+        let Some(d) = self.devices.get_mut(device) else {
+            return;
+        };
+        if !d.present {
+            return;
+        }
+        for g in &mut d.gsi {
+            *g = QpState::Err;
+        }
+        out.push(Delivery::Note(format!(
+            "{device}: the driver reports a fatal device error; every QP is in ERR"
+        )));
+        // iser_event_handler prints every async event of the device it is registered on.
+        Self::kmsg(
+            out,
+            format!("iser: iser_event_handler: async event device fatal (8) on device {device} port 1"),
+        );
+        if self.async_events {
+            out.push(Delivery::AsyncEvent(crate::core::selftest::AsyncEvent {
+                device: device.to_string(),
+                port: None,
+                kind: crate::core::selftest::AsyncEventKind::DeviceFatal,
+            }));
+        }
+        let sids = self.logged_in_sessions(|s| s.port.device == device);
+        for sid in sids {
+            self.fail_session(sid, 1011, now, out);
         }
     }
 

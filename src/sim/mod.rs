@@ -9,6 +9,7 @@ pub mod harness;
 pub mod host;
 pub mod kernel;
 pub mod scenarios;
+pub mod selftest;
 
 pub use harness::{render, Entry, Harness, SimError};
 pub use host::{Delivery, Driver, HostEvent, IscsiadmPlan, RecreatePlan, SimHost};

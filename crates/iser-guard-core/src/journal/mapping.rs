@@ -6,8 +6,9 @@ use crate::observe::{Incident, IncidentAction, IncidentOutcome, Stamp};
 use crate::recovery::{
     ActionId, AwaitTimer, DeviceRecord, DiskInfo, EngineSnapshot, Episode, Fault, FreshQp, Hold,
     InFlight, InFlightKind, IscsiNode, KernelBugHold, Origin, Phase, PortId, PortRecord, PortState,
-    Portal, PortalRecord, ReconnectTimer, Recreation, RecreationState, SessionKey, SessionOp,
-    SessionRecord, SessionState, Stage, StuckEvidence, TimerKind,
+    Portal, PortalRecord, ReconnectTimer, Recreation, RecreationState, SelfTestProgress,
+    SelfTestRecord, SelfTestVerdict, SessionKey, SessionOp, SessionRecord, SessionState, Stage,
+    StuckEvidence, TimerKind,
 };
 use crate::reset_plan::{AuxFacts, ParentFacts, RecreateFrom, SoftType};
 use crate::time::Instant;
@@ -51,6 +52,7 @@ impl v2::JournalFile {
                         InFlightKind::OperatorLogout(n) => {
                             v2::InFlightKind::OperatorLogout(node_out(n))
                         }
+                        InFlightKind::SelfTest(p) => v2::InFlightKind::SelfTest(port_id_out(p)),
                         InFlightKind::OperatorLogin(n) => {
                             v2::InFlightKind::OperatorLogin(node_out(n))
                         }
@@ -150,6 +152,9 @@ impl v2::JournalFile {
                             v2::InFlightKind::Rescan(k) => InFlightKind::Rescan(key_in(k)?),
                             v2::InFlightKind::OperatorLogout(n) => {
                                 InFlightKind::OperatorLogout(node_in(n)?)
+                            }
+                            v2::InFlightKind::SelfTest(p) => {
+                                InFlightKind::SelfTest(port_id_in(p))
                             }
                             v2::InFlightKind::OperatorLogin(n) => {
                                 InFlightKind::OperatorLogin(node_in(n)?)
@@ -273,6 +278,7 @@ fn evidence_out(e: StuckEvidence) -> v2::StuckEvidence {
         StuckEvidence::MadQpFatal => v2::StuckEvidence::MadQpFatal,
         StuckEvidence::QpTable => v2::StuckEvidence::QpTable,
         StuckEvidence::MadPortOpenFailed => v2::StuckEvidence::MadPortOpenFailed,
+        StuckEvidence::AsyncDeviceFatal => v2::StuckEvidence::AsyncDeviceFatal,
     }
 }
 
@@ -283,6 +289,7 @@ fn evidence_in(e: v2::StuckEvidence) -> StuckEvidence {
         v2::StuckEvidence::MadQpFatal => StuckEvidence::MadQpFatal,
         v2::StuckEvidence::QpTable => StuckEvidence::QpTable,
         v2::StuckEvidence::MadPortOpenFailed => StuckEvidence::MadPortOpenFailed,
+        v2::StuckEvidence::AsyncDeviceFatal => StuckEvidence::AsyncDeviceFatal,
     }
 }
 
@@ -410,6 +417,54 @@ fn port_out(p: &PortRecord) -> v2::Port {
         awaiting_fresh_qp: ep.is_some_and(Episode::awaiting_fresh_qp),
         attempt_recreated: ep.is_some_and(|e| e.attempt_recreated),
         hold_alerted_at: ms(p.hold_alerted_at),
+        selftest: ep.and_then(|e| e.selftest.as_ref()).map(progress_out),
+        last_selftest: p.last_selftest.as_ref().map(selftest_out),
+    }
+}
+
+fn progress_out(p: &SelfTestProgress) -> v2::SelfTestProgress {
+    match p {
+        SelfTestProgress::Running(id) => v2::SelfTestProgress::Running(id.0),
+        SelfTestProgress::Passed { summary } => v2::SelfTestProgress::Passed(summary.clone()),
+        SelfTestProgress::Unavailable { reason } => {
+            v2::SelfTestProgress::Unavailable(reason.clone())
+        }
+    }
+}
+
+fn progress_in(p: v2::SelfTestProgress) -> SelfTestProgress {
+    match p {
+        v2::SelfTestProgress::Running(id) => SelfTestProgress::Running(ActionId(id)),
+        v2::SelfTestProgress::Passed(summary) => SelfTestProgress::Passed { summary },
+        v2::SelfTestProgress::Unavailable(reason) => SelfTestProgress::Unavailable { reason },
+    }
+}
+
+fn selftest_out(r: &SelfTestRecord) -> v2::SelfTestRecord {
+    v2::SelfTestRecord {
+        at: r.at.0,
+        verdict: match r.verdict {
+            SelfTestVerdict::Passed => v2::SelfTestVerdict::Passed,
+            SelfTestVerdict::Failed => v2::SelfTestVerdict::Failed,
+            SelfTestVerdict::Unavailable => v2::SelfTestVerdict::Unavailable,
+        },
+        summary: r.summary.clone(),
+        steps: r.steps,
+        took_ms: r.took_ms,
+    }
+}
+
+fn selftest_in(r: v2::SelfTestRecord) -> SelfTestRecord {
+    SelfTestRecord {
+        at: Instant(r.at),
+        verdict: match r.verdict {
+            v2::SelfTestVerdict::Passed => SelfTestVerdict::Passed,
+            v2::SelfTestVerdict::Failed => SelfTestVerdict::Failed,
+            v2::SelfTestVerdict::Unavailable => SelfTestVerdict::Unavailable,
+        },
+        summary: r.summary,
+        steps: r.steps,
+        took_ms: r.took_ms,
     }
 }
 
@@ -479,6 +534,7 @@ fn port_in(p: v2::Port) -> Result<PortRecord, JournalFormatError> {
                 target_back_at: at(p.target_back_at),
                 evidence: p.evidence,
                 targeted: keys_in(p.targeted)?,
+                selftest: p.selftest.map(progress_in),
             },
             stage,
         },
@@ -493,6 +549,7 @@ fn port_in(p: v2::Port) -> Result<PortRecord, JournalFormatError> {
         listener_rejected_at: at(p.listener_rejected_at),
         link_up: p.link_up,
         sessions: keys_in(p.sessions)?,
+        last_selftest: p.last_selftest.map(selftest_in),
     })
 }
 

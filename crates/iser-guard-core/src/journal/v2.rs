@@ -113,6 +113,8 @@ pub enum StuckEvidence {
     QpTable,
     /// MAD `Couldn't open port N` (added without a format bump: older journals never hold it).
     MadPortOpenFailed,
+    /// DEVICE_FATAL on the async event channel (same).
+    AsyncDeviceFatal,
 }
 
 /// Why a port is not healthy.
@@ -267,6 +269,51 @@ pub struct Port {
     /// When the current hold was last alerted (ms; v2).
     #[serde(default)]
     pub hold_alerted_at: Option<u64>,
+    /// The current attempt's port self-test (added without a format bump: absent when none,
+    /// and in every file written before self-tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selftest: Option<SelfTestProgress>,
+    /// The port's last self-test (same: absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_selftest: Option<SelfTestRecord>,
+}
+
+/// Where the current attempt's self-test is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SelfTestProgress {
+    /// In flight (action id).
+    Running(u64),
+    /// Passed, with the report's summary.
+    Passed(String),
+    /// Could not run, with the reason.
+    Unavailable(String),
+}
+
+/// What a self-test concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SelfTestVerdict {
+    /// Passed.
+    Passed,
+    /// Failed.
+    Failed,
+    /// Unavailable.
+    Unavailable,
+}
+
+/// A port's last self-test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelfTestRecord {
+    /// When its result came (ms).
+    pub at: u64,
+    /// What it concluded.
+    pub verdict: SelfTestVerdict,
+    /// Its summary.
+    pub summary: String,
+    /// Steps that ran.
+    pub steps: u32,
+    /// Time of the steps (ms).
+    pub took_ms: u64,
 }
 
 /// iSCSI session state.
@@ -467,6 +514,8 @@ pub enum InFlightKind {
     OperatorLogout(Node),
     /// The login that follows an operator's logout (v2).
     OperatorLogin(Node),
+    /// A port self-test (added without a format bump: older journals never hold it).
+    SelfTest(PortId),
 }
 
 /// An iSCSI node addressed by an operator's reconnect (v2).

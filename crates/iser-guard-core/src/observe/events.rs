@@ -46,6 +46,12 @@ pub enum EventKind {
     Operator,
     /// The daemon itself (start, reload, safe mode, a source failing).
     Daemon,
+    /// A witness the engine was told about besides the kernel log and the QP table: a
+    /// device's asynchronous event, a port self-test's result.
+    Witness {
+        /// `async-event` or `selftest`.
+        source: String,
+    },
 }
 
 impl EventKind {
@@ -59,6 +65,7 @@ impl EventKind {
             EventKind::Alert { .. } => "alert",
             EventKind::Operator => "operator",
             EventKind::Daemon => "daemon",
+            EventKind::Witness { .. } => "witness",
         }
     }
 }
@@ -181,6 +188,43 @@ impl EventRing {
             },
             action.to_string(),
             Some(action.reason.clone()),
+        )
+    }
+
+    /// A device's asynchronous event, as the engine was told it.
+    pub fn async_event(&mut self, at: Stamp, ev: &crate::selftest::AsyncEvent) -> &Event {
+        self.push(
+            at,
+            ev.port.map(|p| format!("{}/{p}", ev.device)),
+            EventKind::Witness {
+                source: "async-event".into(),
+            },
+            format!("async event {ev}"),
+            None,
+        )
+    }
+
+    /// A port self-test's result.
+    pub fn selftest(
+        &mut self,
+        at: Stamp,
+        port: Option<String>,
+        result: &crate::selftest::SelfTestResult,
+    ) -> &Event {
+        let message = match result {
+            crate::selftest::SelfTestResult::Ran(r) => r.summary(),
+            crate::selftest::SelfTestResult::Unavailable { reason } => {
+                format!("self-test unavailable: {reason}")
+            }
+        };
+        self.push(
+            at,
+            port,
+            EventKind::Witness {
+                source: "selftest".into(),
+            },
+            message,
+            None,
         )
     }
 

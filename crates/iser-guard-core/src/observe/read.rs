@@ -3,7 +3,8 @@
 //! nowhere else, so a change of the engine's state touches these functions only.
 
 use crate::recovery::{
-    Episode, Fault, Hold, Origin, Phase, PortId, PortRecord, SessionKey, Stage, TimerKind,
+    Episode, Fault, Hold, Origin, Phase, PortId, PortRecord, SelfTestProgress, SelfTestRecord,
+    SessionKey, Stage, TimerKind,
 };
 use crate::time::Instant;
 
@@ -67,6 +68,11 @@ pub(super) fn origin(p: &PortRecord) -> Origin {
     p.origin()
 }
 
+/// Its last self-test.
+pub(super) fn last_selftest(p: &PortRecord) -> Option<&SelfTestRecord> {
+    p.last_selftest.as_ref()
+}
+
 /// Facts about the episode worth showing, in words (empty when healthy).
 pub(super) fn notes(p: &PortRecord) -> Vec<String> {
     let mut out = Vec::new();
@@ -94,6 +100,18 @@ pub(super) fn notes(p: &PortRecord) -> Vec<String> {
     }
     if let Some(t) = e.and_then(|e| e.target_back_at) {
         out.push(format!("the target counts as back since {t}"));
+    }
+    match e.and_then(|e| e.selftest.as_ref()) {
+        Some(SelfTestProgress::Running(_)) => {
+            out.push("the port self-test is running".to_string())
+        }
+        Some(SelfTestProgress::Passed { .. }) => out.push(
+            "the port self-test passed: a new RDMA connection was made on it".to_string(),
+        ),
+        Some(SelfTestProgress::Unavailable { reason }) => {
+            out.push(format!("no port self-test ({reason})"))
+        }
+        None => {}
     }
     if !p.link_up {
         out.push("the port's link is down".to_string());

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::{read, Clocks, Stamp};
 use crate::driver::Driver;
 use crate::recovery::{
-    EngineSnapshot, Hold, InFlightKind, Phase, PortRecord, RecreationState, SessionOp,
-    SessionRecord, TimerKind,
+    EngineSnapshot, Hold, InFlightKind, Phase, PortRecord, RecreationState, SelfTestVerdict,
+    SessionOp, SessionRecord, TimerKind,
 };
 
 /// The format this build writes. Bump it only for a change an older client would misread.
@@ -215,6 +215,26 @@ pub struct PortView {
     pub sessions: Vec<SessionView>,
     /// The portals of its sessions.
     pub portals: Vec<PortalView>,
+    /// Its last port self-test, if one ran (or was asked for and unavailable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_selftest: Option<SelfTestView>,
+}
+
+/// A port's last self-test, as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelfTestView {
+    /// When its result came in.
+    pub at: Stamp,
+    /// `passed`, `failed` or `unavailable`.
+    pub result: String,
+    /// Every step passed.
+    pub passed: bool,
+    /// The report's summary (the failed step and its error), or why it could not run.
+    pub summary: String,
+    /// Steps that ran.
+    pub steps: u32,
+    /// How long the steps took (milliseconds).
+    pub took_ms: u64,
 }
 
 /// One RDMA device, as the engine sees it.
@@ -530,6 +550,7 @@ fn port_view(
             InFlightKind::Logout(k) if keys.contains(k) => Some(format!("logout of {k}")),
             InFlightKind::Login(k) if keys.contains(k) => Some(format!("login of {k}")),
             InFlightKind::Rescan(k) if keys.contains(k) => Some(format!("rescan of {k}")),
+            InFlightKind::SelfTest(port) if port == id => Some(format!("self-test of {port}")),
             _ => None,
         })
         .collect();
@@ -561,5 +582,13 @@ fn port_view(
         in_flight,
         sessions,
         portals,
+        last_selftest: read::last_selftest(p).map(|r| SelfTestView {
+            at: clocks.stamp(r.at),
+            result: r.verdict.name().to_string(),
+            passed: r.verdict == SelfTestVerdict::Passed,
+            summary: r.summary.clone(),
+            steps: r.steps,
+            took_ms: r.took_ms,
+        }),
     }
 }

@@ -143,6 +143,18 @@ pub enum ActionKind {
         /// Kill iscsiadm after this long.
         timeout: Duration,
     },
+    /// Self-test one RDMA port (rdma_cm connect and a send over it, a QP walk; blocking up
+    /// to `timeout`, run on a worker) and report
+    /// [`Outcome::SelfTest`](super::Outcome::SelfTest). Harmless: it creates and destroys
+    /// its own QPs and touches no session, so it runs in dry-run too.
+    SelfTestPort {
+        /// The device.
+        device: String,
+        /// The port (from 1).
+        port: u32,
+        /// Give up after this long (the self-test reports a failed step).
+        timeout: Duration,
+    },
     /// Run `iscsiadm -m session -P 3` now and feed the result to `handle_sessions`.
     /// No outcome is expected.
     RefreshSessions,
@@ -178,6 +190,7 @@ impl ActionKind {
         matches!(
             self,
             ActionKind::ProbePortal { .. }
+                | ActionKind::SelfTestPort { .. }
                 | ActionKind::RecreateDevice { .. }
                 | ActionKind::IscsiLogin { .. }
                 | ActionKind::IscsiLogout { .. }
@@ -217,6 +230,9 @@ impl fmt::Display for Action {
                 write!(f, "iscsiadm --logout [sid: {sid}] {}", node.key)
             }
             ActionKind::IscsiRescan { sid, .. } => write!(f, "iscsiadm --rescan [sid: {sid}]"),
+            ActionKind::SelfTestPort { device, port, .. } => {
+                write!(f, "self-test of RDMA port {device}/{port}")
+            }
             ActionKind::RefreshSessions => f.write_str("refresh iscsiadm session list"),
             ActionKind::RefreshTopology => f.write_str("refresh RDMA devices and QP table"),
             ActionKind::Alert(a) => write!(f, "alert ({}): {}", a.severity, a.summary),

@@ -250,6 +250,9 @@ pub enum StuckEvidence {
     /// `Couldn't open port N` (mad.c, at device registration): the port came up without
     /// MAD QPs; after a re-creation, the re-creation failed.
     MadPortOpenFailed,
+    /// `IBV_EVENT_DEVICE_FATAL` on the device's asynchronous event channel (uverbs): the
+    /// driver declared the device dead, every QP on it (QP 1 included) is lost.
+    AsyncDeviceFatal,
 }
 
 impl StuckEvidence {
@@ -264,6 +267,9 @@ impl StuckEvidence {
             StuckEvidence::QpTable => "the QP table shows QP 1 (GSI) in ERR",
             StuckEvidence::MadPortOpenFailed => {
                 "the MAD layer could not open the port (no QP 1): the device came up broken"
+            }
+            StuckEvidence::AsyncDeviceFatal => {
+                "the device reported a fatal error (DEVICE_FATAL on its async event channel)"
             }
         }
     }
@@ -396,6 +402,10 @@ pub enum Observation {
         /// `ib_event_msg()` text.
         name: String,
     },
+    /// An event read from a device's asynchronous event channel (libibverbs
+    /// `ibv_get_async_event`, delivered by the kernel through uverbs): trusted like RDMA
+    /// netlink. What each kind means to the engine: docs/engine.md "Async events".
+    AsyncEvent(crate::selftest::AsyncEvent),
 }
 
 impl Observation {
@@ -425,6 +435,12 @@ impl Observation {
                 format!("kernel-bug:{}", module.as_deref().unwrap_or("kernel"))
             }
             Observation::IserQpEvent { event, .. } => format!("iser-qp-event:{event}"),
+            Observation::AsyncEvent(e) => format!(
+                "async-event:{}/{}:{}",
+                e.device,
+                e.port.unwrap_or(0),
+                e.kind
+            ),
         }
     }
 
@@ -469,6 +485,7 @@ impl Observation {
             Observation::IserQpEvent { event, name } => {
                 format!("ib_iser: QP event on an iSER connection: {name} ({event})")
             }
+            Observation::AsyncEvent(e) => format!("async event {e}"),
         }
     }
 }
@@ -549,6 +566,9 @@ pub enum Outcome {
     Recreate(RecreateResult),
     /// For the iscsiadm actions.
     Iscsiadm(IscsiadmStatus),
+    /// For [`ActionKind::SelfTestPort`](super::ActionKind::SelfTestPort): what the port
+    /// self-test found, or why it could not run.
+    SelfTest(crate::selftest::SelfTestResult),
     /// For [`ActionKind::PersistState`](super::ActionKind::PersistState): the journal
     /// could not be written. The executor must then not run the destructive actions that
     /// follow and report [`Outcome::NotRun`] for each.

@@ -30,9 +30,10 @@ pub use input::{
     SessionState, StuckEvidence, Trust,
 };
 pub use machine::{CommandError, Engine, ResumeError};
-pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen};
+pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};
 pub use state::{
     AwaitTimer, DeviceRecord, EngineSnapshot, Episode, Fault, FreshQp, Hold, InFlight,
     InFlightKind, KernelBugHold, Phase, PortRecord, PortState, PortalRecord, ReconnectTimer,
-    Recreation, RecreationState, SessionOp, SessionRecord, Stage, TimerKind, Transition,
+    Recreation, RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict, SessionOp,
+    SessionRecord, Stage, TimerKind, Transition,
 };

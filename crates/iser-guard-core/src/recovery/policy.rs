@@ -62,6 +62,28 @@ pub struct Policy {
     pub zombie_window: Duration,
     /// `poll.iscsi`: session list refresh while a port is being recovered.
     pub session_refresh: Duration,
+    /// `recovery.selftest`: run the port self-test while verifying a re-created device.
+    #[serde(default)]
+    pub selftest: SelfTestPolicy,
+    /// Engine-only: how long one port self-test may take (it reports a failed step then).
+    #[serde(default = "default_selftest_timeout")]
+    pub selftest_timeout: Duration,
+}
+
+fn default_selftest_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+/// `recovery.selftest`: whether a re-created device's port is self-tested before it counts
+/// as recovered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelfTestPolicy {
+    /// Run it when the daemon has one (a self-test that is unavailable never blocks).
+    #[default]
+    Auto,
+    /// Never run it: verification relies on the QP table and the sessions alone.
+    Off,
 }
 
 /// When to re-create the device.
@@ -120,6 +142,8 @@ impl Default for Policy {
             zombie_io_errors: 3,
             zombie_window: Duration::from_secs(30),
             session_refresh: Duration::from_secs(10),
+            selftest: SelfTestPolicy::Auto,
+            selftest_timeout: default_selftest_timeout(),
         }
     }
 }

@@ -263,6 +263,90 @@ pub struct PortRecord {
     pub link_up: bool,
     /// The sessions remembered on this port.
     pub sessions: Vec<SessionKey>,
+    /// The port's last self-test (kept across episodes, for `status` and metrics).
+    #[serde(default)]
+    pub last_selftest: Option<SelfTestRecord>,
+}
+
+/// What a port self-test concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SelfTestVerdict {
+    /// Every step worked: the port can make a new RDMA connection.
+    Passed,
+    /// A step failed: the port cannot (the report's summary says where).
+    Failed,
+    /// It could not run (no verbs, no device visible to libibverbs, no answer in time).
+    Unavailable,
+}
+
+impl SelfTestVerdict {
+    /// `passed`, `failed`, `unavailable` (metric label and status word).
+    pub fn name(self) -> &'static str {
+        match self {
+            SelfTestVerdict::Passed => "passed",
+            SelfTestVerdict::Failed => "failed",
+            SelfTestVerdict::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// The last self-test of a port, as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelfTestRecord {
+    /// When its result came in.
+    pub at: Instant,
+    /// What it concluded.
+    pub verdict: SelfTestVerdict,
+    /// The report's summary (or why it could not run).
+    pub summary: String,
+    /// Steps that ran.
+    pub steps: u32,
+    /// How long the steps took together (milliseconds).
+    pub took_ms: u64,
+}
+
+impl SelfTestRecord {
+    /// The record of `result`, received at `at`.
+    pub fn of(result: &crate::selftest::SelfTestResult, at: Instant) -> Self {
+        use crate::selftest::SelfTestResult;
+        match result {
+            SelfTestResult::Ran(r) => SelfTestRecord {
+                at,
+                verdict: if r.passed() {
+                    SelfTestVerdict::Passed
+                } else {
+                    SelfTestVerdict::Failed
+                },
+                summary: r.summary(),
+                steps: u32::try_from(r.steps.len()).unwrap_or(u32::MAX),
+                took_ms: u64::try_from(r.total().as_millis()).unwrap_or(u64::MAX),
+            },
+            SelfTestResult::Unavailable { reason } => SelfTestRecord {
+                at,
+                verdict: SelfTestVerdict::Unavailable,
+                summary: format!("self-test unavailable: {reason}"),
+                steps: 0,
+                took_ms: 0,
+            },
+        }
+    }
+}
+
+/// Where the self-test of the current attempt is (after a re-creation, while verifying).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SelfTestProgress {
+    /// Asked for; its outcome is awaited.
+    Running(ActionId),
+    /// It passed: a witness that the port makes new RDMA connections.
+    Passed {
+        /// The report's summary.
+        summary: String,
+    },
+    /// It could not run: verification goes on without it, as before self-tests existed.
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl PortRecord {
@@ -278,6 +362,7 @@ impl PortRecord {
             listener_rejected_at: None,
             link_up: true,
             sessions: Vec::new(),
+            last_selftest: None,
         }
     }
 
@@ -416,6 +501,10 @@ pub struct Episode {
     pub evidence: u64,
     /// Sessions to log out and in even though they look logged in (zombie, operator).
     pub targeted: Vec<SessionKey>,
+    /// The port self-test of the current attempt, once the re-created device's fresh port
+    /// was seen (reset by every re-creation).
+    #[serde(default)]
+    pub selftest: Option<SelfTestProgress>,
 }
 
 impl Episode {
@@ -435,6 +524,7 @@ impl Episode {
             target_back_at: None,
             evidence: 0,
             targeted: Vec::new(),
+            selftest: None,
         }
     }
 
@@ -752,6 +842,8 @@ pub enum InFlightKind {
     Login(SessionKey),
     /// A rescan of a session.
     Rescan(SessionKey),
+    /// A self-test of a port.
+    SelfTest(PortId),
     /// An operator's `reconnect` of a live session no port holds (not placed on an RDMA
     /// port): its logout; the login follows.
     OperatorLogout(IscsiNode),

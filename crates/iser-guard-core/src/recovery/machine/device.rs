@@ -3,7 +3,7 @@
 
 use super::{CommandError, Engine};
 use crate::recovery::action::Severity;
-use crate::recovery::input::PortId;
+use crate::recovery::input::{PortId, StuckEvidence};
 use crate::recovery::state::{Fault, InFlightKind, Phase};
 use crate::time::Instant;
 
@@ -15,6 +15,18 @@ impl Engine {
             return; // Expected: it is being re-created.
         }
         for pid in self.ports_of_device(device) {
+            // uverbs announces a device's unregistration as DEVICE_FATAL: a port faulted by
+            // that event alone was watching the device go, not a dead device to re-create
+            // at once. It waits for the device like any port whose device vanished.
+            if let Some(e) = self.episode_mut(&pid) {
+                let by_fatal_event = e.fault
+                    == (Fault::GsiStuck {
+                        evidence: StuckEvidence::AsyncDeviceFatal,
+                    });
+                if by_fatal_event && !e.was_recreated() {
+                    e.needs_recreate = false;
+                }
+            }
             let has_sessions = self.ports.get(&pid).is_some_and(|p| !p.sessions.is_empty());
             if has_sessions {
                 self.enter_fault(

@@ -17,6 +17,7 @@
 //! | `reset.rs` | stage `ResettingDevice`: deciding a re-creation, its outcome |
 //! | `reconnect.rs` | stage `Reconnecting`: grace period, logins, iscsiadm outcomes |
 //! | `verify.rs` | stage `Verifying` and the way back to `Healthy` |
+//! | `selftest.rs` | the port self-test after a re-creation, async events as witnesses |
 //! | `quarantine.rs` | failed attempts, back-off, stage `Quarantined` |
 //! | `hold.rs` | holds (dry-run, pause, allow-list, other sessions, slot, no portal) |
 //! | `kernel_bug.rs` | kernel bug reports: the operator alert and the re-creation hold |
@@ -40,6 +41,7 @@ mod quarantine;
 mod queries;
 mod reconnect;
 mod reset;
+mod selftest;
 mod sessions;
 mod transition;
 mod verify;
@@ -177,6 +179,8 @@ pub struct Engine {
     gsi_rts_at: BTreeMap<PortId, Instant>,
     /// Kernel bugs automatic re-creation is held on (journaled), one per module.
     kernel_bugs: Vec<KernelBugHold>,
+    /// "The port self-test is not available" was said (once per engine run, not journaled).
+    selftest_unavailable_said: bool,
 }
 
 impl Engine {
@@ -211,6 +215,7 @@ impl Engine {
             operator_failures: Vec::new(),
             gsi_rts_at: BTreeMap::new(),
             kernel_bugs: Vec::new(),
+            selftest_unavailable_said: false,
         }
     }
 

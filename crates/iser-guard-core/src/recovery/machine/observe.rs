@@ -112,6 +112,7 @@ impl Engine {
             // destructive follows from this line alone.
             Observation::IserQpEvent { .. } => self.request_sessions(now, false),
             Observation::CmRejectedInvalidServiceId => self.on_cm_rejected(now),
+            Observation::AsyncEvent(ev) => self.on_async_event(ev, now),
             Observation::CmAddrError { status } => {
                 let explained = self.recreating.is_some()
                     || self

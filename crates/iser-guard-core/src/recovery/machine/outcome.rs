@@ -5,6 +5,7 @@ use super::Engine;
 use crate::recovery::action::{ActionId, Severity};
 use crate::recovery::input::{IscsiadmStatus, Outcome, PortId, ProbeResult, RecreateResult};
 use crate::recovery::state::{InFlightKind, Phase, PortRecord, ReconnectTimer, Stage, TimerKind};
+use crate::selftest::SelfTestResult;
 use crate::time::Instant;
 
 impl Engine {
@@ -69,6 +70,20 @@ impl Engine {
             (InFlightKind::OperatorLogin(node), outcome) => {
                 self.on_operator_login(&node, iscsiadm_status(outcome), now)
             }
+            (InFlightKind::SelfTest(pid), Outcome::SelfTest(result)) => {
+                self.on_selftest(&pid, id, result, now)
+            }
+            (InFlightKind::SelfTest(pid), other) => self.on_selftest(
+                &pid,
+                id,
+                SelfTestResult::Unavailable {
+                    reason: match other {
+                        Outcome::NotRun { reason } => format!("not run: {reason}"),
+                        other => format!("unexpected outcome {other:?}"),
+                    },
+                },
+                now,
+            ),
             (InFlightKind::Rescan(key), _) => {
                 if let Some(pid) = self.sessions.get(&key).map(|s| s.port.clone()) {
                     self.request_sessions(now, true);
@@ -104,6 +119,20 @@ impl Engine {
                     self.on_iscsiadm(&key, false, IscsiadmStatus::Timeout, now)
                 }
                 InFlightKind::Rescan(_) => {}
+                InFlightKind::SelfTest(pid) => {
+                    let secs = self.policy.selftest_timeout.as_secs();
+                    self.on_selftest(
+                        &pid,
+                        id,
+                        SelfTestResult::Unavailable {
+                            reason: format!(
+                                "no result within {secs}s (the worker is stuck, or the daemon \
+                                 restarted while it ran)"
+                            ),
+                        },
+                        now,
+                    )
+                }
                 InFlightKind::OperatorLogout(node) => {
                     self.on_operator_logout(node, IscsiadmStatus::Timeout, now)
                 }

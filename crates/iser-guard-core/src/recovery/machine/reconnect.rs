@@ -64,6 +64,9 @@ impl Engine {
     }
 
     pub(super) fn step_reconnect(&mut self, pid: &PortId, now: Instant) -> bool {
+        // After a re-creation, the port is self-tested as soon as its fresh port is seen:
+        // a port that cannot make a connection must not be blamed on the target below.
+        self.maybe_start_selftest(pid, now);
         let Some(p) = self.ports.get(pid) else {
             return false;
         };
@@ -137,6 +140,11 @@ impl Engine {
                 return false;
             }
             if failed == 0 && waiting > 0 && !p.needs_recreate() {
+                if self.selftest_running(pid) {
+                    // Its answer says whether the port itself is at fault (it evaluates
+                    // again when it comes, or times out).
+                    return false;
+                }
                 let answering = self.answering_portals(pid);
                 if !answering.is_empty() {
                     let list = answering

@@ -278,6 +278,8 @@ impl Engine {
                             FreshQp::Awaited
                         });
                         e.needs_recreate = false;
+                        // A new device: its port is self-tested afresh.
+                        e.selftest = None;
                     }
                     let grace = self.policy.iscsid_grace.as_secs();
                     self.start_reconnect(

@@ -10,6 +10,8 @@ use crate::time::Instant;
 impl Engine {
     /// Verifying: every session back (healthy), or the deadline judged on a fresh list.
     pub(super) fn step_verifying(&mut self, pid: &PortId, now: Instant) -> bool {
+        // Starting it changes no stage: the verdict below waits for its answer.
+        self.maybe_start_selftest(pid, now);
         let Some(p) = self.ports.get(pid) else {
             return false;
         };
@@ -59,6 +61,12 @@ impl Engine {
                     "every session is logged in, but the QP table did not show {pid}'s new GSI \
                      QP 1 in RTS within {secs}s after the re-creation"
                 )
+            } else if !self.selftest_settled(pid) {
+                format!(
+                    "every session is logged in and the new QP 1 is in RTS, but {} within \
+                     {secs}s after the reconnect",
+                    self.selftest_missing_words(pid)
+                )
             } else {
                 format!("{pid} has no session, and its device was not re-created")
             };
@@ -79,7 +87,7 @@ impl Engine {
         } else {
             self.all_healthy(pid)
         };
-        sessions_ok && self.fresh_qp_ok(pid)
+        sessions_ok && self.fresh_qp_ok(pid) && self.selftest_settled(pid)
     }
 
     /// At least one session, and every remembered session (by target + portal + iface,
@@ -130,6 +138,7 @@ impl Engine {
         } else {
             " The device's new GSI QP 1 was seen in RTS in the QP table.".to_string()
         };
+        let selftest = self.selftest_verdict_words(pid);
         self.transition_healthy(pid, reason.clone(), now);
         let keys = self
             .ports
@@ -164,7 +173,7 @@ impl Engine {
             summary,
             format!(
                 "{reason}. Down for {down_for}s; {how}; the fault was reported {evidence} \
-                 time(s).{qp}"
+                 time(s).{qp}{selftest}"
             ),
             None,
         );
