@@ -4,7 +4,7 @@
 //! 192.0.2.1) and the target's `rxe_tgt` on the same host, target portal 192.0.2.2:3260,
 //! iscsiadm iface `iser`, and a new SID on every re-login.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use iser_guard::core::driver::{Driver, EffectId, EffectKind, EffectOutcome, Refusal};
@@ -13,6 +13,7 @@ use iser_guard::core::recovery::{
     OperatorCommand, Origin, Outcome, Phase, Policy, PortId, Portal, ProbeResult, RecreateResult,
     ScanComplete, SessionInfo, SessionKey, SessionState, Transition, Trust,
 };
+use iser_guard::core::selftest::SelfTestResult;
 use iser_guard::core::time::Instant;
 
 /// The initiator device of the lab.
@@ -103,6 +104,8 @@ pub struct Rig {
     pub transitions: Vec<Transition>,
     /// Actions whose outcome the test has not given yet, by id.
     pub open: BTreeMap<ActionId, Action>,
+    /// Answers for the next port self-tests (answered at once; unavailable when empty).
+    pub selftests: VecDeque<SelfTestResult>,
 }
 
 impl Rig {
@@ -121,6 +124,7 @@ impl Rig {
             effect_of: BTreeMap::new(),
             transitions: Vec::new(),
             open: BTreeMap::new(),
+            selftests: VecDeque::new(),
         };
         r.sessions(vec![session(1, SessionState::LoggedIn, rdma)]);
         r.obs(rts());
@@ -138,6 +142,7 @@ impl Rig {
             effect_of: BTreeMap::new(),
             transitions: Vec::new(),
             open: BTreeMap::new(),
+            selftests: VecDeque::new(),
         };
         r.drain();
         r
@@ -229,6 +234,23 @@ impl Rig {
                     self.d.handle_effect_outcome(
                         effect.id,
                         EffectOutcome::Journal(Ok(())),
+                        self.now,
+                    );
+                }
+                EffectKind::Run { action, .. }
+                    if matches!(action.kind, ActionKind::SelfTestPort { .. }) =>
+                {
+                    // The lab's daemon had no verbs self-test: it answers at once, as the
+                    // daemon's NoSelfTest does, unless the test scripted an answer.
+                    let answer = self.selftests.pop_front().unwrap_or_else(|| {
+                        SelfTestResult::Unavailable {
+                            reason: "the lab run had no verbs self-test".into(),
+                        }
+                    });
+                    self.log.push((self.now, action));
+                    self.d.handle_effect_outcome(
+                        effect.id,
+                        EffectOutcome::Action(Outcome::SelfTest(answer)),
                         self.now,
                     );
                 }
