@@ -109,7 +109,7 @@ pub struct Devices {
 }
 
 // The policy vocabulary lives in the pure core; the file maps onto it.
-pub use iser_guard_core::recovery::{OtherSessions, Policy, ProbeMethod, ResetWhen};
+pub use iser_guard_core::recovery::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};
 
 /// Recovery policy knobs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -154,6 +154,9 @@ pub struct Recovery {
     /// logged in and running before the attempt counts as failed.
     #[serde(with = "humantime_secs")]
     pub verify_timeout: Duration,
+    /// Self-test a re-created device's port (a new RDMA connection on it) before it counts
+    /// as recovered: `auto` when the daemon has a self-test, or `off`.
+    pub selftest: SelfTestPolicy,
 }
 
 /// Alert severities are syslog's, one type for the file and the wire.
@@ -312,6 +315,7 @@ impl Default for Recovery {
             iscsiadm_timeout: Duration::from_secs(30),
             reset_timeout: Duration::from_secs(60),
             verify_timeout: Duration::from_secs(60),
+            selftest: SelfTestPolicy::Auto,
         }
     }
 }
@@ -1063,6 +1067,7 @@ impl Config {
             trust_userspace: self.kmsg.trust_userspace_records,
             alert_repeat_interval: self.alerts.repeat_interval,
             session_refresh: self.poll.iscsi.max(Duration::from_millis(100)),
+            selftest: r.selftest,
             ..Policy::default()
         }
     }
