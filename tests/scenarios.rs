@@ -17,6 +17,9 @@ mod left_deleted;
 #[path = "scenarios/kernel_bug.rs"]
 mod kernel_bug;
 
+#[path = "scenarios/selftest.rs"]
+mod selftest;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Observation, Origin, Phase, Policy, PortId, Severity,
     StuckEvidence, Trust,

@@ -310,6 +310,22 @@ impl Harness {
         Ok(())
     }
 
+    fn deliver_outcome(
+        &mut self,
+        id: ActionId,
+        outcome: crate::core::recovery::Outcome,
+        now: Instant,
+    ) {
+        match self.effect_of.remove(&id) {
+            Some(effect) => {
+                self.driver
+                    .handle_effect_outcome(effect, EffectOutcome::Action(outcome), now)
+            }
+            // Started before a restart: the resumed engine still knows the action.
+            None => self.driver.handle(Input::Outcome { id, outcome }, now),
+        }
+    }
+
     fn deliver(&mut self, d: Delivery, now: Instant) {
         if !matches!(d, Delivery::IscsiadmOutput { .. } | Delivery::Note(_)) {
             self.inputs += 1;
@@ -350,14 +366,18 @@ impl Harness {
                     );
                 }
             }
-            Delivery::Outcome { id, outcome } => match self.effect_of.remove(&id) {
-                Some(effect) => {
-                    self.driver
-                        .handle_effect_outcome(effect, EffectOutcome::Action(outcome), now)
+            Delivery::Outcome { id, outcome } => {
+                if let crate::core::recovery::Outcome::SelfTest(r) = &outcome {
+                    let text = match r {
+                        crate::core::selftest::SelfTestResult::Ran(r) => r.summary(),
+                        crate::core::selftest::SelfTestResult::Unavailable { reason } => {
+                            format!("self-test unavailable: {reason}")
+                        }
+                    };
+                    self.timeline.push(Entry::Note { at: now, text });
                 }
-                // Started before a restart: the resumed engine still knows the action.
-                None => self.driver.handle(Input::Outcome { id, outcome }, now),
-            },
+                self.deliver_outcome(id, outcome, now)
+            }
             Delivery::Command(c) => {
                 self.timeline.push(Entry::Note {
                     at: now,

@@ -972,18 +972,18 @@ impl SimHost {
             }));
         }
         if !present && was {
-            out.push(Delivery::Netlink(Observation::DeviceGone {
-                device: device.to_string(),
-            }));
             if self.async_events {
-                // ib_uverbs_free_hw_resources: every open context of an unregistered
-                // device is told DEVICE_FATAL.
+                // ib_uverbs_free_hw_resources, while the device is being unregistered (before
+                // it is gone from RDMA netlink): every open context is told DEVICE_FATAL.
                 out.push(Delivery::AsyncEvent(crate::core::selftest::AsyncEvent {
                     device: device.to_string(),
                     port: None,
                     kind: crate::core::selftest::AsyncEventKind::DeviceFatal,
                 }));
             }
+            out.push(Delivery::Netlink(Observation::DeviceGone {
+                device: device.to_string(),
+            }));
             // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL).
             let sids = self.logged_in_sessions(|s| s.port.device == device);
             for sid in sids {

@@ -486,6 +486,50 @@ fn recreate_fails_always() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident, and iscsid drops the session: it is logged in again, so the port
+/// goes through Verifying, where the re-created port's self-test passes.
+fn selftest_passes() -> (SimHost, Policy) {
+    iscsid_dropped()
+}
+
+/// The field incident on a device whose re-created ports cannot make a connection: QP 1 is
+/// in RTS after each re-creation (the QP table shows it), yet every connect times out with
+/// nothing in the log (iscsid's and the self-test's alike).
+fn selftest_fails() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.cm_silent_registrations = 5;
+    }
+    (h, p)
+}
+
+/// The field incident with no verbs self-test (the daemon's NoSelfTest).
+fn selftest_unavailable() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.selftest_available = false;
+    (h, p)
+}
+
+/// The driver declares the device dead (DEVICE_FATAL on its async event channel) while the
+/// target is fine.
+fn device_fatal() -> (SimHost, Policy) {
+    let mut h = field_host();
+    h.async_events = true;
+    h.schedule(
+        at(60),
+        HostEvent::DeviceFatal {
+            device: FIELD_DEVICE.into(),
+        },
+    );
+    (h, base_policy())
+}
+
+/// The same on a device outside devices.allow.
+fn device_fatal_not_allowed() -> (SimHost, Policy) {
+    let (h, _) = device_fatal();
+    (h, Policy::default())
+}
+
 /// Every scenario, the default first.
 pub fn all() -> Vec<Scenario> {
     let s = |name, about, secs, build| Scenario {
@@ -680,6 +724,36 @@ pub fn all() -> Vec<Scenario> {
             "field incident with recovery.reset-when = immediately",
             700,
             reset_immediately,
+        ),
+        s(
+            "selftest-passes",
+            "field incident, iscsid drops the session: the re-created port's self-test passes",
+            600,
+            selftest_passes,
+        ),
+        s(
+            "selftest-fails",
+            "every re-created port fails its self-test (connects time out): quarantine",
+            1500,
+            selftest_fails,
+        ),
+        s(
+            "selftest-unavailable",
+            "field incident without a verbs self-test: recovery as before",
+            600,
+            selftest_unavailable,
+        ),
+        s(
+            "device-fatal",
+            "the driver declares the device dead (DEVICE_FATAL): recovery",
+            600,
+            device_fatal,
+        ),
+        s(
+            "device-fatal-not-allowed",
+            "DEVICE_FATAL on a device outside devices.allow: alert only",
+            600,
+            device_fatal_not_allowed,
         ),
         s(
             "quarantine-then-operator",

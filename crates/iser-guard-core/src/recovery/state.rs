@@ -71,6 +71,12 @@ impl Fault {
     /// In operator words.
     pub fn describe(&self) -> String {
         match self {
+            Fault::GsiStuck {
+                evidence: StuckEvidence::AsyncDeviceFatal,
+            } => "the device reported a fatal error (DEVICE_FATAL on its async event \
+                  channel): every QP on it, QP 1 included, is lost; no new RDMA connection \
+                  can be made on this port until the device is re-created"
+                .to_string(),
             Fault::GsiStuck { evidence } => format!(
                 "GSI QP 1 is stuck in ERR ({}); no new RDMA connection can be made on this \
                  port until the device is re-created",

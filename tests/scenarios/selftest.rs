@@ -1,0 +1,202 @@
+//! The port self-test after a re-creation and the devices' async events, on the simulated
+//! host through the production driver. The simulated self-test follows the host's state
+//! (src/sim/selftest.rs): it passes on a fresh device with QP 1 in RTS, fails at
+//! `cm-connect` where a connect cannot be made, and is unavailable without verbs.
+
+use iser_guard::core::recovery::{
+    ActionKind, Engine, Phase, SelfTestPolicy, SelfTestVerdict, Severity, Transition,
+};
+use iser_guard::core::time::Instant;
+use iser_guard::sim::scenarios::{self, FIELD_DEVICE};
+
+use super::util::*;
+
+fn selftests(h: &iser_guard::sim::Harness) -> usize {
+    h.count_actions(|k| matches!(k, ActionKind::SelfTestPort { .. }))
+}
+
+/// The phase path of the field port, as (from, to) names.
+fn path(ts: &[Transition]) -> Vec<(Phase, Phase)> {
+    ts.iter().map(|t| (t.from, t.to)).collect()
+}
+
+fn last_selftest(e: &Engine) -> Option<SelfTestVerdict> {
+    e.port(&scenarios::field_port())
+        .and_then(|p| p.last_selftest.as_ref())
+        .map(|r| r.verdict)
+}
+
+#[test]
+fn a_passing_self_test_is_a_witness_and_verifying_ends_healthy() {
+    let h = run("selftest-passes");
+    assert_safety(&h);
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+    assert_eq!(selftests(&h), 1, "one self-test for one re-creation");
+    assert!(
+        h.transitions
+            .iter()
+            .any(|t| t.from == Phase::Verifying && t.to == Phase::Healthy),
+        "{:?}",
+        path(&h.transitions)
+    );
+    let back = alerts_with(&h, "storage is back");
+    assert_eq!(back.len(), 1);
+    assert!(
+        back[0]
+            .detail
+            .contains("The port self-test made a new RDMA connection on it"),
+        "{}",
+        back[0].detail
+    );
+    assert_eq!(last_selftest(h.engine()), Some(SelfTestVerdict::Passed));
+}
+
+#[test]
+fn a_failing_self_test_fails_the_attempt_until_quarantine_with_its_summary() {
+    let h = run("selftest-fails");
+    assert_safety(&h);
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
+    let max = h.engine().policy().max_attempts as usize;
+    // Each attempt re-created the device again (the self-test said the port is still
+    // broken), never more than max-attempts.
+    assert_eq!(h.recreations().len(), max);
+    assert_eq!(selftests(&h), max);
+    let failed = alerts_with(&h, "the port self-test failed");
+    assert_eq!(failed.len(), max - 1, "attempts 1..max-1 back off");
+    let q = alerts_with(&h, "automatic recovery stopped");
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].severity, Severity::Critical);
+    assert!(
+        q[0].detail
+            .contains("self-test of rocep2s0f0/1 failed at cm-connect: rdma_connect: no answer"),
+        "{}",
+        q[0].detail
+    );
+    assert!(
+        q[0].detail.contains(&format!("{max} attempt(s) exhausted")),
+        "{}",
+        q[0].detail
+    );
+    assert_eq!(last_selftest(h.engine()), Some(SelfTestVerdict::Failed));
+    // The port was never declared healthy, nor was the target blamed (no listener alert).
+    assert!(alerts_with(&h, "storage is back").is_empty());
+    assert!(alerts_with(&h, "does not accept iSER logins").is_empty());
+}
+
+#[test]
+fn a_failing_self_test_survives_restarts_at_every_step() {
+    let h = run_restarting("selftest-fails");
+    assert_safety(&h);
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
+    assert_eq!(
+        h.recreations().len(),
+        h.engine().policy().max_attempts as usize
+    );
+}
+
+#[test]
+fn an_unavailable_self_test_leaves_recovery_as_it_was() {
+    let with = run("selftest-unavailable");
+    let mut off = scenarios::find("field-incident").unwrap().harness(7);
+    off.policy.selftest = SelfTestPolicy::Off;
+    let policy = off.policy.clone();
+    let mut off = iser_guard::sim::Harness::new(
+        scenarios::find("field-incident").unwrap().harness(7).host,
+        policy,
+        7,
+    );
+    off.run_until(Instant(600_000), MAX_STEPS).unwrap();
+    assert_safety(&with);
+    assert_eq!(phase(&with, FIELD_DEVICE, 1), Phase::Healthy);
+    assert_eq!(path(&with.transitions), path(&off.transitions));
+    assert_eq!(with.storage_back_at(), off.storage_back_at());
+    assert_eq!(with.recreations(), off.recreations());
+    assert_eq!(selftests(&off), 0, "off asks for none");
+    assert_eq!(selftests(&with), 1);
+    // Said once, as information; the verdict says no self-test ran.
+    let said = alerts_with(&with, "self-test is not available");
+    assert_eq!(said.len(), 1);
+    assert_eq!(said[0].severity, Severity::Info);
+    assert_eq!(last_selftest(with.engine()), Some(SelfTestVerdict::Unavailable));
+}
+
+#[test]
+fn the_self_test_runs_after_every_recreation_of_the_existing_scenarios_and_passes() {
+    for name in ["field-incident", "reset-immediately", "two-ports-one-device"] {
+        let h = run(name);
+        assert_safety(&h);
+        assert!(selftests(&h) >= 1, "{name}: no self-test");
+        assert!(
+            alerts_with(&h, "self-test is not available").is_empty(),
+            "{name}"
+        );
+        assert!(
+            h.engine()
+                .ports()
+                .filter_map(|p| p.last_selftest.as_ref())
+                .all(|r| r.verdict == SelfTestVerdict::Passed),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn device_fatal_starts_a_recovery_on_an_allowed_device() {
+    let h = run("device-fatal");
+    assert_safety(&h);
+    let first = h
+        .transitions
+        .iter()
+        .find(|t| t.from == Phase::Healthy)
+        .expect("a fault");
+    assert!(first.reason.contains("DEVICE_FATAL"), "{}", first.reason);
+    assert_eq!(first.at, Instant(60_000), "at the event, not the next poll");
+    assert_eq!(h.recreations(), vec![FIELD_DEVICE.to_string()]);
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+    // The DEVICE_FATAL uverbs sends when the old device unregisters during our own
+    // re-creation opened nothing new.
+    assert_eq!(
+        h.transitions
+            .iter()
+            .filter(|t| t.from == Phase::Healthy)
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn device_fatal_on_a_device_outside_the_allow_list_is_refused() {
+    let h = run("device-fatal-not-allowed");
+    assert_safety(&h);
+    assert!(h.recreations().is_empty());
+    assert!(h.plans.iter().any(|(_, a, _)| matches!(
+        &a.kind,
+        ActionKind::RecreateDevice { device, .. } if device == FIELD_DEVICE
+    )));
+    assert!(!alerts_with(&h, "is not in devices.allow").is_empty());
+}
+
+#[test]
+fn a_device_deleted_while_watched_waits_for_it_as_before() {
+    // uverbs tells DEVICE_FATAL to a device's open contexts when it is unregistered: with
+    // the listener on, a deleted device is still awaited (device_wait), not re-created at
+    // once, and coming back by itself needs no re-creation.
+    let mut with = scenarios::find("device-vanishes").unwrap().harness(7);
+    with.host.async_events = true;
+    with.run_until(Instant(300_000), MAX_STEPS).unwrap();
+    let without = run("device-vanishes");
+    assert_safety(&with);
+    let first = with
+        .transitions
+        .iter()
+        .find(|t| t.from == Phase::Healthy)
+        .expect("a fault");
+    assert!(first.reason.contains("DEVICE_FATAL"), "{}", first.reason);
+    assert!(
+        with.transitions.iter().any(|t| t.to == Phase::AwaitingDevice),
+        "{:?}",
+        path(&with.transitions)
+    );
+    assert_eq!(with.recreations(), without.recreations());
+    assert_eq!(phase(&with, "rxe_ini", 1), Phase::Healthy);
+}
