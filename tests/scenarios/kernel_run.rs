@@ -106,6 +106,8 @@ pub struct Rig {
     pub open: BTreeMap<ActionId, Action>,
     /// Answers for the next port self-tests (answered at once; unavailable when empty).
     pub selftests: VecDeque<SelfTestResult>,
+    /// Leave self-tests open like the other actions (the test answers them).
+    pub hold_selftests: bool,
 }
 
 impl Rig {
@@ -125,6 +127,7 @@ impl Rig {
             transitions: Vec::new(),
             open: BTreeMap::new(),
             selftests: VecDeque::new(),
+            hold_selftests: false,
         };
         r.sessions(vec![session(1, SessionState::LoggedIn, rdma)]);
         r.obs(rts());
@@ -143,6 +146,7 @@ impl Rig {
             transitions: Vec::new(),
             open: BTreeMap::new(),
             selftests: VecDeque::new(),
+            hold_selftests: false,
         };
         r.drain();
         r
@@ -238,7 +242,8 @@ impl Rig {
                     );
                 }
                 EffectKind::Run { action, .. }
-                    if matches!(action.kind, ActionKind::SelfTestPort { .. }) =>
+                    if matches!(action.kind, ActionKind::SelfTestPort { .. })
+                        && !self.hold_selftests =>
                 {
                     // The lab's daemon had no verbs self-test: it answers at once, as the
                     // daemon's NoSelfTest does, unless the test scripted an answer.

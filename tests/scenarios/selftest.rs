@@ -200,3 +200,142 @@ fn a_device_deleted_while_watched_waits_for_it_as_before() {
     assert_eq!(with.recreations(), without.recreations());
     assert_eq!(phase(&with, "rxe_ini", 1), Phase::Healthy);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The engine alone (the issue-9 rig): the link witnesses and the events that change nothing.
+// ---------------------------------------------------------------------------------------------
+
+mod engine_alone {
+    use std::time::Duration;
+
+    use iser_guard::core::qp::QpState;
+    use iser_guard::core::recovery::{
+        ActionKind, Observation, Outcome, Phase, ProbeResult, SessionState,
+    };
+    use iser_guard::core::selftest::{
+        AsyncEvent, AsyncEventKind, SelfTestReport, SelfTestResult, SelfTestStep,
+    };
+
+    use super::super::kernel_run::*;
+
+    fn event(kind: AsyncEventKind, port: Option<u32>) -> Observation {
+        Observation::AsyncEvent(AsyncEvent {
+            device: INI.to_string(),
+            port,
+            kind,
+        })
+    }
+
+    fn passed() -> SelfTestResult {
+        SelfTestResult::Ran(SelfTestReport {
+            device: INI.to_string(),
+            port: 1,
+            steps: vec![SelfTestStep {
+                name: "cm-connect".into(),
+                took: Duration::from_millis(7),
+                ok: true,
+                detail: "ESTABLISHED".into(),
+            }],
+        })
+    }
+
+    fn selftests(r: &Rig) -> usize {
+        r.count(|k| matches!(k, ActionKind::SelfTestPort { .. }))
+    }
+
+    /// Stuck, target back, re-created: the port reconnects with its fresh QP 1 awaited.
+    fn recreated(r: &mut Rig) {
+        r.until(10.0);
+        r.sessions(vec![session(1, SessionState::Failed, Some(ini_port()))]);
+        r.obs(stuck());
+        r.probing_until(21.0, ProbeResult::Reachable);
+        assert_eq!(r.recreations(), 1);
+        r.recreated();
+    }
+
+    #[test]
+    fn port_err_holds_the_self_test_and_port_active_wakes_it() {
+        let mut r = Rig::new(lab_policy());
+        r.selftests.push_back(passed());
+        recreated(&mut r);
+        r.obs(event(AsyncEventKind::PortErr, Some(1)));
+        r.obs(rts());
+        assert_eq!(selftests(&r), 0, "no self-test on a port whose link is down");
+        r.obs(event(AsyncEventKind::PortActive, Some(1)));
+        assert_eq!(selftests(&r), 1, "PORT_ACTIVE woke the waiting port");
+        r.until(24.0);
+        r.sessions(vec![session(2, SessionState::LoggedIn, Some(ini_port()))]);
+        assert_eq!(r.phase(), Phase::Healthy);
+        let back = r.alerts_with("storage is back");
+        assert!(
+            back[0].detail.contains("self-test made a new RDMA connection"),
+            "{}",
+            back[0].detail
+        );
+    }
+
+    #[test]
+    fn a_healthy_session_waits_for_the_self_test_until_it_answers() {
+        let mut r = Rig::new(lab_policy());
+        r.hold_selftests = true;
+        recreated(&mut r);
+        r.obs(rts());
+        let id = r
+            .open
+            .iter()
+            .find(|(_, a)| matches!(a.kind, ActionKind::SelfTestPort { .. }))
+            .map(|(id, _)| *id)
+            .expect("a self-test asked for once the fresh QP 1 was seen");
+        r.until(24.0);
+        r.sessions(vec![session(2, SessionState::LoggedIn, Some(ini_port()))]);
+        assert_ne!(r.phase(), Phase::Healthy, "healthy before the self-test answered");
+        r.answer(id, Outcome::SelfTest(passed()));
+        r.sessions(vec![session(2, SessionState::LoggedIn, Some(ini_port()))]);
+        assert_eq!(r.phase(), Phase::Healthy);
+        assert_eq!(selftests(&r), 1);
+    }
+
+    #[test]
+    fn gid_change_asks_for_the_topology_and_qp_events_change_nothing() {
+        let mut r = Rig::new(lab_policy());
+        r.until(30.0);
+        let refreshes = |r: &Rig| r.count(|k| matches!(k, ActionKind::RefreshTopology));
+        let before = refreshes(&r);
+        let transitions = r.transitions.len();
+        r.obs(event(AsyncEventKind::GidChange, Some(1)));
+        assert_eq!(refreshes(&r), before + 1);
+        for kind in [
+            AsyncEventKind::QpFatal,
+            AsyncEventKind::CqErr,
+            AsyncEventKind::CommEstablished,
+            AsyncEventKind::LidChange,
+            AsyncEventKind::Other(77),
+        ] {
+            r.obs(event(kind, None));
+        }
+        assert_eq!(r.transitions.len(), transitions);
+        assert_eq!(r.phase(), Phase::Healthy);
+        assert_eq!(r.destructive(), 0);
+    }
+
+    #[test]
+    fn events_of_a_device_the_engine_does_not_watch_are_ignored() {
+        let mut r = Rig::new(lab_policy());
+        r.until(5.0);
+        r.obs(Observation::AsyncEvent(AsyncEvent {
+            device: "mlx5_9".into(),
+            port: None,
+            kind: AsyncEventKind::DeviceFatal,
+        }));
+        assert!(r.e().ports().all(|p| p.phase() == Phase::Healthy));
+        assert!(r.e().port(&iser_guard::core::recovery::PortId::new("mlx5_9", 1)).is_none());
+        // The QP table shows the watched device fine: DEVICE_FATAL on it is a fault.
+        r.obs(Observation::GsiQpState {
+            device: INI.into(),
+            port: 1,
+            state: QpState::Rts,
+        });
+        r.obs(event(AsyncEventKind::DeviceFatal, None));
+        assert_ne!(r.phase(), Phase::Healthy);
+    }
+}

@@ -945,4 +945,57 @@ mod tests {
         let e = p.episode().unwrap();
         assert_eq!((&e.fault, e.since), (&Fault::SessionsDown, p.since));
     }
+    #[test]
+    fn the_self_test_state_survives_v2_and_is_absent_when_there_is_none() {
+        for progress in [
+            SelfTestProgress::Running(ActionId(42)),
+            SelfTestProgress::Passed {
+                summary: "self-test of rxe_ini/1 passed: 6 steps in 14 ms".into(),
+            },
+            SelfTestProgress::Unavailable {
+                reason: "no verbs".into(),
+            },
+        ] {
+            let mut p = recovering(Stage::Verifying {
+                deadline: Some(t(9_000)),
+                list_asked_at: None,
+            });
+            if let Some(e) = p.episode_mut() {
+                e.selftest = Some(progress.clone());
+            }
+            p.last_selftest = Some(SelfTestRecord {
+                at: t(8_500),
+                verdict: SelfTestVerdict::Failed,
+                summary: "self-test of rxe_ini/1 failed at cm-connect: ETIMEDOUT".into(),
+                steps: 3,
+                took_ms: 10_003,
+            });
+            assert_eq!(port_in(port_out(&p)).unwrap(), p, "{progress:?}");
+        }
+        let inflight = InFlight {
+            id: ActionId(42),
+            kind: InFlightKind::SelfTest(PortId::new("rxe_ini", 1)),
+            deadline: t(30_000),
+        };
+        let snap = EngineSnapshot {
+            version: EngineSnapshot::VERSION,
+            taken_at: t(1),
+            next_id: 43,
+            rng: 1,
+            paused: false,
+            recreating: None,
+            ports: vec![],
+            sessions: vec![],
+            devices: vec![],
+            portals: vec![],
+            inflight: vec![inflight],
+            kernel_bugs: vec![],
+        };
+        let file = v2::JournalFile::from_snapshot(&snap);
+        assert_eq!(file.into_snapshot().unwrap(), snap);
+        // A port without self-test state writes no self-test field: journals written
+        // before self-tests and after read and re-encode the same.
+        let plain = serde_json::to_string(&port_out(&recovering(Stage::Quarantined))).unwrap();
+        assert!(!plain.contains("selftest"), "{plain}");
+    }
 }
