@@ -187,7 +187,7 @@ pub fn message_id(kind: &str) -> String {
 
 /// Every alert kind (the first word of the engine's alert keys, and `safe-mode`, the
 /// daemon's own), for the docs' MESSAGE_ID table.
-pub const ALERT_KINDS: [&str; 16] = [
+pub const ALERT_KINDS: [&str; 17] = [
     "cm-addr-error",
     "cm-rejected",
     "failed",
@@ -203,6 +203,7 @@ pub const ALERT_KINDS: [&str; 16] = [
     "recreate",
     "renamed",
     "safe-mode",
+    "selftest-unavailable",
     "untrusted",
 ];
 

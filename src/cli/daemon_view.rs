@@ -175,6 +175,22 @@ fn port_details(out: &mut String, p: &PortView, now: Stamp, style: Style) {
     for f in &p.in_flight {
         let _ = writeln!(out, "    in flight: {f}");
     }
+    if let Some(t) = &p.last_selftest {
+        let colour = match t.result.as_str() {
+            "passed" => Colour::Green,
+            "failed" => Colour::Red,
+            _ => Colour::Yellow,
+        };
+        let _ = writeln!(
+            out,
+            "    last self-test {} ago: {} ({} step(s), {}): {}",
+            ago(now, t.at),
+            style.paint(colour, &t.result),
+            t.steps,
+            duration_ms(t.took_ms),
+            t.summary
+        );
+    }
     for s in &p.sessions {
         let sid = s.sid.map(|n| format!(" sid {n}")).unwrap_or_default();
         let disks = if s.disks.is_empty() {

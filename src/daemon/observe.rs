@@ -153,6 +153,15 @@ impl Observer {
         self.publish(ev);
     }
 
+    /// An event from a device's asynchronous event channel (the verbs listener), entered
+    /// as a witness; the daemon feeds the same event to the driver as
+    /// `Observation::AsyncEvent` with `Trust::Trusted` (it comes from the kernel through
+    /// uverbs).
+    pub fn async_event(&mut self, ev: &crate::core::selftest::AsyncEvent, clocks: Clocks) {
+        let ev = self.ring.async_event(clocks.now(), ev).clone();
+        self.publish(ev);
+    }
+
     /// An operator request, or something the daemon says about itself.
     pub fn note(&mut self, kind: EventKind, message: String, clocks: Clocks) {
         let ev = self

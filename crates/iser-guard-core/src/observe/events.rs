@@ -46,10 +46,11 @@ pub enum EventKind {
     Operator,
     /// The daemon itself (start, reload, safe mode, a source failing).
     Daemon,
-    /// A witness the engine was told about besides the kernel log and the QP table: a
-    /// device's asynchronous event, a port self-test's result.
+    /// A witness the engine was told about besides the kernel log and the QP table (a
+    /// device's asynchronous event; a self-test's result is the `finished` entry of its
+    /// action).
     Witness {
-        /// `async-event` or `selftest`.
+        /// `async-event`.
         source: String,
     },
 }
@@ -200,30 +201,6 @@ impl EventRing {
                 source: "async-event".into(),
             },
             format!("async event {ev}"),
-            None,
-        )
-    }
-
-    /// A port self-test's result.
-    pub fn selftest(
-        &mut self,
-        at: Stamp,
-        port: Option<String>,
-        result: &crate::selftest::SelfTestResult,
-    ) -> &Event {
-        let message = match result {
-            crate::selftest::SelfTestResult::Ran(r) => r.summary(),
-            crate::selftest::SelfTestResult::Unavailable { reason } => {
-                format!("self-test unavailable: {reason}")
-            }
-        };
-        self.push(
-            at,
-            port,
-            EventKind::Witness {
-                source: "selftest".into(),
-            },
-            message,
             None,
         )
     }
