@@ -339,3 +339,28 @@ mod engine_alone {
         assert_ne!(r.phase(), Phase::Healthy);
     }
 }
+
+#[test]
+fn the_self_test_is_harmless_so_dry_run_pause_and_the_allow_list_never_stop_it() {
+    use iser_guard::core::driver::{Authority, Driver};
+    use iser_guard::core::recovery::{Action, ActionId, Origin, OperatorCommand, PortId};
+    let mut policy = iser_guard::core::recovery::Policy::default();
+    policy.dry_run = true;
+    let mut d = Driver::new(Engine::new(policy, 1), true);
+    let _ = d.handle_command(OperatorCommand::Pause, Instant(0));
+    let action = Action {
+        id: ActionId(1),
+        port: Some(PortId::new("mlx5_0", 1)),
+        device: Some("mlx5_0".into()),
+        origin: Origin::Automatic,
+        reason: "verifying".into(),
+        kind: ActionKind::SelfTestPort {
+            device: "mlx5_0".into(),
+            port: 1,
+            timeout: std::time::Duration::from_secs(10),
+        },
+    };
+    assert!(!action.kind.is_destructive());
+    assert!(action.kind.expects_outcome());
+    assert_eq!(d.authorise(&action), Ok(Authority::Harmless));
+}

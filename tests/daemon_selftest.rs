@@ -1,0 +1,261 @@
+//! The daemon's loop runs the port self-test on its executor pool, through the
+//! `PortSelfTest` it was given, and reports it in status: the loop runs in this process on
+//! doubles (kernel log fed by the test through a channel, one RDMA port without netlink,
+//! scripted iscsiadm, prober and resetter) with its real control socket. Nothing here
+//! touches /dev/kmsg or the host's RDMA devices.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use iser_guard::config::Config;
+use iser_guard::core::iscsi::NodeId;
+use iser_guard::core::kmsg::Record;
+use iser_guard::core::recovery::Observation;
+use iser_guard::core::selftest::{SelfTestReport, SelfTestResult, SelfTestStep};
+use iser_guard::core::session_map::{NetdevAddr, RdmaPortNetdev};
+use iser_guard::daemon::notify::Notifier;
+use iser_guard::daemon::run::{run, Deps, Mode, Settings};
+use iser_guard::daemon::sources::{
+    BootClock, BoxFuture, KernelLog, Signal, TopologyReport, TopologySource,
+};
+use iser_guard::io::control::{request, ControlServer, Reply, Request};
+use iser_guard::io::executors::Doubles;
+use iser_guard::io::iscsiadm::{
+    IscsiAdm, IscsiadmError, LoginOutcome, LogoutOutcome, NodeOutcome, SessionListing,
+};
+use iser_guard::io::kmsg::{KmsgError, KmsgEvent};
+use iser_guard::io::probe::TcpAnswer;
+use iser_guard::io::selftest::PortSelfTest;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+struct ChannelLog(UnboundedReceiver<KmsgEvent>);
+impl KernelLog for ChannelLog {
+    fn next(&mut self) -> BoxFuture<'_, Result<KmsgEvent, KmsgError>> {
+        Box::pin(async move { self.0.recv().await.ok_or(KmsgError::Closed) })
+    }
+    fn save_cursor(&mut self, _: Duration) {}
+}
+
+struct OnePort;
+impl TopologySource for OnePort {
+    fn start(self: Box<Self>, tx: UnboundedSender<TopologyReport>, _: Arc<Signal>, _: Arc<Signal>) {
+        let _ = tx.send(TopologyReport::NetlinkUnavailable(
+            "no RDMA netlink in this test".into(),
+        ));
+        let _ = tx.send(TopologyReport::Update {
+            observations: vec![Observation::DeviceAppeared {
+                device: "rocep2s0f0".into(),
+                parent: Some("0000:02:00.0".into()),
+                driver: Some("irdma".into()),
+                ports: 1,
+            }],
+            ports: vec![RdmaPortNetdev {
+                device: "rocep2s0f0".into(),
+                port: 1,
+                netdev: "ens1f0".into(),
+            }],
+            cm_ids: Vec::new(),
+        });
+    }
+}
+
+struct Host {
+    state: Mutex<&'static str>,
+}
+impl IscsiAdm for Host {
+    fn sessions(&self, _: bool) -> Result<SessionListing, IscsiadmError> {
+        let text = match *self.state.lock().unwrap() {
+            "LOGGED_IN" => include_str!("fixtures/stubs/iscsiadm.d/session-P3-loggedin.txt"),
+            "FAILED" => include_str!("fixtures/stubs/iscsiadm.d/session-P3-failed.txt"),
+            _ => return Ok(SessionListing::NoSessions),
+        };
+        Ok(SessionListing::Text(text.replace(
+            "Iface IPaddress: [default]",
+            "Iface IPaddress: 192.0.2.1",
+        )))
+    }
+    fn login(&self, _: &NodeId) -> Result<LoginOutcome, IscsiadmError> {
+        *self.state.lock().unwrap() = "LOGGED_IN";
+        Ok(LoginOutcome::LoggedIn)
+    }
+    fn logout(&self, _: &NodeId) -> Result<LogoutOutcome, IscsiadmError> {
+        *self.state.lock().unwrap() = "NONE";
+        Ok(LogoutOutcome::LoggedOut)
+    }
+    fn rescan(&self, _: u32) -> Result<(), IscsiadmError> {
+        Ok(())
+    }
+    fn create_node(&self, _: &NodeId) -> Result<NodeOutcome, IscsiadmError> {
+        Ok(NodeOutcome::Written)
+    }
+    fn update_node(&self, _: &NodeId, _: &str, _: &str) -> Result<NodeOutcome, IscsiadmError> {
+        Ok(NodeOutcome::Written)
+    }
+}
+
+/// A self-test that blocks as a real one does (a CM connect), then passes; it records the
+/// thread it ran on.
+struct SlowPass {
+    took: Duration,
+    threads: Mutex<Vec<String>>,
+}
+impl PortSelfTest for SlowPass {
+    fn run(&self, device: &str, port: u32, _timeout: Duration) -> SelfTestResult {
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        self.threads.lock().unwrap().push(name);
+        std::thread::sleep(self.took);
+        SelfTestResult::Ran(SelfTestReport {
+            device: device.to_string(),
+            port,
+            steps: vec![SelfTestStep {
+                name: "cm-connect".into(),
+                took: self.took,
+                ok: true,
+                detail: "ESTABLISHED".into(),
+            }],
+        })
+    }
+}
+
+fn config(dir: &std::path::Path) -> Config {
+    iser_guard::config::parse_str(&format!(
+        "[paths]\nstate-dir = {:?}\ncontrol-socket = {:?}\n[poll]\niscsi = 0.2\nprobe = 0.1\n\
+         [devices]\nallow = [\"rocep2s0f0\"]\n[recovery]\nprobe-successes = 2\n\
+         probe-timeout = 0.1\niscsid-grace = 0.2\n",
+        dir.display().to_string(),
+        dir.join("control.sock").display().to_string(),
+    ))
+    .unwrap()
+}
+
+async fn status(cfg: &Config) -> (serde_json::Value, Duration) {
+    let path = cfg.paths.control_socket.clone();
+    let asked = Instant::now();
+    let r = tokio::task::spawn_blocking(move || {
+        request(&path, &Request::Status, Duration::from_secs(5), |_| {})
+    })
+    .await
+    .unwrap();
+    match r {
+        Ok(Reply::Done { detail, .. }) => (detail.unwrap_or_default(), asked.elapsed()),
+        other => panic!("no status: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let doubles = Doubles::default();
+    doubles.prober.push(
+        "192.0.2.2:3260".parse().unwrap(),
+        std::iter::repeat_n(
+            TcpAnswer::Reachable {
+                rtt: Duration::from_millis(1),
+            },
+            200,
+        ),
+    );
+    let host = Arc::new(Host {
+        state: Mutex::new("LOGGED_IN"),
+    });
+    let slow = Arc::new(SlowPass {
+        took: Duration::from_millis(1500),
+        threads: Mutex::new(Vec::new()),
+    });
+    let mut ex = doubles.executors(&cfg).with_selftest(slow.clone());
+    ex.iscsi = host.clone();
+    let (log, log_rx) = unbounded_channel();
+    let (stop, stop_rx) = tokio::sync::oneshot::channel();
+    let deps = Deps {
+        kernel_log: Some(Box::new(ChannelLog(log_rx))),
+        topology: Box::new(OnePort),
+        executors: ex,
+        clock: Arc::new(BootClock),
+        notifier: Notifier::silent(),
+        addresses: Arc::new(|| {
+            Ok(vec![NetdevAddr {
+                netdev: "ens1f0".into(),
+                ip: "192.0.2.1".parse().unwrap(),
+            }])
+        }),
+        routes: Arc::new(|_| Err("no route in this test".into())),
+        control: Some(ControlServer::bind(&cfg.paths.control_socket).unwrap()),
+        shutdown: Some(stop_rx),
+    };
+    let settings = Settings {
+        config: cfg.clone(),
+        config_path: None,
+        force_dry_run: false,
+        take_lock: true,
+        automatic_actions: true,
+    };
+    let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
+    let end = Instant::now() + Duration::from_secs(10);
+    while status_ports(&cfg).await.is_none() {
+        assert!(Instant::now() < end, "the daemon never reported its port");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The field failure, in the kernel's own record (facility 0), with the session down.
+    *host.state.lock().unwrap() = "FAILED";
+    let line =
+        "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
+    log.send(KmsgEvent::Record(
+        Record::parse(format!("3,10,100,-;{line}").as_bytes()).unwrap(),
+    ))
+    .unwrap();
+    // Re-created; iscsid brings the session back; the self-test runs meanwhile.
+    let end = Instant::now() + Duration::from_secs(20);
+    while doubles.resetter.calls().is_empty() {
+        assert!(Instant::now() < end, "no re-creation");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    *host.state.lock().unwrap() = "LOGGED_IN";
+    let end = Instant::now() + Duration::from_secs(20);
+    let mut seen_in_flight = false;
+    let port = loop {
+        let (st, took) = status(&cfg).await;
+        // The loop answers while the self-test blocks its worker.
+        assert!(took < Duration::from_millis(1000), "status took {took:?}");
+        let port = st["ports"][0].clone();
+        seen_in_flight |= port["in_flight"].to_string().contains("self-test of rocep2s0f0/1");
+        if port["phase"] == "Healthy" && port.get("last_selftest").is_some() {
+            break port;
+        }
+        assert!(Instant::now() < end, "never healthy with a self-test: {st:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(seen_in_flight, "the self-test was never shown in flight");
+    let t = &port["last_selftest"];
+    assert_eq!(t["result"], "passed", "{port:#}");
+    assert_eq!(t["passed"], true);
+    assert_eq!(t["steps"], 1);
+    assert_eq!(t["took_ms"], 1500);
+    assert!(
+        t["summary"].as_str().unwrap().contains("self-test of rocep2s0f0/1 passed"),
+        "{t}"
+    );
+    let threads = slow.threads.lock().unwrap().clone();
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    assert!(
+        threads[0].starts_with("iser-guard-exec"),
+        "ran on {threads:?}, not an executor thread"
+    );
+    stop.send(()).unwrap();
+    daemon.await.unwrap().unwrap();
+}
+
+async fn status_ports(cfg: &Config) -> Option<serde_json::Value> {
+    let path = cfg.paths.control_socket.clone();
+    let r = tokio::task::spawn_blocking(move || {
+        request(&path, &Request::Status, Duration::from_secs(5), |_| {})
+    })
+    .await
+    .ok()?;
+    match r {
+        Ok(Reply::Done {
+            detail: Some(d), ..
+        }) if d["ports"].as_array().is_some_and(|p| !p.is_empty()) => Some(d),
+        _ => None,
+    }
+}
