@@ -109,7 +109,9 @@ pub struct Devices {
 }
 
 // The policy vocabulary lives in the pure core; the file maps onto it.
-pub use iser_guard_core::recovery::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};
+pub use iser_guard_core::recovery::{
+    OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy,
+};
 
 /// Recovery policy knobs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -218,11 +218,16 @@ async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
         // The loop answers while the self-test blocks its worker.
         assert!(took < Duration::from_millis(1000), "status took {took:?}");
         let port = st["ports"][0].clone();
-        seen_in_flight |= port["in_flight"].to_string().contains("self-test of rocep2s0f0/1");
+        seen_in_flight |= port["in_flight"]
+            .to_string()
+            .contains("self-test of rocep2s0f0/1");
         if port["phase"] == "Healthy" && port.get("last_selftest").is_some() {
             break port;
         }
-        assert!(Instant::now() < end, "never healthy with a self-test: {st:#}");
+        assert!(
+            Instant::now() < end,
+            "never healthy with a self-test: {st:#}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert!(seen_in_flight, "the self-test was never shown in flight");
@@ -232,7 +237,10 @@ async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
     assert_eq!(t["steps"], 1);
     assert_eq!(t["took_ms"], 1500);
     assert!(
-        t["summary"].as_str().unwrap().contains("self-test of rocep2s0f0/1 passed"),
+        t["summary"]
+            .as_str()
+            .unwrap()
+            .contains("self-test of rocep2s0f0/1 passed"),
         "{t}"
     );
     let threads = slow.threads.lock().unwrap().clone();

@@ -70,7 +70,9 @@ fn self_tests_are_counted_by_result_and_the_last_one_is_kept_per_port() {
     let text = m.encode();
     for (r, n) in [("passed", 1), ("failed", 1), ("unavailable", 1)] {
         assert!(
-            text.contains(&format!("iser_guard_selftests_total{{result=\"{r}\"}} {n}\n")),
+            text.contains(&format!(
+                "iser_guard_selftests_total{{result=\"{r}\"}} {n}\n"
+            )),
             "{text}"
         );
     }

@@ -33,10 +33,11 @@ impl ScriptedSelfTest {
 
 impl PortSelfTest for ScriptedSelfTest {
     fn run(&self, device: &str, port: u32, timeout: Duration) -> SelfTestResult {
-        self.calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((device.to_string(), port, timeout));
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).push((
+            device.to_string(),
+            port,
+            timeout,
+        ));
         self.answers
             .lock()
             .unwrap_or_else(|p| p.into_inner())

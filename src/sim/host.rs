@@ -1010,7 +1010,9 @@ impl SimHost {
         // iser_event_handler prints every async event of the device it is registered on.
         Self::kmsg(
             out,
-            format!("iser: iser_event_handler: async event device fatal (8) on device {device} port 1"),
+            format!(
+                "iser: iser_event_handler: async event device fatal (8) on device {device} port 1"
+            ),
         );
         if self.async_events {
             out.push(Delivery::AsyncEvent(crate::core::selftest::AsyncEvent {

@@ -63,14 +63,24 @@ impl SimHost {
             let reason = "this iser-guard runs without a verbs self-test".to_string();
             return (SelfTestResult::Unavailable { reason }, Duration::ZERO);
         }
-        let Some(d) = self.devices.get(device).filter(|d| d.present && !d.recreating) else {
+        let Some(d) = self
+            .devices
+            .get(device)
+            .filter(|d| d.present && !d.recreating)
+        else {
             let reason = format!("libibverbs lists no RDMA device named {device} (it is gone)");
-            return (SelfTestResult::Unavailable { reason }, Duration::from_millis(2));
+            return (
+                SelfTestResult::Unavailable { reason },
+                Duration::from_millis(2),
+            );
         };
         let idx = usize::try_from(port.saturating_sub(1)).unwrap_or(usize::MAX);
         let Some(gsi) = d.gsi.get(idx).copied() else {
             let reason = format!("{device} has no port {port}");
-            return (SelfTestResult::Unavailable { reason }, Duration::from_millis(2));
+            return (
+                SelfTestResult::Unavailable { reason },
+                Duration::from_millis(2),
+            );
         };
         let opened = [
             step("open-device", 1, true, "ibv_open_device: ok"),
@@ -124,7 +134,12 @@ impl SimHost {
             step("cm-connect", 6, true, "rdma_connect: ESTABLISHED"),
             step("send-recv", 1, true, "64-byte send and receive completed"),
             step("qp-walk", 2, true, "RESET->INIT->RTR->RTS"),
-            step("qp-reuse", 2, true, "ERR->RESET->INIT->RTR->RTS, send completed"),
+            step(
+                "qp-reuse",
+                2,
+                true,
+                "ERR->RESET->INIT->RTR->RTS, send completed",
+            ),
         ]);
         let took = r.total();
         (SelfTestResult::Ran(r), took)

@@ -247,11 +247,12 @@ impl Rig {
                 {
                     // The lab's daemon had no verbs self-test: it answers at once, as the
                     // daemon's NoSelfTest does, unless the test scripted an answer.
-                    let answer = self.selftests.pop_front().unwrap_or_else(|| {
-                        SelfTestResult::Unavailable {
-                            reason: "the lab run had no verbs self-test".into(),
-                        }
-                    });
+                    let answer =
+                        self.selftests
+                            .pop_front()
+                            .unwrap_or_else(|| SelfTestResult::Unavailable {
+                                reason: "the lab run had no verbs self-test".into(),
+                            });
                     self.log.push((self.now, action));
                     self.d.handle_effect_outcome(
                         effect.id,

@@ -117,12 +117,19 @@ fn an_unavailable_self_test_leaves_recovery_as_it_was() {
     let said = alerts_with(&with, "self-test is not available");
     assert_eq!(said.len(), 1);
     assert_eq!(said[0].severity, Severity::Info);
-    assert_eq!(last_selftest(with.engine()), Some(SelfTestVerdict::Unavailable));
+    assert_eq!(
+        last_selftest(with.engine()),
+        Some(SelfTestVerdict::Unavailable)
+    );
 }
 
 #[test]
 fn the_self_test_runs_after_every_recreation_of_the_existing_scenarios_and_passes() {
-    for name in ["field-incident", "reset-immediately", "two-ports-one-device"] {
+    for name in [
+        "field-incident",
+        "reset-immediately",
+        "two-ports-one-device",
+    ] {
         let h = run(name);
         assert_safety(&h);
         assert!(selftests(&h) >= 1, "{name}: no self-test");
@@ -193,7 +200,9 @@ fn a_device_deleted_while_watched_waits_for_it_as_before() {
         .expect("a fault");
     assert!(first.reason.contains("DEVICE_FATAL"), "{}", first.reason);
     assert!(
-        with.transitions.iter().any(|t| t.to == Phase::AwaitingDevice),
+        with.transitions
+            .iter()
+            .any(|t| t.to == Phase::AwaitingDevice),
         "{:?}",
         path(&with.transitions)
     );
@@ -260,7 +269,11 @@ mod engine_alone {
         recreated(&mut r);
         r.obs(event(AsyncEventKind::PortErr, Some(1)));
         r.obs(rts());
-        assert_eq!(selftests(&r), 0, "no self-test on a port whose link is down");
+        assert_eq!(
+            selftests(&r),
+            0,
+            "no self-test on a port whose link is down"
+        );
         r.obs(event(AsyncEventKind::PortActive, Some(1)));
         assert_eq!(selftests(&r), 1, "PORT_ACTIVE woke the waiting port");
         r.until(24.0);
@@ -268,7 +281,9 @@ mod engine_alone {
         assert_eq!(r.phase(), Phase::Healthy);
         let back = r.alerts_with("storage is back");
         assert!(
-            back[0].detail.contains("self-test made a new RDMA connection"),
+            back[0]
+                .detail
+                .contains("self-test made a new RDMA connection"),
             "{}",
             back[0].detail
         );
@@ -288,7 +303,11 @@ mod engine_alone {
             .expect("a self-test asked for once the fresh QP 1 was seen");
         r.until(24.0);
         r.sessions(vec![session(2, SessionState::LoggedIn, Some(ini_port()))]);
-        assert_ne!(r.phase(), Phase::Healthy, "healthy before the self-test answered");
+        assert_ne!(
+            r.phase(),
+            Phase::Healthy,
+            "healthy before the self-test answered"
+        );
         r.answer(id, Outcome::SelfTest(passed()));
         r.sessions(vec![session(2, SessionState::LoggedIn, Some(ini_port()))]);
         assert_eq!(r.phase(), Phase::Healthy);
@@ -328,7 +347,10 @@ mod engine_alone {
             kind: AsyncEventKind::DeviceFatal,
         }));
         assert!(r.e().ports().all(|p| p.phase() == Phase::Healthy));
-        assert!(r.e().port(&iser_guard::core::recovery::PortId::new("mlx5_9", 1)).is_none());
+        assert!(r
+            .e()
+            .port(&iser_guard::core::recovery::PortId::new("mlx5_9", 1))
+            .is_none());
         // The QP table shows the watched device fine: DEVICE_FATAL on it is a fault.
         r.obs(Observation::GsiQpState {
             device: INI.into(),
@@ -343,7 +365,7 @@ mod engine_alone {
 #[test]
 fn the_self_test_is_harmless_so_dry_run_pause_and_the_allow_list_never_stop_it() {
     use iser_guard::core::driver::{Authority, Driver};
-    use iser_guard::core::recovery::{Action, ActionId, Origin, OperatorCommand, PortId};
+    use iser_guard::core::recovery::{Action, ActionId, OperatorCommand, Origin, PortId};
     let mut policy = iser_guard::core::recovery::Policy::default();
     policy.dry_run = true;
     let mut d = Driver::new(Engine::new(policy, 1), true);

@@ -153,9 +153,7 @@ impl v2::JournalFile {
                             v2::InFlightKind::OperatorLogout(n) => {
                                 InFlightKind::OperatorLogout(node_in(n)?)
                             }
-                            v2::InFlightKind::SelfTest(p) => {
-                                InFlightKind::SelfTest(port_id_in(p))
-                            }
+                            v2::InFlightKind::SelfTest(p) => InFlightKind::SelfTest(port_id_in(p)),
                             v2::InFlightKind::OperatorLogin(n) => {
                                 InFlightKind::OperatorLogin(node_in(n)?)
                             }

@@ -102,12 +102,10 @@ pub(super) fn notes(p: &PortRecord) -> Vec<String> {
         out.push(format!("the target counts as back since {t}"));
     }
     match e.and_then(|e| e.selftest.as_ref()) {
-        Some(SelfTestProgress::Running(_)) => {
-            out.push("the port self-test is running".to_string())
+        Some(SelfTestProgress::Running(_)) => out.push("the port self-test is running".to_string()),
+        Some(SelfTestProgress::Passed { .. }) => {
+            out.push("the port self-test passed: a new RDMA connection was made on it".to_string())
         }
-        Some(SelfTestProgress::Passed { .. }) => out.push(
-            "the port self-test passed: a new RDMA connection was made on it".to_string(),
-        ),
         Some(SelfTestProgress::Unavailable { reason }) => {
             out.push(format!("no port self-test ({reason})"))
         }

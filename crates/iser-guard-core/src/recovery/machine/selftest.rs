@@ -98,7 +98,9 @@ impl Engine {
                 !e.was_recreated()
                     || matches!(
                         e.selftest,
-                        Some(SelfTestProgress::Passed { .. } | SelfTestProgress::Unavailable { .. })
+                        Some(
+                            SelfTestProgress::Passed { .. } | SelfTestProgress::Unavailable { .. }
+                        )
                     )
             })
     }
@@ -119,9 +121,9 @@ impl Engine {
             .and_then(|p| p.episode())
             .and_then(|e| e.selftest.as_ref())
         {
-            Some(SelfTestProgress::Passed { summary }) => format!(
-                " The port self-test made a new RDMA connection on it: {summary}."
-            ),
+            Some(SelfTestProgress::Passed { summary }) => {
+                format!(" The port self-test made a new RDMA connection on it: {summary}.")
+            }
             Some(SelfTestProgress::Unavailable { reason }) => {
                 format!(" No port self-test ran ({reason}).")
             }
@@ -136,9 +138,7 @@ impl Engine {
         };
         match p.episode().and_then(|e| e.selftest.as_ref()) {
             Some(SelfTestProgress::Running(_)) => "the port self-test has not answered".into(),
-            _ if !p.link_up => {
-                "the port's link is down, so its self-test could not start".into()
-            }
+            _ if !p.link_up => "the port's link is down, so its self-test could not start".into(),
             _ => "the port self-test could not start (the fresh QP 1 was not seen)".into(),
         }
     }
@@ -269,8 +269,8 @@ impl Engine {
     /// An event from a device's asynchronous event channel. It comes from the kernel
     /// through uverbs, so it is trusted like RDMA netlink (the caller says `Trusted`).
     pub(super) fn on_async_event(&mut self, ev: AsyncEvent, now: Instant) {
-        let watched = self.devices.contains_key(&ev.device)
-            || !self.ports_of_device(&ev.device).is_empty();
+        let watched =
+            self.devices.contains_key(&ev.device) || !self.ports_of_device(&ev.device).is_empty();
         if !watched {
             return;
         }
