@@ -97,14 +97,10 @@ fn a_failing_self_test_survives_restarts_at_every_step() {
 #[test]
 fn an_unavailable_self_test_leaves_recovery_as_it_was() {
     let with = run("selftest-unavailable");
-    let mut off = scenarios::find("field-incident").unwrap().harness(7);
-    off.policy.selftest = SelfTestPolicy::Off;
-    let policy = off.policy.clone();
-    let mut off = iser_guard::sim::Harness::new(
-        scenarios::find("field-incident").unwrap().harness(7).host,
-        policy,
-        7,
-    );
+    let field = scenarios::find("field-incident").unwrap();
+    let (host, mut policy) = (field.build)();
+    policy.selftest = SelfTestPolicy::Off;
+    let mut off = iser_guard::sim::Harness::new(host, policy, 7);
     off.run_until(Instant(600_000), MAX_STEPS).unwrap();
     assert_safety(&with);
     assert_eq!(phase(&with, FIELD_DEVICE, 1), Phase::Healthy);
@@ -366,8 +362,10 @@ mod engine_alone {
 fn the_self_test_is_harmless_so_dry_run_pause_and_the_allow_list_never_stop_it() {
     use iser_guard::core::driver::{Authority, Driver};
     use iser_guard::core::recovery::{Action, ActionId, OperatorCommand, Origin, PortId};
-    let mut policy = iser_guard::core::recovery::Policy::default();
-    policy.dry_run = true;
+    let policy = iser_guard::core::recovery::Policy {
+        dry_run: true,
+        ..Default::default()
+    };
     let mut d = Driver::new(Engine::new(policy, 1), true);
     let _ = d.handle_command(OperatorCommand::Pause, Instant(0));
     let action = Action {
