@@ -41,6 +41,13 @@ pub enum Op {
     },
     CmRejected,
     CmAddrError,
+    /// A device's async event (the verbs listener): DEVICE_FATAL, PORT_ERR, PORT_ACTIVE,
+    /// GID_CHANGE or a QP event.
+    Async {
+        dev: usize,
+        port: u32,
+        kind: u8,
+    },
     Sessions(Vec<(u8, bool)>),
     Outcome {
         pick: usize,
@@ -66,6 +73,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         (0..6usize, 0..3u8).prop_map(|(disk, kind)| Op::Io { disk, kind }),
         Just(Op::CmRejected),
         Just(Op::CmAddrError),
+        (0..3usize, 1..3u32, 0..5u8).prop_map(|(dev, port, kind)| Op::Async { dev, port, kind }),
         prop::collection::vec((0..4u8, any::<bool>()), 6).prop_map(Op::Sessions),
         (0..16usize, 0..6u8).prop_map(|(pick, variant)| Op::Outcome { pick, variant }),
         (0..5u8, 0..3usize).prop_map(|(c, d)| Op::Command(c, d)),
@@ -203,6 +211,25 @@ impl World {
                 Trust::Trusted,
                 now,
             ),
+            Op::Async { dev, port, kind } => {
+                use iser_guard::core::selftest::{AsyncEvent, AsyncEventKind};
+                let (kind, port) = match kind {
+                    0 => (AsyncEventKind::DeviceFatal, None),
+                    1 => (AsyncEventKind::PortErr, Some(port)),
+                    2 => (AsyncEventKind::PortActive, Some(port)),
+                    3 => (AsyncEventKind::GidChange, Some(port)),
+                    _ => (AsyncEventKind::QpFatal, None),
+                };
+                e.handle_observation(
+                    Observation::AsyncEvent(AsyncEvent {
+                        device: DEVICES[dev].to_string(),
+                        port,
+                        kind,
+                    }),
+                    Trust::Trusted,
+                    now,
+                )
+            }
             Op::Sessions(states) => {
                 let list = states
                     .iter()
@@ -262,6 +289,26 @@ impl World {
                             reason: "journal".into(),
                         },
                     },
+                    ActionKind::SelfTestPort { device, port, .. } => {
+                        use iser_guard::core::selftest::{
+                            SelfTestReport, SelfTestResult, SelfTestStep,
+                        };
+                        Outcome::SelfTest(match variant % 3 {
+                            2 => SelfTestResult::Unavailable {
+                                reason: "no verbs".into(),
+                            },
+                            v => SelfTestResult::Ran(SelfTestReport {
+                                device: device.clone(),
+                                port: *port,
+                                steps: vec![SelfTestStep {
+                                    name: "cm-connect".into(),
+                                    took: std::time::Duration::from_millis(5),
+                                    ok: v == 0,
+                                    detail: "ETIMEDOUT".into(),
+                                }],
+                            }),
+                        })
+                    }
                     _ => Outcome::Iscsiadm(match variant {
                         0 | 1 => IscsiadmStatus::Success,
                         2 => IscsiadmStatus::AlreadyLoggedIn,

@@ -384,3 +384,35 @@ fn the_self_test_is_harmless_so_dry_run_pause_and_the_allow_list_never_stop_it()
     assert!(action.kind.expects_outcome());
     assert_eq!(d.authorise(&action), Ok(Authority::Harmless));
 }
+
+#[test]
+fn each_failed_self_test_costs_one_attempt_and_a_later_pass_ends_healthy() {
+    let max = iser_guard::core::recovery::Policy::default().max_attempts;
+    for broken in 0..=max + 1 {
+        let s = scenarios::find("selftest-fails").unwrap();
+        let mut h = s.harness(7);
+        if let Some(d) = h.host.devices.get_mut(FIELD_DEVICE) {
+            d.cm_silent_registrations = broken;
+        }
+        h.run_until(Instant::ZERO.plus(s.duration), MAX_STEPS)
+            .unwrap();
+        assert_safety(&h);
+        let n = u32::try_from(h.recreations().len()).unwrap();
+        if broken < max {
+            assert_eq!(
+                phase(&h, FIELD_DEVICE, 1),
+                Phase::Healthy,
+                "broken {broken}"
+            );
+            assert_eq!(n, broken + 1, "broken {broken}");
+            assert_eq!(last_selftest(h.engine()), Some(SelfTestVerdict::Passed));
+        } else {
+            assert_eq!(
+                phase(&h, FIELD_DEVICE, 1),
+                Phase::Quarantined,
+                "broken {broken}"
+            );
+            assert_eq!(n, max, "broken {broken}");
+        }
+    }
+}
