@@ -182,13 +182,19 @@ impl Engine {
                 return true;
             }
             let verify = self.policy.verify_timeout;
+            let why = if done == 0 && self.selftest_running(pid) {
+                "no login was needed; waiting for the port self-test and for the sessions to \
+                 show LOGGED_IN with running disks"
+            } else {
+                "logins done; waiting for the sessions to show LOGGED_IN with running disks"
+            };
             self.transition(
                 pid,
                 Stage::Verifying {
                     deadline: Some(now.plus(verify)),
                     list_asked_at: None,
                 },
-                "logins done; waiting for the sessions to show LOGGED_IN with running disks".into(),
+                why.into(),
                 now,
             );
             self.request_sessions(now, true);

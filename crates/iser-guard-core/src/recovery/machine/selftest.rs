@@ -160,9 +160,10 @@ impl Engine {
             .episode()
             .is_some_and(|e| e.selftest == Some(SelfTestProgress::Running(id)));
         self.mark_dirty(format!("{pid}: {}", record.summary));
-        if !current {
-            // The port moved on (healthy, another attempt, the device gone): the result is
-            // recorded for status, and decides nothing.
+        if !current || self.policy.selftest == SelfTestPolicy::Off {
+            // The port moved on (healthy, another attempt, the device gone), or a reload
+            // turned self-tests off meanwhile: the result is recorded for status, and
+            // decides nothing.
             return;
         }
         match result {
