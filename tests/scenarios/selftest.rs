@@ -121,10 +121,13 @@ fn an_unavailable_self_test_leaves_recovery_as_it_was() {
 
 #[test]
 fn the_self_test_runs_after_every_recreation_of_the_existing_scenarios_and_passes() {
+    // quarantine-then-operator: the operator's `recover` re-creates; its port is self-tested
+    // too.
     for name in [
         "field-incident",
         "reset-immediately",
         "two-ports-one-device",
+        "quarantine-then-operator",
     ] {
         let h = run(name);
         assert_safety(&h);
@@ -415,4 +418,49 @@ fn each_failed_self_test_costs_one_attempt_and_a_later_pass_ends_healthy() {
             assert_eq!(n, max, "broken {broken}");
         }
     }
+}
+
+#[test]
+fn status_shows_the_last_self_test_and_history_names_device_fatal() {
+    use iser_guard::core::observe::{snapshot::Context, Clocks, DaemonSnapshot, IncidentLog};
+    let h = run("selftest-passes");
+    let clocks = Clocks {
+        mono: h.now,
+        unix_ms: 1_796_158_800_000 + h.now.as_millis(),
+    };
+    let doc = DaemonSnapshot::build(
+        &h.driver,
+        Context {
+            version: "test".into(),
+            pid: 1,
+            started: Instant::ZERO,
+            clocks,
+            status: String::new(),
+            safe_mode: None,
+            sources: Vec::new(),
+            events_kept: 0,
+            events_dropped: 0,
+        },
+    );
+    let port = doc
+        .ports
+        .iter()
+        .find(|p| p.port == "rocep2s0f0/1")
+        .expect("the field port");
+    let t = port.last_selftest.as_ref().expect("a self-test in status");
+    assert_eq!((t.result.as_str(), t.passed, t.steps), ("passed", true, 6));
+    assert!(t.summary.contains("passed: 6 steps"), "{}", t.summary);
+    // The incident of a DEVICE_FATAL names it as its cause (what `history` shows).
+    let h = run("device-fatal");
+    let mut log = IncidentLog::new(8);
+    for tr in &h.transitions {
+        let c = Clocks {
+            mono: tr.at,
+            unix_ms: 1_796_158_800_000 + tr.at.as_millis(),
+        };
+        log.on_transition(tr, h.engine().port(&tr.port), c);
+    }
+    let i = log.incidents().first().expect("an incident");
+    assert!(i.cause.contains("DEVICE_FATAL"), "{i:?}");
+    assert!(i.local, "a device fault is a local cause");
 }
