@@ -131,6 +131,19 @@ pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
                 event: *event,
                 name: name.clone(),
             },
+            // ib_iser registers an event handler on every device it uses and prints each
+            // event (iser_event_handler, drivers/infiniband/ulp/iser/iser_verbs.c): a
+            // DEVICE_FATAL there is the kernel's own copy of what the verbs listener reads
+            // (the kernel dispatches it on a driver's fatal error, not on unregistration,
+            // which kernel clients learn through their remove callback). The port it prints
+            // is not meaningful for a device event.
+            SignatureKind::IserAsyncEvent { event: 8, .. } => {
+                Observation::AsyncEvent(crate::selftest::AsyncEvent {
+                    device: dev.rdma_dev.clone()?,
+                    port: None,
+                    kind: crate::selftest::AsyncEventKind::DeviceFatal,
+                })
+            }
             _ => return None,
         }
     };
@@ -305,6 +318,27 @@ mod tests {
             trusted,
             signature,
         })
+    }
+
+    #[test]
+    fn ib_isers_device_fatal_line_is_the_async_event() {
+        let line = "iser: iser_event_handler: async event device fatal (8) on device mlx5_0 port 0";
+        let (o, t) = event(line, true).unwrap();
+        assert_eq!(t, Trust::Trusted);
+        assert_eq!(
+            o,
+            Observation::AsyncEvent(crate::selftest::AsyncEvent {
+                device: "mlx5_0".into(),
+                port: None,
+                kind: crate::selftest::AsyncEventKind::DeviceFatal,
+            })
+        );
+        let (_, t) = event(line, false).unwrap();
+        assert_eq!(t, Trust::Untrusted, "a userspace copy stays untrusted");
+        // Other device events ib_iser prints stay informational.
+        let other =
+            "iser: iser_event_handler: async event GID changed (18) on device mlx5_0 port 1";
+        assert!(event(other, true).is_none());
     }
 
     #[test]
