@@ -6,12 +6,12 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0  | success |
-//! | 1  | the command ran and found a problem (e.g. `explain` found a forbidden transition, `status` a stuck port) |
+//! | 1  | the command ran and found a problem (e.g. `explain` found a forbidden transition, `status` a stuck port, a `selftest` step failed) |
 //! | 2  | wrong command-line usage (clap) |
 //! | 64 | usage error detected after parsing (EX_USAGE) |
 //! | 65 | bad input data: a log, netlink message or iscsiadm output that cannot be parsed (EX_DATAERR) |
 //! | 66 | an input file does not exist (EX_NOINPUT) |
-//! | 69 | a required facility is unavailable, e.g. RDMA netlink on this kernel (EX_UNAVAILABLE) |
+//! | 69 | a required facility is unavailable, e.g. RDMA netlink on this kernel, no RDMA device for `selftest` or a build without verbs (EX_UNAVAILABLE) |
 //! | 70 | internal error (EX_SOFTWARE) |
 //! | 71 | operating-system error (EX_OSERR) |
 //! | 74 | I/O error (EX_IOERR) |

@@ -17,6 +17,7 @@ pub mod history;
 pub mod manual;
 pub mod qps;
 pub mod reload;
+pub mod selftest;
 pub mod simulate;
 pub mod status;
 pub mod term;
@@ -73,6 +74,8 @@ pub enum Command {
     Resume(manual::PauseArgs),
     /// Ask the running daemon to read its configuration again; fails if it refuses the file.
     Reload(reload::Args),
+    /// Prove that new RDMA connections work on a port: rdma_cm connect, QP walk, reset and rewalk.
+    Selftest(selftest::Args),
 }
 
 /// Options every subcommand may use.
@@ -116,6 +119,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
         Command::Pause(a) => manual::pause(a, globals, true),
         Command::Resume(a) => manual::pause(a, globals, false),
         Command::Reload(a) => reload::run(a, globals),
+        Command::Selftest(a) => selftest::run(a, globals),
     }
 }
 

@@ -19,5 +19,8 @@ pub mod reset;
 pub mod route;
 pub mod selftest;
 pub mod selftest_scripted;
+pub mod selftest_process;
+#[cfg(feature = "verbs")]
+pub mod selftest_verbs;
 pub mod sysfs;
 pub mod syslog;
