@@ -50,10 +50,11 @@ if grep -q 'README.md$' <<<"$contents"; then bad "an uncompressed README.md is s
 
 field() { dpkg-deb -f "$deb" "$1"; }
 depends="$(field Depends)"
-for d in open-iscsi iproute2 libc6; do
+for d in open-iscsi iproute2 libc6 libibverbs1 librdmacm1; do
 	if grep -q "\b$d\b" <<<"$depends"; then ok "Depends has $d"; else bad "Depends lacks $d: $depends"; fi
 done
 if grep -q rdma-core <<<"$(field Recommends)"; then ok "Recommends rdma-core"; else bad "Recommends lacks rdma-core"; fi
+if grep -q ibverbs-providers <<<"$(field Recommends)"; then ok "Recommends ibverbs-providers"; else bad "Recommends lacks ibverbs-providers"; fi
 [ "$(field Section)" = admin ] && ok "Section admin" || bad "Section is $(field Section)"
 [ "$(field Priority)" = optional ] && ok "Priority optional" || bad "Priority is $(field Priority)"
 

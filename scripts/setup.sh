@@ -14,6 +14,11 @@ pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "insta
 for p in gcc g++ libc6-dev pkg-config iproute2 grep util-linux man-db bash zsh fish; do
     pkg_installed "$p" || need+=("$p")
 done
+# The `verbs` feature (default): rdma-sys links libibverbs and librdmacm and runs bindgen,
+# which needs libclang 14 (16 and newer fail; .cargo/config.toml sets LIBCLANG_PATH).
+for p in libibverbs-dev librdmacm-dev libclang-14-dev; do
+    pkg_installed "$p" || need+=("$p")
+done
 # A Rust toolchain: keep the one rustup installed; otherwise take Debian's.
 if ! have cargo; then
     need+=(cargo rustc)

@@ -14,6 +14,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # advisory database from the network, which CI does not have (deny.toml says so).
 echo "== cargo deny check licenses bans sources" >&2
 cargo deny --offline --locked --workspace check licenses bans sources
+# The build without verbs (no libibverbs, no libclang) must keep compiling.
+echo "== cargo check --no-default-features" >&2
+cargo check --locked --no-default-features --lib --bins
 echo "== cargo test" >&2
 cargo test --workspace --locked --all-targets
 # Doc tests are not part of --all-targets.
