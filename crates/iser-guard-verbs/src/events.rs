@@ -183,6 +183,34 @@ fn run(ctx: &Arc<Context>, stop: &AtomicBool, sink: &dyn Fn(AsyncEvent)) -> List
     ListenerEnd::Stopped
 }
 
+/// Reads the asynchronous events already queued on `ctx` without waiting (its async fd
+/// is made non-blocking): the self-test's own QP events (COMM_EST, QP_FATAL, ...).
+pub fn drain(ctx: &Context) -> Vec<AsyncEvent> {
+    let mut out = Vec::new();
+    if set_nonblocking(ctx.async_fd()).is_err() {
+        return out;
+    }
+    // Bounded: a device cannot queue events faster than we ack them here.
+    for _ in 0..64 {
+        let mut ev = RawAsyncEvent {
+            element: RawElement {
+                ptr: std::ptr::null_mut(),
+            },
+            event_type: 0,
+        };
+        // SAFETY: as in `run`; the fd is non-blocking.
+        let rc =
+            unsafe { ffi::ibv_get_async_event(ctx.ptr, (&mut ev as *mut RawAsyncEvent).cast()) };
+        if rc != 0 {
+            break;
+        }
+        out.push(convert(ctx.name(), &ev));
+        // SAFETY: acked once.
+        unsafe { ffi::ibv_ack_async_event((&mut ev as *mut RawAsyncEvent).cast()) };
+    }
+    out
+}
+
 /// Listeners for a set of devices: what the daemon keeps, one per allowed device.
 pub struct AsyncEventHub {
     sink: Arc<dyn Fn(AsyncEvent) + Send + Sync>,

@@ -528,6 +528,7 @@ fn manual_part(
         Ok(((), exchange(&mut a, &mut b, "rewalk", d)?))
     })?;
     t.step("recreate-walk", |_| {
+        let events = crate::events::drain(ctx);
         let start = Instant::now();
         a.qp = None;
         b.qp = None;
@@ -535,14 +536,19 @@ fn manual_part(
         b.qp = Some(Qp::new_rc(&pd, &b.cq, &b.cq, roce)?);
         walk.all(&mut a, &mut b, 0x300)?;
         let took = start.elapsed();
-        Ok((
-            (),
-            format!(
-                "destroy + create + walk: {} us (reset + rewalk: {} us)",
-                took.as_micros(),
-                rewalk_took.as_micros()
-            ),
-        ))
+        let mut d = format!(
+            "destroy + create + walk: {} us (reset + rewalk: {} us)",
+            took.as_micros(),
+            rewalk_took.as_micros()
+        );
+        if !events.is_empty() {
+            let names: Vec<String> = events.iter().map(|e| e.kind.to_string()).collect();
+            d.push_str(&format!(
+                "; async events on the test's QPs: {}",
+                names.join(", ")
+            ));
+        }
+        Ok(((), d))
     })?;
     drop((a, b, pd));
     Some(())
