@@ -62,3 +62,26 @@ fn a_malformed_target_or_timeout_is_a_usage_error() {
     assert_eq!(selftest(&["rxe_ini/zero"]).0, 64);
     assert_eq!(selftest(&["rxe_ini/1", "--timeout", "0"]).0, 64);
 }
+
+#[test]
+fn the_daemons_child_process_runner_reads_the_cli_back() {
+    use iser_guard::core::selftest::SelfTestResult;
+    use iser_guard::io::selftest::PortSelfTest;
+    use iser_guard::io::selftest_process::SubprocessSelfTest;
+    if has_uverbs() {
+        eprintln!("skipped: this machine has uverbs devices; the lab tests the real self-test");
+        return;
+    }
+    let t = SubprocessSelfTest {
+        exe: env!("CARGO_BIN_EXE_iser-guard").into(),
+    };
+    let started = std::time::Instant::now();
+    match t.run("rxe_ini", 1, std::time::Duration::from_secs(2)) {
+        SelfTestResult::Unavailable { reason } => assert!(
+            reason.contains("no RDMA devices") || reason.contains("built without verbs"),
+            "{reason}"
+        ),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(7));
+}
