@@ -18,8 +18,8 @@ pub mod process;
 pub mod reset;
 pub mod route;
 pub mod selftest;
-pub mod selftest_scripted;
 pub mod selftest_process;
+pub mod selftest_scripted;
 #[cfg(feature = "verbs")]
 pub mod selftest_verbs;
 pub mod sysfs;
