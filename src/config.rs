@@ -1070,6 +1070,8 @@ impl Config {
             alert_repeat_interval: self.alerts.repeat_interval,
             session_refresh: self.poll.iscsi.max(Duration::from_millis(100)),
             selftest: r.selftest,
+            recreate_timeout: r.reset_timeout,
+            verify_timeout: r.verify_timeout,
             ..Policy::default()
         }
     }

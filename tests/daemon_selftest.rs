@@ -182,6 +182,7 @@ async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
         routes: Arc::new(|_| Err("no route in this test".into())),
         control: Some(ControlServer::bind(&cfg.paths.control_socket).unwrap()),
         shutdown: Some(stop_rx),
+        async_events: None,
     };
     let settings = Settings {
         config: cfg.clone(),

@@ -204,6 +204,7 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
         routes: Arc::new(|_| Err("no route in this test".into())),
         control: None,
         shutdown: Some(stop_rx),
+        async_events: None,
     };
     let settings = Settings {
         config: cfg.clone(),

@@ -145,6 +145,7 @@ fn start(cfg: &Config) -> Daemon {
         routes: Arc::new(|_| Err("no route in this test".into())),
         control: Some(ControlServer::bind(&cfg.paths.control_socket).unwrap()),
         shutdown: Some(stop_rx),
+        async_events: None,
     };
     let settings = Settings {
         config: cfg.clone(),

@@ -7,7 +7,9 @@
 //! - [`exec`] — one engine action on the executors → the engine's outcome;
 //! - [`sessions`] — iscsiadm sessions placed on their RDMA ports;
 //! - [`notify`] — sd_notify;
-//! - [`observe`] — the event ring, incidents and sources behind `status` and `events`.
+//! - [`observe`] — the event ring, incidents and sources behind `status` and `events`;
+//! - [`witness`] — the devices' asynchronous event listeners (which devices, release before
+//!   a re-creation).
 
 pub mod exec;
 pub mod notify;
@@ -17,4 +19,5 @@ pub mod recipes;
 pub mod run;
 pub mod sessions;
 pub mod sources;
+pub mod witness;
 pub mod workers;

@@ -74,6 +74,12 @@ pub struct Deps {
     /// Stops the loop like SIGTERM when it receives (tests; `None` in production, where
     /// the signals do it).
     pub shutdown: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// The devices' asynchronous event listeners and the channel their events arrive on
+    /// (`None`: no such witness, as in a build without verbs or a standalone command).
+    pub async_events: Option<(
+        Box<dyn crate::daemon::witness::AsyncEventSource>,
+        tokio::sync::mpsc::UnboundedReceiver<crate::core::selftest::AsyncEvent>,
+    )>,
 }
 
 /// What the loop is for.
@@ -143,7 +149,7 @@ impl Deps {
                 netlink: crate::daemon::sources::NetlinkAccess::Kernel,
                 metrics: crate::metrics::Metrics::disabled(),
             }),
-            executors: Executors::from_config(cfg),
+            executors: Executors::from_config(cfg).with_selftest(port_selftest(cfg)),
             clock: Arc::new(BootClock),
             notifier: if daemon {
                 Notifier::from_env()
@@ -154,8 +160,44 @@ impl Deps {
             routes: host_routes(&cfg.paths.sysfs_root),
             control,
             shutdown: None,
+            async_events: if daemon { async_events() } else { None },
         })
     }
+}
+
+/// The daemon's port self-test: `iser-guard selftest --json` run as a child of this binary
+/// (librdmacm keeps the devices it used open for the life of a process, and an open
+/// context on Soft-RoCE blocks the device's deletion), unless `recovery.selftest` is off.
+pub fn port_selftest(cfg: &Config) -> Arc<dyn crate::io::selftest::PortSelfTest> {
+    use crate::core::recovery::SelfTestPolicy;
+    use crate::io::selftest::NoSelfTest;
+    if cfg.recovery.selftest == SelfTestPolicy::Off {
+        return Arc::new(NoSelfTest {
+            reason: "recovery.selftest is off".into(),
+        });
+    }
+    match crate::io::selftest_process::SubprocessSelfTest::current() {
+        Ok(t) => Arc::new(t),
+        Err(e) => Arc::new(NoSelfTest {
+            reason: format!("cannot find this program's own binary to run the self-test: {e}"),
+        }),
+    }
+}
+
+#[cfg(feature = "verbs")]
+fn async_events() -> Option<(
+    Box<dyn crate::daemon::witness::AsyncEventSource>,
+    tokio::sync::mpsc::UnboundedReceiver<crate::core::selftest::AsyncEvent>,
+)> {
+    Some(crate::daemon::witness::real())
+}
+
+#[cfg(not(feature = "verbs"))]
+fn async_events() -> Option<(
+    Box<dyn crate::daemon::witness::AsyncEventSource>,
+    tokio::sync::mpsc::UnboundedReceiver<crate::core::selftest::AsyncEvent>,
+)> {
+    None
 }
 
 struct Finished {
@@ -291,6 +333,8 @@ struct Loop {
     status: String,
     /// Prometheus metrics (a no-op when `metrics.enabled` is false).
     metrics: crate::metrics::Metrics,
+    /// The devices' asynchronous event listeners, if this daemon has them.
+    witness: Option<crate::daemon::witness::Witness>,
 }
 
 /// The driver the loop runs `engine` in: the core's [`Driver`], the same type the simulator's
@@ -394,6 +438,16 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         }
     }
     let obs = Observer::new(now, incidents, kernel_log.is_some());
+    let (witness, mut async_rx) = match deps.async_events {
+        Some((source, rx)) => {
+            let allow = settings.config.devices.allow.iter().cloned().collect();
+            (
+                Some(crate::daemon::witness::Witness::new(source, allow)),
+                Some(rx),
+            )
+        }
+        None => (None, None),
+    };
     let mut lp = Loop {
         obs,
         driver,
@@ -425,6 +479,7 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         ready: Ready::default(),
         status: String::new(),
         metrics: metrics.clone(),
+        witness,
         settings,
     };
     let (mut one_shot, one_shot_mode) = match mode {
@@ -500,6 +555,12 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                 None => std::future::pending().await,
             }
         };
+        let async_next = async {
+            match async_rx.as_mut() {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         let shutdown_requested = async {
             match shutdown.as_mut() {
                 Some(rx) => {
@@ -536,6 +597,10 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
                     kernel_log = None;
                 }
             },
+            ev = async_next => match ev {
+                Some(ev) => lp.on_async_event(ev),
+                None => async_rx = None,
+            },
             Some(f) = done_rx.recv() => lp.on_finished(f),
             Some((id, written)) = journal_rx.recv() => {
                 let now = lp.clock.now();
@@ -568,6 +633,9 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
     // with their process groups when the runtime drops them or on their own timeout).
     lp.notifier.stopping();
     lp.obs.stop();
+    if let Some(w) = lp.witness.as_mut() {
+        w.shutdown();
+    }
     stop.raise();
     for p in lp.pendings.drain(..) {
         let _ = p.sink.send(Reply::Done {
@@ -836,6 +904,12 @@ impl Loop {
                     // The driver turns these into journal effects.
                     ActionKind::PersistState { .. } => {}
                     _ => {
+                        if let (ActionKind::RecreateDevice { device, .. }, Some(w)) =
+                            (&action.kind, self.witness.as_mut())
+                        {
+                            // Our own listener's open context would hold the deletion up.
+                            w.release(device);
+                        }
                         self.tell(port.as_ref(), &format!("running: {action}"));
                         self.inflight.insert(id, port);
                         let ex = self.ex.clone();
@@ -1027,6 +1101,19 @@ impl Loop {
         }
     }
 
+    /// One event from a device's asynchronous event channel: a trusted witness (it comes
+    /// from the kernel through uverbs).
+    fn on_async_event(&mut self, ev: crate::core::selftest::AsyncEvent) {
+        let now = self.now();
+        tracing::info!(event = %ev, "asynchronous event");
+        self.obs.async_event(&ev, clocks(now));
+        self.driver.handle_observation(
+            crate::core::recovery::Observation::AsyncEvent(ev),
+            Trust::Trusted,
+            now,
+        );
+    }
+
     fn on_topology(&mut self, t: TopologyReport) {
         match t {
             TopologyReport::Update {
@@ -1045,7 +1132,13 @@ impl Loop {
                 let now = self.now();
                 for obs in observations {
                     tracing::info!(observation = %obs.describe(), "RDMA topology");
+                    if let Some(w) = self.witness.as_mut() {
+                        w.observe(&obs);
+                    }
                     self.driver.handle_observation(obs, Trust::Trusted, now);
+                }
+                if let Some(w) = self.witness.as_mut() {
+                    w.sync(&self.ports.iter().map(|p| p.device.clone()).collect());
                 }
                 if changed || first {
                     // Sessions may now be placed differently; on the first report, the
@@ -1140,7 +1233,10 @@ impl Loop {
                 }
                 let now = self.now();
                 self.driver.set_policy(cfg.policy(), now);
-                self.ex = Executors::from_config(&cfg);
+                self.ex = Executors::from_config(&cfg).with_selftest(port_selftest(&cfg));
+                if let Some(w) = self.witness.as_mut() {
+                    w.set_allow(cfg.devices.allow.iter().cloned().collect());
+                }
                 tracing::info!(%source, "SIGHUP: configuration reloaded");
                 self.obs.note(
                     EventKind::Daemon,
@@ -1665,6 +1761,7 @@ mod tests {
             routes: Arc::new(|_| Err("no route in this test".into())),
             control: None,
             shutdown: Some(stop_rx),
+            async_events: None,
         };
         let settings = Settings {
             config: cfg,
@@ -1775,6 +1872,7 @@ mod tests {
             routes: Arc::new(|_| Err("no route in this test".into())),
             control: None,
             shutdown: Some(stop_rx),
+            async_events: None,
         };
         let settings = Settings {
             config: cfg,
@@ -1882,6 +1980,7 @@ mod tests {
             routes: Arc::new(|_| Err("no route in this test".into())),
             control: Some(ControlServer::bind(&cfg.paths.control_socket).unwrap()),
             shutdown: Some(stop_rx),
+            async_events: None,
         };
         let settings = Settings {
             config: cfg.clone(),

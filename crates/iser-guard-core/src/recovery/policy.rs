@@ -135,7 +135,7 @@ impl Default for Policy {
             trust_userspace: false,
             alert_repeat_interval: Duration::from_secs(300),
             alert_coalesce: Duration::from_secs(2),
-            recreate_timeout: Duration::from_secs(120),
+            recreate_timeout: Duration::from_secs(60),
             device_wait: Duration::from_secs(60),
             target_wait_max: Duration::from_secs(3600),
             verify_timeout: Duration::from_secs(60),
