@@ -12,7 +12,15 @@
 #
 # Environment: LAB_WORK (default /var/tmp/iser-guard-lab: the cache, the 9p share and the
 # results), RESULTS (default $LAB_WORK/results/<UTC date-time>), KVER (kernel of a single
-# batch run), NO_DEB=1 (skip the .deb and the systemd batch), SMP, MEM.
+# batch run), NO_DEB=1 (skip the .deb and the systemd batch), SMP, MEM, SRC (the source tree
+# `binary` builds; default this clone) and SRC_COMMIT (build that commit of SRC's repository,
+# exported into $LAB_WORK/src, instead of SRC's work tree as it is).
+#
+# The lab lock: setup, build, binary, batch and all hold an exclusive flock on LAB_LOCK
+# (default /var/tmp/iser-guard-lab.lock) for their whole run, and wait for it (saying who holds
+# it) when another run has it: two TCG guests on a 2-core host ruin each other's timing bounds,
+# and a build into the share under a running guest changes what it runs. A caller that already
+# holds the lock (`flock /var/tmp/iser-guard-lab.lock ...`) sets LAB_LOCK_HELD=1.
 set -euo pipefail
 LAB_SRC=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$LAB_SRC/../.." && pwd)
@@ -22,6 +30,27 @@ source "$LAB_SRC/host/lib.sh"
 
 cmd=${1:-help}
 shift || true
+
+LAB_LOCK=${LAB_LOCK:-/var/tmp/iser-guard-lab.lock}
+# lab_lock: the exclusive lab lock on fd 9 for the rest of this process (and its children, the
+# guest included). Opened for append so that a waiter does not erase the holder's line.
+lab_lock() {
+	[ -n "${LAB_LOCK_HELD:-}" ] && return 0
+	exec 9>> "$LAB_LOCK"
+	if ! flock -n 9; then
+		echo "lab: waiting for the lab lock $LAB_LOCK, held by: $(grep . "$LAB_LOCK" 2>/dev/null || echo 'a caller of flock(1)')" >&2
+		local t0=$(date +%s)
+		flock 9
+		echo "lab: got the lab lock after $(($(date +%s) - t0)) s" >&2
+	fi
+	: > "$LAB_LOCK"
+	echo "pid $$ since $(date -u +%FT%TZ): run.sh $cmd $* (uid $(id -u), cwd $PWD)" >&9
+	# the holder's line goes with the lock (a later holder may be a bare flock(1) caller)
+	trap ': > "$LAB_LOCK"' EXIT
+	export LAB_LOCK_HELD=1
+}
+case $cmd in setup | build | binary | batch | all) lab_lock "$@" ;; esac
+
 case $cmd in
 setup) "$LAB_SRC/host/setup.sh" ;;
 build) lab_build_image ;;
