@@ -159,6 +159,10 @@ pub struct Recovery {
     /// Self-test a re-created device's port (a new RDMA connection on it) before it counts
     /// as recovered: `auto` when the daemon has a self-test, or `off`.
     pub selftest: SelfTestPolicy,
+    /// How long a vanished initiator device is awaited (it may come back by itself) before it
+    /// is re-created from what was remembered of it.
+    #[serde(with = "humantime_secs")]
+    pub device_wait: Duration,
 }
 
 /// Alert severities are syslog's, one type for the file and the wire.
@@ -318,6 +322,7 @@ impl Default for Recovery {
             reset_timeout: Duration::from_secs(60),
             verify_timeout: Duration::from_secs(60),
             selftest: SelfTestPolicy::Auto,
+            device_wait: Duration::from_secs(60),
         }
     }
 }
@@ -1072,6 +1077,7 @@ impl Config {
             selftest: r.selftest,
             recreate_timeout: r.reset_timeout,
             verify_timeout: r.verify_timeout,
+            device_wait: r.device_wait,
             ..Policy::default()
         }
     }
@@ -1214,6 +1220,13 @@ impl Config {
             secs(1),
             secs(3600),
         );
+        check_range(
+            &mut p,
+            "recovery.device-wait",
+            r.device_wait,
+            secs(1),
+            secs(3600),
+        );
 
         let a = &self.alerts;
         if a.ident.is_empty() {
@@ -1330,6 +1343,14 @@ mod tests {
     #[test]
     fn default_config_maps_to_the_cores_default_policy() {
         assert_eq!(Config::default().policy(), Policy::default());
+    }
+
+    #[test]
+    fn device_wait_reaches_the_policy_and_is_bounded() {
+        let c = parse_str("[recovery]\ndevice-wait = 10\n").expect("valid");
+        assert_eq!(c.policy().device_wait, Duration::from_secs(10));
+        let p = problems("[recovery]\ndevice-wait = 0\n");
+        assert!(p.iter().any(|p| p.key == "recovery.device-wait"), "{p:?}");
     }
 
     const SHIPPED: &str = include_str!("../config/iser-guard.toml");

@@ -134,11 +134,12 @@ pub fn summary(cfg: &Config, source: &Source) -> String {
     line(
         "timeouts",
         format!(
-            "iscsid grace {}, iscsiadm {}, reset {}, verify {}",
+            "iscsid grace {}, iscsiadm {}, reset {}, verify {}, device wait {}",
             secs(r.iscsid_grace),
             secs(r.iscsiadm_timeout),
             secs(r.reset_timeout),
-            secs(r.verify_timeout)
+            secs(r.verify_timeout),
+            secs(r.device_wait)
         ),
     );
     line(

@@ -43,11 +43,13 @@ smoke 6.12 tiny 400
 k612-baseline-b 6.12 tiny 1800
 k612-rest 6.12 tiny 1800
 k61-listener 6.1. tiny 600
+k612-verbs 6.12 tiny 600
+k61-verbs 6.1. tiny 600
 EOT
 }
-# smoke, k612-baseline-b, k612-rest and k61-listener are run by name only (a second boot after a
+# smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs and k61-verbs are run by name only (a second boot after a
 # stopped one, or one scenario on a fresh guest).
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener"{print $1}'; }
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
@@ -66,17 +68,46 @@ lab_stage_guest() {
 	cp -a "$LAB_SRC/guest" "$SHARE/guest"
 }
 
+# The source tree `binary` builds: SRC (default this clone) as it is, or, with SRC_COMMIT, that
+# commit of SRC's repository exported (git archive) into $LAB_WORK/src, whose target/ is kept
+# between exports: another engineer's branch is built exactly at the commit named, without
+# touching their work tree or its target/.
+lab_source_tree() {
+	local src=${SRC:-$REPO}
+	if [ -z "${SRC_COMMIT:-}" ]; then
+		(cd "$src" && pwd)
+		return
+	fi
+	local dst=$LAB_WORK/src
+	mkdir -p "$dst"
+	git -C "$src" cat-file -e "$SRC_COMMIT^{commit}" || { echo "lab: no commit $SRC_COMMIT in $src" >&2; return 1; }
+	find "$dst" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
+	git -C "$src" archive "$SRC_COMMIT" | tar -x -C "$dst"
+	echo "$(git -C "$src" rev-parse "$SRC_COMMIT")" > "$dst/.lab-commit"
+	echo "$dst"
+}
+
 # cargo build --release (the binary the guest runs as the daemon) and the .debs for the systemd
 # batch: the package as scripts/build-deb.sh builds it, and the same package with a higher
 # version for the upgrade scenario.
 lab_stage_binary() {
 	mkdir -p "$SHARE/bin" "$SHARE/deb"
-	(cd "$REPO" && cargo build --release --locked)
-	install -m 0755 "$REPO/target/release/iser-guard" "$SHARE/bin/iser-guard"
+	local tree
+	tree=$(lab_source_tree) || return 1
+	echo "lab: building the release binary from $tree${SRC_COMMIT:+ (commit $SRC_COMMIT of ${SRC:-$REPO})}"
+	(cd "$tree" && cargo build --release --locked)
+	install -m 0755 "$tree/target/release/iser-guard" "$SHARE/bin/iser-guard"
 	{
-		echo "commit=$(git -C "$REPO" rev-parse HEAD 2>/dev/null)"
-		echo "code_commit=$(git -C "$REPO" log -1 --format=%H -- src crates Cargo.toml Cargo.lock 2>/dev/null)"
-		echo "code_dirty=$(git -C "$REPO" status --porcelain --untracked-files=no -- src crates Cargo.toml Cargo.lock 2>/dev/null | wc -l)"
+		if [ -f "$tree/.lab-commit" ]; then
+			echo "commit=$(cat "$tree/.lab-commit")"
+			echo "code_commit=$(git -C "${SRC:-$REPO}" log -1 --format=%H "$(cat "$tree/.lab-commit")" -- src crates Cargo.toml Cargo.lock 2>/dev/null)"
+			echo "code_dirty=0"
+		else
+			echo "commit=$(git -C "$tree" rev-parse HEAD 2>/dev/null)"
+			echo "code_commit=$(git -C "$tree" log -1 --format=%H -- src crates Cargo.toml Cargo.lock 2>/dev/null)"
+			echo "code_dirty=$(git -C "$tree" status --porcelain --untracked-files=normal -- src crates Cargo.toml Cargo.lock 2>/dev/null | wc -l)"
+		fi
+		echo "source=$tree"
 		echo "built=$(date -u +%FT%TZ)"
 	} > "$SHARE/bin/build.txt"
 	local sha
@@ -87,12 +118,12 @@ lab_stage_binary() {
 		echo "lab: the .debs of this binary are staged already"
 	else
 		rm -f "$SHARE"/deb/*.deb "$SHARE"/deb/*.ddeb "$SHARE"/deb/.binary.sha
-		(cd "$REPO" && scripts/build-deb.sh --no-build)
+		(cd "$tree" && scripts/build-deb.sh --no-build)
 		local deb ver
-		deb=$(ls -t "$REPO"/target/debian/iser-guard_*_amd64.deb | head -1)
+		deb=$(ls -t "$tree"/target/debian/iser-guard_*_amd64.deb | head -1)
 		cp "$deb" "$SHARE/deb/1-$(basename "$deb")"
 		ver=$(dpkg-deb -f "$deb" Version)
-		(cd "$REPO" && cargo deb --locked --no-build --deb-version "${ver}+lab1" -o "$SHARE/deb/2-upgrade.deb")
+		(cd "$tree" && cargo deb --locked --no-build --deb-version "${ver}+lab1" -o "$SHARE/deb/2-upgrade.deb")
 		rm -f "$SHARE"/deb/*.ddeb
 		echo "$sha" > "$SHARE/deb/.binary.sha"
 		ls -l "$SHARE/deb"
