@@ -316,13 +316,22 @@ blackhole_off() {
 gsi_stuck_on() {
 	modprobe sch_prio
 	modprobe cls_u32
+	modprobe sch_ingress 2>/dev/null # clsact
 	modprobe act_gact 2>/dev/null
 	tc qdisc replace dev $INI_IF root handle 1: prio
 	tc filter add dev $INI_IF parent 1: protocol ip prio 1 u32 \
 		match ip protocol 17 0xff match ip dport 4791 0xffff \
 		match u32 0x00000001 0x00ffffff at 32 action drop
+	# rxe_ini's packets to its own address (a self-test's rdma_cm connect between two QPs of
+	# rxe_ini) leave through tgt0: the policy routing sends everything for 192.0.2.1 that is
+	# generated locally over the veth. Drop their CM MADs too (source 192.0.2.1, QP 1), on
+	# tgt0's egress hook, which leaves tgt0's root qdisc to the blackhole's netem.
+	tc qdisc replace dev $TGT_IF clsact
+	tc filter add dev $TGT_IF egress protocol ip prio 1 u32 \
+		match ip protocol 17 0xff match ip src $INI_IP/32 match ip dport 4791 0xffff \
+		match u32 0x00000001 0x00ffffff at 32 action drop
 }
-gsi_stuck_off() { tc qdisc del dev $INI_IF root 2>/dev/null; true; }
+gsi_stuck_off() { tc qdisc del dev $INI_IF root 2>/dev/null; tc qdisc del dev $TGT_IF clsact 2>/dev/null; true; }
 gsi_stuck_active() { tc filter show dev $INI_IF 2>/dev/null | grep -q u32; }
 # clears the stand-in when rxe_ini's index changes; logs when
 gsi_stuck_watch() {

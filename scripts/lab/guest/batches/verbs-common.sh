@@ -4,5 +4,5 @@
 # scripts/lab/run.sh batch k612-verbs (or k61-verbs), which source this file.
 source /lab/guest/lib.sh
 lab_up
-run_scenarios verbs-tools ${LAB_VERBS_EXTRA:-}
+run_scenarios verbs-tools selftest verbs-device-hold
 lab_down

@@ -11,7 +11,9 @@
 #    rxe_ini to server rxe_tgt across the veth;
 #  - rdma_cm: `rping` (RC, rdma_cm connect, RDMA read/write), `rdma_server`/`rdma_client`
 #    (rdma_cm RC send/recv), `ucmatose` (two rdma_cm RC connections) and `udaddy` (UD through
-#    rdma_cm), each server on 192.0.2.1 (rxe_ini). With the lab's policy routing a client
+#    rdma_cm), `cmtime` (each rdma_cm step timed, 10 connections), each server on 192.0.2.1
+#    (rxe_ini); `rping -I 192.0.2.1` too (both ends on rxe_ini, as the self-test connects).
+#    With the lab's policy routing a client
 #    connecting to 192.0.2.1 leaves through tgt0, so its side is rxe_tgt: both devices, and the
 #    GSI QPs' CM handshake between them, are exercised.
 # Every tool runs bounded (30 s); figures: each one's wall time.
@@ -54,11 +56,12 @@ gid_index() {
 	done
 	return 1
 }
+vt_txpackets() { echo "$(cat /sys/class/net/$INI_IF/statistics/tx_packets) $(cat /sys/class/net/$TGT_IF/statistics/tx_packets)"; }
 scenario_verbs_tools() {
 	local p m
 	dpkg-query -W libibverbs1 librdmacm1 ibverbs-providers rdma-core ibverbs-utils rdmacm-utils > $SOUT/packages.txt 2>&1
 	for p in libibverbs1 librdmacm1 ibverbs-providers ibverbs-utils rdmacm-utils; do
-		check "package $p installed" grep -q "^$p[: ]" $SOUT/packages.txt
+		check "package $p installed" grep -q "^$p[:[:space:]]" $SOUT/packages.txt
 	done
 	ls -l /usr/lib/x86_64-linux-gnu/libibverbs/ /etc/libibverbs.d/ > $SOUT/providers.txt 2>&1
 	check "the rxe provider (librxe) is installed" grep -q 'librxe' $SOUT/providers.txt
@@ -81,18 +84,29 @@ scenario_verbs_tools() {
 	gt=$(gid_index $TGT_RXE $TGT_IP) || { fail "no GID of $TGT_IP on $TGT_RXE/1"; gt=1; }
 	log "  GID index: $INI_RXE $gi ($INI_IP), $TGT_RXE $gt ($TGT_IP)"
 	figure gid_index_rxe_ini "$gi"
-	# RC by hand (ibv_modify_qp RESET->INIT->RTR->RTS): both ends on rxe_ini, then across
+	# RC by hand (ibv_modify_qp RESET->INIT->RTR->RTS): both ends on rxe_ini, then across.
+	# The veth's packet counters around the first say whether rxe sent rxe_ini's packets to
+	# itself through the network (out of tgt0, by the policy routing) or inside the driver.
+	local tx0 tx1
+	tx0=$(vt_txpackets)
 	vt_pair rc_pingpong_ini_ini ibv_rc_pingpong -d $INI_RXE -g $gi -n 100 -- \
 		ibv_rc_pingpong -d $INI_RXE -g $gi -n 100 127.0.0.1
+	tx1=$(vt_txpackets)
+	log "  veth tx packets (ini0 tgt0) before/after rxe_ini<->rxe_ini: $tx0 / $tx1"
+	figure self_connect_veth_tx_packets "$(python3 -c "import sys; a=sys.argv[1].split(); b=sys.argv[2].split(); print('ini0=%d,tgt0=%d' % (int(b[0])-int(a[0]), int(b[1])-int(a[1])))" "$tx0" "$tx1")"
 	vt_pair rc_pingpong_ini_tgt ibv_rc_pingpong -d $TGT_RXE -g $gt -n 100 -p 18516 -- \
 		ibv_rc_pingpong -d $INI_RXE -g $gi -n 100 -p 18516 $TGT_IP
 	grep -h 'bytes in' $SOUT/rc_pingpong_*-client.txt | sed 's/^/  /'
 	# rdma_cm
 	vt_pair rping rping -s -a $INI_IP -C 10 -v -- rping -c -a $INI_IP -C 10 -v
 	check "rping: 10 pings echoed" [ "$(grep -c 'ping data' $SOUT/rping-client.txt)" -ge 10 ]
+	vt_pair rping_self rping -s -a $INI_IP -C 10 -v -- rping -c -I $INI_IP -a $INI_IP -C 10 -v
 	vt_pair rdma_cm_rc rdma_server -s $INI_IP -- rdma_client -s $INI_IP
 	vt_pair ucmatose ucmatose -b $INI_IP -c 2 -C 10 -- ucmatose -s $INI_IP -c 2 -C 10
 	vt_pair udaddy udaddy -b $INI_IP -- udaddy -s $INI_IP
+	# per-step rdma_cm times (resolve addr/route, create QP, connect, disconnect, destroy) for
+	# 10 connections: the reference for the self-test's cm steps
+	vt_pair cmtime cmtime -b $INI_IP -c 10 -- cmtime -s $INI_IP -c 10
 	rdma resource show cm_id > $SOUT/cm_id-after.txt 2>&1
 	# the tools' own QPs are gone afterwards; rxe_ini's GSI QP still in RTS
 	check "rxe_ini's GSI QP still RTS after the tools" gsi_rts $INI_RXE
