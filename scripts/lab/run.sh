@@ -14,7 +14,8 @@
 # results), RESULTS (default $LAB_WORK/results/<UTC date-time>), KVER (kernel of a single
 # batch run), NO_DEB=1 (skip the .deb and the systemd batch), SMP, MEM, SRC (the source tree
 # `binary` builds; default this clone) and SRC_COMMIT (build that commit of SRC's repository,
-# exported into $LAB_WORK/src, instead of SRC's work tree as it is).
+# exported into $LAB_WORK/src, instead of SRC's work tree as it is), SRC_MERGE (build the merge
+# of SRC_COMMIT and this commit).
 #
 # The lab lock: setup, build, binary, batch and all hold an exclusive flock on LAB_LOCK
 # (default /var/tmp/iser-guard-lab.lock) for their whole run, and wait for it (saying who holds

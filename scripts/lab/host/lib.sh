@@ -71,19 +71,40 @@ lab_stage_guest() {
 # The source tree `binary` builds: SRC (default this clone) as it is, or, with SRC_COMMIT, that
 # commit of SRC's repository exported (git archive) into $LAB_WORK/src, whose target/ is kept
 # between exports: another engineer's branch is built exactly at the commit named, without
-# touching their work tree or its target/.
+# touching their work tree or its target/. SRC_MERGE=COMMIT builds the merge of SRC_COMMIT and
+# COMMIT instead (git merge-tree, no work tree touched; a conflict is an error). The first
+# export's target/release is seeded with the compiled registry dependencies of
+# /work/main/target/release when that exists (the workspace's own crates are built afresh).
 lab_source_tree() {
 	local src=${SRC:-$REPO}
 	if [ -z "${SRC_COMMIT:-}" ]; then
 		(cd "$src" && pwd)
 		return
 	fi
-	local dst=$LAB_WORK/src
+	local dst=$LAB_WORK/src what tree
 	mkdir -p "$dst"
 	git -C "$src" cat-file -e "$SRC_COMMIT^{commit}" || { echo "lab: no commit $SRC_COMMIT in $src" >&2; return 1; }
+	what=$(git -C "$src" rev-parse "$SRC_COMMIT")
+	tree=$what
+	if [ -n "${SRC_MERGE:-}" ]; then
+		tree=$(git -C "$src" merge-tree --write-tree "$SRC_COMMIT" "$SRC_MERGE") || {
+			echo "lab: $SRC_COMMIT and $SRC_MERGE do not merge cleanly:" >&2
+			echo "$tree" | tail -n +2 >&2
+			return 1
+		}
+		what="$what+$(git -C "$src" rev-parse "$SRC_MERGE")"
+	fi
 	find "$dst" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
-	git -C "$src" archive "$SRC_COMMIT" | tar -x -C "$dst"
-	echo "$(git -C "$src" rev-parse "$SRC_COMMIT")" > "$dst/.lab-commit"
+	git -C "$src" archive "$tree" | tar -x -C "$dst"
+	echo "$what" > "$dst/.lab-commit"
+	local seed=${LAB_SEED_RELEASE:-/work/main/target/release}
+	if [ ! -d "$dst/target/release" ] && [ -d "$seed/deps" ]; then
+		mkdir -p "$dst/target/release/deps"
+		cp -a "$seed/build" "$seed/.fingerprint" "$dst/target/release/" 2>/dev/null
+		rm -rf "$dst/target/release/.fingerprint"/iser-guard* "$dst/target/release/.fingerprint"/iser_guard*
+		find "$seed/deps" -maxdepth 1 -type f \( -name 'lib*' -o -name '*.d' \) ! -name '*iser_guard*' -exec cp -a {} "$dst/target/release/deps/" \;
+		echo "lab: seeded $dst/target/release from $seed" >&2
+	fi
 	echo "$dst"
 }
 
@@ -94,13 +115,13 @@ lab_stage_binary() {
 	mkdir -p "$SHARE/bin" "$SHARE/deb"
 	local tree
 	tree=$(lab_source_tree) || return 1
-	echo "lab: building the release binary from $tree${SRC_COMMIT:+ (commit $SRC_COMMIT of ${SRC:-$REPO})}"
+	echo "lab: building the release binary from $tree${SRC_COMMIT:+ (commit $SRC_COMMIT${SRC_MERGE:+ merged with $SRC_MERGE} of ${SRC:-$REPO})}"
 	(cd "$tree" && cargo build --release --locked)
 	install -m 0755 "$tree/target/release/iser-guard" "$SHARE/bin/iser-guard"
 	{
 		if [ -f "$tree/.lab-commit" ]; then
 			echo "commit=$(cat "$tree/.lab-commit")"
-			echo "code_commit=$(git -C "${SRC:-$REPO}" log -1 --format=%H "$(cat "$tree/.lab-commit")" -- src crates Cargo.toml Cargo.lock 2>/dev/null)"
+			echo "code_commit=$(cat "$tree/.lab-commit")"
 			echo "code_dirty=0"
 		else
 			echo "commit=$(git -C "$tree" rev-parse HEAD 2>/dev/null)"

@@ -1,5 +1,8 @@
-# 6.12 guest, tiny init: the operator's commands, the control socket, restarts.
+# 6.12 guest, tiny init: the operator's commands, the control socket, restarts, the port
+# self-test (issue 11) and what a held verbs context does to a device's deletion. (The netlink
+# view runs in k612-recovery on the same kernel.)
 source /lab/guest/lib.sh
 lab_up
-run_scenarios netlink-view manual-standalone manual-daemon control-socket restart-holding
+run_scenarios manual-standalone manual-daemon control-socket restart-holding selftest \
+	verbs-device-hold
 lab_down

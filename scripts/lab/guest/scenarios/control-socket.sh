@@ -22,7 +22,7 @@ scenario_control_socket() {
 	sleep 3
 	check "SIGHUP: valid configuration reloaded" grep -qi 'configuration reloaded' "$SOUT/daemon.log"
 	# SIGHUP with an invalid file: the old configuration stays
-	EXTRA_CONFIG=$'[recovery]\nmax-attempts = 0' write_config 0
+	EXTRA_RECOVERY='max-attempts = 0' write_config 0
 	kill -HUP $DAEMON_PID
 	sleep 3
 	check "SIGHUP: invalid configuration refused, daemon running" daemon_alive

@@ -24,7 +24,7 @@ scenario_sd_observe() {
 	$IG history > "$SOUT/history.txt" 2>&1
 	check "history answers" [ $? = 0 ]
 	# An error-level entry: a configuration the daemon refuses on reload.
-	EXTRA_CONFIG=$'[recovery]\nmax-attempts = 0' write_config 0
+	EXTRA_RECOVERY='max-attempts = 0' write_config 0
 	systemctl reload $UNIT > /dev/null 2>&1
 	sleep 2
 	journalctl -u $UNIT --no-pager -o cat -p err --since "@${t0%.*}" > "$SOUT/journal-err.txt"

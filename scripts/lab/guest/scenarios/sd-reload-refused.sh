@@ -5,7 +5,7 @@ source /lab/guest/scenarios/sd-common.sh
 scenario_sd_reload_refused() {
 	sd_wait_active 10 || { lab_error "service not active"; return; }
 	local t0=$(now) pid0=$(sd_pid) rc
-	EXTRA_CONFIG=$'[recovery]\nmax-attempts = 0' write_config 0
+	EXTRA_RECOVERY='max-attempts = 0' write_config 0
 	systemctl reload $UNIT > "$SOUT/reload-refused.txt" 2>&1
 	rc=$?
 	figure reload_refused_rc $rc
