@@ -94,17 +94,50 @@ lab_source_tree() {
 		}
 		what="$what+$(git -C "$src" rev-parse "$SRC_MERGE")"
 	fi
-	find "$dst" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
-	git -C "$src" archive "$tree" | tar -x -C "$dst"
+	# into a staging folder, then only files whose content differs are replaced in $dst: an
+	# unchanged file keeps its mtime, so cargo rebuilds only what changed (git archive of a
+	# merged tree stamps every file with the current time)
+	local stage=$LAB_WORK/src.stage
+	rm -rf "$stage"
+	mkdir -p "$stage"
+	git -C "$src" archive "$tree" | tar -x -C "$stage"
+	python3 - "$stage" "$dst" <<'EOP'
+import filecmp, os, shutil, sys
+stage, dst = sys.argv[1], sys.argv[2]
+want = set()
+for root, dirs, files in os.walk(stage):
+    rel = os.path.relpath(root, stage)
+    for f in files:
+        r = os.path.normpath(os.path.join(rel, f)); want.add(r)
+        a, b = os.path.join(stage, r), os.path.join(dst, r)
+        if os.path.islink(a) or not os.path.isfile(b) or not filecmp.cmp(a, b, shallow=False):
+            os.makedirs(os.path.dirname(b), exist_ok=True)
+            if os.path.lexists(b): os.remove(b)
+            shutil.copy2(a, b, follow_symlinks=False)
+for root, dirs, files in os.walk(dst):
+    rel = os.path.relpath(root, dst)
+    if rel == "target" or rel.startswith("target" + os.sep):
+        dirs[:] = []; continue
+    if rel == ".":
+        dirs[:] = [d for d in dirs if d != "target"]
+    for f in files:
+        r = os.path.normpath(os.path.join(rel, f))
+        if r not in want and r != ".lab-commit": os.remove(os.path.join(dst, r))
+EOP
+	rm -rf "$stage"
 	echo "$what" > "$dst/.lab-commit"
-	local seed=${LAB_SEED_RELEASE:-/work/main/target/release}
-	if [ ! -d "$dst/target/release" ] && [ -d "$seed/deps" ]; then
-		mkdir -p "$dst/target/release/deps"
-		cp -a "$seed/build" "$seed/.fingerprint" "$dst/target/release/" 2>/dev/null
-		rm -rf "$dst/target/release/.fingerprint"/iser-guard* "$dst/target/release/.fingerprint"/iser_guard*
-		find "$seed/deps" -maxdepth 1 -type f \( -name 'lib*' -o -name '*.d' \) ! -name '*iser_guard*' -exec cp -a {} "$dst/target/release/deps/" \;
-		echo "lab: seeded $dst/target/release from $seed" >&2
-	fi
+	# seed target/release (the binary) and target/debug (build-deb.sh's generator examples)
+	local prof seed
+	for prof in release debug; do
+		seed=/work/main/target/$prof
+		[ "$prof" = release ] && seed=${LAB_SEED_RELEASE:-$seed}
+		[ ! -d "$dst/target/$prof" ] && [ -d "$seed/deps" ] || continue
+		mkdir -p "$dst/target/$prof/deps"
+		cp -a "$seed/build" "$seed/.fingerprint" "$dst/target/$prof/" 2>/dev/null
+		rm -rf "$dst/target/$prof/.fingerprint"/iser-guard* "$dst/target/$prof/.fingerprint"/iser_guard*
+		find "$seed/deps" -maxdepth 1 -type f \( -name 'lib*' -o -name '*.d' \) ! -name '*iser_guard*' -exec cp -a {} "$dst/target/$prof/deps/" \;
+		echo "lab: seeded $dst/target/$prof from $seed" >&2
+	done
 	echo "$dst"
 }
 
