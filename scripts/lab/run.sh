@@ -67,12 +67,14 @@ all)
 	T0=$(date +%s)
 	"$LAB_SRC/host/setup.sh"
 	lab_build_image
+	B0=$(date +%s)
 	lab_stage_binary
+	BIN_S=$(($(date +%s) - B0))
 	lab_stage_guest
 	export RESULTS=${RESULTS:-$LAB_WORK/results/$(date -u +%Y%m%dT%H%M%SZ)}
 	mkdir -p "$RESULTS"
 	for b in $(lab_batches); do lab_run_batch "$b" || true; done
-	echo "total_wall_s=$(($(date +%s) - T0))" >> "$RESULTS/timing.txt"
+	echo "total_wall_s=$(($(date +%s) - T0)) binary_step_s=$BIN_S load1_end=$(cut -d' ' -f1 /proc/loadavg)" >> "$RESULTS/timing.txt"
 	lab_summary "$RESULTS"
 	;;
 summary) lab_summary "${1:-$(ls -d "$LAB_WORK"/results/*/ | sort | tail -1)}" ;;

@@ -221,9 +221,17 @@ lab_run_batch() {
 	cp "$SHARE/bin/build.txt" "$SHARE/$out/binary.txt"
 	echo "lab: batch $b on $kver ($init init), timeout $tmo s"
 	t0=$(date +%s)
+	# the host's load average every 30 s while the guest runs: TCG's speed follows it
+	local l0 sampler
+	l0=$(cut -d' ' -f1 /proc/loadavg)
+	(while sleep 30; do echo "$(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; done) > "$SHARE/$out/host-load.txt" 2>&1 &
+	sampler=$!
 	lab_boot "$kver" "$init" "$b" "$out" "$tmo"
 	rc=$?
-	echo "batch $b kernel $kver init $init wall_s $(($(date +%s) - t0)) qemu_rc $rc" | tee -a "$RESULTS/timing.txt"
+	kill $sampler 2>/dev/null
+	local lmax
+	lmax=$(awk -v m="$l0" '$2>m{m=$2} END{print m}' "$SHARE/$out/host-load.txt")
+	echo "batch $b kernel $kver init $init wall_s $(($(date +%s) - t0)) qemu_rc $rc load1_start $l0 load1_max $lmax" | tee -a "$RESULTS/timing.txt"
 	grep -h '^VERDICT' "$SHARE/$out/verdicts.txt" 2>/dev/null || true
 	# soft lockups are counted, not judged: under TCG on a loaded host the guest's vCPUs starve
 	# and its watchdog reports "BUG: soft lockup" for code that is merely not scheduled
