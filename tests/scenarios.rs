@@ -20,6 +20,9 @@ mod kernel_bug;
 #[path = "scenarios/selftest.rs"]
 mod selftest;
 
+#[path = "scenarios/unknown_device.rs"]
+mod unknown_device;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Observation, Origin, Phase, Policy, PortId, Severity,
     StuckEvidence, Trust,
@@ -27,6 +30,7 @@ use iser_guard::core::recovery::{
 use iser_guard::core::time::Instant;
 use iser_guard::sim::scenarios::{self, field_port, FIELD_DEVICE};
 use iser_guard::sim::Entry;
+use unknown_device::appeared;
 use util::*;
 
 #[test]
@@ -381,6 +385,8 @@ fn storm_of_ten_thousand_identical_lines_gives_one_alert_with_the_count() {
 #[test]
 fn storm_of_stuck_qp_lines_gives_one_fault_alert() {
     let mut e = Engine::new(scenarios::base_policy(), 1);
+    // The device is known (topology showed it): records about unknown devices make no port.
+    e.handle_observation(appeared(FIELD_DEVICE), Trust::Trusted, Instant::ZERO);
     for i in 0..10_000u64 {
         e.handle_observation(
             Observation::GsiQpStuck {
@@ -428,6 +434,7 @@ fn forged_records_are_acted_on_only_when_the_config_trusts_them() {
     let mut p = scenarios::base_policy();
     p.trust_userspace = true;
     let mut e = Engine::new(p, 1);
+    e.handle_observation(appeared(FIELD_DEVICE), Trust::Trusted, Instant::ZERO);
     e.handle_observation(
         Observation::GsiQpStuck {
             device: FIELD_DEVICE.into(),

@@ -78,6 +78,16 @@ pub fn stuck() -> Observation {
     }
 }
 
+/// The initiator device as RDMA netlink first lists it.
+pub fn appeared() -> Observation {
+    Observation::DeviceAppeared {
+        device: INI.to_string(),
+        parent: None,
+        driver: None,
+        ports: 1,
+    }
+}
+
 /// QP 1 of the initiator in RTS, as the QP table shows it.
 pub fn rts() -> Observation {
     Observation::GsiQpState {
@@ -129,6 +139,9 @@ impl Rig {
             selftests: VecDeque::new(),
             hold_selftests: false,
         };
+        // RDMA netlink lists the device before its QP table (the engine makes no port for
+        // a device topology never showed), then the session list comes.
+        r.obs(appeared());
         r.sessions(vec![session(1, SessionState::LoggedIn, rdma)]);
         r.obs(rts());
         r.scan_done(true);

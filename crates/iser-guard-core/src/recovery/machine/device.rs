@@ -85,6 +85,9 @@ impl Engine {
         if driver.is_some() {
             d.driver = driver;
         }
+        // Records that named it before it was known count now (a fresh record starts as
+        // present, so this comes before the return for a device that was present).
+        self.replay_unknown(device, now);
         if was_present {
             return;
         }

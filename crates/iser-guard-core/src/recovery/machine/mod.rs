@@ -26,6 +26,7 @@
 //! | `journal.rs` | resume, snapshot, write-ahead and unchanged-write skipping |
 //! | `emit.rs` | actions, refresh requests, alerts, jitter |
 //! | `queries.rs` | read-only views of the records |
+//! | `unknown.rs` | records about devices never shown: no port, counted, kept bounded |
 
 mod await_target;
 mod device;
@@ -44,6 +45,7 @@ mod reset;
 mod selftest;
 mod sessions;
 mod transition;
+mod unknown;
 mod verify;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -103,6 +105,8 @@ pub struct EngineStats {
     pub stale_outcomes: u64,
     /// Sessions the daemon could not map to an RDMA port in the last snapshot.
     pub unmapped_sessions: u64,
+    /// Kernel-log records about a device topology never showed (no port made for them).
+    pub unknown_device_records: u64,
 }
 
 /// The recovery engine for every RDMA port of the host.
@@ -181,6 +185,8 @@ pub struct Engine {
     kernel_bugs: Vec<KernelBugHold>,
     /// "The port self-test is not available" was said (once per engine run, not journaled).
     selftest_unavailable_said: bool,
+    /// Records about devices never shown (no port made for them), bounded; not journaled.
+    unknown: unknown::UnknownDevices,
 }
 
 impl Engine {
@@ -216,6 +222,7 @@ impl Engine {
             gsi_rts_at: BTreeMap::new(),
             kernel_bugs: Vec::new(),
             selftest_unavailable_said: false,
+            unknown: unknown::UnknownDevices::default(),
         }
     }
 

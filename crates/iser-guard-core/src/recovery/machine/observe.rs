@@ -151,6 +151,24 @@ impl Engine {
         evidence: StuckEvidence,
         now: Instant,
     ) {
+        if !self.device_known(device) {
+            // No port for a device nobody has shown (see unknown.rs): counted and kept.
+            self.on_unknown_device(device, port, evidence, now);
+            return;
+        }
+        self.gsi_stuck_known(device, port, evidence, None, now);
+    }
+
+    /// [`Engine::on_gsi_stuck`] for a known device; `seen_before` says when the records
+    /// came before the device was known.
+    pub(super) fn gsi_stuck_known(
+        &mut self,
+        device: &str,
+        port: Option<u32>,
+        evidence: StuckEvidence,
+        seen_before: Option<String>,
+        now: Instant,
+    ) {
         let pids = match port {
             Some(p) => vec![PortId::new(device, p)],
             None => {
@@ -172,11 +190,14 @@ impl Engine {
             }
         };
         for pid in pids {
-            let reason = format!(
+            let mut reason = format!(
                 "{}: QP 1 (GSI) carries the RDMA CM handshakes every iSER login needs, so no \
                  session can reconnect on {pid} until the device is re-created",
                 evidence.describe()
             );
+            if let Some(before) = &seen_before {
+                reason.push_str(&format!(" ({before})"));
+            }
             self.enter_fault(&pid, Fault::GsiStuck { evidence }, reason, now);
         }
     }
