@@ -157,6 +157,45 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    // Issue 12's distinct-device storm: every record names a device no topology showed.
+    // Before, each one made a port and the journal check copied every port per input, so
+    // the cost grew with the storm (about 100 records/s in the daemon after a few
+    // thousand); now no port is made and the cost stays flat however many came before.
+    for before in [0u64, 10_000, 60_000] {
+        let mut e = engine();
+        for i in 0..before {
+            e.handle_observation(
+                Observation::GsiQpStuck {
+                    device: format!("flood{i}"),
+                    port: None,
+                    evidence: StuckEvidence::ModifyQpInvalid,
+                },
+                Trust::Trusted,
+                Instant(10 + i / 6),
+            );
+            drain(&mut e);
+        }
+        let mut i = before;
+        g.bench_function(
+            format!("stuck-qp record naming an unknown device, after {before} such records"),
+            |b| {
+                b.iter(|| {
+                    i += 1;
+                    e.handle_observation(
+                        black_box(Observation::GsiQpStuck {
+                            device: format!("flood{i}"),
+                            port: None,
+                            evidence: StuckEvidence::ModifyQpInvalid,
+                        }),
+                        Trust::Trusted,
+                        Instant(10 + i / 6),
+                    );
+                    black_box(drain(&mut e))
+                })
+            },
+        );
+    }
+
     let e = engine();
     g.bench_function("journal snapshot (serialize to JSON)", |b| {
         b.iter(|| {

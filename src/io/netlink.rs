@@ -1744,9 +1744,8 @@ impl<T: AsyncTransport, M: AsyncTransport> NldevWatcher<T, M> {
                 let scan = crate::io::sysfs::scan(&self.sysfs_root).unwrap_or_default();
                 let parent_of = |name: &str| scan.device(name).and_then(|d| d.parent.identity());
                 let result = self.client.snapshot(&parent_of).await;
-                self.poller.on_dump_done(clock());
                 self.last_scan = Some(scan);
-                match result {
+                let quiet = match result {
                     Ok(report) => {
                         tracing::debug!(
                             ?reason,
@@ -1756,13 +1755,22 @@ impl<T: AsyncTransport, M: AsyncTransport> NldevWatcher<T, M> {
                         self.cm_ids = report.cm_ids;
                         events.extend(self.topology.apply_snapshot(report.snapshot, clock()));
                         self.last_error = None;
+                        self.topology.quiet()
                     }
-                    Err(e @ (NetlinkError::Unavailable | NetlinkError::Closed)) => return Err(e),
+                    Err(e @ (NetlinkError::Unavailable | NetlinkError::Closed)) => {
+                        self.poller.set_quiet(false);
+                        self.poller.on_dump_done(clock());
+                        return Err(e);
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, ?reason, "RDMA netlink dump failed; retrying at the next interval");
                         self.last_error = Some(e);
+                        false
                     }
-                }
+                };
+                // Nothing in ERR and device events subscribed: the next dump comes later.
+                self.poller.set_quiet(quiet);
+                self.poller.on_dump_done(clock());
                 Ok(Vec::new())
             }
         }

@@ -300,6 +300,20 @@ impl Topology {
         self.stuck.values()
     }
 
+    /// Nothing to watch closely: every device's QP table was read and holds no QP in ERR or
+    /// SQE, no port is stuck, and every port is active (see [`Poller::set_quiet`]).
+    pub fn quiet(&self) -> bool {
+        self.stuck.is_empty()
+            && self.devices.iter().all(|d| {
+                d.qp_error.is_none()
+                    && d.ports.iter().all(|p| p.state == PortState::Active)
+                    && d.qps.as_ref().is_some_and(|qps| {
+                        qps.iter()
+                            .all(|q| !matches!(q.state, QpState::Err | QpState::Sqe))
+                    })
+            })
+    }
+
     fn new_key(&mut self) -> DeviceKey {
         self.next_key += 1;
         DeviceKey(self.next_key)
@@ -776,6 +790,7 @@ pub struct Poller {
     next_dump: Instant,
     reason: DumpReason,
     in_flight: bool,
+    quiet: bool,
 }
 
 impl Poller {
@@ -793,6 +808,31 @@ impl Poller {
             next_dump: now,
             reason: DumpReason::Initial,
             in_flight: false,
+            quiet: false,
+        }
+    }
+
+    /// How many intervals apart dumps are while the host is quiet ([`Poller::set_quiet`]).
+    pub const QUIET_FACTOR: u32 = 2;
+
+    /// Whether the last dump showed nothing to watch closely ([`Topology::quiet`]). While it
+    /// is, and device events are subscribed (a device that goes, comes or is re-created
+    /// brings the dump forward), the next dump is due [`Poller::QUIET_FACTOR`] intervals
+    /// later: an idle host wakes half as often for dumps. The first QP in ERR or SQE, port
+    /// not active or failed dump puts the interval back; an engine request
+    /// ([`Poller::on_resync_needed`]) dumps at once either way. The cost: a GSI QP that
+    /// breaks with nothing else happening (no kernel-log record, no event) is seen up to
+    /// one interval later.
+    pub fn set_quiet(&mut self, quiet: bool) {
+        self.quiet = quiet;
+    }
+
+    /// The interval until the next dump after one finished.
+    fn next_interval(&self) -> Duration {
+        if self.quiet && self.monitor == MonitorSupport::Supported {
+            self.interval * Self::QUIET_FACTOR
+        } else {
+            self.interval
         }
     }
 
@@ -845,7 +885,7 @@ impl Poller {
     /// due one interval later.
     pub fn on_dump_done(&mut self, now: Instant) {
         self.in_flight = false;
-        self.next_dump = now.plus(self.interval);
+        self.next_dump = now.plus(self.next_interval());
         self.reason = DumpReason::Interval;
     }
 
@@ -1616,6 +1656,28 @@ mod tests {
             p.poll(Instant(7_000)),
             Some(PollAction::Dump(DumpReason::Resync))
         );
+    }
+
+    #[test]
+    fn a_quiet_host_with_device_events_is_dumped_half_as_often() {
+        let mut p = Poller::new(Duration::from_secs(5), Instant(0));
+        let _ = p.poll(Instant(0));
+        // Without device events a quiet host is still dumped every interval.
+        p.set_quiet(true);
+        p.on_dump_done(Instant(100));
+        assert_eq!(p.next_deadline(), Some(Instant(5_100)));
+        assert_eq!(p.on_system_info(true), vec![PollAction::SubscribeMonitor]);
+        let _ = p.poll(Instant(5_100));
+        p.on_dump_done(Instant(5_100));
+        assert_eq!(p.next_deadline(), Some(Instant(15_100)));
+        // An event or a request still brings it forward.
+        p.on_monitor_event(Instant(6_000));
+        assert_eq!(p.next_deadline(), Some(Instant(6_250)));
+        let _ = p.poll(Instant(6_250));
+        // A QP in ERR: back to the interval.
+        p.set_quiet(false);
+        p.on_dump_done(Instant(6_300));
+        assert_eq!(p.next_deadline(), Some(Instant(11_300)));
     }
 
     mod props {
