@@ -430,7 +430,9 @@ impl HostTopology {
         };
         match opened {
             Some(Ok(w)) => {
-                let mut w = w.with_timer(timers());
+                let mut w = w
+                    .with_timer(timers())
+                    .with_quiet_dumps(crate::core::topology::Poller::QUIET_FACTOR);
                 let watched = watch_netlink_observed(
                     &mut w,
                     &now,

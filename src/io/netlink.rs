@@ -1561,6 +1561,14 @@ impl<T: AsyncTransport, M: AsyncTransport> NldevWatcher<T, M> {
         }
     }
 
+    /// Dumps `factor` intervals apart while the last dump showed nothing in ERR and device
+    /// events are subscribed ([`Poller::set_quiet`]; the daemon uses
+    /// [`Poller::QUIET_FACTOR`]). Without it, every interval.
+    pub fn with_quiet_dumps(mut self, factor: u32) -> Self {
+        self.poller.set_quiet_factor(factor);
+        self
+    }
+
     /// Waits for dumps with `timer` instead of the runtime's timers ([`RuntimeTimer`]).
     pub fn with_timer(mut self, timer: Box<dyn Timer>) -> Self {
         self.timer = timer;

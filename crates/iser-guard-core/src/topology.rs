@@ -791,6 +791,7 @@ pub struct Poller {
     reason: DumpReason,
     in_flight: bool,
     quiet: bool,
+    quiet_factor: u32,
 }
 
 impl Poller {
@@ -809,16 +810,23 @@ impl Poller {
             reason: DumpReason::Initial,
             in_flight: false,
             quiet: false,
+            quiet_factor: 1,
         }
     }
 
-    /// How many intervals apart dumps are while the host is quiet ([`Poller::set_quiet`]).
+    /// How many intervals apart the daemon's dumps are while the host is quiet
+    /// ([`Poller::set_quiet`], [`Poller::set_quiet_factor`]).
     pub const QUIET_FACTOR: u32 = 2;
+
+    /// Dumps `factor` intervals apart while quiet (1, the default: always one interval).
+    pub fn set_quiet_factor(&mut self, factor: u32) {
+        self.quiet_factor = factor.max(1);
+    }
 
     /// Whether the last dump showed nothing to watch closely ([`Topology::quiet`]). While it
     /// is, and device events are subscribed (a device that goes, comes or is re-created
-    /// brings the dump forward), the next dump is due [`Poller::QUIET_FACTOR`] intervals
-    /// later: an idle host wakes half as often for dumps. The first QP in ERR or SQE, port
+    /// brings the dump forward), the next dump is due the quiet factor's intervals later
+    /// (the daemon: [`Poller::QUIET_FACTOR`], so an idle host wakes half as often for dumps). The first QP in ERR or SQE, port
     /// not active or failed dump puts the interval back; an engine request
     /// ([`Poller::on_resync_needed`]) dumps at once either way. The cost: a GSI QP that
     /// breaks with nothing else happening (no kernel-log record, no event) is seen up to
@@ -830,7 +838,7 @@ impl Poller {
     /// The interval until the next dump after one finished.
     fn next_interval(&self) -> Duration {
         if self.quiet && self.monitor == MonitorSupport::Supported {
-            self.interval * Self::QUIET_FACTOR
+            self.interval * self.quiet_factor
         } else {
             self.interval
         }
@@ -1661,6 +1669,7 @@ mod tests {
     #[test]
     fn a_quiet_host_with_device_events_is_dumped_half_as_often() {
         let mut p = Poller::new(Duration::from_secs(5), Instant(0));
+        p.set_quiet_factor(Poller::QUIET_FACTOR);
         let _ = p.poll(Instant(0));
         // Without device events a quiet host is still dumped every interval.
         p.set_quiet(true);
