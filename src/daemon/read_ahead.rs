@@ -76,9 +76,9 @@ impl ReadAhead {
                 // The reader is the first of the two wakeups between a kernel record and the
                 // loop's decision: it gets the loop's short slice too, so it preempts a CPU
                 // hog when the record comes (it was started with the default slice).
-                if let Err(e) = crate::daemon::sources::request_short_slice(
-                    crate::daemon::sources::LOOP_SLICE,
-                ) {
+                if let Err(e) =
+                    crate::daemon::sources::request_short_slice(crate::daemon::sources::LOOP_SLICE)
+                {
                     tracing::debug!("no short scheduler slice for the kernel-log reader: {e}");
                 }
                 let rt = tokio::runtime::Builder::new_current_thread()

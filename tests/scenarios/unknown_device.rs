@@ -27,7 +27,9 @@ fn stuck(device: &str) -> Observation {
 }
 
 fn drain(e: &mut Engine) -> Vec<ActionKind> {
-    std::iter::from_fn(|| e.poll_action()).map(|a| a.kind).collect()
+    std::iter::from_fn(|| e.poll_action())
+        .map(|a| a.kind)
+        .collect()
 }
 
 #[test]
@@ -74,7 +76,9 @@ fn a_record_about_a_device_that_appears_later_counts_once_it_shows_up() {
     e.handle_observation(stuck("irdma7"), Trust::Trusted, Instant(1_000));
     assert_eq!(e.ports().count(), 0);
     e.handle_observation(appeared("irdma7"), Trust::Trusted, Instant(5_000));
-    let p = e.port(&PortId::new("irdma7", 1)).expect("the port, once known");
+    let p = e
+        .port(&PortId::new("irdma7", 1))
+        .expect("the port, once known");
     assert_ne!(p.phase(), Phase::Healthy);
     let why: Vec<String> = std::iter::from_fn(|| e.poll_transition())
         .map(|t| t.reason)
@@ -90,10 +94,15 @@ fn a_record_about_a_device_that_appears_later_counts_once_it_shows_up() {
 fn a_record_older_than_the_memory_is_not_acted_on_when_the_device_appears() {
     let mut e = Engine::new(scenarios::base_policy(), 1);
     e.handle_observation(stuck("irdma7"), Trust::Trusted, Instant(1_000));
-    e.handle_observation(appeared("irdma7"), Trust::Trusted, Instant(1_000 + 11 * 60_000));
-    assert!(e
-        .ports()
-        .all(|p| p.phase() == Phase::Healthy), "a stale record opened an episode");
+    e.handle_observation(
+        appeared("irdma7"),
+        Trust::Trusted,
+        Instant(1_000 + 11 * 60_000),
+    );
+    assert!(
+        e.ports().all(|p| p.phase() == Phase::Healthy),
+        "a stale record opened an episode"
+    );
 }
 
 #[test]

@@ -208,7 +208,11 @@ mod tests {
         u.note("irdma90", None, StuckEvidence::MadRtsFailed, Instant(7));
         assert_eq!(u.kept(), 3);
         let taken = u.take("irdma9", Instant(8));
-        assert_eq!(taken.len(), 2, "both ports of irdma9, not irdma90: {taken:?}");
+        assert_eq!(
+            taken.len(),
+            2,
+            "both ports of irdma9, not irdma90: {taken:?}"
+        );
         assert_eq!(taken[0].0, Some(1));
         assert_eq!(taken[0].1.records, 5);
         assert_eq!(u.kept(), 1);
