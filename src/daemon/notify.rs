@@ -13,6 +13,8 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct Notifier {
     target: Option<(UnixDatagram, SocketAddr)>,
+    /// Notifications dropped because the manager's queue was full.
+    dropped: std::sync::atomic::AtomicU64,
 }
 
 impl Notifier {
@@ -34,7 +36,10 @@ impl Notifier {
 
     /// A notifier that sends nothing.
     pub fn silent() -> Notifier {
-        Notifier { target: None }
+        Notifier {
+            target: None,
+            dropped: std::sync::atomic::AtomicU64::new(0),
+        }
     }
 
     /// A notifier for an explicit socket path; a leading `@` names an abstract socket.
@@ -46,8 +51,14 @@ impl Notifier {
             SocketAddr::from_pathname(path)?
         };
         let sock = UnixDatagram::unbound()?;
+        // Never block the loop on the service manager: a Unix datagram queue holds only
+        // net.unix.max_dgram_qlen (10) unread messages, and a sender to a full queue
+        // waits. A daemon stuck in sendto() stops reading the kernel log (seen: SIGTERM
+        // handled, then the STOPPING=1 send hung until the test's 20 s stop bound).
+        sock.set_nonblocking(true)?;
         Ok(Notifier {
             target: Some((sock, addr)),
+            dropped: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -56,17 +67,57 @@ impl Notifier {
         self.target.is_some()
     }
 
+    /// A status line or a watchdog ping: dropped when the manager's queue is full (the
+    /// next one replaces it).
     fn send(&self, msg: &str) {
-        if let Some((sock, addr)) = &self.target {
-            if let Err(e) = sock.send_to_addr(msg.as_bytes(), addr) {
-                tracing::warn!("cannot notify systemd ({msg:?}): {e}");
+        self.send_within(msg, Duration::ZERO);
+    }
+
+    /// A state change (READY, RELOADING, STOPPING), which systemd must see: tried again for
+    /// up to `patience` while the queue is full, then dropped with a warning.
+    fn send_within(&self, msg: &str, patience: Duration) {
+        use std::sync::atomic::Ordering;
+        let Some((sock, addr)) = &self.target else {
+            return;
+        };
+        let give_up = std::time::Instant::now() + patience;
+        loop {
+            match sock.send_to_addr(msg.as_bytes(), addr) {
+                Ok(_) => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if std::time::Instant::now() >= give_up {
+                        let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                        if patience.is_zero() {
+                            tracing::debug!(
+                                dropped = n,
+                                "systemd's notify queue is full; dropped {msg:?}"
+                            );
+                        } else {
+                            tracing::warn!(dropped = n, "systemd's notify queue stayed full for {patience:?}; dropped {msg:?}");
+                        }
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => {
+                    tracing::warn!("cannot notify systemd ({msg:?}): {e}");
+                    return;
+                }
             }
         }
     }
 
+    /// Notifications dropped so far because the manager's queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// `READY=1` with a status line.
     pub fn ready(&self, status: &str) {
-        self.send(&format!("READY=1\nSTATUS={}", one_line(status)));
+        self.send_within(
+            &format!("READY=1\nSTATUS={}", one_line(status)),
+            STATE_PATIENCE,
+        );
     }
 
     /// `WATCHDOG=1`: the main loop is alive.
@@ -81,14 +132,17 @@ impl Notifier {
 
     /// `RELOADING=1` before a configuration reload; follow with [`Notifier::ready`].
     pub fn reloading(&self) {
-        self.send("RELOADING=1");
+        self.send_within("RELOADING=1", STATE_PATIENCE);
     }
 
     /// `STOPPING=1` when shutdown begins.
     pub fn stopping(&self) {
-        self.send("STOPPING=1");
+        self.send_within("STOPPING=1", STATE_PATIENCE);
     }
 }
+
+/// How long a state change waits for room in a full notify queue.
+const STATE_PATIENCE: Duration = Duration::from_millis(500);
 
 /// Newlines would start a new variable assignment in the protocol.
 fn one_line(s: &str) -> String {
@@ -145,6 +199,26 @@ mod tests {
         let mut buf = [0u8; 64];
         let len = server.recv(&mut buf).unwrap();
         assert_eq!(&buf[..len], b"STATUS=ok");
+    }
+
+    #[test]
+    fn a_full_queue_never_blocks_the_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notify.sock");
+        // Bound and never read: the queue fills after max_dgram_qlen datagrams.
+        let server = UnixDatagram::bind(&path).unwrap();
+        let n = Notifier::to_socket(path.to_str().unwrap()).unwrap();
+        for i in 0..200 {
+            n.status(&format!("status {i}"));
+        }
+        assert!(n.dropped() > 0, "a queue of 200 unread datagrams is full");
+        let before = n.dropped();
+        // A state change waits a little for room, then gives up: it returns.
+        n.stopping();
+        assert_eq!(n.dropped(), before + 1);
+        let mut buf = [0u8; 64];
+        let len = server.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"STATUS=status 0");
     }
 
     #[test]
