@@ -783,7 +783,12 @@ fn parse_spanned(text: &str) -> Result<(Config, Spans), Vec<Problem>> {
     let (doc, syntax_errors) = DeTable::parse_recoverable(text);
     let mut problems: Vec<Problem> = syntax_errors
         .iter()
-        .map(|e| lines.problem("", e.span(), e.message()))
+        // A few parser errors carry no span (toml's "recursion limit" on deeply nested
+        // input): they are placed at the end of the text, so every problem says where.
+        .map(|e| {
+            let at = e.span().or(Some(text.len()..text.len()));
+            lines.problem("", at, e.message())
+        })
         .collect();
 
     // Schema, key by key, on what the parser could recover.

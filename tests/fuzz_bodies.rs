@@ -99,3 +99,14 @@ fn config_load_body_over_pseudo_random_inputs() {
         config_load::body(&mutate(&mut rng, &seeds));
     }
 }
+
+/// The config_load campaign's one crash (2026-12-02, 10-minute run): deeply nested input
+/// made the TOML parser stop with "recursion limit", an error without a position, and the
+/// body's "every problem says where" check failed. It is placed at the end of the text now.
+#[test]
+fn config_load_crash_recursion_limit_has_a_place() {
+    let input = format!("{}0#=\x0b\0\0\0\0[\0[.)", ".".repeat(92));
+    config_load::body(input.as_bytes());
+    let problems = iser_guard::config::parse_str(&input).unwrap_err();
+    assert!(problems.iter().all(|p| p.line.is_some()), "{problems:?}");
+}
