@@ -177,7 +177,7 @@ pub fn port_selftest(cfg: &Config) -> Arc<dyn crate::io::selftest::PortSelfTest>
         });
     }
     match crate::io::selftest_process::SubprocessSelfTest::current() {
-        Ok(t) => Arc::new(t),
+        Ok(t) => Arc::new(crate::io::selftest::RetryOnReject { inner: t }),
         Err(e) => Arc::new(NoSelfTest {
             reason: format!("cannot find this program's own binary to run the self-test: {e}"),
         }),
