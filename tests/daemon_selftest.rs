@@ -8,90 +8,22 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use iser_guard::config::Config;
-use iser_guard::core::iscsi::NodeId;
 use iser_guard::core::kmsg::Record;
-use iser_guard::core::recovery::Observation;
 use iser_guard::core::selftest::{SelfTestReport, SelfTestResult, SelfTestStep};
-use iser_guard::core::session_map::{NetdevAddr, RdmaPortNetdev};
+use iser_guard::core::session_map::NetdevAddr;
 use iser_guard::daemon::notify::Notifier;
 use iser_guard::daemon::run::{run, Deps, Mode, Settings};
-use iser_guard::daemon::sources::{
-    BootClock, BoxFuture, KernelLog, Signal, TopologyReport, TopologySource,
-};
+use iser_guard::daemon::sources::BootClock;
 use iser_guard::io::control::{request, ControlServer, Reply, Request};
 use iser_guard::io::executors::Doubles;
-use iser_guard::io::iscsiadm::{
-    IscsiAdm, IscsiadmError, LoginOutcome, LogoutOutcome, NodeOutcome, SessionListing,
-};
-use iser_guard::io::kmsg::{KmsgError, KmsgEvent};
+use iser_guard::io::kmsg::KmsgEvent;
 use iser_guard::io::probe::TcpAnswer;
 use iser_guard::io::selftest::PortSelfTest;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::unbounded_channel;
 
-struct ChannelLog(UnboundedReceiver<KmsgEvent>);
-impl KernelLog for ChannelLog {
-    fn next(&mut self) -> BoxFuture<'_, Result<KmsgEvent, KmsgError>> {
-        Box::pin(async move { self.0.recv().await.ok_or(KmsgError::Closed) })
-    }
-    fn save_cursor(&mut self, _: Duration) {}
-}
-
-struct OnePort;
-impl TopologySource for OnePort {
-    fn start(self: Box<Self>, tx: UnboundedSender<TopologyReport>, _: Arc<Signal>, _: Arc<Signal>) {
-        let _ = tx.send(TopologyReport::NetlinkUnavailable(
-            "no RDMA netlink in this test".into(),
-        ));
-        let _ = tx.send(TopologyReport::Update {
-            observations: vec![Observation::DeviceAppeared {
-                device: "rocep2s0f0".into(),
-                parent: Some("0000:02:00.0".into()),
-                driver: Some("irdma".into()),
-                ports: 1,
-            }],
-            ports: vec![RdmaPortNetdev {
-                device: "rocep2s0f0".into(),
-                port: 1,
-                netdev: "ens1f0".into(),
-            }],
-            cm_ids: Vec::new(),
-        });
-    }
-}
-
-struct Host {
-    state: Mutex<&'static str>,
-}
-impl IscsiAdm for Host {
-    fn sessions(&self, _: bool) -> Result<SessionListing, IscsiadmError> {
-        let text = match *self.state.lock().unwrap() {
-            "LOGGED_IN" => include_str!("fixtures/stubs/iscsiadm.d/session-P3-loggedin.txt"),
-            "FAILED" => include_str!("fixtures/stubs/iscsiadm.d/session-P3-failed.txt"),
-            _ => return Ok(SessionListing::NoSessions),
-        };
-        Ok(SessionListing::Text(text.replace(
-            "Iface IPaddress: [default]",
-            "Iface IPaddress: 192.0.2.1",
-        )))
-    }
-    fn login(&self, _: &NodeId) -> Result<LoginOutcome, IscsiadmError> {
-        *self.state.lock().unwrap() = "LOGGED_IN";
-        Ok(LoginOutcome::LoggedIn)
-    }
-    fn logout(&self, _: &NodeId) -> Result<LogoutOutcome, IscsiadmError> {
-        *self.state.lock().unwrap() = "NONE";
-        Ok(LogoutOutcome::LoggedOut)
-    }
-    fn rescan(&self, _: u32) -> Result<(), IscsiadmError> {
-        Ok(())
-    }
-    fn create_node(&self, _: &NodeId) -> Result<NodeOutcome, IscsiadmError> {
-        Ok(NodeOutcome::Written)
-    }
-    fn update_node(&self, _: &NodeId, _: &str, _: &str) -> Result<NodeOutcome, IscsiadmError> {
-        Ok(NodeOutcome::Written)
-    }
-}
+#[path = "support/loop_doubles.rs"]
+mod loop_doubles;
+use loop_doubles::{ChannelLog, Host, OnePort};
 
 /// A self-test that blocks as a real one does (a CM connect), then passes; it records the
 /// thread it ran on.

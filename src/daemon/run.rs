@@ -76,10 +76,7 @@ pub struct Deps {
     pub shutdown: Option<tokio::sync::oneshot::Receiver<()>>,
     /// The devices' asynchronous event listeners and the channel their events arrive on
     /// (`None`: no such witness, as in a build without verbs or a standalone command).
-    pub async_events: Option<(
-        Box<dyn crate::daemon::witness::AsyncEventSource>,
-        tokio::sync::mpsc::UnboundedReceiver<crate::core::selftest::AsyncEvent>,
-    )>,
+    pub async_events: Option<crate::daemon::witness::Listeners>,
 }
 
 /// What the loop is for.
@@ -185,18 +182,12 @@ pub fn port_selftest(cfg: &Config) -> Arc<dyn crate::io::selftest::PortSelfTest>
 }
 
 #[cfg(feature = "verbs")]
-fn async_events() -> Option<(
-    Box<dyn crate::daemon::witness::AsyncEventSource>,
-    tokio::sync::mpsc::UnboundedReceiver<crate::core::selftest::AsyncEvent>,
-)> {
+fn async_events() -> Option<crate::daemon::witness::Listeners> {
     Some(crate::daemon::witness::real())
 }
 
 #[cfg(not(feature = "verbs"))]
-fn async_events() -> Option<(
-    Box<dyn crate::daemon::witness::AsyncEventSource>,
-    tokio::sync::mpsc::UnboundedReceiver<crate::core::selftest::AsyncEvent>,
-)> {
+fn async_events() -> Option<crate::daemon::witness::Listeners> {
     None
 }
 

@@ -101,12 +101,15 @@ impl Witness {
     }
 }
 
-/// The real listeners (libibverbs' async event fds) and the channel their events arrive on.
-#[cfg(feature = "verbs")]
-pub fn real() -> (
+/// Listeners and the channel their events arrive on.
+pub type Listeners = (
     Box<dyn AsyncEventSource>,
     tokio::sync::mpsc::UnboundedReceiver<AsyncEvent>,
-) {
+);
+
+/// The real listeners (libibverbs' async event fds) and the channel their events arrive on.
+#[cfg(feature = "verbs")]
+pub fn real() -> Listeners {
     struct Verbs(crate::io::selftest_verbs::AsyncEvents);
     impl AsyncEventSource for Verbs {
         fn sync(&mut self, devices: &[String]) {
