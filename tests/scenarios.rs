@@ -11,6 +11,9 @@ mod kernel_run;
 #[path = "scenarios/issue9.rs"]
 mod issue9;
 
+#[path = "scenarios/lab_field.rs"]
+mod lab_field;
+
 #[path = "scenarios/left_deleted.rs"]
 mod left_deleted;
 

@@ -9,6 +9,10 @@
 //!   GSI QP never gets stuck.
 //! - NOP-Out 5 s + 5 s detects a dead target (conn error 1022); iscsid retries every 3 s;
 //!   after `replacement_timeout` (120 s) the session recovery times out and I/O fails.
+//! - A connect attempt whose CM requests are all lost (a port whose CM path is silently dead,
+//!   as under the lab's GSI stand-in) lasts iscsid's login timer (15 s), and re-creating the
+//!   device does not end it (lab, 6.1 and 6.12: ib_iser leaves a connecting endpoint pending
+//!   when its device goes).
 //! - A short target link outage leaves a zombie: LOGGED_IN, but every I/O fails with
 //!   DID_ABORT until the session is logged out and in.
 //! - A target whose iSER listener died rejects CM connections while its portal still
@@ -63,8 +67,14 @@ use crate::core::time::Instant;
 
 /// NOP-Out interval + timeout: how long a dead target goes unnoticed.
 const NOP_DETECT: Duration = Duration::from_secs(10);
-/// iscsid's reconnect interval.
+/// iscsid's reconnect interval after an attempt that failed at once (an error from the CM).
 const ISCSID_RETRY: Duration = Duration::from_secs(3);
+/// `node.conn[0].timeo.login_timeout`: how long an attempt whose CM requests get no answer at
+/// all lasts before iscsid starts the next one. Re-creating the device does not end it: ib_iser
+/// leaves an endpoint that is still connecting pending when its device goes (lab, 6.1 and
+/// 6.12: attempts under the GSI stand-in began 15.0-15.4 s apart, and the first one after a
+/// re-creation began 15 s after the one it interrupted).
+const ISCSID_LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
 /// `node.session.timeo.replacement_timeout`.
 const REPLACEMENT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Device re-creation: the device is gone this long.
@@ -899,6 +909,7 @@ impl SimHost {
         let listener = self.targets.get(&portal).is_some_and(|t| t.listener);
         let cm_debug = self.cm_debug;
         let mut ok = false;
+        let mut next_attempt = ISCSID_RETRY;
         match self.devices.get_mut(&port.device) {
             Some(d) if !d.present || d.recreating => {
                 Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string())
@@ -913,8 +924,14 @@ impl SimHost {
                     }
                     Self::kmsg(out, kernel::modify_qp_invalid(&d.pci, &d.name));
                     Self::kmsg(out, kernel::mad_send_error(&d.name));
-                } else if !reachable || d.cm_silent {
-                    // rxe: the CM request just times out; nothing in the log.
+                } else if d.cm_silent {
+                    // The port's CM path is dead (the lab's GSI stand-in): every request of
+                    // this attempt is lost, nothing is logged, and the attempt lasts until
+                    // iscsid's login timer, a re-creation in between or not.
+                    next_attempt = ISCSID_LOGIN_TIMEOUT;
+                } else if !reachable {
+                    // rxe, target away: the CM request times out, nothing in the log; one
+                    // of its retransmissions gets through once the target answers again.
                 } else if !listener {
                     if cm_debug {
                         Self::kmsg(out, kernel::CM_REJECTED.to_string());
@@ -939,7 +956,7 @@ impl SimHost {
                 "iscsid: connection{sid}:0 is operational after recovery"
             )));
         } else {
-            self.schedule(now.plus(ISCSID_RETRY), HostEvent::IscsidRetry(sid));
+            self.schedule(now.plus(next_attempt), HostEvent::IscsidRetry(sid));
         }
     }
 

@@ -211,6 +211,31 @@ fn lab_two_devices() -> (SimHost, Policy) {
     (h, rxe_policy())
 }
 
+/// The lab's field incident on Soft-RoCE (scripts/lab field-incident): the target is away for
+/// 35 s, rxe_ini's CM path is dead until the device is re-created (the lab's GSI stand-in
+/// drops every CM MAD rxe_ini sends; set from the start, it only matters once the session has
+/// to reconnect), and the field line names rxe_ini every 5 s while the target is away. iscsid's
+/// attempts under the stand-in last its login timer, so the one pending at the re-creation
+/// ends only then.
+fn lab_field_incident() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    if let Some(d) = h.devices.get_mut("rxe_ini") {
+        d.cm_silent = true;
+    }
+    power(&mut h, 60, false);
+    for t in (63..=93).step_by(5) {
+        h.schedule(
+            at(t),
+            HostEvent::Lines {
+                facility: 0,
+                lines: vec![kernel::mad_send_error("rxe_ini")],
+            },
+        );
+    }
+    power(&mut h, 95, true);
+    (h, rxe_policy())
+}
+
 /// A dual-port E810 (two irdma devices, one per PCI function, each on its own netdev), one
 /// session on each; only the target behind port 0 goes away.
 fn dual_port_nic() -> (SimHost, Policy) {
@@ -754,6 +779,12 @@ pub fn all() -> Vec<Scenario> {
             "DEVICE_FATAL on a device outside devices.allow: alert only",
             600,
             device_fatal_not_allowed,
+        ),
+        s(
+            "lab-field-incident",
+            "rxe (the lab): target away 35 s, CM path dead until re-created, field lines",
+            300,
+            lab_field_incident,
         ),
         s(
             "quarantine-then-operator",
