@@ -27,8 +27,8 @@ mod selftest;
 mod unknown_device;
 
 use iser_guard::core::recovery::{
-    ActionKind, Engine, EngineSnapshot, Hold, Observation, Origin, Phase, Policy, PortId, Severity,
-    StuckEvidence, Trust,
+    ActionKind, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase, Policy, PortId,
+    Severity, StuckEvidence, Trust,
 };
 use iser_guard::core::time::Instant;
 use iser_guard::sim::scenarios::{self, field_port, FIELD_DEVICE};
@@ -383,6 +383,50 @@ fn storm_of_ten_thousand_identical_lines_gives_one_alert_with_the_count() {
     assert_eq!(a.len(), 1, "{a:?}");
     assert_eq!(a[0].count, 10_000);
     assert_eq!(destructive(&h), 0);
+}
+
+/// The alerts an engine hands out for these ADDR_ERROR statuses, each logged three times.
+fn cm_addr_error_alerts(status: i32) -> Vec<String> {
+    let mut e = Engine::new(scenarios::base_policy(), 1);
+    e.handle_observation(appeared(FIELD_DEVICE), Trust::Trusted, Instant::ZERO);
+    for i in 0..3u64 {
+        e.handle_observation(
+            Observation::CmAddrError { status },
+            Trust::Trusted,
+            Instant(1_000 + i * 5_000),
+        );
+    }
+    e.handle(Input::Timeout, Instant(600_000));
+    let mut out = Vec::new();
+    while let Some(a) = e.poll_action() {
+        if let ActionKind::Alert(al) = &a.kind {
+            if al.key.starts_with("cm-addr-error") {
+                out.push(al.summary.clone());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn an_addr_error_names_a_missing_device_only_for_enodev() {
+    // -19: "failed to acquire device", the local device is missing.
+    let a = cm_addr_error_alerts(-19);
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert!(a[0].contains("cannot acquire a local RDMA device (status -19 ENODEV)"));
+    // -110 (6.12 with the target away: "failed to resolve IP. status -110"), -113: the
+    // portal did not answer; the target's absence is no local fault and gets no alert.
+    assert!(cm_addr_error_alerts(-110).is_empty());
+    assert!(cm_addr_error_alerts(-113).is_empty());
+    // Anything else is an address-resolution failure on this host, never "a device is
+    // missing".
+    let a = cm_addr_error_alerts(-101);
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert!(
+        a[0].contains("address resolution failed (status -101)"),
+        "{a:?}"
+    );
+    assert!(!a[0].contains("missing"));
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use serde::{Deserialize, Serialize};
 
 use crate::qp::QpState;
+use crate::signatures::explain::errno_name;
 
 /// One RDMA port: the unit the state machine works on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -376,10 +377,10 @@ pub enum Observation {
     /// `RDMA CM: REJECTED: invalid service ID`: the target refused the RDMA CM connection
     /// because nothing listens on the iSER service there.
     CmRejectedInvalidServiceId,
-    /// `RDMA CM: ADDR_ERROR: failed to acquire device. status -19`: no local RDMA device for
-    /// the source address.
+    /// `RDMA CM: ADDR_ERROR: ... status N` (a dynamic-debug line): address resolution of an
+    /// RDMA CM connect failed. What it means depends on the status ([`CmAddrCause`]).
     CmAddrError {
-        /// The status (-19 = ENODEV).
+        /// The status (-19 ENODEV, -110 ETIMEDOUT, ...).
         status: i32,
     },
     /// A kernel bug report (oops, `kernel BUG at`, `WARNING:`, KASAN, panic, a hung iSCSI
@@ -406,6 +407,31 @@ pub enum Observation {
     /// `ibv_get_async_event`, delivered by the kernel through uverbs): trusted like RDMA
     /// netlink. What each kind means to the engine: docs/engine.md "Async events".
     AsyncEvent(crate::selftest::AsyncEvent),
+}
+
+/// What the status of an `RDMA CM: ADDR_ERROR` line says. The kernel logs the line for any
+/// failed address resolution; only -19 means a local RDMA device is missing (6.12 with the
+/// target away logs `failed to resolve IP. status -110` on every iscsid attempt, lab).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmAddrCause {
+    /// -19 ENODEV (`failed to acquire device`): no local RDMA device owns the source address.
+    LocalDeviceMissing,
+    /// -110 ETIMEDOUT, -112 EHOSTDOWN, -113 EHOSTUNREACH (`failed to resolve IP`): the
+    /// portal's address got no neighbour answer: the target or the network to it is away.
+    PortalUnresolved,
+    /// Anything else (-101 ENETUNREACH: no route to the portal, ...).
+    Other,
+}
+
+impl CmAddrCause {
+    /// The cause an ADDR_ERROR status names.
+    pub fn of(status: i32) -> Self {
+        match status {
+            -19 => Self::LocalDeviceMissing,
+            -110 | -112 | -113 => Self::PortalUnresolved,
+            _ => Self::Other,
+        }
+    }
 }
 
 impl Observation {
@@ -478,9 +504,21 @@ impl Observation {
             Observation::CmRejectedInvalidServiceId => {
                 "RDMA CM connection rejected by the target: invalid service ID".to_string()
             }
-            Observation::CmAddrError { status } => {
-                format!("RDMA CM cannot acquire a local RDMA device (status {status})")
-            }
+            Observation::CmAddrError { status } => match CmAddrCause::of(*status) {
+                CmAddrCause::LocalDeviceMissing => format!(
+                    "RDMA CM cannot acquire a local RDMA device (status {})",
+                    errno_name(*status)
+                ),
+                CmAddrCause::PortalUnresolved => format!(
+                    "RDMA CM could not resolve a portal's address (status {}): no answer from \
+                     the target's network",
+                    errno_name(*status)
+                ),
+                CmAddrCause::Other => format!(
+                    "RDMA CM address resolution failed (status {})",
+                    errno_name(*status)
+                ),
+            },
             Observation::KernelBug { report, .. } => report.clone(),
             Observation::IserQpEvent { event, name } => {
                 format!("ib_iser: QP event on an iSER connection: {name} ({event})")

@@ -25,9 +25,9 @@ pub use adapter::{
     session_state,
 };
 pub use input::{
-    DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId,
-    Portal, PortalError, ProbeResult, RecreateResult, ScanComplete, SessionInfo, SessionKey,
-    SessionState, StuckEvidence, Trust,
+    CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand,
+    Outcome, PortId, Portal, PortalError, ProbeResult, RecreateResult, ScanComplete, SessionInfo,
+    SessionKey, SessionState, StuckEvidence, Trust,
 };
 pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};

@@ -6,9 +6,11 @@ use super::Engine;
 use crate::qp::QpState;
 use crate::recovery::action::Severity;
 use crate::recovery::input::{
-    IoErrorKind, Observation, PortId, RecreateResult, SessionState, StuckEvidence, Trust,
+    CmAddrCause, IoErrorKind, Observation, PortId, RecreateResult, SessionState, StuckEvidence,
+    Trust,
 };
 use crate::recovery::state::{Fault, FreshQp, Phase, Stage};
+use crate::signatures::explain::errno_name;
 use crate::time::Instant;
 
 impl Engine {
@@ -114,6 +116,33 @@ impl Engine {
             Observation::CmRejectedInvalidServiceId => self.on_cm_rejected(now),
             Observation::AsyncEvent(ev) => self.on_async_event(ev, now),
             Observation::CmAddrError { status } => {
+                match CmAddrCause::of(status) {
+                    CmAddrCause::LocalDeviceMissing => {}
+                    CmAddrCause::PortalUnresolved => {
+                        // What iscsid's reconnects to a target that is away log: the probes
+                        // and the sessions' states say the same; nothing to alert or do.
+                        self.finish();
+                        return;
+                    }
+                    CmAddrCause::Other => {
+                        self.alert_coalesced(
+                            now,
+                            Severity::Error,
+                            format!("cm-addr-error:{status}"),
+                            format!(
+                                "RDMA CM address resolution failed (status {}): iSCSI \
+                                 reconnects fail on this host before reaching the target",
+                                errno_name(status)
+                            ),
+                            "the kernel found no usable route or source address for a \
+                             portal; nothing is re-created for it"
+                                .to_string(),
+                            Some("ip route get <portal address>".to_string()),
+                        );
+                        self.finish();
+                        return;
+                    }
+                }
                 let explained = self.recreating.is_some()
                     || self
                         .ports
@@ -129,8 +158,9 @@ impl Engine {
                     Severity::Error,
                     format!("cm-addr-error:{status}"),
                     format!(
-                        "RDMA CM cannot acquire a local RDMA device (status {status}): an \
-                         initiator RDMA device is missing"
+                        "RDMA CM cannot acquire a local RDMA device (status {}): an \
+                         initiator RDMA device is missing",
+                        errno_name(status)
                     ),
                     "iSCSI reconnects fail before leaving this host: the RDMA device that owns \
                      the source address is gone. iser-guard waits for it to come back and \
