@@ -275,8 +275,6 @@ wait_logged_in() {
 	done
 	elapsed $t0
 }
-# node.conn[0].timeo.login_timeout of the lab's node record (open-iscsi's default is 15 s)
-LAB_LOGIN_TIMEOUT=${LAB_LOGIN_TIMEOUT:-5}
 iser_login() {
 	timeout 30 iscsiadm -m discovery -t st -p $TGT_IP:$PORT -I iser > /tmp/discovery.txt 2>&1
 	if ! grep -q "$IQN" /tmp/discovery.txt; then
@@ -284,15 +282,6 @@ iser_login() {
 		# accept text parameter length ... MaxXmitDataSegmentLength 0"): a static node record
 		iscsiadm -m node -o new -T $IQN -p $TGT_IP:$PORT -I iser >> /tmp/discovery.txt 2>&1
 	fi
-	# The GSI stand-in drops the CM REQ silently, so an iscsid connect attempt under it waits
-	# for its login timer (node.conn[0].timeo.login_timeout, 15 s by default), and re-creating
-	# rxe_ini does not end it: ib_iser leaves an endpoint that is still connecting pending when
-	# its device goes (iser_conn_terminate acts on UP connections only). In the field, a MAD
-	# sent on a QP 1 in ERR completes with an error at once (mad.c ib_mad_send_error, then
-	# cm.c's send error: RDMA_CM_EVENT_UNREACHABLE), so iscsid's attempts fail in milliseconds
-	# and it re-opens every 2-3 s. The lab's login timer stands in for that (docs/lab.md).
-	iscsiadm -m node -T $IQN -p $TGT_IP:$PORT -I iser -o update \
-		-n 'node.conn[0].timeo.login_timeout' -v $LAB_LOGIN_TIMEOUT >> /tmp/discovery.txt 2>&1
 	timeout 60 iscsiadm -m node -T $IQN -p $TGT_IP:$PORT -I iser --login > /tmp/login.txt 2>&1
 }
 iser_logout_all() { timeout 30 iscsiadm -m node -T $IQN -p $TGT_IP:$PORT -u > /dev/null 2>&1; }
@@ -376,7 +365,6 @@ lab_probe_config() {
 		LAB_DEVICE_WAIT=
 	fi
 	echo "device_wait=${LAB_DEVICE_WAIT:-60 (binary default: no recovery.device-wait key)}" > "$OUT/lab-config.txt"
-	echo "iscsid_login_timeout=$LAB_LOGIN_TIMEOUT" >> "$OUT/lab-config.txt"
 }
 # device_wait_s: the device wait the daemon runs with
 device_wait_s() { echo ${LAB_DEVICE_WAIT:-60}; }

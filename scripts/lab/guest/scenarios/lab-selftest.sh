@@ -16,7 +16,22 @@ scenario_lab_selftest() {
 	local tb=$(now) held=0 i
 	for i in $(seq 1 10); do
 		sleep 1
-		if tcp_probe; then held=0; else held=$((held + 1)); fi
+		if tcp_probe; then
+			held=0
+			# what carried the answer: the next person's evidence (seen on 6.12 only,
+			# right after dead-listener re-created rxe_tgt)
+			{
+				echo "== $(now) answered"
+				tc -s qdisc show dev $TGT_IF
+				tc -s qdisc show dev $INI_IF
+				ip rule
+				ip route get $TGT_IP
+				ip route get $INI_IP from $TGT_IP
+				ss -tnoi dst $TGT_IP or src $TGT_IP
+			} >> "$SOUT/blackhole-diag.txt" 2>&1
+		else
+			held=$((held + 1))
+		fi
 		[ $held -ge 2 ] && break
 	done
 	if [ $held -ge 2 ]; then
