@@ -88,9 +88,23 @@ net_setup() {
 	ip link set $TGT_IF up
 	ip rule add pref 100 lookup local
 	ip rule del pref 0 lookup local
-	ip route add $TGT_IP/32 dev $INI_IF src $INI_IP table 200
-	ip route add $INI_IP/32 dev $TGT_IF src $TGT_IP table 200
 	ip rule add pref 50 iif lo lookup 200
+	net_routes
+}
+# net_routes: the two host routes that force traffic between the ends over the veth. Taking a
+# link down deletes the routes through it (the zombie scenarios' `ip link set tgt0 down`);
+# without the one through tgt0 the target's replies went via lo, past the blackhole's netem
+# (lab-selftest on 6.12, 2026-12-02: netem on tgt0 dropped 0 packets while the portal answered
+# TCP). Restored (and said) whenever missing.
+net_routes() {
+	local r dst dev src
+	for r in "$TGT_IP $INI_IF $INI_IP" "$INI_IP $TGT_IF $TGT_IP"; do
+		read -r dst dev src <<< "$r"
+		if ! ip route show table 200 | grep -q "^$dst dev $dev "; then
+			[ "${SCEN:-none}" != none ] && log "baseline: table 200 had lost the route to $dst via $dev (restored)"
+			ip route replace $dst/32 dev $dev src $src table 200
+		fi
+	done
 	ip route flush cache
 }
 
@@ -426,6 +440,7 @@ baseline() {
 	gsi_stuck_off
 	ip link set $TGT_IF up
 	ip link set $INI_IF up
+	net_routes
 	dev_present $INI_RXE || rdma link add $INI_RXE type rxe netdev $INI_IF
 	dev_present $TGT_RXE || rdma link add $TGT_RXE type rxe netdev $TGT_IF
 	[ "$(cat $NP/iser 2>/dev/null)" = 1 ] || { echo 1 > $NP/iser; }

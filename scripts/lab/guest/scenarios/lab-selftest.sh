@@ -8,18 +8,16 @@ tcp_probe() { timeout 3 bash -c "exec 3<>/dev/tcp/$TGT_IP/$PORT" 2>/dev/null; }
 scenario_lab_selftest() {
 	check "portal answers TCP at baseline" tcp_probe
 	tc qdisc replace dev $TGT_IF root netem loss 100%
-	# On 6.12 (2026-12-02 runs) connects started 0.4-3 s after the qdisc change were
-	# sometimes still answered, while every probe of the scenarios (the daemon's, from about
-	# 10 s after the change on) was not: the scenarios rely on the blackhole seconds after it
-	# is set, so the check measures when it holds (two probes in a row unanswered) and fails
-	# only when it does not hold within 10 s.
+	# The scenarios rely on the blackhole seconds after it is set: the check measures when
+	# it holds (two probes in a row unanswered) and fails only when it does not hold within
+	# 10 s.
 	local tb=$(now) held=0 i
 	for i in $(seq 1 10); do
 		sleep 1
 		if tcp_probe; then
 			held=0
-			# what carried the answer: the next person's evidence (seen on 6.12 only,
-			# right after dead-listener re-created rxe_tgt)
+			# what carried the answer (2026-12-02: a lost table-200 route sent the
+			# target's replies via lo; net_routes in lib.sh restores it now)
 			{
 				echo "== $(now) answered"
 				tc -s qdisc show dev $TGT_IF
