@@ -34,38 +34,34 @@ field_wait_recovered() {
 	done
 	return 1
 }
-# pending_attempt_wait RECREATION_WALL: seconds iscsid's connect attempt that was pending at
-# the re-creation still had on its login timer after it (0 when none was), from the kernel's
-# own lines: the first `state -> INIT` of each new rxe_ini QP between T_DOWN and the
-# re-creation is an iscsid attempt (nothing else connects from rxe_ini then, and rxe_tgt makes
-# no QP while the stand-in drops every request). Under the stand-in each attempt lasts the
-# login timer and the re-creation does not end it (lab.md, "Stand-ins"); in the field that
-# attempt has failed at once, so this wait is the lab's, not the daemon's. Prints nothing when
-# the kernel log has no such line.
+# pending_attempt_wait: seconds iscsid's connect attempt that was pending at the re-creation
+# still had on its login timer after it (0 when none was), from the kernel's own lines and
+# clock (the guest's printk clock drifts from its wall clock by seconds under TCG): the
+# re-creation is the last `infiniband rxe_ini: set active`; an iscsid attempt under the
+# stand-in creates one rxe_ini QP (`qp#N ... state -> INIT`, once: it never connects), and
+# nothing else does before the re-creation. Under the stand-in each attempt lasts the login
+# timer and the re-creation does not end it (lab.md, "Stand-ins"); in the field that attempt
+# has failed at once, so this wait is the lab's, not the daemon's. Prints nothing when the
+# kernel log shows no re-creation.
 pending_attempt_wait() {
 	local timer
 	timer=$(iscsiadm -m node -T $IQN -p $TGT_IP:$PORT -I iser -o show 2>/dev/null |
 		awk -F' = ' '$1=="node.conn[0].timeo.login_timeout"{print $2}')
 	dmesg > "$SOUT/dmesg-attempts.txt"
-	python3 - "$1" "$T_DOWN" "${timer:-15}" "$INI_RXE" "$SOUT/dmesg-attempts.txt" <<'PY'
-import re, sys, time
-r_wall, down_wall, timer, dev, path = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
-# printk time is CLOCK_MONOTONIC; the wall clock minus it maps one onto the other
-off = time.time() - time.clock_gettime(time.CLOCK_MONOTONIC)
-r, down = r_wall - off, down_wall - off
+	python3 - "${timer:-15}" "$INI_RXE" "$SOUT/dmesg-attempts.txt" <<'PY'
+import re, sys
+timer, dev, path = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+stamp = re.compile(r"^\[\s*([0-9.]+)\] (.*)$")
 # 6.12: "rxe_ini: qp#19 rxe_qp_from_attr: state -> INIT"; 6.1: "rdma_rxe: qp#19 state -> INIT"
-pat = re.compile(r"^\[\s*([0-9.]+)\] (?:%s: qp#(\d+) rxe_qp_from_attr:|rdma_rxe: qp#(\d+)) state -> INIT" % re.escape(dev))
-seen, last = set(), None
-for line in open(path, errors="replace"):
-    m = pat.match(line)
-    if not m:
-        continue
-    t, qpn = float(m.group(1)), m.group(2) or m.group(3)
-    if qpn in ("0", "1") or qpn in seen or not down < t < r:
-        continue
-    seen.add(qpn)
-    last = t
-if last is not None:
-    print("%.2f" % max(0.0, last + timer - r))
+qp_init = re.compile(r"^(?:%s: qp#(\d+) rxe_qp_from_attr:|rdma_rxe: qp#(\d+)) state -> INIT$" % re.escape(dev))
+active = "infiniband %s: set active" % dev
+lines = [(float(m.group(1)), m.group(2).rstrip()) for m in map(stamp.match, open(path, errors="replace")) if m]
+recreated = [t for t, text in lines if text == active]
+if recreated:
+    r = recreated[-1]
+    attempts = [t for t, text in lines
+                if t < r and (m := qp_init.match(text)) and (m.group(1) or m.group(2)) not in ("0", "1")]
+    last = attempts[-1] if attempts else None
+    print("%.2f" % (last + timer - r if last is not None and r - last < timer else 0.0))
 PY
 }

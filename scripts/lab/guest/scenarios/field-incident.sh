@@ -33,7 +33,7 @@ scenario_field_incident() {
 		io=$(io_ok_after ${r% *})
 		[ -n "$io" ] && figure io_flowing_after_target_back_s $(elapsed $T_UP $io)
 		# the wait the lab's stand-in adds and the field does not have (pending_attempt_wait)
-		local w=$(pending_attempt_wait ${r% *})
+		local w=$(pending_attempt_wait)
 		figure iscsid_pending_attempt_wait_s ${w:-unknown}
 		[ -n "$io" ] && figure io_flowing_after_target_back_without_pending_wait_s \
 			$(python3 -c "print('%.2f' % ($io - $T_UP - ${w:-0}))")
