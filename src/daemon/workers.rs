@@ -487,25 +487,16 @@ mod tests {
 
     /// Voluntary context switches (waits) of this process's threads called `name`.
     fn voluntary_switches_of(name: &str) -> Vec<u64> {
-        let mut out = Vec::new();
-        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-            if comm.trim() != name {
-                continue;
-            }
-            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
-            out.extend(
-                status
-                    .lines()
-                    .filter(|l| l.starts_with("voluntary_ctxt_switches:"))
-                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()),
-            );
-        }
-        out
+        status_counts_of(name, |l| l.starts_with("voluntary_ctxt_switches:"))
     }
 
     /// Context switches of this process's threads called `name` (each one a wakeup).
     fn switches_of(name: &str) -> Vec<u64> {
+        status_counts_of(name, |l| l.contains("ctxt_switches:"))
+    }
+
+    /// Per thread called `name`, the sum of the /proc status counters whose lines `pick` takes.
+    fn status_counts_of(name: &str, pick: impl Fn(&str) -> bool) -> Vec<u64> {
         let mut out = Vec::new();
         for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
             let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
@@ -516,7 +507,7 @@ mod tests {
             out.push(
                 status
                     .lines()
-                    .filter(|l| l.contains("ctxt_switches:"))
+                    .filter(|l| pick(l))
                     .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
                     .sum(),
             );

@@ -111,39 +111,34 @@ mod tests {
         }
     }
 
+    /// A retrying self-test whose first run fails at cm-connect with `first_detail`.
+    fn scripted(first_detail: &'static str) -> RetryOnReject<Scripted> {
+        RetryOnReject {
+            inner: Scripted {
+                calls: AtomicU32::new(0),
+                first_detail,
+            },
+        }
+    }
+
     fn passed(r: &SelfTestResult) -> bool {
         matches!(r, SelfTestResult::Ran(rep) if rep.passed())
     }
 
     #[test]
     fn a_rejected_connect_is_tried_once_more() {
-        let t = RetryOnReject {
-            inner: Scripted {
-                calls: AtomicU32::new(0),
-                first_detail:
-                    "rdma_cm: waiting for ESTABLISHED, got RDMA_CM_EVENT_REJECTED (status 10)",
-            },
-        };
+        let t =
+            scripted("rdma_cm: waiting for ESTABLISHED, got RDMA_CM_EVENT_REJECTED (status 10)");
         assert!(passed(&t.run("rxe_ini", 1, Duration::from_secs(10))));
         assert_eq!(t.inner.calls.load(Ordering::SeqCst), 2);
     }
 
     #[test]
     fn other_failures_and_short_budgets_are_not_retried() {
-        let t = RetryOnReject {
-            inner: Scripted {
-                calls: AtomicU32::new(0),
-                first_detail: "rdma_connect: no answer within 10 s",
-            },
-        };
+        let t = scripted("rdma_connect: no answer within 10 s");
         assert!(!passed(&t.run("rxe_ini", 1, Duration::from_secs(10))));
         assert_eq!(t.inner.calls.load(Ordering::SeqCst), 1);
-        let t = RetryOnReject {
-            inner: Scripted {
-                calls: AtomicU32::new(0),
-                first_detail: "got RDMA_CM_EVENT_REJECTED (status 10)",
-            },
-        };
+        let t = scripted("got RDMA_CM_EVENT_REJECTED (status 10)");
         assert!(!passed(&t.run("rxe_ini", 1, Duration::from_secs(4))));
         assert_eq!(t.inner.calls.load(Ordering::SeqCst), 1);
     }

@@ -174,24 +174,25 @@ impl End {
     }
 }
 
-/// Sends `msg` from `a` to `b` and checks what arrived.
-fn send_one(a: &mut End, b: &mut End, msg: &str, deadline: Instant) -> Result<(), VerbsError> {
-    let End { qp, mr, .. } = b;
-    let bqp = qp.as_mut().ok_or_else(|| VerbsError::Call {
+/// An end whose QP is not there (destroyed by an earlier step).
+fn no_qp() -> VerbsError {
+    VerbsError::Call {
         call: "self-test: QP",
         device: "-".into(),
         source: std::io::Error::from_raw_os_error(libc::ENOENT),
-    })?;
+    }
+}
+
+/// Sends `msg` from `a` to `b` and checks what arrived.
+fn send_one(a: &mut End, b: &mut End, msg: &str, deadline: Instant) -> Result<(), VerbsError> {
+    let End { qp, mr, .. } = b;
+    let bqp = qp.as_mut().ok_or_else(no_qp)?;
     mr.bytes_mut().fill(0);
     bqp.post_recv(mr, WR_RECV)?;
     let n = msg.len().min(BUF);
     a.mr.bytes_mut()[..n].copy_from_slice(&msg.as_bytes()[..n]);
     let End { qp, mr, .. } = a;
-    let aqp = qp.as_mut().ok_or_else(|| VerbsError::Call {
-        call: "self-test: QP",
-        device: "-".into(),
-        source: std::io::Error::from_raw_os_error(libc::ENOENT),
-    })?;
+    let aqp = qp.as_mut().ok_or_else(no_qp)?;
     aqp.post_send(mr, n, WR_SEND)?;
     a.cq.wait(WR_SEND, deadline, "send completion")?;
     let c = b.cq.wait(WR_RECV, deadline, "receive completion")?;
