@@ -127,14 +127,20 @@ impl Deps {
     pub fn real(cfg: &Config, daemon: bool) -> Result<Deps, Error> {
         use crate::daemon::sources::{BootClock, HostTopology, KmsgLog};
         let (kernel_log, control) = if daemon {
-            let reader =
-                crate::io::kmsg::open(&crate::io::kmsg::OpenOptions::from_paths(&cfg.paths))?;
+            let kernel_log = if cfg.kmsg.enabled {
+                let reader =
+                    crate::io::kmsg::open(&crate::io::kmsg::OpenOptions::from_paths(&cfg.paths))?;
+                Some(Box::new(KmsgLog(reader)) as Box<dyn KernelLog>)
+            } else {
+                tracing::warn!(
+                    "the kernel log is off (kmsg.enabled = false): stuck QPs are seen in the \
+                     RDMA netlink QP table only"
+                );
+                None
+            };
             let control = ControlServer::bind(&cfg.paths.control_socket)
                 .map_err(|e| Error::Usage(format!("cannot open the control socket: {e}")))?;
-            (
-                Some(Box::new(KmsgLog(reader)) as Box<dyn KernelLog>),
-                Some(control),
-            )
+            (kernel_log, Some(control))
         } else {
             (None, None)
         };
