@@ -8,7 +8,7 @@
  * exactly as stock rxe. README.md says what is modelled and cites the lines.
  */
 #include <linux/module.h>
-#include <linux/inetdevice.h>
+#include <linux/etherdevice.h>
 #include <net/arp.h>
 #include <net/neighbour.h>
 #include <net/route.h>
@@ -73,11 +73,11 @@ bool rxe_lab_gsi_unreachable(struct rxe_qp *qp, struct rxe_av *av,
 
 	if (!modelled(qp) || av->network_type != RXE_NETWORK_TYPE_IPV4)
 		return false;
-	daddr = av->dgid_addr._sockaddr_in.sin_addr.s_addr;
-	/* a send to one of this host's own addresses never leaves it (rxe loops
-	 * it back), so no neighbour entry is involved */
-	if (inet_addr_type(&init_net, daddr) == RTN_LOCAL)
+	/* a send to this port itself never leaves it: rxe loops it back (the
+	 * same test as rxe_prepare's RXE_LOOPBACK_MASK), no neighbour is involved */
+	if (ether_addr_equal(ndev->dev_addr, av->dmac))
 		return false;
+	daddr = av->dgid_addr._sockaddr_in.sin_addr.s_addr;
 
 	fl.flowi4_oif = ndev->ifindex;
 	fl.saddr = av->sgid_addr._sockaddr_in.sin_addr.s_addr;

@@ -9,9 +9,10 @@ source /lab/guest/scenarios/kfield-common.sh
 scenario_field_kernel_alone() {
 	kmod_model_on || { lab_error "the lab's irdma-like rdma_rxe is not loaded for $INI_RXE"; return; }
 	kfield_watch_start
+	cm_trace_start
 	local k0=$(kernel_now)
 	kfield_outage 120
-	[ -n "$T_ERR" ] || { lab_error "rxe_ini's QP 1 did not go to ERR within 120 s of the target going away"; kfield_watch_stop; return; }
+	[ -n "$T_ERR" ] || { lab_error "rxe_ini's QP 1 did not go to ERR within 120 s of the target going away"; kfield_watch_stop; cm_trace_stop; return; }
 	sleep 15
 	T_UP=$(now)
 	local ku=$(kernel_now)
@@ -55,4 +56,5 @@ scenario_field_kernel_alone() {
 	check "iscsid brought the session back after the re-creation ($w)" session_logged_in
 	check "direct-I/O write and read after the re-creation" direct_io_check
 	kfield_watch_stop
+	cm_trace_stop
 }

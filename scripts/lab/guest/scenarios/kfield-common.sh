@@ -48,6 +48,21 @@ kfield_watch_stop() {
 kfield_first() {
 	awk -v t="$1" -v p="$2" '$1>t && $0~p{print $1; exit}' "$SOUT/qp1.log"
 }
+# cm_trace_start / cm_trace_stop: the kernel's RDMA CM and MAD tracepoints (what QP 1 sends,
+# when) into $SOUT/trace.txt
+cm_trace_start() {
+	local T=/sys/kernel/debug/tracing
+	[ -d $T/events ] || return 0
+	echo > $T/trace
+	for e in ib_cma ib_cm ib_mad; do [ -d $T/events/$e ] && echo 1 > $T/events/$e/enable; done
+	echo 1 > $T/tracing_on
+}
+cm_trace_stop() {
+	local T=/sys/kernel/debug/tracing
+	[ -d $T/events ] || return 0
+	cat $T/trace > "$SOUT/trace.txt"
+	for e in ib_cma ib_cm ib_mad; do [ -d $T/events/$e ] && echo 0 > $T/events/$e/enable; done
+}
 # target_off / target_on: the target's host stops / resumes answering (links stay up)
 target_off() {
 	modprobe sch_netem
