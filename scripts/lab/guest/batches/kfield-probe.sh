@@ -1,5 +1,6 @@
-# Experiment (run by name): the in-kernel field incident's reference run alone, on a fresh guest.
+# Experiment (run by name): the in-kernel field incident on a fresh guest, with the probe
+# cadence under study.
 source /lab/guest/lib.sh
 lab_up
-run_scenarios field-kernel-alone
+EXTRA_CONFIG=$(printf '[poll]\nprobe = 0.5\n') EXTRA_RECOVERY='probe-timeout = 0.5' run_scenarios field-incident-kernel
 lab_down
