@@ -189,6 +189,9 @@ pub fn recognise(
     if found.is_none() {
         found = prefixed_line(t).or_else(|| frame_line(t));
     }
+    if found.is_none() {
+        found = partition_line(t);
+    }
     let mut ev = found?;
     if let Some(d) = dict_device {
         apply_dict_device(d, &mut ev.device);
@@ -235,7 +238,7 @@ fn event(
 /// `<word> <dev>[ <dev2>]: message` (dev_printk and friends) and `<word>: message`
 /// (`pr_fmt`, `__func__`).
 fn prefixed_line(t: &str) -> Option<SubsystemEvent> {
-    let end = t.find(|c: char| c == ' ' || c == ':')?;
+    let end = t.find([' ', ':'])?;
     let word = &t[..end];
     let rest = &t[end..];
     if let Some(after) = rest.strip_prefix(": ") {
@@ -411,7 +414,8 @@ fn frame_line(t: &str) -> Option<SubsystemEvent> {
     let sym = body.rsplit(' ').next().unwrap_or(body);
     let sym = sym.strip_prefix("0010:").unwrap_or(sym);
     let sym = sym.rsplit(':').next().unwrap_or(sym);
-    if !is_wq && !(sym.contains("+0x") && sym.contains("/0x")) {
+    let is_symbol = sym.contains("+0x") && sym.contains("/0x");
+    if !(is_wq || is_symbol) {
         return None;
     }
     let function = sym.split('+').next().unwrap_or(sym);
@@ -501,6 +505,31 @@ fn iscsi_class_line(t: &str) -> Option<SubsystemEvent> {
     let mut ev = event(Subsystem::Iscsi, None, LineShape::Message, message);
     ev.device.iscsi_session = Some(session);
     ev.device.iscsi_conn = conn_id;
+    Some(ev)
+}
+
+/// block/partitions: ` sdb: sdb1 sdb2`, ` sdb: unable to read partition table`,
+/// `nvme0n1: p1 p2` (the disk name, then the partitions or the failure). Only the disks of
+/// SCSI and NVMe (the transports of iSCSI/iSER and NVMe-oF sessions) are taken.
+fn partition_line(t: &str) -> Option<SubsystemEvent> {
+    let (disk, message) = t.split_once(": ")?;
+    let scsi = disk.len() > 2
+        && disk.starts_with("sd")
+        && disk[2..].bytes().all(|c| c.is_ascii_lowercase());
+    let nvme = disk
+        .strip_prefix("nvme")
+        .and_then(|r| r.split_once('n'))
+        .is_some_and(|(c, n)| {
+            !c.is_empty()
+                && !n.is_empty()
+                && c.bytes().all(|b| b.is_ascii_digit())
+                && n.bytes().all(|b| b.is_ascii_digit())
+        });
+    if !(scsi || nvme) {
+        return None;
+    }
+    let mut ev = event(Subsystem::Block, None, LineShape::Message, message);
+    ev.device.disk = Some(disk.to_string());
     Some(ev)
 }
 

@@ -91,6 +91,7 @@ pub(crate) const NAMES: &[Name] = &[
     n("block", Subsystem::Block),
     n("blk_update_request", Subsystem::Block),
     n("print_req_error", Subsystem::Block),
+    n("blk_print_req_error", Subsystem::Block),
     n("dm_multipath", Subsystem::Block),
     n("device-mapper", Subsystem::Block),
     // NVMe host (NVMe over RDMA and its PCI sibling).

@@ -82,6 +82,21 @@ fn module_and_function_prefixes() {
 }
 
 #[test]
+fn partition_lines_of_scsi_and_nvme_disks() {
+    // block/partitions/check.c prints " %s: unable to read partition table" and the
+    // partition list after the disk name.
+    let e = rec(" sdb: unable to read partition table");
+    assert_eq!(e.subsystem, Subsystem::Block);
+    assert_eq!(e.device.disk.as_deref(), Some("sdb"));
+    assert_eq!(e.level, 3);
+    assert_eq!(
+        rec("nvme0n1: p1 p2").device.disk.as_deref(),
+        Some("nvme0n1")
+    );
+    assert!(recognise(" vda: vda1", None, None).is_none());
+}
+
+#[test]
 fn iscsi_class_devices_with_and_without_the_leading_blank() {
     for t in [
         " connection1:0: detected conn error (1020)",

@@ -242,6 +242,16 @@ impl TraceAssembler {
         }
     }
 
+    /// Lines in the open report (0: none open; 1: the last line pushed opened it).
+    pub fn open_lines(&self) -> usize {
+        self.current.as_ref().map_or(0, |b| b.lines)
+    }
+
+    /// A report is open.
+    pub fn is_open(&self) -> bool {
+        self.current.is_some()
+    }
+
     /// Ends the input: the open report, if any and if it is in these subsystems.
     pub fn finish(&mut self) -> Option<TraceEvent> {
         self.close()
