@@ -58,6 +58,8 @@ struct Daemon {
     seen: Vec<String>,
     notify: UnixDatagram,
     syslog: UnixDatagram,
+    /// Every syslog datagram read so far (reading drains the socket).
+    alerts: Vec<String>,
 }
 
 impl Daemon {
@@ -112,6 +114,7 @@ impl Daemon {
             seen: Vec::new(),
             notify,
             syslog,
+            alerts: Vec::new(),
         }
     }
 
@@ -151,14 +154,25 @@ impl Daemon {
         panic!("the daemon never sent READY=1");
     }
 
-    fn syslog_messages(&self) -> Vec<String> {
+    /// Every syslog message the daemon has sent so far (the socket is drained into
+    /// `alerts`, so each call sees the earlier ones too).
+    fn syslog_messages(&mut self) -> Vec<String> {
         self.syslog.set_nonblocking(true).unwrap();
-        let mut out = Vec::new();
         let mut buf = [0u8; 8192];
         while let Ok(n) = self.syslog.recv(&mut buf) {
-            out.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            self.alerts
+                .push(String::from_utf8_lossy(&buf[..n]).into_owned());
         }
-        out
+        self.alerts.clone()
+    }
+
+    /// Waits until a syslog message containing `needle` has been sent. The daemon sends
+    /// alerts after the log line of the transition that raised them, so a test that asserts
+    /// an alert waits for the alert itself, not for a line before it.
+    fn wait_alert(&mut self, needle: &str) {
+        wait_for(&format!("the syslog alert {needle:?}"), WAIT, || {
+            self.syslog_messages().iter().any(|a| a.contains(needle))
+        });
     }
 
     fn log_has(&mut self, needle: &str) -> bool {
@@ -267,17 +281,10 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
         h.logins()
     );
     assert!(h.sys().join("class/infiniband/rocep2s0f0").exists());
+    // The alerts go out after the transitions that raise them are logged: wait for each.
+    d.wait_alert("re-creating RDMA device rocep2s0f0");
+    d.wait_alert("storage is back");
     let alerts = d.syslog_messages();
-    assert!(
-        alerts
-            .iter()
-            .any(|a| a.contains("re-creating RDMA device rocep2s0f0")),
-        "{alerts:#?}"
-    );
-    assert!(
-        alerts.iter().any(|a| a.contains("storage is back")),
-        "{alerts:#?}"
-    );
     assert!(alerts.iter().all(|a| a.starts_with('<')), "{alerts:#?}");
 
     // SIGHUP with a broken configuration: the daemon keeps running on the old one.
@@ -426,14 +433,9 @@ fn sigterm_with_a_hung_iscsiadm_stops_in_time_and_kills_it() {
         took.as_millis()
     );
     // The helper of the hung child went with its process group.
-    wait_for(
-        "the hung iscsiadm's helper to be killed",
-        Duration::from_secs(5),
-        || {
-            std::fs::read_to_string(format!("/proc/{helper}/stat"))
-                .map_or(true, |s| s.contains(") Z "))
-        },
-    );
+    wait_for("the hung iscsiadm's helper to be killed", WAIT, || {
+        std::fs::read_to_string(format!("/proc/{helper}/stat")).map_or(true, |s| s.contains(") Z "))
+    });
 }
 
 #[test]
