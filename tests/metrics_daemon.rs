@@ -9,24 +9,16 @@
 mod promtool;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use iser_guard::config::Config;
 use iser_guard::core::kmsg::Record;
-use iser_guard::core::session_map::NetdevAddr;
-use iser_guard::daemon::notify::Notifier;
-use iser_guard::daemon::run::{run, Deps, Mode, Settings};
-use iser_guard::daemon::sources::BootClock;
-use iser_guard::io::executors::Doubles;
 use iser_guard::io::kmsg::KmsgEvent;
-use iser_guard::io::probe::TcpAnswer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc::unbounded_channel;
 
-#[path = "support/loop_doubles.rs"]
-mod loop_doubles;
-use loop_doubles::{ChannelLog, Host, OnePort};
+#[path = "support/daemon_loop.rs"]
+mod daemon_loop;
+use daemon_loop::LoopTest;
 
 /// A free loopback port (bound, then released for the daemon to bind).
 fn free_port() -> u16 {
@@ -115,49 +107,10 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
     let port = free_port();
     let cfg = config(dir.path(), port);
     let textfile = cfg.metrics.textfile.clone();
-    let doubles = Doubles::default();
-    let portal: std::net::SocketAddr = "192.0.2.2:3260".parse().unwrap();
-    doubles.prober.push(
-        portal,
-        std::iter::repeat_n(
-            TcpAnswer::Reachable {
-                rtt: Duration::from_millis(1),
-            },
-            50,
-        ),
-    );
-    let host = Arc::new(Host {
-        state: Mutex::new("LOGGED_IN"),
-    });
-    let mut ex = doubles.executors(&cfg);
-    ex.iscsi = host.clone();
-    let (log_tx, log_rx) = unbounded_channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-    let deps = Deps {
-        kernel_log: Some(Box::new(ChannelLog(log_rx))),
-        topology: Box::new(OnePort),
-        executors: ex,
-        clock: Arc::new(BootClock),
-        notifier: Notifier::silent(),
-        addresses: Arc::new(|| {
-            Ok(vec![NetdevAddr {
-                netdev: "ens1f0".into(),
-                ip: "192.0.2.1".parse().unwrap(),
-            }])
-        }),
-        routes: Arc::new(|_| Err("no route in this test".into())),
-        control: None,
-        shutdown: Some(stop_rx),
-        async_events: None,
-    };
-    let settings = Settings {
-        config: cfg.clone(),
-        config_path: None,
-        force_dry_run: false,
-        take_lock: true,
-        automatic_actions: true,
-    };
-    let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
+    let d = LoopTest::new(cfg.clone())
+        .portal_reachable(50)
+        .without_control()
+        .start();
 
     // The endpoint answers on loopback from the start.
     wait_until("the endpoint", || async {
@@ -182,8 +135,8 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
     let rec = |facility: u32| {
         Record::parse(format!("{},10,100,-;{line}", facility * 8 + 3).as_bytes()).unwrap()
     };
-    log_tx.send(KmsgEvent::Record(rec(1))).unwrap();
-    log_tx
+    d.log.send(KmsgEvent::Record(rec(1))).unwrap();
+    d.log
         .send(KmsgEvent::Record(
             Record::parse(b"6,11,101,-;e1000e: eth0 NIC Link is Up").unwrap(),
         ))
@@ -197,9 +150,9 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
         })
     })
     .await;
-    *host.state.lock().unwrap() = "FAILED";
-    log_tx.send(KmsgEvent::Record(rec(0))).unwrap();
-    log_tx
+    d.host.set("FAILED");
+    d.log.send(KmsgEvent::Record(rec(0))).unwrap();
+    d.log
         .send(KmsgEvent::Lost {
             count: Some(7),
             next_seq: 20,
@@ -207,12 +160,12 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
         })
         .unwrap();
     wait_until("the re-creation", || async {
-        !doubles.resetter.calls().is_empty()
+        !d.doubles.resetter.calls().is_empty()
     })
     .await;
-    *host.state.lock().unwrap() = "LOGGED_IN";
+    d.host.set("LOGGED_IN");
     wait_until("the 'storage is back' alert", || async {
-        doubles
+        d.doubles
             .alerts
             .alerts()
             .iter()
@@ -231,13 +184,7 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
     ) & 0o777;
     assert_eq!(mode, 0o644, "node_exporter must be able to read it");
 
-    stop_tx.send(()).unwrap();
-    let code = tokio::time::timeout(Duration::from_secs(10), daemon)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(code, 0);
+    assert_eq!(d.stop().await, 0);
 
     // The final textfile, written at shutdown.
     let text = std::fs::read_to_string(&textfile).unwrap();

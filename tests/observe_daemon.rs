@@ -20,77 +20,16 @@ use std::time::Duration;
 use fake_host::FakeHost;
 use iser_guard::config::Config;
 use iser_guard::core::kmsg::Record;
-use iser_guard::core::session_map::NetdevAddr;
-use iser_guard::daemon::notify::Notifier;
-use iser_guard::daemon::run::{run, Deps, Mode, Settings};
-use iser_guard::daemon::sources::BootClock;
 use iser_guard::io::control::ControlServer;
-use iser_guard::io::executors::Doubles;
 use iser_guard::io::kmsg::KmsgEvent;
-use iser_guard::io::probe::TcpAnswer;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
-#[path = "support/loop_doubles.rs"]
-mod loop_doubles;
-use loop_doubles::{ChannelLog, Host, OnePort};
+#[path = "support/daemon_loop.rs"]
+mod daemon_loop;
+use daemon_loop::{Daemon, LoopTest};
 
-struct Daemon {
-    task: tokio::task::JoinHandle<Result<u8, iser_guard::error::Error>>,
-    stop: tokio::sync::oneshot::Sender<()>,
-    log: UnboundedSender<KmsgEvent>,
-    host: Arc<Host>,
-    doubles: Doubles,
-}
-
+/// The loop on doubles with its control socket, the portal answering.
 fn start(cfg: &Config) -> Daemon {
-    let doubles = Doubles::default();
-    doubles.prober.push(
-        "192.0.2.2:3260".parse().unwrap(),
-        std::iter::repeat_n(
-            TcpAnswer::Reachable {
-                rtt: Duration::from_millis(1),
-            },
-            200,
-        ),
-    );
-    let host = Arc::new(Host {
-        state: Mutex::new("LOGGED_IN"),
-    });
-    let mut ex = doubles.executors(cfg);
-    ex.iscsi = host.clone();
-    let (log, log_rx) = unbounded_channel();
-    let (stop, stop_rx) = tokio::sync::oneshot::channel();
-    let deps = Deps {
-        kernel_log: Some(Box::new(ChannelLog(log_rx))),
-        topology: Box::new(OnePort),
-        executors: ex,
-        clock: Arc::new(BootClock),
-        notifier: Notifier::silent(),
-        addresses: Arc::new(|| {
-            Ok(vec![NetdevAddr {
-                netdev: "ens1f0".into(),
-                ip: "192.0.2.1".parse().unwrap(),
-            }])
-        }),
-        routes: Arc::new(|_| Err("no route in this test".into())),
-        control: Some(ControlServer::bind(&cfg.paths.control_socket).unwrap()),
-        shutdown: Some(stop_rx),
-        async_events: None,
-    };
-    let settings = Settings {
-        config: cfg.clone(),
-        config_path: None,
-        force_dry_run: false,
-        take_lock: true,
-        automatic_actions: true,
-    };
-    Daemon {
-        task: tokio::spawn(run(settings, deps, Mode::Daemon)),
-        stop,
-        log,
-        host,
-        doubles,
-    }
+    LoopTest::new(cfg.clone()).portal_reachable(200).start()
 }
 
 fn cli(config: &Path, args: &[&str]) -> Output {
@@ -271,7 +210,7 @@ async fn status_events_and_history_against_a_running_daemon() {
     .await;
 
     // The incident: the session fails and the kernel says QP 1 is stuck.
-    *d.host.state.lock().unwrap() = "FAILED";
+    d.host.set("FAILED");
     let rec = Record::parse(format!("3,10,100,-;{FIELD}").as_bytes()).unwrap();
     d.log.send(KmsgEvent::Record(rec)).unwrap();
     let st = status_until(&config, "out of Healthy", |st| {
@@ -286,7 +225,7 @@ async fn status_events_and_history_against_a_running_daemon() {
     );
     // The device is re-created; iscsid (the double) logs the session in again.
     wait_until("the re-creation", || !d.doubles.resetter.calls().is_empty()).await;
-    *d.host.state.lock().unwrap() = "LOGGED_IN";
+    d.host.set("LOGGED_IN");
     status_until(&config, "healthy again", |st| {
         port_of(st).is_some_and(|p| p["phase"] == "Healthy")
     })
@@ -401,13 +340,7 @@ async fn status_events_and_history_against_a_running_daemon() {
     .await;
 
     // Stop the daemon: the follower is told and ends by itself.
-    d.stop.send(()).unwrap();
-    let code = tokio::time::timeout(Duration::from_secs(10), d.task)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(code, 0);
+    assert_eq!(d.stop().await, 0);
     let status = tokio::task::spawn_blocking(move || follower.wait().unwrap())
         .await
         .unwrap();
