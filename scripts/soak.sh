@@ -57,6 +57,12 @@ fi
 DAEMON=$(pwd)/$BIN_DIR/examples/soak_daemon
 STUBS=$(pwd)/tests/fixtures/stubs
 
+# One writer of test records into the kernel ring at a time on this host (the same lock the
+# /dev/kmsg tests take: tests/support/kmsg_lock.rs).
+LOCK_DIR=/run/lock; [ -d "$LOCK_DIR" ] || LOCK_DIR=${TMPDIR:-/tmp}
+exec 8>"$LOCK_DIR/iser-guard-tests-kmsg.lock"
+flock 8
+
 T=${KEEP:-$(mktemp -d)}
 mkdir -p "$T"
 chmod 755 "$T"
