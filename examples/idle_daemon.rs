@@ -25,7 +25,7 @@ use iser_guard::core::nldev::{
     encode, Nested, NldevAttribute as A, NldevCommand, NldevMessage, NldevNetlinkMessage,
 };
 use iser_guard::daemon::run::{run, Deps, Mode, Settings};
-use iser_guard::daemon::sources::HostTopology;
+use iser_guard::daemon::topology::HostTopology;
 
 const MOMENT: &str = "k612/nldev-1-loggedin";
 

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use fake_kernel::{error_reply, set_last_qp_state, with_flags, Replay, NLM_F_DUMP_INTR};
 use iser_guard::daemon::run::{run, Deps, Mode, Settings};
-use iser_guard::daemon::sources::HostTopology;
+use iser_guard::daemon::topology::HostTopology;
 
 const PRESENT: &str = "k612/nldev-1-loggedin";
 const ABSENT: &str = "k612/nldev-2-inideleted";

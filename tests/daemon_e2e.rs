@@ -11,6 +11,8 @@
 
 #[path = "support/fake_host.rs"]
 mod fake_host;
+#[path = "support/kmsg_lock.rs"]
+mod kmsg_lock;
 
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
@@ -58,6 +60,8 @@ struct Daemon {
     seen: Vec<String>,
     notify: UnixDatagram,
     syslog: UnixDatagram,
+    /// Every syslog datagram read so far (reading drains the socket).
+    alerts: Vec<String>,
 }
 
 impl Daemon {
@@ -112,6 +116,7 @@ impl Daemon {
             seen: Vec::new(),
             notify,
             syslog,
+            alerts: Vec::new(),
         }
     }
 
@@ -151,14 +156,25 @@ impl Daemon {
         panic!("the daemon never sent READY=1");
     }
 
-    fn syslog_messages(&self) -> Vec<String> {
+    /// Every syslog message the daemon has sent so far (the socket is drained into
+    /// `alerts`, so each call sees the earlier ones too).
+    fn syslog_messages(&mut self) -> Vec<String> {
         self.syslog.set_nonblocking(true).unwrap();
-        let mut out = Vec::new();
         let mut buf = [0u8; 8192];
         while let Ok(n) = self.syslog.recv(&mut buf) {
-            out.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            self.alerts
+                .push(String::from_utf8_lossy(&buf[..n]).into_owned());
         }
-        out
+        self.alerts.clone()
+    }
+
+    /// Waits until a syslog message containing `needle` has been sent. The daemon sends
+    /// alerts after the log line of the transition that raised them, so a test that asserts
+    /// an alert waits for the alert itself, not for a line before it.
+    fn wait_alert(&mut self, needle: &str) {
+        wait_for(&format!("the syslog alert {needle:?}"), WAIT, || {
+            self.syslog_messages().iter().any(|a| a.contains(needle))
+        });
     }
 
     fn log_has(&mut self, needle: &str) -> bool {
@@ -212,6 +228,8 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
         eprintln!("skipping: {why} (this test injects records into the real /dev/kmsg)");
         return;
     }
+    // The daemons read the host's one kernel ring: one test process at a time on it.
+    let _kmsg = kmsg_lock::acquire();
 
     // ---- Run 1: trusted (test config), the target comes back: the port is recovered. ------
     let h = FakeHost::new();
@@ -267,17 +285,10 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
         h.logins()
     );
     assert!(h.sys().join("class/infiniband/rocep2s0f0").exists());
+    // The alerts go out after the transitions that raise them are logged: wait for each.
+    d.wait_alert("re-creating RDMA device rocep2s0f0");
+    d.wait_alert("storage is back");
     let alerts = d.syslog_messages();
-    assert!(
-        alerts
-            .iter()
-            .any(|a| a.contains("re-creating RDMA device rocep2s0f0")),
-        "{alerts:#?}"
-    );
-    assert!(
-        alerts.iter().any(|a| a.contains("storage is back")),
-        "{alerts:#?}"
-    );
     assert!(alerts.iter().all(|a| a.starts_with('<')), "{alerts:#?}");
 
     // SIGHUP with a broken configuration: the daemon keeps running on the old one.
@@ -330,6 +341,8 @@ fn manual_commands_go_through_the_running_daemon() {
         eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
         return;
     }
+    // The daemons read the host's one kernel ring: one test process at a time on it.
+    let _kmsg = kmsg_lock::acquire();
     let h = FakeHost::new();
     let cfg = h.config("");
     // An empty allow-list: automatic recovery is off, the operator's word still counts.
@@ -407,6 +420,8 @@ fn sigterm_with_a_hung_iscsiadm_stops_in_time_and_kills_it() {
         eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
         return;
     }
+    // The daemons read the host's one kernel ring: one test process at a time on it.
+    let _kmsg = kmsg_lock::acquire();
     let h = FakeHost::new();
     let cfg = h.config("");
     h.set_session("HANG");
@@ -426,14 +441,9 @@ fn sigterm_with_a_hung_iscsiadm_stops_in_time_and_kills_it() {
         took.as_millis()
     );
     // The helper of the hung child went with its process group.
-    wait_for(
-        "the hung iscsiadm's helper to be killed",
-        Duration::from_secs(5),
-        || {
-            std::fs::read_to_string(format!("/proc/{helper}/stat"))
-                .map_or(true, |s| s.contains(") Z "))
-        },
-    );
+    wait_for("the hung iscsiadm's helper to be killed", WAIT, || {
+        std::fs::read_to_string(format!("/proc/{helper}/stat")).map_or(true, |s| s.contains(") Z "))
+    });
 }
 
 #[test]
@@ -442,6 +452,8 @@ fn a_dry_run_daemon_answers_manual_commands_with_the_plan_only() {
         eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
         return;
     }
+    // The daemons read the host's one kernel ring: one test process at a time on it.
+    let _kmsg = kmsg_lock::acquire();
     let h = FakeHost::new();
     let cfg = h.config("");
     let mut d = Daemon::start_args(&h, &cfg, &[], &["--dry-run"]);

@@ -10,40 +10,41 @@ use std::time::{Duration, Instant};
 use iser_guard::config::Config;
 use iser_guard::core::kmsg::Record;
 use iser_guard::core::selftest::{SelfTestReport, SelfTestResult, SelfTestStep};
-use iser_guard::core::session_map::NetdevAddr;
-use iser_guard::daemon::notify::Notifier;
-use iser_guard::daemon::run::{run, Deps, Mode, Settings};
-use iser_guard::daemon::sources::BootClock;
-use iser_guard::io::control::{request, ControlServer, Reply, Request};
-use iser_guard::io::executors::Doubles;
+use iser_guard::io::control::{request, Reply, Request};
 use iser_guard::io::kmsg::KmsgEvent;
-use iser_guard::io::probe::TcpAnswer;
 use iser_guard::io::selftest::PortSelfTest;
-use tokio::sync::mpsc::unbounded_channel;
 
-#[path = "support/loop_doubles.rs"]
-mod loop_doubles;
-use loop_doubles::{ChannelLog, Host, OnePort};
+#[path = "support/daemon_loop.rs"]
+mod daemon_loop;
+use daemon_loop::LoopTest;
 
-/// A self-test that blocks as a real one does (a CM connect), then passes; it records the
-/// thread it ran on.
+/// A self-test that blocks as a real one does (a CM connect) until the test releases it,
+/// then passes with a step that took `took`; it records the thread it ran on. Blocking on
+/// the test's word (not for a fixed time) lets the test see it in flight however slow the
+/// machine is.
 struct SlowPass {
     took: Duration,
     threads: Mutex<Vec<String>>,
+    release: Mutex<std::sync::mpsc::Receiver<()>>,
 }
 impl PortSelfTest for SlowPass {
-    fn run(&self, device: &str, port: u32, _timeout: Duration) -> SelfTestResult {
+    fn run(&self, device: &str, port: u32, timeout: Duration) -> SelfTestResult {
         let name = std::thread::current().name().unwrap_or("?").to_string();
         self.threads.lock().unwrap().push(name);
-        std::thread::sleep(self.took);
+        // Bounded like a real connect: a test that never releases it sees a failed step.
+        let released = self.release.lock().unwrap().recv_timeout(timeout).is_ok();
         SelfTestResult::Ran(SelfTestReport {
             device: device.to_string(),
             port,
             steps: vec![SelfTestStep {
                 name: "cm-connect".into(),
                 took: self.took,
-                ok: true,
-                detail: "ESTABLISHED".into(),
+                ok: released,
+                detail: if released {
+                    "ESTABLISHED".into()
+                } else {
+                    "the test never released the connect".into()
+                },
             }],
         })
     }
@@ -60,16 +61,18 @@ fn config(dir: &std::path::Path) -> Config {
     .unwrap()
 }
 
-async fn status(cfg: &Config) -> (serde_json::Value, Duration) {
+/// A liveness bound for what the test waits for on a loaded machine (never a speed figure).
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn status(cfg: &Config) -> serde_json::Value {
     let path = cfg.paths.control_socket.clone();
-    let asked = Instant::now();
     let r = tokio::task::spawn_blocking(move || {
         request(&path, &Request::Status, Duration::from_secs(5), |_| {})
     })
     .await
     .unwrap();
     match r {
-        Ok(Reply::Done { detail, .. }) => (detail.unwrap_or_default(), asked.elapsed()),
+        Ok(Reply::Done { detail, .. }) => detail.unwrap_or_default(),
         other => panic!("no status: {other:?}"),
     }
 }
@@ -78,82 +81,58 @@ async fn status(cfg: &Config) -> (serde_json::Value, Duration) {
 async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path());
-    let doubles = Doubles::default();
-    doubles.prober.push(
-        "192.0.2.2:3260".parse().unwrap(),
-        std::iter::repeat_n(
-            TcpAnswer::Reachable {
-                rtt: Duration::from_millis(1),
-            },
-            200,
-        ),
-    );
-    let host = Arc::new(Host {
-        state: Mutex::new("LOGGED_IN"),
-    });
+    let (release, released) = std::sync::mpsc::channel();
     let slow = Arc::new(SlowPass {
         took: Duration::from_millis(1500),
         threads: Mutex::new(Vec::new()),
+        release: Mutex::new(released),
     });
-    let mut ex = doubles.executors(&cfg).with_selftest(slow.clone());
-    ex.iscsi = host.clone();
-    let (log, log_rx) = unbounded_channel();
-    let (stop, stop_rx) = tokio::sync::oneshot::channel();
-    let deps = Deps {
-        kernel_log: Some(Box::new(ChannelLog(log_rx))),
-        topology: Box::new(OnePort),
-        executors: ex,
-        clock: Arc::new(BootClock),
-        notifier: Notifier::silent(),
-        addresses: Arc::new(|| {
-            Ok(vec![NetdevAddr {
-                netdev: "ens1f0".into(),
-                ip: "192.0.2.1".parse().unwrap(),
-            }])
-        }),
-        routes: Arc::new(|_| Err("no route in this test".into())),
-        control: Some(ControlServer::bind(&cfg.paths.control_socket).unwrap()),
-        shutdown: Some(stop_rx),
-        async_events: None,
-    };
-    let settings = Settings {
-        config: cfg.clone(),
-        config_path: None,
-        force_dry_run: false,
-        take_lock: true,
-        automatic_actions: true,
-    };
-    let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
-    let end = Instant::now() + Duration::from_secs(10);
+    let d = LoopTest::new(cfg.clone())
+        .portal_reachable(200)
+        .selftest(slow.clone())
+        .start();
+    let end = Instant::now() + WAIT;
     while status_ports(&cfg).await.is_none() {
         assert!(Instant::now() < end, "the daemon never reported its port");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The field failure, in the kernel's own record (facility 0), with the session down.
-    *host.state.lock().unwrap() = "FAILED";
+    d.host.set("FAILED");
     let line =
         "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
-    log.send(KmsgEvent::Record(
-        Record::parse(format!("3,10,100,-;{line}").as_bytes()).unwrap(),
-    ))
-    .unwrap();
+    d.log
+        .send(KmsgEvent::Record(
+            Record::parse(format!("3,10,100,-;{line}").as_bytes()).unwrap(),
+        ))
+        .unwrap();
     // Re-created; iscsid brings the session back; the self-test runs meanwhile.
-    let end = Instant::now() + Duration::from_secs(20);
-    while doubles.resetter.calls().is_empty() {
+    let end = Instant::now() + WAIT;
+    while d.doubles.resetter.calls().is_empty() {
         assert!(Instant::now() < end, "no re-creation");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    *host.state.lock().unwrap() = "LOGGED_IN";
-    let end = Instant::now() + Duration::from_secs(20);
-    let mut seen_in_flight = false;
-    let port = loop {
-        let (st, took) = status(&cfg).await;
-        // The loop answers while the self-test blocks its worker.
-        assert!(took < Duration::from_millis(1000), "status took {took:?}");
-        let port = st["ports"][0].clone();
-        seen_in_flight |= port["in_flight"]
+    d.host.set("LOGGED_IN");
+    // The loop answers status while the self-test blocks its worker: the self-test is
+    // shown in flight (it cannot end before the test releases it).
+    let end = Instant::now() + WAIT;
+    loop {
+        let st = status(&cfg).await;
+        let port = &st["ports"][0];
+        if port["in_flight"]
             .to_string()
-            .contains("self-test of rocep2s0f0/1");
+            .contains("self-test of rocep2s0f0/1")
+        {
+            break;
+        }
+        assert!(port.get("last_selftest").is_none(), "ended early: {st:#}");
+        assert!(Instant::now() < end, "never shown in flight: {st:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    release.send(()).unwrap();
+    let end = Instant::now() + WAIT;
+    let port = loop {
+        let st = status(&cfg).await;
+        let port = st["ports"][0].clone();
         if port["phase"] == "Healthy" && port.get("last_selftest").is_some() {
             break port;
         }
@@ -163,7 +142,6 @@ async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(seen_in_flight, "the self-test was never shown in flight");
     let t = &port["last_selftest"];
     assert_eq!(t["result"], "passed", "{port:#}");
     assert_eq!(t["passed"], true);
@@ -182,8 +160,7 @@ async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
         threads[0].starts_with("iser-guard-exec"),
         "ran on {threads:?}, not an executor thread"
     );
-    stop.send(()).unwrap();
-    daemon.await.unwrap().unwrap();
+    d.stop().await;
 }
 
 async fn status_ports(cfg: &Config) -> Option<serde_json::Value> {

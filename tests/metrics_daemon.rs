@@ -9,24 +9,16 @@
 mod promtool;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use iser_guard::config::Config;
 use iser_guard::core::kmsg::Record;
-use iser_guard::core::session_map::NetdevAddr;
-use iser_guard::daemon::notify::Notifier;
-use iser_guard::daemon::run::{run, Deps, Mode, Settings};
-use iser_guard::daemon::sources::BootClock;
-use iser_guard::io::executors::Doubles;
 use iser_guard::io::kmsg::KmsgEvent;
-use iser_guard::io::probe::TcpAnswer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc::unbounded_channel;
 
-#[path = "support/loop_doubles.rs"]
-mod loop_doubles;
-use loop_doubles::{ChannelLog, Host, OnePort};
+#[path = "support/daemon_loop.rs"]
+mod daemon_loop;
+use daemon_loop::LoopTest;
 
 /// A free loopback port (bound, then released for the daemon to bind).
 fn free_port() -> u16 {
@@ -96,67 +88,36 @@ fn value(s: &BTreeMap<String, f64>, key: &str) -> f64 {
     })
 }
 
+/// Polls `cond` (every 20 ms, at most 30 s: a liveness bound for a loaded machine) until it
+/// holds; what the test asserts next is what it waited for, never a fixed delay.
+async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, cond: impl Fn() -> F) {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while !cond().await {
+        assert!(
+            std::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let cfg = config(dir.path(), port);
     let textfile = cfg.metrics.textfile.clone();
-    let doubles = Doubles::default();
-    let portal: std::net::SocketAddr = "192.0.2.2:3260".parse().unwrap();
-    doubles.prober.push(
-        portal,
-        std::iter::repeat_n(
-            TcpAnswer::Reachable {
-                rtt: Duration::from_millis(1),
-            },
-            50,
-        ),
-    );
-    let host = Arc::new(Host {
-        state: Mutex::new("LOGGED_IN"),
-    });
-    let mut ex = doubles.executors(&cfg);
-    ex.iscsi = host.clone();
-    let (log_tx, log_rx) = unbounded_channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-    let deps = Deps {
-        kernel_log: Some(Box::new(ChannelLog(log_rx))),
-        topology: Box::new(OnePort),
-        executors: ex,
-        clock: Arc::new(BootClock),
-        notifier: Notifier::silent(),
-        addresses: Arc::new(|| {
-            Ok(vec![NetdevAddr {
-                netdev: "ens1f0".into(),
-                ip: "192.0.2.1".parse().unwrap(),
-            }])
-        }),
-        routes: Arc::new(|_| Err("no route in this test".into())),
-        control: None,
-        shutdown: Some(stop_rx),
-        async_events: None,
-    };
-    let settings = Settings {
-        config: cfg.clone(),
-        config_path: None,
-        force_dry_run: false,
-        take_lock: true,
-        automatic_actions: true,
-    };
-    let daemon = tokio::spawn(run(settings, deps, Mode::Daemon));
+    let d = LoopTest::new(cfg.clone())
+        .portal_reachable(50)
+        .without_control()
+        .start();
 
     // The endpoint answers on loopback from the start.
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    let (status, headers, body) = loop {
-        match get(port, "/metrics").await {
-            Ok(r) => break r,
-            Err(e) => {
-                assert!(std::time::Instant::now() < end, "no endpoint: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    };
+    wait_until("the endpoint", || async {
+        get(port, "/metrics").await.is_ok()
+    })
+    .await;
+    let (status, headers, body) = get(port, "/metrics").await.unwrap();
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(
         headers.contains("Content-Type: text/plain; version=0.0.4"),
@@ -174,56 +135,56 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
     let rec = |facility: u32| {
         Record::parse(format!("{},10,100,-;{line}", facility * 8 + 3).as_bytes()).unwrap()
     };
-    log_tx.send(KmsgEvent::Record(rec(1))).unwrap();
-    log_tx
+    d.log.send(KmsgEvent::Record(rec(1))).unwrap();
+    d.log
         .send(KmsgEvent::Record(
             Record::parse(b"6,11,101,-;e1000e: eth0 NIC Link is Up").unwrap(),
         ))
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    *host.state.lock().unwrap() = "FAILED";
-    log_tx.send(KmsgEvent::Record(rec(0))).unwrap();
-    log_tx
+    // Both read before the session fails (the endpoint counts each record as it is read).
+    wait_until("the first two records to be counted", || async {
+        get(port, "/metrics").await.is_ok_and(|(_, _, body)| {
+            samples(&body)
+                .get("iser_guard_kmsg_records_read_total")
+                .is_some_and(|v| *v >= 2.0)
+        })
+    })
+    .await;
+    d.host.set("FAILED");
+    d.log.send(KmsgEvent::Record(rec(0))).unwrap();
+    d.log
         .send(KmsgEvent::Lost {
             count: Some(7),
             next_seq: 20,
             overrun: true,
         })
         .unwrap();
-    let end = std::time::Instant::now() + Duration::from_secs(20);
-    while doubles.resetter.calls().is_empty() {
-        assert!(std::time::Instant::now() < end, "no re-creation");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    *host.state.lock().unwrap() = "LOGGED_IN";
-    while !doubles
-        .alerts
-        .alerts()
-        .iter()
-        .any(|a| a.what.contains("storage is back"))
-    {
-        assert!(std::time::Instant::now() < end, "storage never back");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // The textfile is rewritten every second while the daemon runs.
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
-    let running = std::fs::read_to_string(&textfile).unwrap();
-    assert!(
-        running.contains("iser_guard_recoveries_started_total"),
-        "{running}"
-    );
+    wait_until("the re-creation", || async {
+        !d.doubles.resetter.calls().is_empty()
+    })
+    .await;
+    d.host.set("LOGGED_IN");
+    wait_until("the 'storage is back' alert", || async {
+        d.doubles
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.what.contains("storage is back"))
+    })
+    .await;
+    // The textfile is rewritten every second while the daemon runs: the recovery shows up
+    // in it without a stop.
+    wait_until("the recovery in the running textfile", || async {
+        std::fs::read_to_string(&textfile)
+            .is_ok_and(|t| t.contains("iser_guard_recoveries_started_total"))
+    })
+    .await;
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&textfile).unwrap().permissions(),
     ) & 0o777;
     assert_eq!(mode, 0o644, "node_exporter must be able to read it");
 
-    stop_tx.send(()).unwrap();
-    let code = tokio::time::timeout(Duration::from_secs(10), daemon)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(code, 0);
+    assert_eq!(d.stop().await, 0);
 
     // The final textfile, written at shutdown.
     let text = std::fs::read_to_string(&textfile).unwrap();

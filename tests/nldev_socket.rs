@@ -707,9 +707,8 @@ async fn the_watcher_dumps_the_cm_id_table_with_the_qp_table() {
 
 mod virtual_time {
     use super::*;
-    use iser_guard::daemon::sources::{
-        watch_netlink, HostTopology, NetlinkAccess, Signal, TopologyReport,
-    };
+    use iser_guard::daemon::sources::{Signal, TopologyReport};
+    use iser_guard::daemon::topology::{watch_netlink, HostTopology, NetlinkAccess};
     use iser_guard::io::netlink::RuntimeTimer;
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
@@ -1054,7 +1053,7 @@ mod virtual_time {
         let (refresh, stop) = (Signal::default(), Signal::default());
         let metrics = iser_guard::metrics::Metrics::new();
         let sysfs = s._sysfs.path().to_path_buf();
-        let watch = iser_guard::daemon::sources::watch_netlink_observed(
+        let watch = iser_guard::daemon::topology::watch_netlink_observed(
             &mut s.watcher,
             &clock,
             &sysfs,

@@ -2,8 +2,9 @@
 //!
 //! - [`run`] — the loop ([`run::run`]) over injected dependencies ([`run::Deps`]); also the
 //!   engine of the standalone manual commands ([`run::Mode::OneShot`]);
-//! - [`sources`] — the clock, the kernel log and the RDMA topology source (real ones and the
-//!   traits tests implement);
+//! - [`sources`] — the clock, the kernel log and the RDMA topology source (the traits tests
+//!   implement, the real clock and kernel log);
+//! - [`topology`] — the real RDMA topology source (netlink and sysfs);
 //! - [`exec`] — one engine action on the executors → the engine's outcome;
 //! - [`sessions`] — iscsiadm sessions placed on their RDMA ports;
 //! - [`notify`] — sd_notify;
@@ -19,5 +20,6 @@ pub mod recipes;
 pub mod run;
 pub mod sessions;
 pub mod sources;
+pub mod topology;
 pub mod witness;
 pub mod workers;

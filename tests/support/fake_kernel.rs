@@ -257,10 +257,10 @@ pub fn set_last_qp_state(msg: &mut [u8], state: u8) {
 pub fn injected_netlink(
     requests: FdTransport,
     events: FdTransport,
-) -> iser_guard::daemon::sources::NetlinkAccess {
+) -> iser_guard::daemon::topology::NetlinkAccess {
     use iser_guard::io::netlink::{AsyncNldevClient, NetlinkError, NldevMonitor, NldevWatcher};
     let mut sockets = Some((requests, events));
-    iser_guard::daemon::sources::NetlinkAccess::Injected(Box::new(move |interval, root, now| {
+    iser_guard::daemon::topology::NetlinkAccess::Injected(Box::new(move |interval, root, now| {
         let (requests, events) = sockets.take().ok_or(NetlinkError::Closed)?;
         let register = |e: std::io::Error| NetlinkError::Os {
             op: "register",

@@ -1,0 +1,196 @@
+//! The driver's effects run: journal writes on a blocking thread, actions on the worker
+//! pool, plans logged; their results fed back to the driver, and the engine's transitions
+//! reported to the observer, the metrics, the log and the operators following a port.
+
+use super::{Finished, Loop};
+use crate::core::driver::{Effect, EffectId, EffectKind, EffectOutcome, Refusal};
+use crate::core::recovery::{ActionKind, EngineSnapshot, Outcome};
+use crate::daemon::exec::{execute, syslog_alert, Executed};
+use crate::daemon::observe::clocks;
+
+impl Loop {
+    /// Drains the driver's effects (starting them in order) and the engine's transitions.
+    pub(super) fn pump(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(effect) = self.driver.poll_effect(self.now()) {
+                progressed = true;
+                self.start(effect);
+            }
+            while let Some(t) = self.driver.poll_transition() {
+                progressed = true;
+                self.obs.transition(&t, &self.driver, clocks(self.now()));
+                self.metrics.transition(&t);
+                tracing::info!(
+                    port = %t.port,
+                    from = %t.from,
+                    to = %t.to,
+                    why = %t.reason,
+                    "transition"
+                );
+                self.tell(
+                    Some(&t.port),
+                    &format!("{}: {} -> {}: {}", t.port, t.from, t.to, t.reason),
+                );
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    /// Starts one effect. Executors only execute: what may run was decided by the driver.
+    fn start(&mut self, effect: Effect) {
+        self.metrics.effect(&effect, &self.settings.config.alerts);
+        let id = effect.id;
+        match effect.kind {
+            EffectKind::WriteJournal { snapshot, reason } => {
+                tracing::debug!(%reason, "writing the journal");
+                self.write_journal(id, snapshot, reason);
+            }
+            EffectKind::Plan { action, refusal } => {
+                let port = action.port.clone();
+                self.obs.not_run(&action, &refusal, clocks(self.now()));
+                tracing::warn!(action = %action, id = %action.id, why = %action.reason, "not run: {refusal}");
+                self.tell(port.as_ref(), &format!("not run: {action}: {refusal}"));
+                if let (
+                    ActionKind::RecreateDevice {
+                        device, remembered, ..
+                    },
+                    Refusal::DryRun,
+                ) = (&action.kind, &refusal)
+                {
+                    self.log_reset_plan(device.clone(), remembered.clone());
+                }
+            }
+            EffectKind::Run { action, authority } => {
+                let port = action.port.clone();
+                if !matches!(action.kind, ActionKind::PersistState { .. }) {
+                    self.obs.decided(&action, &authority, clocks(self.now()));
+                }
+                tracing::info!(
+                    action = %action,
+                    id = %action.id,
+                    origin = ?action.origin,
+                    allowed_by = %authority,
+                    why = %action.reason,
+                    "decided"
+                );
+                match &action.kind {
+                    ActionKind::Alert(alert) => {
+                        let cfg = &self.settings.config.alerts;
+                        crate::logging::alert(alert, port.as_ref(), cfg, self.ex.alerts.is_some());
+                        self.tell(port.as_ref(), &format!("alert: {}", alert.summary));
+                        if let Some(sink) = self.ex.alerts.clone() {
+                            // Never waits: a full queue coalesces (the sender reports the
+                            // count), so the loop goes straight back to the kernel log.
+                            let msg = syslog_alert(alert, &self.settings.config.alerts);
+                            self.alert_queue.send(sink, msg);
+                        }
+                    }
+                    ActionKind::RefreshSessions => self.request_sessions(),
+                    ActionKind::RefreshTopology => self.refresh_topology.raise(),
+                    // The driver turns these into journal effects.
+                    ActionKind::PersistState { .. } => {}
+                    _ => {
+                        if let (ActionKind::RecreateDevice { device, .. }, Some(w)) =
+                            (&action.kind, self.witness.as_mut())
+                        {
+                            // Our own listener's open context would hold the deletion up.
+                            w.release(device);
+                        }
+                        self.tell(port.as_ref(), &format!("running: {action}"));
+                        self.inflight.insert(id, port);
+                        let ex = self.ex.clone();
+                        let lock_dir = self
+                            .settings
+                            .take_lock
+                            .then(|| self.settings.config.paths.state_dir.clone());
+                        let tx = self.done_tx.clone();
+                        let probe_from = match &action.kind {
+                            ActionKind::ProbePortal { portal, .. } => {
+                                self.probe_from.get(portal).copied()
+                            }
+                            _ => None,
+                        };
+                        let refused_tx = tx.clone();
+                        let what = action.to_string();
+                        let job = move || {
+                            let executed = execute(&ex, &action, lock_dir.as_deref(), probe_from);
+                            if let Some(executed) = executed {
+                                let _ = tx.send(Finished { id, executed });
+                            }
+                        };
+                        if let Err(full) = self.pool.submit(job) {
+                            // Answered at once so the engine is not left waiting.
+                            tracing::error!("not run: {what}: {full}");
+                            let _ = refused_tx.send(Finished {
+                                id,
+                                executed: Executed {
+                                    outcome: Outcome::NotRun {
+                                        reason: full.to_string(),
+                                    },
+                                    summary: format!("{what}: not run: {full}"),
+                                    method: None,
+                                },
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The journal write (atomic write, two fsyncs) on a blocking thread; its result comes
+    /// back to the loop, which reports it to the driver. The driver hands out nothing after
+    /// it (in particular no destructive effect) until then.
+    fn write_journal(&mut self, id: EffectId, snapshot: Box<EngineSnapshot>, reason: String) {
+        self.obs.sync(&snapshot, clocks(self.now()));
+        let incidents = self.obs.incidents().to_vec();
+        let journal = self.journal.clone();
+        let tx = self.journal_tx.clone();
+        // The driver hands out one journal write at a time: the previous one is done.
+        self.journal_write = Some(tokio::task::spawn_blocking(move || {
+            let written = journal
+                .save_with_incidents(&snapshot, &incidents)
+                .map_err(|e| {
+                    tracing::error!("cannot write the journal ({reason}): {e}");
+                    e.to_string()
+                });
+            let _ = tx.send((id, written));
+        }));
+    }
+
+    /// Logs what a planned (dry-run) re-creation would do, from the resetter's own plan.
+    fn log_reset_plan(
+        &self,
+        device: String,
+        remembered: Option<crate::core::reset_plan::RecreateFrom>,
+    ) {
+        let resetter = self.ex.resetter.clone();
+        let plan = move || match resetter.plan_from(&device, remembered.as_ref()) {
+            Ok(plan) => {
+                for m in &plan.methods {
+                    tracing::info!(%device, method = %m.method, steps = %m.steps.join("; "), "dry-run plan");
+                }
+            }
+            Err(e) => tracing::info!(%device, "dry-run plan: {e}"),
+        };
+        if let Err(full) = self.pool.submit(plan) {
+            tracing::info!("dry-run plan not logged: {full}");
+        }
+    }
+
+    pub(super) fn on_finished(&mut self, f: Finished) {
+        let port = self.inflight.remove(&f.id).flatten();
+        self.obs
+            .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
+        tracing::info!(id = %f.id, outcome = ?f.executed.outcome, "{}", f.executed.summary);
+        self.tell(port.as_ref(), &f.executed.summary);
+        self.metrics
+            .executed(f.id, &f.executed.outcome, f.executed.method);
+        let now = self.now();
+        self.driver
+            .handle_effect_outcome(f.id, EffectOutcome::Action(f.executed.outcome), now);
+    }
+}

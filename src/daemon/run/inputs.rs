@@ -1,0 +1,230 @@
+//! The input sources fed to the driver: kernel-log records, RDMA topology reports, iscsiadm
+//! session listings (placed on RDMA ports) and the devices' asynchronous events.
+
+use std::collections::BTreeMap;
+
+use super::Loop;
+use crate::core::iscsi::{Parsed, SessionDetail};
+use crate::core::recovery::{from_kernel_event, Trust};
+use crate::core::session_map::HostFacts;
+use crate::daemon::observe::{clocks, ISCSIADM, KERNEL_LOG, RDMA_NETLINK};
+use crate::daemon::sessions::map_sessions;
+use crate::daemon::sources::TopologyReport;
+use crate::io::kmsg::KmsgEvent;
+
+impl Loop {
+    pub(super) fn request_sessions(&mut self) {
+        if self.sessions_inflight {
+            self.sessions_again = true;
+            return;
+        }
+        self.sessions_inflight = true;
+        self.listing_placed = self.ready.topology;
+        let iscsi = self.ex.iscsi.clone();
+        let tx = self.sessions_tx.clone();
+        let job = move || {
+            let r = iscsi.session_details().map_err(|e| e.to_string());
+            let _ = tx.send(r);
+        };
+        if let Err(full) = self.pool.submit(job) {
+            // The next tick asks again.
+            tracing::warn!("iSCSI sessions not listed now: {full}");
+            self.sessions_inflight = false;
+        }
+    }
+
+    pub(super) fn on_sessions(&mut self, r: Result<Parsed<SessionDetail>, String>) {
+        self.sessions_inflight = false;
+        self.metrics.iscsiadm_listing(r.is_ok());
+        // A listing taken before the ports were known placed nothing: the first scan (and
+        // a one-shot command) waits for the one asked for when the topology came.
+        let placed = self.listing_placed;
+        if placed {
+            self.ready.sessions = true;
+        }
+        match r {
+            Ok(parsed) => {
+                self.obs.source_ok(ISCSIADM, clocks(self.now()));
+                self.last_sessions_error = None;
+                for s in &parsed.skipped {
+                    tracing::warn!("iscsiadm output: skipped {s}");
+                }
+                let addrs = match (self.addresses)() {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!("cannot list the host's addresses: {e}");
+                        Vec::new()
+                    }
+                };
+                let mut routes = BTreeMap::new();
+                for ip in crate::daemon::sessions::portal_addresses(&parsed.items) {
+                    match (self.routes)(ip) {
+                        Ok(netdev) => {
+                            routes.insert(ip, netdev);
+                        }
+                        Err(e) => tracing::debug!(%ip, "no route to the portal: {e}"),
+                    }
+                }
+                let facts = HostFacts {
+                    cm_ids: &self.cm_ids,
+                    routes: &routes,
+                    addrs: &addrs,
+                    ports: &self.ports,
+                };
+                // Before the first topology report the ports are unknown: place with a
+                // scratch copy so nothing is remembered or warned about from that.
+                let mapped = if self.ready.topology {
+                    map_sessions(&parsed.items, &facts, &mut self.placer)
+                } else {
+                    map_sessions(&parsed.items, &facts, &mut self.placer.clone())
+                };
+                if self.ready.topology {
+                    for w in &mapped.warnings {
+                        tracing::warn!("{w}");
+                    }
+                }
+                let list = mapped.sessions;
+                for s in &list {
+                    if let Some(ip) = s.local_ip.as_deref().and_then(|ip| ip.parse().ok()) {
+                        self.probe_from.insert(s.key.portal.clone(), ip);
+                    }
+                }
+                tracing::debug!(sessions = list.len(), "iscsiadm session snapshot");
+                let now = self.now();
+                self.driver.handle_sessions(list, now);
+                if placed {
+                    self.ready.sessions_read = true;
+                }
+            }
+            Err(e) => {
+                self.obs.source_failed(ISCSIADM, e.clone());
+                if self.last_sessions_error.as_deref() != Some(e.as_str()) {
+                    tracing::warn!("cannot list iSCSI sessions: {e}");
+                }
+                self.last_sessions_error = Some(e);
+            }
+        }
+        if std::mem::take(&mut self.sessions_again) {
+            self.request_sessions();
+        }
+    }
+
+    /// One event from a device's asynchronous event channel: a trusted witness (it comes
+    /// from the kernel through uverbs).
+    pub(super) fn on_async_event(&mut self, ev: crate::core::selftest::AsyncEvent) {
+        let now = self.now();
+        tracing::info!(event = %ev, "asynchronous event");
+        self.obs.async_event(&ev, clocks(now));
+        self.driver.handle_observation(
+            crate::core::recovery::Observation::AsyncEvent(ev),
+            Trust::Trusted,
+            now,
+        );
+    }
+
+    pub(super) fn on_topology(&mut self, t: TopologyReport) {
+        match t {
+            TopologyReport::Update {
+                observations,
+                ports,
+                cm_ids,
+            } => {
+                let first = !self.ready.topology;
+                self.ready.topology = true;
+                if !self.netlink_warned {
+                    self.obs.source_ok(RDMA_NETLINK, clocks(self.now()));
+                }
+                let changed = self.ports != ports || self.cm_ids != cm_ids;
+                self.ports = ports;
+                self.cm_ids = cm_ids;
+                let now = self.now();
+                for obs in observations {
+                    tracing::info!(observation = %obs.describe(), "RDMA topology");
+                    if let Some(w) = self.witness.as_mut() {
+                        w.observe(&obs);
+                    }
+                    self.driver.handle_observation(obs, Trust::Trusted, now);
+                }
+                if let Some(w) = self.witness.as_mut() {
+                    w.sync(&self.ports.iter().map(|p| p.device.clone()).collect());
+                }
+                if changed || first {
+                    // Sessions may now be placed differently; on the first report, the
+                    // listing that completes the first scan (any earlier one was taken
+                    // before the ports were known).
+                    self.request_sessions();
+                }
+            }
+            TopologyReport::NetlinkUnavailable(why) => {
+                self.obs.source_failed(RDMA_NETLINK, why.clone());
+                self.metrics
+                    .source_up(crate::metrics::Source::Netlink, false);
+                if !self.netlink_warned {
+                    self.netlink_warned = true;
+                    tracing::warn!(
+                        "{why}; continuing on the kernel log and sysfs alone: stuck GSI QPs are \
+                         then seen in kernel-log records only (sysfs has no QP table)"
+                    );
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_kmsg(&mut self, ev: KmsgEvent) {
+        match ev {
+            KmsgEvent::Record(r) => {
+                self.obs.source_ok(KERNEL_LOG, clocks(self.now()));
+                let Some(kev) = crate::core::signatures::classify_record(&r) else {
+                    self.metrics.kmsg_record(None, true);
+                    return;
+                };
+                let converted = from_kernel_event(&kev);
+                self.metrics.kmsg_record(
+                    Some(kev.signature.kind.name()),
+                    converted.as_ref().is_none_or(|(_, t)| *t == Trust::Trusted),
+                );
+                let Some((obs, trust)) = converted else {
+                    tracing::debug!(
+                        kind = kev.signature.kind.name(),
+                        "kernel log record with nothing to act on"
+                    );
+                    return;
+                };
+                let origin = if trust == Trust::Trusted {
+                    "kernel".to_string()
+                } else if self.settings.config.kmsg.trust_userspace_records {
+                    format!(
+                        "userspace (facility {}), trusted by kmsg.trust-userspace-records",
+                        r.facility
+                    )
+                } else {
+                    format!("userspace (facility {}), untrusted", r.facility)
+                };
+                tracing::info!(
+                    seq = r.seq,
+                    kind = kev.signature.kind.name(),
+                    origin = %origin,
+                    "kernel log: {}",
+                    obs.describe()
+                );
+                let now = self.now();
+                self.driver.handle_observation(obs, trust, now);
+            }
+            KmsgEvent::Lost {
+                count,
+                next_seq,
+                overrun,
+            } => {
+                tracing::warn!(
+                    ?count,
+                    next_seq,
+                    overrun,
+                    "kernel-log records were lost; re-checking devices and sessions"
+                );
+                self.metrics.kmsg_lost(count);
+                self.refresh_topology.raise();
+                self.request_sessions();
+            }
+        }
+    }
+}

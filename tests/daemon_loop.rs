@@ -1,0 +1,297 @@
+//! The daemon's loop driven in-process through its injected dependencies (the builder of
+//! tests/support/daemon_loop.rs): a forged record ignored and the kernel's own recovered,
+//! a dry-run daemon that only plans, a kernel oops as an operator alert and a hold, reload
+//! over the control socket, and safe mode on a corrupt or newer journal.
+
+#[path = "support/daemon_loop.rs"]
+mod daemon_loop;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use daemon_loop::{config, config_text, record, wait_for, LoopTest, STUCK_GSI};
+use iser_guard::error::{EXIT_CONFIG, EXIT_OK};
+use iser_guard::io::control::{Reply, Request};
+use iser_guard::io::journal::Journal;
+use iser_guard::io::syslog::{Alert, RecordingSink};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_gsi_record_recreates_the_device_and_the_session_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = LoopTest::new(config(dir.path(), false))
+        .portal_reachable(50)
+        .without_control()
+        .start();
+    // A forged (userspace) record first: ignored with the default config.
+    d.feed(record(1, STUCK_GSI));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(d.doubles.resetter.calls().is_empty());
+    // The kernel's own record: the target is away, then back.
+    d.host.set("FAILED");
+    d.feed(record(0, STUCK_GSI));
+    wait_for(20, "no re-creation", || {
+        !d.doubles.resetter.calls().is_empty()
+    })
+    .await;
+    assert_eq!(
+        d.doubles.resetter.calls(),
+        vec![("rocep2s0f0".to_string(), false)]
+    );
+    // iscsid logs the FAILED session back in by itself once QP 1 is fresh (as on the
+    // real kernel); the engine never logs out a session iscsid still holds.
+    d.host.set("LOGGED_IN");
+    wait_for(20, "storage never back", || {
+        d.doubles
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.what.contains("storage is back"))
+    })
+    .await;
+    assert!(
+        d.host.logins.lock().unwrap().is_empty(),
+        "logged a held session in"
+    );
+    let probes = d.doubles.prober.calls();
+    assert!(probes.len() >= 2);
+    // Probes leave from the session's iface address (placed on ens1f0 → rocep2s0f0/1).
+    assert!(probes
+        .iter()
+        .all(|(_, src)| src.local_ip == Some("192.0.2.1".parse().unwrap())));
+    let alerts = d.doubles.alerts.alerts();
+    assert!(
+        alerts
+            .iter()
+            .any(|a| a.what.contains("re-creating RDMA device rocep2s0f0")),
+        "{alerts:#?}"
+    );
+    // The journal was written ahead of the re-creation and names the device.
+    let journal = std::fs::read_to_string(Journal::new(dir.path()).path()).unwrap();
+    assert!(journal.contains("rocep2s0f0"));
+    assert_eq!(d.stop().await, EXIT_OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_daemon_plans_the_recreation_through_the_driver_and_never_calls_the_resetter() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), false);
+    cfg.recovery.dry_run = true;
+    let d = LoopTest::new(cfg)
+        .session("FAILED")
+        .portal_reachable(50)
+        .without_control()
+        .start();
+    d.feed(record(0, STUCK_GSI));
+    wait_for(20, "no dry-run plan alert", || {
+        d.doubles.alerts.alerts().iter().any(|a| {
+            a.what
+                .contains("dry-run: would re-create RDMA device rocep2s0f0")
+        })
+    })
+    .await;
+    // Planned, not run: no executor touched the device or the sessions.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(d.doubles.resetter.calls().is_empty());
+    assert!(d.host.logins.lock().unwrap().is_empty());
+    assert!(!d
+        .doubles
+        .alerts
+        .alerts()
+        .iter()
+        .any(|a| a.what.contains("not re-created") || a.what.contains("quarantined")));
+    assert_eq!(d.stop().await, EXIT_OK);
+}
+
+/// A kernel oops in ib_iser read from the kernel log reaches the operator through the
+/// alert path at `alerts.severity-operator` (not only the daemon's log), and status
+/// shows the re-creation hold; a forged copy raises nothing of the kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_oops_is_an_operator_alert_and_a_hold_in_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = LoopTest::new(config(dir.path(), false)).start();
+    let cfg = d.cfg.clone();
+    d.status().await;
+    let oops = "RIP: 0010:iser_conn_terminate+0x1c/0x90 [ib_iser]";
+    // Facility 1 (user): written into /dev/kmsg by a process.
+    let forged =
+        iser_guard::core::kmsg::Record::parse(format!("12,9,90,-;{oops}").as_bytes()).unwrap();
+    d.feed(forged);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !d.doubles
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.what.starts_with("kernel bug:")),
+        "{:#?}",
+        d.doubles.alerts.alerts()
+    );
+    // Facility 0, level 4: the kernel's own register dump line.
+    let rec =
+        iser_guard::core::kmsg::Record::parse(format!("4,10,100,-;{oops}").as_bytes()).unwrap();
+    d.feed(rec);
+    let alerts = alerts_once(&d.doubles.alerts, |a| a.what.starts_with("kernel bug:")).await;
+    let a = alerts
+        .iter()
+        .find(|a| a.what.starts_with("kernel bug:"))
+        .unwrap_or_else(|| panic!("{alerts:#?}"));
+    assert_eq!(a.severity, cfg.alerts.severity_operator);
+    assert!(a.what.contains("ib_iser"), "{a:?}");
+    assert!(a.what.contains("iser_conn_terminate"), "{a:?}");
+    let st = d.status().await;
+    let bugs = st["detail"]["daemon"]["kernel_bugs"].to_string();
+    assert!(bugs.contains("kernel oops in ib_iser"), "{st:#}");
+    let holds = st["detail"]["ports"][0]["holds"].to_string();
+    assert!(holds.contains("kernel-bug"), "{st:#}");
+    d.stop().await;
+}
+
+/// `iser-guard reload` (what the unit's ExecReload runs) gets the daemon's verdict: a
+/// refused file is an error with its problem and exit 78, and the old file stays in force.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_over_the_control_socket_reports_a_refused_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, config_text(dir.path(), false, "")).unwrap();
+    let d = LoopTest::new(config(dir.path(), false))
+        .reload_from(file.clone())
+        .start();
+    d.status().await;
+    let reload = |path: PathBuf| {
+        tokio::task::spawn_blocking(move || {
+            iser_guard::io::control::request(
+                &path,
+                &Request::Reload,
+                Duration::from_secs(5),
+                |_| {},
+            )
+        })
+    };
+    let sock = d.cfg.paths.control_socket.clone();
+    match reload(sock.clone()).await.unwrap() {
+        Ok(Reply::Done {
+            ok: true,
+            exit_code: 0,
+            message,
+            ..
+        }) => {
+            assert!(message.contains("reloaded"), "{message}")
+        }
+        other => panic!("a valid file was not reloaded: {other:?}"),
+    }
+    let bad = config_text(dir.path(), false, "")
+        .replace("[recovery]\n", "[recovery]\nmax-attempts = 0\n");
+    std::fs::write(&file, &bad).unwrap();
+    match reload(sock.clone()).await.unwrap() {
+        Ok(Reply::Done {
+            ok: false,
+            exit_code,
+            message,
+            ..
+        }) => {
+            assert_eq!(exit_code, EXIT_CONFIG);
+            assert!(message.contains("max-attempts"), "{message}");
+            assert!(message.contains("kept"), "{message}");
+        }
+        other => panic!("a refused file was reported as {other:?}"),
+    }
+    // Still serving, on the configuration it had.
+    d.status().await;
+    assert_eq!(d.stop().await, EXIT_OK);
+}
+
+/// The alerts sent so far, once one matches `wanted` (or after 5 s): the alert thread
+/// sends them after the loop decided, so they may arrive after a status answer.
+async fn alerts_once(sink: &RecordingSink, wanted: impl Fn(&Alert) -> bool) -> Vec<Alert> {
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let alerts = sink.alerts();
+        if alerts.iter().any(&wanted) || std::time::Instant::now() >= end {
+            return alerts;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn kept_files(dir: &std::path::Path, what: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("engine-journal.json.{what}-")))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_journal_is_kept_aside_and_the_daemon_runs_in_safe_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let corrupt = b"{\"version\": 1, \"ports\": [tru".to_vec();
+    std::fs::write(Journal::new(dir.path()).path(), &corrupt).unwrap();
+    let d = LoopTest::new(config(dir.path(), false)).start();
+    let cfg = d.cfg.clone();
+    let st = d.status().await;
+    // Running, and it says so.
+    let message = st["message"].as_str().unwrap();
+    assert!(message.contains("safe mode"), "{st:#}");
+    let safe = &st["detail"]["safe_mode"];
+    let kept = PathBuf::from(safe["journal_kept"].as_str().unwrap());
+    assert!(
+        safe["problem"].as_str().unwrap().contains("corrupt"),
+        "{st:#}"
+    );
+    // The file is kept, byte for byte, under a UTC-stamped name.
+    assert_eq!(kept_files(dir.path(), "corrupt"), vec![kept.clone()]);
+    assert_eq!(std::fs::read(&kept).unwrap(), corrupt);
+    // One operator-severity alert names the kept file.
+    let alerts = alerts_once(&d.doubles.alerts, |a| a.what.contains("safe mode")).await;
+    let a = alerts
+        .iter()
+        .find(|a| a.what.contains("safe mode"))
+        .unwrap_or_else(|| panic!("{alerts:#?}"));
+    assert_eq!(a.severity, cfg.alerts.severity_operator);
+    assert!(a.message().contains(&kept.display().to_string()), "{a:?}");
+    // The first scan (one port, one session from iscsiadm) lifts the hold.
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let st = d.status().await;
+        if st["detail"]["safe_mode"]["held_until_first_scan"] == false {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "hold never lifted: {st:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(d.stop().await, EXIT_OK);
+    // A fresh journal was written at shutdown; the kept one is untouched.
+    assert!(Journal::new(dir.path()).load().unwrap().is_some());
+    assert_eq!(std::fs::read(&kept).unwrap(), corrupt);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_journal_is_kept_aside_and_its_version_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        Journal::new(dir.path()).path(),
+        br#"{"version": 999, "ports": []}"#,
+    )
+    .unwrap();
+    let d = LoopTest::new(config(dir.path(), false)).start();
+    let st = d.status().await;
+    let problem = st["detail"]["safe_mode"]["problem"].as_str().unwrap();
+    assert!(problem.contains("format version 999"), "{st:#}");
+    assert_eq!(kept_files(dir.path(), "v999").len(), 1);
+    let alerts = alerts_once(&d.doubles.alerts, |a| {
+        a.message().contains("format version 999")
+    })
+    .await;
+    assert!(
+        alerts
+            .iter()
+            .any(|a| a.message().contains("format version 999")
+                && a.message().contains("engine-journal.json.v999-")),
+        "{alerts:#?}"
+    );
+    assert_eq!(d.stop().await, EXIT_OK);
+}
