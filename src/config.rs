@@ -1304,9 +1304,9 @@ impl Config {
         if !self.kmsg.enabled {
             w.push(format!(
                 "kmsg.enabled is off: the kernel log is not read; a stuck QP is seen only in the \
-                 RDMA netlink QP table, up to poll.netlink ({}) later, and kernel lines are \
+                 RDMA netlink QP table, up to poll.netlink ({} s) later, and kernel lines are \
                  neither explained nor counted",
-                format!("{} s", self.poll.netlink.as_secs_f64())
+                self.poll.netlink.as_secs_f64()
             ));
         }
         if self.kmsg.trust_userspace_records {

@@ -427,7 +427,8 @@ write_config() {
 }
 daemon_start() {
 	local tag=${1:-daemon}
-	NO_COLOR=1 $IG --log info daemon >> "$SOUT/$tag.log" 2>&1 &
+	# each line stamped with its arrival time (guest/stamp.py); $! is the daemon's pid
+	NO_COLOR=1 $IG --log info daemon > >(python3 -u /lab/guest/stamp.py >> "$SOUT/$tag.log") 2>&1 &
 	DAEMON_PID=$!
 	# ready when the control socket answers (the first scan is done before it serves)
 	local i
