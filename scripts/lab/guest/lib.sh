@@ -428,7 +428,7 @@ write_config() {
 daemon_start() {
 	local tag=${1:-daemon}
 	# each line stamped with its arrival time (guest/stamp.py); $! is the daemon's pid
-	NO_COLOR=1 $IG --log info daemon > >(python3 -u /lab/guest/stamp.py >> "$SOUT/$tag.log") 2>&1 &
+	NO_COLOR=1 $IG --log ${LAB_DAEMON_LOG:-info} daemon > >(python3 -u /lab/guest/stamp.py >> "$SOUT/$tag.log") 2>&1 &
 	DAEMON_PID=$!
 	# ready when the control socket answers (the first scan is done before it serves)
 	local i

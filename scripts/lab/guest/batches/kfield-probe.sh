@@ -2,5 +2,7 @@
 # cadence under study.
 source /lab/guest/lib.sh
 lab_up
-EXTRA_CONFIG=$(printf '[poll]\nprobe = 0.5\n') EXTRA_RECOVERY='probe-timeout = 0.5' run_scenarios field-incident-kernel
+export EXTRA_CONFIG=$(printf '[poll]\nprobe = 0.5\n') EXTRA_RECOVERY='probe-timeout = 0.5'
+LAB_DAEMON_LOG=debug run_scenarios field-incident-kernel
+run_scenarios field-incident-kernel field-incident-flap
 lab_down

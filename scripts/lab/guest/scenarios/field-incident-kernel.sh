@@ -15,8 +15,11 @@ source /lab/guest/scenarios/kfield-common.sh
 scenario_field_incident_kernel() {
 	kmod_model_on || { lab_error "the lab's irdma-like rdma_rxe is not loaded for $INI_RXE"; return; }
 	local kmsg=${KFIELD_KMSG:-on}
-	[ "$kmsg" = off ] && EXTRA_CONFIG=$(printf '[kmsg]\nenabled = false\n%s' "${EXTRA_CONFIG:-}")
-	write_config 0
+	if [ "$kmsg" = off ]; then
+		EXTRA_CONFIG=$(printf '[kmsg]\nenabled = false\n%s' "${EXTRA_CONFIG:-}") write_config 0
+	else
+		write_config 0
+	fi
 	daemon_start || { fail "daemon did not start"; return; }
 	kfield_watch_start
 	kfield_outage 120
@@ -45,6 +48,16 @@ scenario_field_incident_kernel() {
 	local rc=$?
 	check "the self-test by hand fails while QP 1 is in ERR (exit $rc)" [ $rc = 1 ]
 	sleep ${KFIELD_AWAY_S:-20}
+	if [ -n "${KFIELD_FLAP:-}" ]; then
+		local i t_flap=$(now)
+		log "  target flapping: up 0.4 s, down 1.6 s, ${KFIELD_FLAP} times"
+		for i in $(seq 1 $KFIELD_FLAP); do
+			target_on; sleep 0.4; target_off; sleep 1.6
+		done
+		local during=$(recreations_between $t_flap $(now))
+		figure recreations_while_flapping $during
+		check "no re-creation while the target flapped (got $during)" [ "$during" = 0 ]
+	fi
 	T_UP=$(now)
 	target_on
 	log "  target back (QP 1 $(gsi_state $INI_RXE), session $(session_state))"
