@@ -52,8 +52,16 @@ scenario_field_incident_kernel() {
 		local i t_flap=$(now)
 		log "  target flapping: up 0.4 s, down 1.6 s, ${KFIELD_FLAP} times"
 		for i in $(seq 1 $KFIELD_FLAP); do
-			target_on; sleep 0.4; target_off; sleep 1.6
+			target_on; echo "$(now) on" >> "$SOUT/flap.log"
+			sleep 0.4
+			target_off; echo "$(now) off" >> "$SOUT/flap.log"
+			sleep 1.6
 		done
+		# the longest time the target answered, as the guest's clock saw it (tc takes time)
+		local up_max=$(awk '$2=="on"{t=$1} $2=="off"&&t{d=$1-t; if(d>m)m=d} END{printf "%.2f", m}' "$SOUT/flap.log")
+		figure flap_longest_up_s $up_max
+		python3 -c "import sys; sys.exit(0 if $up_max < 0.9 else 1)" ||
+			lab_error "the flapping target answered $up_max s at a stretch (meant 0.4 s; >= 0.9 s is not a flap for 3 probes 0.5 s apart)"
 		local during=$(recreations_between $t_flap $(now))
 		figure recreations_while_flapping $during
 		check "no re-creation while the target flapped (got $during)" [ "$during" = 0 ]

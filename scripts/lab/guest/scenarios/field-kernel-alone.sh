@@ -31,6 +31,11 @@ scenario_field_kernel_alone() {
 	check "the kernel printed irdma's refusal and the MAD layer's line itself after the target's return (got ${lines_after/ / and })" \
 		python3 -c "import sys; a, b = map(int, '$lines_after'.split()); sys.exit(0 if a >= 1 and b >= 1 else 1)"
 	io_stop
+	# fixtures for the simulated host: the kernel's own records of the incident and the raw
+	# RDMA netlink dumps with QP 1 in ERR (tests/fixtures/{kmsg,nldev}/README.md)
+	python3 /lab/guest/kmsg_capture.py "$SOUT/kmsg-incident.txt" $k0 > /dev/null 2>&1
+	python3 /lab/guest/nldev_capture.py "$SOUT/nldev-gsi-err" "rxe_ini's QP 1 in ERR (lab irdma-like rdma_rxe), 2 min after the target's return" > /dev/null 2>&1
+	rdma resource show qp -j > "$SOUT/rdma-qp-json-gsi-err.txt" 2>&1
 	# (v) the self-test by hand, on the stuck port and on the re-created one
 	$IG selftest $INI_RXE/1 --json > "$SOUT/selftest-stuck.json" 2> "$SOUT/selftest-stuck.err"
 	local rc=$?
@@ -41,6 +46,7 @@ scenario_field_kernel_alone() {
 	local end=$(deadline 30)
 	while before $end && [ "$(gsi_state $INI_RXE)" != RTS ]; do sleep 0.25; done
 	check "re-created by hand: the new QP 1 is in RTS" gsi_rts $INI_RXE
+	python3 /lab/guest/nldev_capture.py "$SOUT/nldev-recreated" "rxe_ini re-created by hand (rdma link delete/add): a fresh QP 1" > /dev/null 2>&1
 	$IG selftest $INI_RXE/1 --json > "$SOUT/selftest-after.json" 2> "$SOUT/selftest-after.err"
 	rc=$?
 	if [ $rc != 0 ]; then

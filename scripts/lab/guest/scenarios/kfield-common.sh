@@ -64,14 +64,14 @@ cm_trace_stop() {
 	for e in ib_cma ib_cm ib_mad; do [ -d $T/events/$e ] && echo 0 > $T/events/$e/enable; done
 }
 # target_off / target_on: the target's host stops / resumes answering (links stay up)
-target_off() {
-	modprobe sch_netem
-	tc qdisc replace dev $TGT_IF root netem loss 100%
-}
+# (sch_netem is loaded once by kfield_outage: a modprobe per flap took 0.3-0.6 s under TCG
+# and stretched the flapping target's up windows to a second)
+target_off() { tc qdisc replace dev $TGT_IF root netem loss 100%; }
 target_on() { tc qdisc del dev $TGT_IF root 2>/dev/null; true; }
 # kfield_outage MAX_S: the target goes away (T_DOWN) until rxe_ini's QP 1 is in ERR (T_ERR),
 # at most MAX_S; sets T_ERR empty when it never was
 kfield_outage() {
+	modprobe sch_netem
 	io_start "$(iscsi_disk)"
 	sleep 3
 	T_DOWN=$(now)
