@@ -1,5 +1,5 @@
 //! The RDMA netlink client against a fake kernel endpoint (a socketpair speaking the netlink
-//! wire format), replaying real kernel bytes from tests/fixtures/nldev (captures/nldevcap-*,
+//! wire format), replaying real kernel bytes from crates/iser-guard-core/tests/fixtures/nldev (captures/nldevcap-*,
 //! k612mon2) and scripted edge cases built from the uapi layout; then the model fed by it.
 
 #[path = "support/fake_kernel.rs"]

@@ -8,6 +8,7 @@
 //! names; nothing here edits `devices.allow`. `--dry-run` only reads: the plan from sysfs and
 //! the session list.
 
+use crate::exit::ExitStatus;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,9 +17,8 @@ use super::term::Steps;
 use super::Globals;
 use crate::config::Config;
 use crate::daemon::run::{parse_portal_arg, run as run_loop, Deps, Mode, Settings};
-use crate::error::{Error, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_UNAVAILABLE};
+use crate::error::Error;
 use crate::io::control::{request, ControlError, Reply, Request};
-use crate::io::executors::Executors;
 
 /// `recover` arguments.
 #[derive(Debug, clap::Args)]
@@ -146,7 +146,7 @@ fn reset_steps(cfg: &Config, device: &str) -> Result<Vec<String>, Error> {
                 .find(|d| d.name == device)
                 .and_then(|d| d.remembered)
         });
-    let plan = Executors::from_config(cfg)
+    let plan = crate::compose::executors(cfg)
         .resetter
         .plan_from(device, remembered.as_ref())?;
     let mut out = vec![format!("re-create RDMA device {device}, trying in order:")];
@@ -175,7 +175,7 @@ fn via_daemon(cfg: &Config, req: &Request) -> Result<Option<u8>, Error> {
             steps.done(ok, &message);
             Ok(Some(exit_code))
         }
-        Ok(Reply::Progress { .. } | Reply::Event { .. }) => Ok(Some(EXIT_FINDING)),
+        Ok(Reply::Progress { .. } | Reply::Event { .. }) => Ok(Some(ExitStatus::Finding.code())),
         Err(ControlError::NotRunning { .. }) => Ok(None),
         Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::NoPermission(e.to_string())),
         Err(e) => Err(Error::Data(e.to_string())),
@@ -211,7 +211,7 @@ fn standalone(cfg: &Config, req: Request) -> Result<u8, Error> {
     };
     let result = rt.block_on(async move {
         let printer = tokio::spawn(async move {
-            let mut code = EXIT_FINDING;
+            let mut code = ExitStatus::Finding.code();
             while let Some(r) = rx.recv().await {
                 match r {
                     Reply::Progress { message } => steps.step(&message),
@@ -231,8 +231,8 @@ fn standalone(cfg: &Config, req: Request) -> Result<u8, Error> {
         });
         let deps = Deps::real(&cfg, false)?;
         let loop_code = run_loop(settings, deps, Mode::OneShot(req, tx)).await?;
-        let code = printer.await.unwrap_or(EXIT_FINDING);
-        Ok::<u8, Error>(if loop_code != EXIT_OK {
+        let code = printer.await.unwrap_or(ExitStatus::Finding.code());
+        Ok::<u8, Error>(if loop_code != ExitStatus::Ok.code() {
             loop_code
         } else {
             code
@@ -270,7 +270,7 @@ fn standalone_dry_run(
             println!("dry run: would {l}");
         }
     }
-    let ex = Executors::from_config(cfg);
+    let ex = crate::compose::executors(cfg);
     let sessions = ex.iscsi.session_details()?;
     let mut n = 0;
     for s in &sessions.items {
@@ -297,10 +297,10 @@ fn standalone_dry_run(
     }
     if filter.is_some() && n == 0 {
         eprintln!("iser-guard: no iSCSI session matches; `iscsiadm -m session` lists the sessions");
-        return Ok(EXIT_NOINPUT);
+        return Ok(ExitStatus::NoInput.code());
     }
     println!("dry run: nothing was changed");
-    Ok(EXIT_OK)
+    Ok(ExitStatus::Ok.code())
 }
 
 /// `iser-guard recover`.
@@ -357,7 +357,7 @@ fn confirm_then_run(
 ) -> Result<ExitCode, Error> {
     if !confirm(plan, yes)? {
         eprintln!("iser-guard: not confirmed; nothing was changed");
-        return Ok(exit(EXIT_FINDING));
+        return Ok(exit(ExitStatus::Finding.code()));
     }
     let code = match via_daemon(cfg, &req)? {
         Some(c) => c,
@@ -404,7 +404,7 @@ pub fn reconnect(a: ReconnectArgs, g: &Globals) -> Result<ExitCode, Error> {
     )];
     if !confirm(&plan, a.yes)? {
         eprintln!("iser-guard: not confirmed; nothing was changed");
-        return Ok(exit(EXIT_FINDING));
+        return Ok(exit(ExitStatus::Finding.code()));
     }
     let code = match via_daemon(&cfg, &req)? {
         Some(c) => c,
@@ -430,7 +430,7 @@ pub fn pause(_a: PauseArgs, g: &Globals, pause: bool) -> Result<ExitCode, Error>
                 cfg.paths.control_socket.display(),
                 if pause { "pause" } else { "resume" }
             );
-            Ok(exit(EXIT_UNAVAILABLE))
+            Ok(exit(ExitStatus::Unavailable.code()))
         }
     }
 }

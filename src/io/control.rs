@@ -18,6 +18,7 @@
 //! the socket's path but a stale socket ([`check_socket_path`]), and the socket's directory
 //! must be trusted like every path the daemon uses ([`crate::path_trust`]).
 
+use crate::exit::ExitStatus;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -396,8 +397,9 @@ impl ControlServer {
                 .mode(0o755)
                 .create(dir)
                 .map_err(io_err("create directory"))?;
-            use crate::io::path_trust::{check, Verdict};
-            match check(dir, crate::path_trust::Target::DedicatedDir) {
+            use crate::core::path_trust::Verdict;
+            use crate::io::path_trust::check;
+            match check(dir, crate::core::path_trust::Target::DedicatedDir) {
                 Verdict::Trusted { .. } => {}
                 Verdict::Refused(r) => {
                     return Err(ControlError::Untrusted(
@@ -525,7 +527,7 @@ async fn serve(
             tokio::spawn(reply_and_drop(
                 conn,
                 err.to_string(),
-                crate::error::EXIT_NOPERM,
+                ExitStatus::NoPerm.code(),
             ));
             report(err);
             continue;
@@ -541,7 +543,7 @@ async fn serve(
                 tokio::spawn(reply_and_drop(
                     conn,
                     err.to_string(),
-                    crate::error::EXIT_TEMPFAIL,
+                    ExitStatus::TempFail.code(),
                 ));
                 report(err);
             }
@@ -572,7 +574,7 @@ async fn serve_one(
             }
         }
         Some(Err(e)) => {
-            reply_and_drop(conn, e.to_string(), crate::error::EXIT_USAGE).await;
+            reply_and_drop(conn, e.to_string(), ExitStatus::Usage.code()).await;
             let _ = tx.try_send(Err(e));
             return;
         }
@@ -582,7 +584,7 @@ async fn serve_one(
         },
     };
     if !matches!(err, ControlError::ClientGone) {
-        reply_and_drop(conn, err.to_string(), crate::error::EXIT_TEMPFAIL).await;
+        reply_and_drop(conn, err.to_string(), ExitStatus::TempFail.code()).await;
     }
     let _ = tx.try_send(Err(err));
 }

@@ -10,6 +10,7 @@
 //! The file is never removed: unlinking a lock file races with a process that has just opened
 //! it and would then lock an orphaned inode.
 
+use crate::exit::ExitStatus;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -62,12 +63,12 @@ pub enum LockError {
 }
 
 impl LockError {
-    /// The documented exit code ([`crate::error`]): 75 (EX_TEMPFAIL) while another recovery
+    /// The documented exit code ([`crate::exit`]): 75 (EX_TEMPFAIL) while another recovery
     /// holds the lock.
-    pub fn exit_code(&self) -> u8 {
+    pub fn status(&self) -> ExitStatus {
         match self {
-            LockError::Held { .. } => crate::error::EXIT_TEMPFAIL,
-            LockError::Io { source, .. } => crate::error::io_exit_code(source),
+            LockError::Held { .. } => ExitStatus::TempFail,
+            LockError::Io { source, .. } => crate::exit::io_status(source),
         }
     }
 }

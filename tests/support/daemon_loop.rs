@@ -214,7 +214,7 @@ impl LoopTest {
             );
         }
         let host = Arc::new(Host::new(self.session));
-        let mut ex = doubles.executors(&self.cfg);
+        let mut ex = doubles.executors(iser_guard::compose::probe_options(&self.cfg));
         if let Some(t) = self.selftest {
             ex = ex.with_selftest(t);
         }

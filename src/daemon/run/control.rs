@@ -2,6 +2,7 @@
 //! commands, each answered on its own connection; commands in progress wait here until the
 //! ports they concern have settled.
 
+use crate::exit::ExitStatus;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -12,9 +13,8 @@ use super::Loop;
 use crate::core::observe::EventKind;
 use crate::core::recovery::{OperatorCommand, Phase, PortId, Portal};
 use crate::daemon::observe::clocks;
-use crate::error::{EXIT_CONFIG, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE};
+
 use crate::io::control::{ControlConnection, ControlServer, Reply, Request};
-use crate::io::executors::Executors;
 
 /// How long an operator command may take before its client is told it is still running.
 const OPERATOR_DEADLINE: Duration = Duration::from_secs(15 * 60);
@@ -106,7 +106,7 @@ impl Loop {
                 }
                 let now = self.now();
                 self.driver.set_policy(cfg.policy(), now);
-                self.ex = Executors::from_config(&cfg).with_selftest(port_selftest(&cfg));
+                self.ex = crate::compose::executors(&cfg).with_selftest(port_selftest(&cfg));
                 if let Some(w) = self.witness.as_mut() {
                     w.set_allow(cfg.devices.allow.iter().cloned().collect());
                 }
@@ -171,14 +171,14 @@ impl Loop {
                         &p.sink,
                         true,
                         format!("{}: done, every port is healthy", p.what),
-                        EXIT_OK,
+                        ExitStatus::Ok.code(),
                     );
                 } else {
                     done(
                         &p.sink,
                         false,
                         format!("{}: failed: {}", p.what, failed.join("; ")),
-                        EXIT_FINDING,
+                        ExitStatus::Finding.code(),
                     );
                 }
             } else if now >= p.deadline {
@@ -190,7 +190,7 @@ impl Loop {
                         p.what,
                         OPERATOR_DEADLINE.as_secs()
                     ),
-                    EXIT_TEMPFAIL,
+                    ExitStatus::TempFail.code(),
                 );
             } else {
                 keep.push(p);
@@ -222,7 +222,7 @@ impl Loop {
                 let _ = sink.send(Reply::Done {
                     ok: true,
                     message: self.status.clone(),
-                    exit_code: EXIT_OK,
+                    exit_code: ExitStatus::Ok.code(),
                     detail: serde_json::to_value(doc).ok(),
                 });
                 return;
@@ -232,14 +232,14 @@ impl Loop {
                     &sink,
                     false,
                     "events are answered by the daemon only",
-                    EXIT_USAGE,
+                    ExitStatus::Usage.code(),
                 );
                 return;
             }
             Request::Reload => {
                 match self.reload() {
-                    Ok(msg) => done(&sink, true, msg, EXIT_OK),
-                    Err(msg) => done(&sink, false, msg, EXIT_CONFIG),
+                    Ok(msg) => done(&sink, true, msg, ExitStatus::Ok.code()),
+                    Err(msg) => done(&sink, false, msg, ExitStatus::Config.code()),
                 }
                 return;
             }
@@ -268,7 +268,7 @@ impl Loop {
                 let portal = match portal.as_deref().map(parse_portal_arg).transpose() {
                     Ok(p) => p,
                     Err(e) => {
-                        done(&sink, false, e, EXIT_USAGE);
+                        done(&sink, false, e, ExitStatus::Usage.code());
                         return;
                     }
                 };
@@ -293,11 +293,16 @@ impl Loop {
         }
         let failures_before = self.driver.engine().operator_failures().len();
         match self.driver.handle_command(cmd.clone(), now) {
-            Err(e) => done(&sink, false, format!("{what}: refused: {e}"), EXIT_NOINPUT),
+            Err(e) => done(
+                &sink,
+                false,
+                format!("{what}: refused: {e}"),
+                ExitStatus::NoInput.code(),
+            ),
             Ok((command, msg)) => {
                 tracing::info!(%command, "operator: {msg}");
                 if matches!(cmd, OperatorCommand::Pause | OperatorCommand::Resume) {
-                    done(&sink, true, msg, EXIT_OK);
+                    done(&sink, true, msg, ExitStatus::Ok.code());
                     return;
                 }
                 progress(&sink, msg);
@@ -383,17 +388,17 @@ impl Loop {
                             &sink,
                             true,
                             format!("{what}: dry run, nothing was changed"),
-                            EXIT_OK,
+                            ExitStatus::Ok.code(),
                         );
                     }
-                    Err(e) => done(&sink, false, format!("{what}: {e}"), e.exit_code()),
+                    Err(e) => done(&sink, false, format!("{what}: {e}"), e.status().code()),
                 };
                 if let Err(full) = self.pool.submit(job) {
                     done(
                         &busy,
                         false,
                         format!("busy: {full}; try again"),
-                        EXIT_TEMPFAIL,
+                        ExitStatus::TempFail.code(),
                     );
                 }
             }
@@ -411,7 +416,7 @@ impl Loop {
                         &sink,
                         false,
                         "no iSCSI session matches; `iscsiadm -m session` lists the sessions",
-                        EXIT_NOINPUT,
+                        ExitStatus::NoInput.code(),
                     );
                     return;
                 }
@@ -422,12 +427,15 @@ impl Loop {
                     &sink,
                     true,
                     format!("{what}: dry run, nothing was changed"),
-                    EXIT_OK,
+                    ExitStatus::Ok.code(),
                 );
             }
-            OperatorCommand::Pause | OperatorCommand::Resume => {
-                done(&sink, true, format!("dry run: would {what}"), EXIT_OK)
-            }
+            OperatorCommand::Pause | OperatorCommand::Resume => done(
+                &sink,
+                true,
+                format!("dry run: would {what}"),
+                ExitStatus::Ok.code(),
+            ),
         }
     }
 }

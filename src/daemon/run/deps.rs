@@ -99,8 +99,7 @@ impl Deps {
         use crate::daemon::sources::{BootClock, KmsgLog};
         use crate::daemon::topology::HostTopology;
         let (kernel_log, control) = if daemon {
-            let reader =
-                crate::io::kmsg::open(&crate::io::kmsg::OpenOptions::from_paths(&cfg.paths))?;
+            let reader = crate::io::kmsg::open(&crate::compose::kmsg_options(&cfg.paths))?;
             let control = ControlServer::bind(&cfg.paths.control_socket)
                 .map_err(|e| Error::Usage(format!("cannot open the control socket: {e}")))?;
             (
@@ -118,7 +117,7 @@ impl Deps {
                 netlink: crate::daemon::topology::NetlinkAccess::Kernel,
                 metrics: crate::metrics::Metrics::disabled(),
             }),
-            executors: Executors::from_config(cfg).with_selftest(port_selftest(cfg)),
+            executors: crate::compose::executors(cfg).with_selftest(port_selftest(cfg)),
             clock: Arc::new(BootClock),
             notifier: if daemon {
                 Notifier::from_env()

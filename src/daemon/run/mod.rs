@@ -19,6 +19,7 @@ mod inputs;
 mod shutdown;
 mod startup;
 
+use crate::exit::ExitStatus;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +39,7 @@ use crate::daemon::notify::Notifier;
 use crate::daemon::observe::{clocks, Observer, KERNEL_LOG};
 use crate::daemon::sources::{Clock, Signal};
 use crate::daemon::workers::{AlertQueue, WorkerPool};
-use crate::error::{Error, EXIT_OK};
+use crate::error::Error;
 use crate::io::control::Request;
 use crate::io::executors::Executors;
 use crate::io::journal::Journal;
@@ -158,7 +159,7 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
         tokio::time::interval(watchdog.map_or(Duration::from_secs(3600), |w| {
             (w / 2).max(Duration::from_millis(100))
         }));
-    let mut exit_code = EXIT_OK;
+    let mut exit_code = ExitStatus::Ok.code();
 
     loop {
         lp.pump();

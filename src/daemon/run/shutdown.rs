@@ -3,12 +3,12 @@
 //! journal write, the kernel-log cursor, the metrics exporter and the control socket, each
 //! step named in the log when it is slow.
 
+use crate::exit::ExitStatus;
 use std::time::Duration;
 
 use super::startup::{Inputs, Services};
 use super::Loop;
 use crate::daemon::observe::clocks;
-use crate::error::EXIT_TEMPFAIL;
 use crate::io::control::Reply;
 
 /// Stops everything the loop started and writes the final journal.
@@ -29,7 +29,7 @@ pub(super) async fn finish(mut lp: Loop, inputs: Inputs, services: Services) {
         let _ = p.sink.send(Reply::Done {
             ok: false,
             message: format!("{}: interrupted, the recovery did not finish", p.what),
-            exit_code: EXIT_TEMPFAIL,
+            exit_code: ExitStatus::TempFail.code(),
             detail: None,
         });
     }
