@@ -57,6 +57,12 @@ fi
 DAEMON=$(pwd)/$BIN_DIR/examples/soak_daemon
 STUBS=$(pwd)/tests/fixtures/stubs
 
+# One writer of test records into the kernel ring at a time on this host (the same lock the
+# /dev/kmsg tests take: tests/support/kmsg_lock.rs).
+LOCK_DIR=/run/lock; [ -d "$LOCK_DIR" ] || LOCK_DIR=${TMPDIR:-/tmp}
+exec 8>"$LOCK_DIR/iser-guard-tests-kmsg.lock"
+flock 8
+
 T=${KEEP:-$(mktemp -d)}
 mkdir -p "$T"
 chmod 755 "$T"
@@ -260,8 +266,9 @@ sock_path = os.path.join(T, "syslog.sock")
 syslog = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 syslog.bind(sock_path)
 syslog.settimeout(0.5)
+reader_stop = threading.Event()
 def syslog_reader():
-    while True:
+    while not reader_stop.is_set():
         try:
             d = syslog.recv(65536)
         except socket.timeout:
@@ -270,7 +277,21 @@ def syslog_reader():
             return
         with lock:
             alerts.append((now(), d.decode(errors="replace")))
-threading.Thread(target=syslog_reader, daemon=True).start()
+reader = threading.Thread(target=syslog_reader, daemon=True)
+reader.start()
+def drain_syslog():
+    # The final checks read every alert the daemon sent before it exited: the reader may
+    # not have taken the last ones from the socket yet, so they are drained here first.
+    reader_stop.set()
+    reader.join()
+    syslog.setblocking(False)
+    while True:
+        try:
+            d = syslog.recv(65536)
+        except OSError:
+            return
+        with lock:
+            alerts.append((now(), d.decode(errors="replace")))
 
 # ---- the portal's listener, flapping -------------------------------------------------
 class Portal:
@@ -556,6 +577,7 @@ except subprocess.TimeoutExpired:
     violation("the daemon did not stop within 10 s of SIGTERM")
 if rc not in (0, None):
     violation(f"the daemon exited with {rc} on SIGTERM")
+drain_syslog()
 check_episodes()
 log = open(os.path.join(T, "daemon.log"), errors="replace").read()
 if "panicked" in log:

@@ -11,6 +11,8 @@
 
 #[path = "support/fake_host.rs"]
 mod fake_host;
+#[path = "support/kmsg_lock.rs"]
+mod kmsg_lock;
 
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
@@ -226,6 +228,8 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
         eprintln!("skipping: {why} (this test injects records into the real /dev/kmsg)");
         return;
     }
+    // The daemons read the host's one kernel ring: one test process at a time on it.
+    let _kmsg = kmsg_lock::acquire();
 
     // ---- Run 1: trusted (test config), the target comes back: the port is recovered. ------
     let h = FakeHost::new();
@@ -337,6 +341,8 @@ fn manual_commands_go_through_the_running_daemon() {
         eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
         return;
     }
+    // The daemons read the host's one kernel ring: one test process at a time on it.
+    let _kmsg = kmsg_lock::acquire();
     let h = FakeHost::new();
     let cfg = h.config("");
     // An empty allow-list: automatic recovery is off, the operator's word still counts.
@@ -414,6 +420,8 @@ fn sigterm_with_a_hung_iscsiadm_stops_in_time_and_kills_it() {
         eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
         return;
     }
+    // The daemons read the host's one kernel ring: one test process at a time on it.
+    let _kmsg = kmsg_lock::acquire();
     let h = FakeHost::new();
     let cfg = h.config("");
     h.set_session("HANG");
@@ -444,6 +452,8 @@ fn a_dry_run_daemon_answers_manual_commands_with_the_plan_only() {
         eprintln!("skipping: {why} (the daemon reads the real /dev/kmsg)");
         return;
     }
+    // The daemons read the host's one kernel ring: one test process at a time on it.
+    let _kmsg = kmsg_lock::acquire();
     let h = FakeHost::new();
     let cfg = h.config("");
     let mut d = Daemon::start_args(&h, &cfg, &[], &["--dry-run"]);

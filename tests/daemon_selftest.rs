@@ -18,25 +18,33 @@ use iser_guard::io::selftest::PortSelfTest;
 mod daemon_loop;
 use daemon_loop::LoopTest;
 
-/// A self-test that blocks as a real one does (a CM connect), then passes; it records the
-/// thread it ran on.
+/// A self-test that blocks as a real one does (a CM connect) until the test releases it,
+/// then passes with a step that took `took`; it records the thread it ran on. Blocking on
+/// the test's word (not for a fixed time) lets the test see it in flight however slow the
+/// machine is.
 struct SlowPass {
     took: Duration,
     threads: Mutex<Vec<String>>,
+    release: Mutex<std::sync::mpsc::Receiver<()>>,
 }
 impl PortSelfTest for SlowPass {
-    fn run(&self, device: &str, port: u32, _timeout: Duration) -> SelfTestResult {
+    fn run(&self, device: &str, port: u32, timeout: Duration) -> SelfTestResult {
         let name = std::thread::current().name().unwrap_or("?").to_string();
         self.threads.lock().unwrap().push(name);
-        std::thread::sleep(self.took);
+        // Bounded like a real connect: a test that never releases it sees a failed step.
+        let released = self.release.lock().unwrap().recv_timeout(timeout).is_ok();
         SelfTestResult::Ran(SelfTestReport {
             device: device.to_string(),
             port,
             steps: vec![SelfTestStep {
                 name: "cm-connect".into(),
                 took: self.took,
-                ok: true,
-                detail: "ESTABLISHED".into(),
+                ok: released,
+                detail: if released {
+                    "ESTABLISHED".into()
+                } else {
+                    "the test never released the connect".into()
+                },
             }],
         })
     }
@@ -53,16 +61,18 @@ fn config(dir: &std::path::Path) -> Config {
     .unwrap()
 }
 
-async fn status(cfg: &Config) -> (serde_json::Value, Duration) {
+/// A liveness bound for what the test waits for on a loaded machine (never a speed figure).
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn status(cfg: &Config) -> serde_json::Value {
     let path = cfg.paths.control_socket.clone();
-    let asked = Instant::now();
     let r = tokio::task::spawn_blocking(move || {
         request(&path, &Request::Status, Duration::from_secs(5), |_| {})
     })
     .await
     .unwrap();
     match r {
-        Ok(Reply::Done { detail, .. }) => (detail.unwrap_or_default(), asked.elapsed()),
+        Ok(Reply::Done { detail, .. }) => detail.unwrap_or_default(),
         other => panic!("no status: {other:?}"),
     }
 }
@@ -71,15 +81,17 @@ async fn status(cfg: &Config) -> (serde_json::Value, Duration) {
 async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path());
+    let (release, released) = std::sync::mpsc::channel();
     let slow = Arc::new(SlowPass {
         took: Duration::from_millis(1500),
         threads: Mutex::new(Vec::new()),
+        release: Mutex::new(released),
     });
     let d = LoopTest::new(cfg.clone())
         .portal_reachable(200)
         .selftest(slow.clone())
         .start();
-    let end = Instant::now() + Duration::from_secs(10);
+    let end = Instant::now() + WAIT;
     while status_ports(&cfg).await.is_none() {
         assert!(Instant::now() < end, "the daemon never reported its port");
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -94,22 +106,33 @@ async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
         ))
         .unwrap();
     // Re-created; iscsid brings the session back; the self-test runs meanwhile.
-    let end = Instant::now() + Duration::from_secs(20);
+    let end = Instant::now() + WAIT;
     while d.doubles.resetter.calls().is_empty() {
         assert!(Instant::now() < end, "no re-creation");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     d.host.set("LOGGED_IN");
-    let end = Instant::now() + Duration::from_secs(20);
-    let mut seen_in_flight = false;
-    let port = loop {
-        let (st, took) = status(&cfg).await;
-        // The loop answers while the self-test blocks its worker.
-        assert!(took < Duration::from_millis(1000), "status took {took:?}");
-        let port = st["ports"][0].clone();
-        seen_in_flight |= port["in_flight"]
+    // The loop answers status while the self-test blocks its worker: the self-test is
+    // shown in flight (it cannot end before the test releases it).
+    let end = Instant::now() + WAIT;
+    loop {
+        let st = status(&cfg).await;
+        let port = &st["ports"][0];
+        if port["in_flight"]
             .to_string()
-            .contains("self-test of rocep2s0f0/1");
+            .contains("self-test of rocep2s0f0/1")
+        {
+            break;
+        }
+        assert!(port.get("last_selftest").is_none(), "ended early: {st:#}");
+        assert!(Instant::now() < end, "never shown in flight: {st:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    release.send(()).unwrap();
+    let end = Instant::now() + WAIT;
+    let port = loop {
+        let st = status(&cfg).await;
+        let port = st["ports"][0].clone();
         if port["phase"] == "Healthy" && port.get("last_selftest").is_some() {
             break port;
         }
@@ -119,7 +142,6 @@ async fn the_self_test_runs_on_a_worker_and_its_result_shows_in_status() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(seen_in_flight, "the self-test was never shown in flight");
     let t = &port["last_selftest"];
     assert_eq!(t["result"], "passed", "{port:#}");
     assert_eq!(t["passed"], true);

@@ -237,7 +237,9 @@ fn process_state(pid: &str) -> Option<char> {
 #[test]
 fn hung_iscsiadm_and_its_helpers_are_killed_and_reaped() {
     let s = Stub::new("hang");
-    let timeout = Duration::from_millis(500);
+    // Long enough for the stub to start and write its pids on a loaded machine (it takes
+    // milliseconds), short against the stub's 600 s.
+    let timeout = Duration::from_secs(3);
     let start = Instant::now();
     let err = s.adm(timeout).login(&node()).unwrap_err();
     let took = start.elapsed();

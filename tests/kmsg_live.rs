@@ -39,9 +39,14 @@ fn unavailable() -> Option<String> {
 /// past the records another is waiting for.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+#[path = "support/kmsg_lock.rs"]
+mod kmsg_lock;
+
 macro_rules! require_kmsg {
     () => {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        // And one test process at a time on the host (see tests/support/kmsg_lock.rs).
+        let _host = kmsg_lock::acquire();
         if let Some(why) = unavailable() {
             eprintln!("skipping: {why} (this test injects records into the real /dev/kmsg)");
             return;

@@ -88,6 +88,19 @@ fn value(s: &BTreeMap<String, f64>, key: &str) -> f64 {
     })
 }
 
+/// Polls `cond` (every 20 ms, at most 30 s: a liveness bound for a loaded machine) until it
+/// holds; what the test asserts next is what it waited for, never a fixed delay.
+async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, cond: impl Fn() -> F) {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while !cond().await {
+        assert!(
+            std::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -100,16 +113,11 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
         .start();
 
     // The endpoint answers on loopback from the start.
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    let (status, headers, body) = loop {
-        match get(port, "/metrics").await {
-            Ok(r) => break r,
-            Err(e) => {
-                assert!(std::time::Instant::now() < end, "no endpoint: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    };
+    wait_until("the endpoint", || async {
+        get(port, "/metrics").await.is_ok()
+    })
+    .await;
+    let (status, headers, body) = get(port, "/metrics").await.unwrap();
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(
         headers.contains("Content-Type: text/plain; version=0.0.4"),
@@ -133,7 +141,15 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
             Record::parse(b"6,11,101,-;e1000e: eth0 NIC Link is Up").unwrap(),
         ))
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both read before the session fails (the endpoint counts each record as it is read).
+    wait_until("the first two records to be counted", || async {
+        get(port, "/metrics").await.is_ok_and(|(_, _, body)| {
+            samples(&body)
+                .get("iser_guard_kmsg_records_read_total")
+                .is_some_and(|v| *v >= 2.0)
+        })
+    })
+    .await;
     d.host.set("FAILED");
     d.log.send(KmsgEvent::Record(rec(0))).unwrap();
     d.log
@@ -143,29 +159,26 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
             overrun: true,
         })
         .unwrap();
-    let end = std::time::Instant::now() + Duration::from_secs(20);
-    while d.doubles.resetter.calls().is_empty() {
-        assert!(std::time::Instant::now() < end, "no re-creation");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the re-creation", || async {
+        !d.doubles.resetter.calls().is_empty()
+    })
+    .await;
     d.host.set("LOGGED_IN");
-    while !d
-        .doubles
-        .alerts
-        .alerts()
-        .iter()
-        .any(|a| a.what.contains("storage is back"))
-    {
-        assert!(std::time::Instant::now() < end, "storage never back");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // The textfile is rewritten every second while the daemon runs.
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
-    let running = std::fs::read_to_string(&textfile).unwrap();
-    assert!(
-        running.contains("iser_guard_recoveries_started_total"),
-        "{running}"
-    );
+    wait_until("the 'storage is back' alert", || async {
+        d.doubles
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.what.contains("storage is back"))
+    })
+    .await;
+    // The textfile is rewritten every second while the daemon runs: the recovery shows up
+    // in it without a stop.
+    wait_until("the recovery in the running textfile", || async {
+        std::fs::read_to_string(&textfile)
+            .is_ok_and(|t| t.contains("iser_guard_recoveries_started_total"))
+    })
+    .await;
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&textfile).unwrap().permissions(),
     ) & 0o777;

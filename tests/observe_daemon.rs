@@ -91,6 +91,19 @@ async fn status_until(
     }
 }
 
+/// Polls `cond` (every 20 ms, at most 30 s: a liveness bound for a loaded machine) until it
+/// holds; what a test asserts next is what it waited for, never a fixed delay.
+async fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn setup() -> (FakeHost, PathBuf, Config) {
     let h = FakeHost::new();
     let config = h.config("");
@@ -156,6 +169,13 @@ async fn status_events_and_history_against_a_running_daemon() {
         "the daemon changes no exit code"
     );
 
+    // An operator pause and resume put two events in the daemon's ring: a follower gets the
+    // ring's last few events first, so it shows it has subscribed by printing them.
+    for cmd in ["pause", "resume"] {
+        let out = cli_async(&config, &[cmd]).await;
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+
     // A follower from before the incident.
     let mut follower = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
         .arg("--config")
@@ -178,7 +198,16 @@ async fn status_events_and_history_against_a_running_daemon() {
             }
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Subscribed once it has printed the daemon's last few events (the backlog a follower
+    // gets first): from then on it is sent every new event.
+    wait_until("the follower to print its backlog", || {
+        followed
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "operator" && e["message"].as_str().unwrap().contains("resume"))
+    })
+    .await;
 
     // The incident: the session fails and the kernel says QP 1 is stuck.
     d.host.set("FAILED");
@@ -195,11 +224,7 @@ async fn status_events_and_history_against_a_running_daemon() {
         "{p:#}"
     );
     // The device is re-created; iscsid (the double) logs the session in again.
-    let end = std::time::Instant::now() + Duration::from_secs(30);
-    while d.doubles.resetter.calls().is_empty() {
-        assert!(std::time::Instant::now() < end, "no re-creation");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the re-creation", || !d.doubles.resetter.calls().is_empty()).await;
     d.host.set("LOGGED_IN");
     status_until(&config, "healthy again", |st| {
         port_of(st).is_some_and(|p| p["phase"] == "Healthy")
@@ -255,20 +280,43 @@ async fn status_events_and_history_against_a_running_daemon() {
         .spawn()
         .unwrap();
     let late_out = late.stdout.take().unwrap();
-    let late_reader = std::thread::spawn(move || {
-        BufReader::new(late_out)
-            .lines()
-            .map_while(Result::ok)
-            .map(|l| serde_json::from_str::<serde_json::Value>(&l).unwrap())
-            .collect::<Vec<_>>()
-    });
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    // A new event while it follows (an operator request is entered in the ring).
+    let late_seen: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let late_reader = {
+        let late_seen = late_seen.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(late_out).lines().map_while(Result::ok) {
+                let v = serde_json::from_str::<serde_json::Value>(&l).unwrap();
+                late_seen.lock().unwrap().push(v);
+            }
+        })
+    };
+    // It has printed what the ring held since then (at least the events above) before it
+    // follows: wait for those, then make a new event.
+    wait_until("the late follower to print the ring since 5m", || {
+        late_seen.lock().unwrap().len() >= events.len()
+    })
+    .await;
+    // A new event while it follows (an operator request is entered in the ring): newer than
+    // every event listed above (an earlier pause is among those).
+    let last_listed = events
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .max()
+        .unwrap();
+    let new_pause = move |e: &serde_json::Value| {
+        e["kind"] == "operator"
+            && e["message"].as_str().unwrap().contains("pause")
+            && e["seq"].as_u64() > Some(last_listed)
+    };
     let _ = cli_async(&config, &["pause"]).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_until("the late follower to print the new pause", || {
+        late_seen.lock().unwrap().iter().any(new_pause)
+    })
+    .await;
     late.kill().unwrap();
     let _ = late.wait();
-    let late_lines = late_reader.join().unwrap();
+    late_reader.join().unwrap();
+    let late_lines = late_seen.lock().unwrap().clone();
     let seqs: Vec<u64> = late_lines
         .iter()
         .filter_map(|e| e["seq"].as_u64())
@@ -278,29 +326,18 @@ async fn status_events_and_history_against_a_running_daemon() {
         seqs.windows(2).all(|w| w[0] < w[1]),
         "each once, in order: {seqs:?}"
     );
-    assert!(
-        late_lines
-            .iter()
-            .any(|e| e["kind"] == "operator" && e["message"].as_str().unwrap().contains("pause")),
-        "{late_lines:#?}"
-    );
+    assert!(late_lines.iter().any(new_pause), "{late_lines:#?}");
     let _ = cli_async(&config, &["resume"]).await;
 
     // The follower saw the same transitions as they happened.
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    while !followed
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|e| e["kind"] == "transition" && e["to"] == "Healthy")
-    {
-        assert!(
-            std::time::Instant::now() < end,
-            "the follower never saw the recovery: {:#?}",
-            followed.lock().unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until("the follower to see the recovery", || {
+        followed
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "transition" && e["to"] == "Healthy")
+    })
+    .await;
 
     // Stop the daemon: the follower is told and ends by itself.
     assert_eq!(d.stop().await, 0);

@@ -892,6 +892,37 @@ fn severity_name(s: Severity) -> &'static str {
     }
 }
 
+/// What the recognition layers make of one saved kernel-log line, in any format `explain`
+/// reads (plain dmesg, `dmesg -T/-H/-r`, /dev/kmsg, syslog, journal): the signature, and the
+/// subsystem event. Used by `examples/recall.rs` to measure recognition on real published
+/// lines.
+#[derive(Debug, Clone, Default)]
+pub struct LineVerdict {
+    /// The signature the line matches, if any (what the engine may act on).
+    pub signature: Option<crate::core::signatures::Signature>,
+    /// The line's subsystem event, if it is a line of an RDMA storage host's subsystems.
+    pub subsystem: Option<crate::core::signatures::subsystem::SubsystemEvent>,
+}
+
+impl LineVerdict {
+    /// Recognised by either layer.
+    pub fn recognised(&self) -> bool {
+        self.signature.is_some() || self.subsystem.is_some()
+    }
+}
+
+/// See [`LineVerdict`]. A line whose format does not parse is recognised by neither.
+pub fn recognise_saved_line(line: &str) -> LineVerdict {
+    let Ok(rec) = parse_saved_line(strip_log_prefix(line)) else {
+        return LineVerdict::default();
+    };
+    let text = rec.unescaped_text();
+    LineVerdict {
+        signature: signatures::classify(rec.text, None),
+        subsystem: crate::core::signatures::subsystem::recognise(&text, rec.level, None),
+    }
+}
+
 /// Strips what syslog, journald and dmesg's human time formats put before the kernel's
 /// text, so pasted lines parse like `dmesg` output:
 /// - syslog and journal: `Nov 29 14:00:00 host kernel: [ 5123.456789] text`,

@@ -20,6 +20,10 @@
 //! Cost: a record that matches nothing costs one multi-pattern scan of its bytes (see
 //! [`prefilter`]); nothing is allocated or decoded for it.
 //!
+//! Under the signatures, [`subsystem`] recognises every line of the subsystems an RDMA
+//! storage host depends on by its printk prefix, module tag or source path, for explaining
+//! and counting only; the signatures stay the only source of actions.
+//!
 //! Entry points: [`classify`] (text + optional `DEVICE=` value), [`classify_bytes`],
 //! [`classify_decoded`],
 //! [`classify_record`] (a parsed /dev/kmsg [`Record`]), and for scanning whole saved logs
@@ -28,6 +32,7 @@
 mod classify;
 mod device;
 pub mod explain;
+pub mod subsystem;
 mod types;
 
 pub use classify::{anchors, classify, classify_bytes, classify_decoded, next_anchor, prefilter};

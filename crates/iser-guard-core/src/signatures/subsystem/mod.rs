@@ -1,0 +1,646 @@
+//! The subsystem layer under the signatures: every line of the subsystems an RDMA storage
+//! host depends on, recognised by the kernel's own structure rather than by phrase.
+//!
+//! A line's origin is in its prefix (kernel-facts §5 and the printk helpers): the
+//! `dev_printk` driver or bus word and device (`mlx5_core 0000:61:00.0: `,
+//! `infiniband rocep33s0f0: `, `nvme nvme1: `, `block nvme0n4: `, `sd 2:0:0:0: `,
+//! `scsi host26: `), the iSCSI class devices (` connection1:0: `, ` session1: `), a module's
+//! `pr_fmt` (`mlx4_en: `, `rdma_rxe: `, `iser: `), mlx4's `<mlx4_ib> `, a `__func__` prefix of
+//! RDMA code (`__ib_cache_gid_add: `), the `[module]` tag of a call-trace frame and the
+//! source path of a `WARNING: … at drivers/…`. [`recognise`] turns such a line into a
+//! [`SubsystemEvent`]: its [`Subsystem`], the device, port, session or disk it concerns, a
+//! level (the record's own where it has one, else from the wording), and [`explain_event`]
+//! says what it means for the storage and what to look at next. [`trace::TraceAssembler`]
+//! makes one event of a whole oops or WARN report.
+//!
+//! What this layer never does: decide. The signatures (`super::classify`) remain the only
+//! source of what the engine acts on; a subsystem event is explained, counted and shown.
+//! Lines of other subsystems stay silent whatever phrase they carry mid-line, because only
+//! the names of [`tables::NAMES`] open a line.
+//!
+//! Cost: a line is looked at once, up to its first `: ` or a few words; nothing is
+//! allocated unless it is recognised.
+
+mod explain;
+mod tables;
+pub mod trace;
+
+pub use explain::{explain_event, SubsystemExplanation};
+
+use serde::{Deserialize, Serialize};
+
+use super::device::{apply_dict_device, apply_prefix, looks_like_pci, NameRole};
+use super::types::DeviceRef;
+
+/// The subsystems an RDMA storage host depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Subsystem {
+    /// ib_core, the MAD layer, verbs, uverbs, IPoIB: the RDMA devices and ports.
+    RdmaCore,
+    /// The RDMA connection managers (rdma_cm, ib_cm, iw_cm).
+    RdmaCm,
+    /// An RDMA device's driver (mlx5_ib, irdma, bnxt_re, qedr, rdma_rxe, …).
+    RdmaDriver,
+    /// The adapter's NIC and firmware side (mlx5_core, ice, bnxt_en, …).
+    Nic,
+    /// The iSER initiator (ib_iser).
+    Iser,
+    /// The iSCSI initiator (libiscsi, scsi_transport_iscsi): connections and sessions.
+    Iscsi,
+    /// SCSI disks and hosts (sd, scsi).
+    Scsi,
+    /// The block layer and multipath.
+    Block,
+    /// The NVMe host (NVMe over RDMA, and its PCI sibling).
+    Nvme,
+}
+
+impl Subsystem {
+    /// The name used in metrics labels, JSON and text (`rdma-core`, `nvme`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Subsystem::RdmaCore => "rdma-core",
+            Subsystem::RdmaCm => "rdma-cm",
+            Subsystem::RdmaDriver => "rdma-driver",
+            Subsystem::Nic => "nic",
+            Subsystem::Iser => "iser",
+            Subsystem::Iscsi => "iscsi",
+            Subsystem::Scsi => "scsi",
+            Subsystem::Block => "block",
+            Subsystem::Nvme => "nvme",
+        }
+    }
+
+    /// Every subsystem, in order.
+    pub const ALL: [Subsystem; 9] = [
+        Subsystem::RdmaCore,
+        Subsystem::RdmaCm,
+        Subsystem::RdmaDriver,
+        Subsystem::Nic,
+        Subsystem::Iser,
+        Subsystem::Iscsi,
+        Subsystem::Scsi,
+        Subsystem::Block,
+        Subsystem::Nvme,
+    ];
+}
+
+impl std::fmt::Display for Subsystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What shape of line it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "shape", rename_all = "snake_case")]
+pub enum LineShape {
+    /// A message with a printk prefix.
+    Message,
+    /// A call-trace frame (or `RIP:`/`Workqueue:` line) in a module of the subsystem.
+    Frame {
+        /// The function (`iscsi_iser_ep_disconnect`).
+        function: String,
+        /// The module tag (`ib_iser`); absent for a function recognised by name alone.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        module: Option<String>,
+    },
+    /// The first line of a WARN or BUG report located in the subsystem's sources.
+    ReportHeader {
+        /// `warning` or `bug`.
+        what: String,
+        /// `drivers/nvme/host/rdma.c:1394`.
+        location: String,
+    },
+}
+
+/// One recognised line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubsystemEvent {
+    /// Which subsystem printed it.
+    pub subsystem: Subsystem,
+    /// The driver, module or bus word that opened the line (`mlx5_core`, `nvme`, `sd`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub origin: Option<String>,
+    /// The device, port, session, controller or disk it concerns (`other`: an NVMe
+    /// controller).
+    pub device: DeviceRef,
+    /// Syslog level 0 (emerg) … 7 (debug).
+    pub level: u8,
+    /// The level is the record's own (/dev/kmsg, `dmesg -r`); otherwise it was read from
+    /// the wording.
+    pub level_from_record: bool,
+    /// The shape of the line.
+    pub shape: LineShape,
+    /// The message after its prefix.
+    pub message: String,
+    /// A fatal firmware or device error (mlx5 health `Fatal error`, mlx4 `Internal error
+    /// detected`, a device-fatal event): the daemon raises one alert for it.
+    pub fatal_device_error: bool,
+}
+
+impl SubsystemEvent {
+    /// `subsystem device` for folding and counting (`nic 0000:61:00.0`).
+    pub fn key(&self) -> String {
+        format!("{} {}", self.subsystem, self.device.label())
+    }
+}
+
+/// Syslog level names, for text output.
+pub fn level_name(level: u8) -> &'static str {
+    match level {
+        0 => "emerg",
+        1 => "alert",
+        2 => "crit",
+        3 => "err",
+        4 => "warning",
+        5 => "notice",
+        6 => "info",
+        _ => "debug",
+    }
+}
+
+/// Recognises one kernel message (`text`: the record's text after any saved-log wrapper,
+/// decoded), with the record's level and `DEVICE=` value when it has them. `None`: not a
+/// line of these subsystems.
+pub fn recognise(
+    text: &str,
+    level: Option<u8>,
+    dict_device: Option<&str>,
+) -> Option<SubsystemEvent> {
+    let t = text.trim_start_matches([' ', '\t']);
+    // syslog lines of some relays carry the tag twice (`kernel: kernel: connection3:0: …`).
+    let t = t.strip_prefix("kernel: ").unwrap_or(t);
+    let t = t.trim_end_matches(['\r', '\n']);
+    let first = *t.as_bytes().first()?;
+    let mut found = match first {
+        b'[' => frame_line(t).or_else(|| qedr_line(t)),
+        b'<' => angle_module_line(t),
+        b'W' if t.starts_with("WARNING: ") => warning_line(t),
+        b'k' if t.starts_with("kernel BUG at ") => bug_at_line(t),
+        b'c' | b's' => iscsi_class_line(t),
+        b'B' if t.starts_with("Buffer I/O error on dev") => buffer_line(t),
+        b'N' if t.starts_with("NETDEV WATCHDOG: ") => watchdog_line(t),
+        b'R' if t.starts_with("RIP: ") => frame_line(t),
+        b'W' if t.starts_with("Workqueue: ") => frame_line(t),
+        _ => None,
+    };
+    if found.is_none() {
+        found = prefixed_line(t).or_else(|| frame_line(t));
+    }
+    if found.is_none() {
+        found = partition_line(t);
+    }
+    let mut ev = found?;
+    if let Some(d) = dict_device {
+        apply_dict_device(d, &mut ev.device);
+    }
+    let worded = wording_level(&ev.message);
+    ev.fatal_device_error = matches!(
+        ev.subsystem,
+        Subsystem::Nic | Subsystem::RdmaDriver | Subsystem::RdmaCore
+    ) && is_fatal_device_error(&ev.message);
+    match level {
+        Some(l) => {
+            ev.level = l.min(7);
+            ev.level_from_record = true;
+        }
+        None => {
+            ev.level = if ev.fatal_device_error { 2 } else { worded };
+            ev.level_from_record = false;
+        }
+    }
+    if ev.fatal_device_error {
+        ev.level = ev.level.min(2);
+    }
+    Some(ev)
+}
+
+fn event(
+    subsystem: Subsystem,
+    origin: Option<&str>,
+    shape: LineShape,
+    message: &str,
+) -> SubsystemEvent {
+    SubsystemEvent {
+        subsystem,
+        origin: origin.map(str::to_string),
+        device: DeviceRef::default(),
+        level: 6,
+        level_from_record: false,
+        shape,
+        message: message.trim().to_string(),
+        fatal_device_error: false,
+    }
+}
+
+/// `<word> <dev>[ <dev2>]: message` (dev_printk and friends) and `<word>: message`
+/// (`pr_fmt`, `__func__`).
+fn prefixed_line(t: &str) -> Option<SubsystemEvent> {
+    let end = t.find([' ', ':'])?;
+    let word = &t[..end];
+    let rest = &t[end..];
+    if let Some(after) = rest.strip_prefix(": ") {
+        // `pr_fmt` module or `__func__` prefix.
+        if let Some(sub) = tables::subsystem_of(word) {
+            return Some(pr_fmt_line(sub, word, after));
+        }
+        if word.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+            if let Some(sub) = tables::subsystem_of_function(word) {
+                return Some(event(sub, None, LineShape::Message, after));
+            }
+        }
+        return None;
+    }
+    let sub = tables::subsystem_of(word)?;
+    let after = rest.strip_prefix(' ')?;
+    // The device words: up to three words in all, the last ending in ':'.
+    let mut words = 1;
+    let mut at = 0;
+    loop {
+        let w_end = after[at..].find(' ').map(|i| at + i)?;
+        let w = &after[at..w_end];
+        words += 1;
+        if let Some(dev) = w.strip_suffix(':') {
+            if dev.is_empty() {
+                return None;
+            }
+            let prefix = &t[..end + 1 + w_end];
+            let message = &after[w_end + 1..];
+            let mut ev = event(sub, Some(word), LineShape::Message, message);
+            device_from_prefix(word, prefix, message, &mut ev.device);
+            return Some(ev);
+        }
+        if words >= 3 || w.is_empty() {
+            return None;
+        }
+        at = w_end + 1;
+    }
+}
+
+/// Fills the device of a `dev_printk`-style prefix, with what the message adds (`[sdX]`).
+fn device_from_prefix(word: &str, prefix: &str, message: &str, dev: &mut DeviceRef) {
+    match word {
+        "nvme" => {
+            let name = prefix["nvme ".len()..].trim_end_matches(':');
+            if looks_like_pci(name) || looks_like_long_pci(name) {
+                dev.pci = Some(name.to_string());
+            } else {
+                dev.other = Some(name.to_string());
+            }
+            dev.driver = Some(word.to_string());
+        }
+        "block" => {
+            dev.disk = Some(prefix["block ".len()..].trim_end_matches(':').to_string());
+            dev.driver = Some(word.to_string());
+        }
+        _ => {
+            apply_prefix(prefix, NameRole::Auto, dev);
+            if dev.pci.is_none() {
+                // `nvme 10000:e1:00.0` and other five-digit PCI domains (VMD).
+                let second = prefix.split(' ').nth(1).unwrap_or("").trim_end_matches(':');
+                if looks_like_long_pci(second) {
+                    dev.pci = Some(second.to_string());
+                    dev.rdma_dev = None;
+                }
+            }
+        }
+    }
+    if let Some(disk) = bracketed_disk(message) {
+        dev.disk.get_or_insert(disk);
+    }
+}
+
+/// A PCI address with a domain wider than four digits (`10000:e1:00.0`).
+fn looks_like_long_pci(s: &str) -> bool {
+    match s.split_once(':') {
+        Some((domain, rest)) if domain.len() > 4 && domain.len() <= 8 => {
+            domain.bytes().all(|c| c.is_ascii_hexdigit()) && looks_like_pci(rest)
+        }
+        _ => false,
+    }
+}
+
+/// `[sdb] …` at the start of an sd message.
+fn bracketed_disk(message: &str) -> Option<String> {
+    let inner = message.strip_prefix('[')?;
+    let close = inner.find(']')?;
+    let name = &inner[..close];
+    (!name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric())).then(|| name.to_string())
+}
+
+/// `<module>: message`: the rest may start with a device (`mlx4_en: 0000:86:00.0: …`,
+/// `mlx4_en: ens803: …`) or name a PCI function (`probe of 0000:01:00.0 failed`).
+fn pr_fmt_line(sub: Subsystem, module: &str, after: &str) -> SubsystemEvent {
+    let mut message = after;
+    let mut dev = DeviceRef {
+        driver: Some(module.to_string()),
+        ..DeviceRef::default()
+    };
+    if let Some(colon) = after.find(": ") {
+        let head = &after[..colon];
+        if !head.contains(' ') && !head.is_empty() {
+            if looks_like_pci(head) || looks_like_long_pci(head) {
+                dev.pci = Some(head.to_string());
+                message = &after[colon + 2..];
+            } else if sub == Subsystem::Nic && is_ifname(head) {
+                dev.netdev = Some(head.to_string());
+                message = &after[colon + 2..];
+            }
+        }
+    }
+    if dev.pci.is_none() {
+        if let Some(pci) = after
+            .split([' ', ','])
+            .find(|w| looks_like_pci(w) || looks_like_long_pci(w))
+        {
+            dev.pci = Some(pci.to_string());
+        }
+    }
+    let mut ev = event(sub, Some(module), LineShape::Message, message);
+    ev.device = dev;
+    ev
+}
+
+/// A network interface name as the kernel allows it (no `/`, no blank, at most 15 bytes),
+/// and not a number or a hex word (those are values, not names).
+fn is_ifname(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 15
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+        && s.bytes().any(|c| c.is_ascii_alphabetic())
+        && s.as_bytes()[0].is_ascii_alphabetic()
+        && !s.starts_with("Port")
+}
+
+/// mlx4's `<mlx4_ib> func: message`.
+fn angle_module_line(t: &str) -> Option<SubsystemEvent> {
+    let inner = t.strip_prefix('<')?;
+    let close = inner.find("> ")?;
+    let module = &inner[..close];
+    let sub = tables::subsystem_of(module)?;
+    let mut ev = event(sub, Some(module), LineShape::Message, &inner[close + 2..]);
+    ev.device.driver = Some(module.to_string());
+    Some(ev)
+}
+
+/// qedr's `[qedr_modify_qp:2398(qedr0)]ERR: …`.
+fn qedr_line(t: &str) -> Option<SubsystemEvent> {
+    let inner = t.strip_prefix('[')?;
+    let close = inner.find(']')?;
+    let head = &inner[..close];
+    let func = head.split(':').next()?;
+    let sub = tables::subsystem_of_function(func)?;
+    let mut ev = event(sub, None, LineShape::Message, &inner[close + 1..]);
+    apply_prefix(&t[..close + 2], NameRole::Rdma, &mut ev.device);
+    Some(ev)
+}
+
+/// A call-trace frame (` [<ffffffffa068ba11>] func+0xb1/0x120 [mod]`, ` func+0x1c/0x90
+/// [mod]`, `? func+…`), a `RIP: 0010:func+0x…/0x… [mod]` or `Workqueue: wq func [mod]`
+/// line, in a module of these subsystems.
+fn frame_line(t: &str) -> Option<SubsystemEvent> {
+    let t = t.trim_end();
+    let tag_open = t.rfind(" [")?;
+    let tag = t[tag_open + 2..].strip_suffix(']')?;
+    // `mlx5_core(OE)` in some reports: the module name ends at `(`.
+    let module = tag.split('(').next().unwrap_or(tag);
+    let sub = tables::subsystem_of(module)?;
+    let body = &t[..tag_open];
+    let is_rip = body.starts_with("RIP: ");
+    let is_wq = body.starts_with("Workqueue: ");
+    let sym = body.rsplit(' ').next().unwrap_or(body);
+    let sym = sym.strip_prefix("0010:").unwrap_or(sym);
+    let sym = sym.rsplit(':').next().unwrap_or(sym);
+    let is_symbol = sym.contains("+0x") && sym.contains("/0x");
+    if !(is_wq || is_symbol) {
+        return None;
+    }
+    let function = sym.split('+').next().unwrap_or(sym);
+    if function.is_empty() {
+        return None;
+    }
+    let message = if is_rip {
+        format!("RIP in {function} [{module}]")
+    } else if is_wq {
+        format!("worker {function} [{module}]")
+    } else {
+        format!("frame {function} [{module}]")
+    };
+    let mut ev = event(
+        sub,
+        Some(module),
+        LineShape::Frame {
+            function: function.to_string(),
+            module: Some(module.to_string()),
+        },
+        &message,
+    );
+    ev.device.driver = Some(module.to_string());
+    Some(ev)
+}
+
+/// `WARNING: CPU: 3 PID: 1416 at drivers/nvme/host/rdma.c:1394 func+0x…/0x… [mod]`.
+fn warning_line(t: &str) -> Option<SubsystemEvent> {
+    let at = t.find(" at ")?;
+    let loc = t[at + 4..].split(' ').next()?;
+    let path = loc.split(':').next().unwrap_or(loc);
+    let sub = tables::subsystem_of_path(path).or_else(|| frame_line(t).map(|f| f.subsystem))?;
+    let mut ev = event(
+        sub,
+        None,
+        LineShape::ReportHeader {
+            what: "warning".into(),
+            location: loc.to_string(),
+        },
+        t,
+    );
+    if let Some(f) = frame_line(t) {
+        ev.origin = f.origin;
+        ev.device.driver = f.device.driver;
+    }
+    Some(ev)
+}
+
+/// `kernel BUG at drivers/infiniband/core/cma.c:1234!`.
+fn bug_at_line(t: &str) -> Option<SubsystemEvent> {
+    let loc = t["kernel BUG at ".len()..].trim_end_matches('!');
+    let path = loc.split(':').next().unwrap_or(loc);
+    let sub = tables::subsystem_of_path(path)?;
+    Some(event(
+        sub,
+        None,
+        LineShape::ReportHeader {
+            what: "bug".into(),
+            location: loc.to_string(),
+        },
+        t,
+    ))
+}
+
+/// ` connectionS:C: message` and ` sessionS: message` (the iSCSI class devices have no
+/// driver, hence the blank the kernel prints before them).
+fn iscsi_class_line(t: &str) -> Option<SubsystemEvent> {
+    let (rest, conn) = if let Some(r) = t.strip_prefix("connection") {
+        (r, true)
+    } else {
+        (t.strip_prefix("session")?, false)
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let session: u32 = rest[..digits].parse().ok()?;
+    let mut r = &rest[digits..];
+    let mut conn_id = None;
+    if conn {
+        r = r.strip_prefix(':')?;
+        let d = r.bytes().take_while(u8::is_ascii_digit).count();
+        conn_id = Some(r[..d].parse::<u32>().ok()?);
+        r = &r[d..];
+    }
+    let message = r.strip_prefix(": ")?;
+    let mut ev = event(Subsystem::Iscsi, None, LineShape::Message, message);
+    ev.device.iscsi_session = Some(session);
+    ev.device.iscsi_conn = conn_id;
+    Some(ev)
+}
+
+/// block/partitions: ` sdb: sdb1 sdb2`, ` sdb: unable to read partition table`,
+/// `nvme0n1: p1 p2` (the disk name, then the partitions or the failure). Only the disks of
+/// SCSI and NVMe (the transports of iSCSI/iSER and NVMe-oF sessions) are taken.
+fn partition_line(t: &str) -> Option<SubsystemEvent> {
+    let (disk, message) = t.split_once(": ")?;
+    let scsi = disk.len() > 2
+        && disk.starts_with("sd")
+        && disk[2..].bytes().all(|c| c.is_ascii_lowercase());
+    let nvme = disk
+        .strip_prefix("nvme")
+        .and_then(|r| r.split_once('n'))
+        .is_some_and(|(c, n)| {
+            !c.is_empty()
+                && !n.is_empty()
+                && c.bytes().all(|b| b.is_ascii_digit())
+                && n.bytes().all(|b| b.is_ascii_digit())
+        });
+    if !(scsi || nvme) {
+        return None;
+    }
+    let mut ev = event(Subsystem::Block, None, LineShape::Message, message);
+    ev.device.disk = Some(disk.to_string());
+    Some(ev)
+}
+
+/// fs/buffer.c `Buffer I/O error on dev sdb1, logical block …` (older kernels: `on
+/// device`).
+fn buffer_line(t: &str) -> Option<SubsystemEvent> {
+    let rest = t
+        .strip_prefix("Buffer I/O error on device ")
+        .or_else(|| t.strip_prefix("Buffer I/O error on dev "))?;
+    let disk = rest.split([',', ' ']).next().unwrap_or("");
+    let mut ev = event(Subsystem::Block, None, LineShape::Message, t);
+    if !disk.is_empty() {
+        ev.device.disk = Some(disk.to_string());
+    }
+    Some(ev)
+}
+
+/// net/sched's `NETDEV WATCHDOG: eth1 (mlx4_core): transmit queue 0 timed out`: the
+/// driver is in parentheses.
+fn watchdog_line(t: &str) -> Option<SubsystemEvent> {
+    let rest = &t["NETDEV WATCHDOG: ".len()..];
+    let open = rest.find(" (")?;
+    let close = rest[open..].find("): ")? + open;
+    let driver = &rest[open + 2..close];
+    let sub = tables::subsystem_of(driver)?;
+    if sub != Subsystem::Nic {
+        return None;
+    }
+    let mut ev = event(sub, Some(driver), LineShape::Message, &rest[close + 3..]);
+    ev.device.driver = Some(driver.to_string());
+    ev.device.netdev = Some(rest[..open].to_string());
+    Some(ev)
+}
+
+/// A level read from the wording when the record carries none: what failed is an error,
+/// what is retried, reset or down a warning, the rest information.
+pub(crate) fn wording_level(message: &str) -> u8 {
+    const CRIT: &[&str] = &["fatal", "Fatal", "FATAL", "panic", "health compromised"];
+    const ERR: &[&str] = &[
+        "error",
+        "Error",
+        "ERROR",
+        "fail",
+        "Fail",
+        "FAIL",
+        "timeout",
+        "timed out",
+        "Timeout",
+        "unable",
+        "Unable",
+        "cannot",
+        "Cannot",
+        "can't",
+        "couldn't",
+        "Couldn't",
+        "invalid",
+        "Invalid",
+        "rejected",
+        "refused",
+        "No done completion",
+        "leak",
+        "abort",
+        "Abort",
+        "Bad ",
+        "bad ",
+    ];
+    const WARN: &[&str] = &[
+        "warn",
+        "Warn",
+        "WARN",
+        "reset",
+        "Reset",
+        "retry",
+        "requeu",
+        "reconnect",
+        "Reconnect",
+        "down",
+        "Down",
+        "offline",
+        "lost",
+        "no path",
+        "not ready",
+        "disabled",
+        "Sense Key",
+        "Add. Sense",
+        "frame ",
+        "RIP in",
+    ];
+    if CRIT.iter().any(|w| message.contains(w)) {
+        2
+    } else if ERR.iter().any(|w| message.contains(w)) {
+        3
+    } else if WARN.iter().any(|w| message.contains(w)) {
+        4
+    } else {
+        6
+    }
+}
+
+/// A fatal firmware or device error in the wording of the NIC and RDMA drivers: mlx5
+/// health (`Fatal error N detected`, `device's health compromised`), mlx4 `Internal error
+/// detected`, a device-fatal event.
+fn is_fatal_device_error(message: &str) -> bool {
+    (message.contains("Fatal error") && message.contains("detected"))
+        || message.contains("health compromised")
+        || message.contains("Internal error detected")
+        || message.contains("device fatal")
+        || message.contains("DEVICE_FATAL")
+        || message.contains("firmware fatal")
+        || message.contains("FW fatal")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,259 @@
+//! Unit tests of the subsystem layer on real published lines (the development set,
+//! eval/kernel-lines/dev.tsv, wrappers removed) and on the kernel's prefix formats.
+
+use super::*;
+
+fn rec(t: &str) -> SubsystemEvent {
+    recognise(t, None, None).unwrap_or_else(|| panic!("not recognised: {t}"))
+}
+
+#[test]
+fn dev_printk_prefixes_name_subsystem_and_device() {
+    let e = rec("mlx5_core 0000:01:00.0: handle_hca_cap failed");
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert_eq!(e.device.pci.as_deref(), Some("0000:01:00.0"));
+    assert_eq!(e.message, "handle_hca_cap failed");
+    assert_eq!(e.level, 3);
+    assert!(!e.level_from_record);
+
+    let e =
+        rec("infiniband rocep33s0f0: mlx5_poll_one:527:(pid 0): Responder error cqe on cqn 0x406:");
+    assert_eq!(e.subsystem, Subsystem::RdmaCore);
+    assert_eq!(e.device.rdma_dev.as_deref(), Some("rocep33s0f0"));
+
+    let e = rec("nvme nvme1: Connect rejected: status 8 (invalid service ID).");
+    assert_eq!(e.subsystem, Subsystem::Nvme);
+    assert_eq!(e.device.other.as_deref(), Some("nvme1"));
+    assert_eq!(e.device.label(), "nvme1");
+
+    let e = rec("block nvme0n4: no path available - requeuing I/O");
+    assert_eq!(e.subsystem, Subsystem::Block);
+    assert_eq!(e.device.disk.as_deref(), Some("nvme0n4"));
+    assert_eq!(e.level, 4);
+
+    let e = rec("nvme 10000:e1:00.0: PCI INT A: not connected");
+    assert_eq!(e.device.pci.as_deref(), Some("10000:e1:00.0"));
+
+    let e = rec("sd 5:0:0:1: [sde] tag#99 Sense Key : Medium Error [current] ");
+    assert_eq!(e.subsystem, Subsystem::Scsi);
+    assert_eq!(e.device.scsi_hctl.as_deref(), Some("5:0:0:1"));
+    assert_eq!(e.device.disk.as_deref(), Some("sde"));
+
+    let e = rec("scsi host26: iSCSI Initiator over TCP/IP");
+    assert_eq!(e.device.scsi_host, Some(26));
+
+    let e = rec("mlx4_core 0000:86:00.0 ens803: renamed from eth0");
+    assert_eq!(e.device.pci.as_deref(), Some("0000:86:00.0"));
+    assert_eq!(e.subsystem, Subsystem::Nic);
+}
+
+#[test]
+fn module_and_function_prefixes() {
+    let e = rec("mlx5_core: probe of 0000:01:00.0 failed with error -22");
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert_eq!(e.device.pci.as_deref(), Some("0000:01:00.0"));
+
+    let e = rec("mlx4_en: 0000:86:00.0: Port 1: Using 32 TX rings");
+    assert_eq!(e.device.pci.as_deref(), Some("0000:86:00.0"));
+    assert_eq!(e.message, "Port 1: Using 32 TX rings");
+
+    let e = rec("mlx4_en: enp1s0: Link Down");
+    assert_eq!(e.device.netdev.as_deref(), Some("enp1s0"));
+    assert_eq!(e.level, 4);
+
+    assert_eq!(rec("rdma_rxe: null vaddr").subsystem, Subsystem::RdmaDriver);
+    assert_eq!(
+        rec("<mlx4_ib> mlx4_ib_add: counter index 3 for port 1 allocated 1").subsystem,
+        Subsystem::RdmaDriver
+    );
+    // ib_core's cache.c prints `__func__` without a module prefix (format string
+    // "%s: unable to add gid %pI6 error=%d\n").
+    let e = rec(
+        "__ib_cache_gid_add: unable to add gid fe80:0000:0000:0000:0e42:a1ff:fe52:1f48 error=-28",
+    );
+    assert_eq!(e.subsystem, Subsystem::RdmaCore);
+    assert_eq!(e.level, 3);
+    assert_eq!(
+        rec("blk_update_request: critical medium error, dev sde, sector 4595720 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0").subsystem,
+        Subsystem::Block
+    );
+    let e = rec("Buffer I/O error on device sde, logical block 574464");
+    assert_eq!(e.device.disk.as_deref(), Some("sde"));
+}
+
+#[test]
+fn partition_lines_of_scsi_and_nvme_disks() {
+    // block/partitions/check.c prints " %s: unable to read partition table" and the
+    // partition list after the disk name.
+    let e = rec(" sdb: unable to read partition table");
+    assert_eq!(e.subsystem, Subsystem::Block);
+    assert_eq!(e.device.disk.as_deref(), Some("sdb"));
+    assert_eq!(e.level, 3);
+    assert_eq!(
+        rec("nvme0n1: p1 p2").device.disk.as_deref(),
+        Some("nvme0n1")
+    );
+    assert!(recognise(" vda: vda1", None, None).is_none());
+}
+
+#[test]
+fn iscsi_class_devices_with_and_without_the_leading_blank() {
+    for t in [
+        " connection1:0: detected conn error (1020)",
+        "connection10:0: ping timeout of 15 secs expired, recv timeout 5, last rx 10236428121, last ping ",
+        "kernel: connection3:0: ping timeout of 5 secs expired, recv timeout 5, last rx 36174282912, last ping 36174287936, now 36174292992",
+    ] {
+        let e = rec(t);
+        assert_eq!(e.subsystem, Subsystem::Iscsi, "{t}");
+        assert!(e.device.iscsi_conn.is_some(), "{t}");
+    }
+    let e = rec(" session1: session recovery timed out after 120 secs");
+    assert_eq!(e.device.iscsi_session, Some(1));
+    assert_eq!(e.device.iscsi_conn, None);
+}
+
+#[test]
+fn frames_reports_and_watchdog_lines() {
+    let e = rec(" [<ffffffffa068ba11>] iscsi_iser_ep_disconnect+0xb1/0x120 [ib_iser]");
+    assert_eq!(e.subsystem, Subsystem::Iser);
+    assert_eq!(
+        e.shape,
+        LineShape::Frame {
+            function: "iscsi_iser_ep_disconnect".into(),
+            module: Some("ib_iser".into())
+        }
+    );
+    let e = rec("WARNING: CPU: 3 PID: 1416 at drivers/nvme/host/rdma.c:1394 nvme_rdma_map_data+0x561/0x630 [nvme_rdma]");
+    assert_eq!(e.subsystem, Subsystem::Nvme);
+    assert!(
+        matches!(e.shape, LineShape::ReportHeader { ref location, .. } if location == "drivers/nvme/host/rdma.c:1394")
+    );
+    let e = rec("NETDEV WATCHDOG: eth1 (mlx4_core): transmit queue 0 timed out");
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert_eq!(e.device.netdev.as_deref(), Some("eth1"));
+    let e = rec("RIP: 0010:ib_dealloc_pd_user+0x1c/0x80 [ib_core]");
+    assert_eq!(e.subsystem, Subsystem::RdmaCore);
+    // A frame of a module outside these subsystems, and a tag that is no module.
+    assert!(recognise(
+        "RIP: 0010:ku_setup_inst_retired+0x29/0xf0 [kutrace_mod]",
+        None,
+        None
+    )
+    .is_none());
+    assert!(recognise("Workqueue: ksmbd-io ksmbd_ipc_init [ksmbd]", None, None).is_none());
+}
+
+#[test]
+fn unrelated_lines_stay_silent_whatever_they_say_mid_line() {
+    for t in [
+        "pcieport 10000:e0:1c.4: can't derive routing for PCI INT A",
+        "IPv6: ADDRCONF(NETDEV_UP): ens803: link is not ready",
+        "igc 0000:05:00.0 eth5: NIC Link is Down",
+        "br-lan: port 6(phy0-ap0) entered disabled state",
+        "ath11k c000000.wifi phy0-ap0: left allmulticast mode",
+        "bond0: Releasing backup interface ens1f0",
+        "ata1: SATA link down (SStatus 0 SControl 300)",
+        "usb 1-6: Manufacturer: Realtek",
+        "SELinux:  policy capability genfs_seclabel_symlinks=1",
+        "(NULL net_device): hw csum failure",
+        "GLBL_DSC_ERR_STS_RQ_CANCEL               [   22]   0x0",
+        "EXT4-fs warning (device sde): ext4_end_bio:344: I/O error 7 writing to inode 131164",
+        "NETDEV WATCHDOG: eth5 (igc): transmit queue 0 timed out",
+        "Modules linked in: ib_iser libiscsi scsi_transport_iscsi rdma_rxe ib_core",
+        "",
+        "   ",
+        "sd",
+        "nvme nvme1",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t:?}");
+    }
+}
+
+#[test]
+fn the_records_level_wins_and_the_dictionary_completes_the_device() {
+    let e = recognise(
+        "mlx5_core 0000:61:00.0: wait_func:1132:(pid 141181): CREATE_DCT(0x710) timeout. Will cause a leak of a command resource",
+        Some(3),
+        Some("+pci:0000:61:00.0"),
+    )
+    .unwrap();
+    assert_eq!(e.level, 3);
+    assert!(e.level_from_record);
+    assert_eq!(e.device.pci.as_deref(), Some("0000:61:00.0"));
+    let e = recognise(
+        "infiniband mlx5_0: added ens1f0np0",
+        Some(6),
+        Some("+pci:0000:08:00.0"),
+    )
+    .unwrap();
+    assert_eq!(e.device.rdma_dev.as_deref(), Some("mlx5_0"));
+    assert_eq!(e.device.pci.as_deref(), Some("0000:08:00.0"));
+}
+
+#[test]
+fn fatal_device_errors_are_flagged_and_explained_with_what_the_driver_does() {
+    // mlx5 health.c: mlx5_core_err(dev, "Fatal error %u detected\n", fatal_error), printed
+    // with mlx5_core_err's "func:line:(pid N): " after the dev_printk prefix.
+    let e = rec("mlx5_core 0000:08:00.0: poll_health:800:(pid 0): Fatal error 1 detected");
+    assert!(e.fatal_device_error);
+    assert_eq!(e.level, 2);
+    let x = explain_event(&e);
+    assert!(
+        x.driver_action
+            .as_deref()
+            .unwrap()
+            .contains("health recovery"),
+        "{x:?}"
+    );
+    assert!(
+        x.meaning.contains("fatal firmware or device error"),
+        "{x:?}"
+    );
+    let e = rec("mlx4_core 0000:00:05.0: Internal error detected:");
+    assert!(e.fatal_device_error);
+    assert!(explain_event(&e)
+        .driver_action
+        .unwrap()
+        .contains("internal_err_reset"));
+    // The same words from the block layer are no device error.
+    assert!(!rec("blk_update_request: Fatal error detected, dev sdb, sector 0").fatal_device_error);
+    // A record's level is kept, but a fatal device error is at least critical.
+    assert_eq!(
+        recognise(
+            "mlx5_core 0000:08:00.0: poll_health:800:(pid 0): Fatal error 1 detected",
+            Some(3),
+            None
+        )
+        .unwrap()
+        .level,
+        2
+    );
+}
+
+#[test]
+fn every_subsystem_has_an_explanation_naming_what_to_look_at() {
+    for s in Subsystem::ALL {
+        let ev = SubsystemEvent {
+            subsystem: s,
+            origin: Some("x".into()),
+            device: DeviceRef::default(),
+            level: 3,
+            level_from_record: false,
+            shape: LineShape::Message,
+            message: "something failed".into(),
+            fatal_device_error: false,
+        };
+        let x = explain_event(&ev);
+        assert!(x.next.contains('`'), "{s}: {x:?}");
+        assert!(x.meaning.starts_with("an operation on"), "{s}: {x:?}");
+        assert!(!s.name().is_empty());
+    }
+}
+
+#[test]
+fn serde_round_trip() {
+    let e = rec(" [<ffffffffa068ba11>] iscsi_iser_ep_disconnect+0xb1/0x120 [ib_iser]");
+    let j = serde_json::to_string(&e).unwrap();
+    assert!(j.contains("\"subsystem\":\"iser\""), "{j}");
+    assert_eq!(serde_json::from_str::<SubsystemEvent>(&j).unwrap(), e);
+}
