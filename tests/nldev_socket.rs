@@ -994,7 +994,8 @@ mod virtual_time {
     #[tokio::test(start_paused = true)]
     async fn without_rdma_netlink_one_report_says_so_then_sysfs_is_scanned_each_interval() {
         let root = tempfile::tempdir().unwrap();
-        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/e810");
+        let fixture =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/e810");
         let copied = std::process::Command::new("cp")
             .arg("-a")
             .arg(format!("{}/.", fixture.display()))
