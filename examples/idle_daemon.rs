@@ -213,6 +213,7 @@ fn main() -> ExitCode {
         force_dry_run: true,
         take_lock: true,
         automatic_actions: true,
+        read_only: false,
     };
     let code = rt.block_on(async move {
         tokio::spawn(report_rusage_on_sigusr1());

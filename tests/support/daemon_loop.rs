@@ -246,6 +246,7 @@ impl LoopTest {
             force_dry_run: false,
             take_lock: true,
             automatic_actions: true,
+            read_only: false,
         };
         Daemon {
             task: tokio::spawn(run(settings, deps, Mode::Daemon)),

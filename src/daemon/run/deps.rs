@@ -75,6 +75,9 @@ pub struct Settings {
     /// they run the operator's command only (the driver refuses automatic ones and leaves
     /// them to the daemon), so nothing is cut short when they exit.
     pub automatic_actions: bool,
+    /// Write nothing: no state directory, no journal, no cursor (the one-shot loop that
+    /// answers a manual command's plan, which must change nothing on the host).
+    pub read_only: bool,
 }
 
 /// Route lookups for placement. They are joined with the port netdevs read under

@@ -25,7 +25,7 @@ pub(super) async fn finish(mut lp: Loop, inputs: Inputs, services: Services) {
         w.shutdown();
     }
     stop.raise();
-    for p in lp.pendings.drain(..) {
+    for p in std::mem::take(&mut lp.pendings).into_values() {
         let _ = p.sink.send(Reply::Done {
             ok: false,
             message: format!("{}: interrupted, the recovery did not finish", p.what),
@@ -38,18 +38,20 @@ pub(super) async fn finish(mut lp: Loop, inputs: Inputs, services: Services) {
         // only waiting keeps the older snapshot from landing last.
         let _ = shutdown_step("the journal write in flight", write).await;
     }
-    let (journal, snapshot) = (lp.journal.clone(), lp.driver.engine().snapshot());
-    lp.obs.sync(&snapshot, clocks(lp.now()));
-    let incidents = lp.obs.incidents().to_vec();
-    match shutdown_step(
-        "the final journal write",
-        tokio::task::spawn_blocking(move || journal.save_with_incidents(&snapshot, &incidents)),
-    )
-    .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
-        Err(e) => tracing::error!("cannot write the journal at shutdown: {e}"),
+    if !lp.settings.read_only {
+        let (journal, snapshot) = (lp.journal.clone(), lp.driver.engine().snapshot());
+        lp.obs.sync(&snapshot, clocks(lp.now()));
+        let incidents = lp.obs.incidents().to_vec();
+        match shutdown_step(
+            "the final journal write",
+            tokio::task::spawn_blocking(move || journal.save_with_incidents(&snapshot, &incidents)),
+        )
+        .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
+            Err(e) => tracing::error!("cannot write the journal at shutdown: {e}"),
+        }
     }
     if let Some(k) = kernel_log.take() {
         // Records read ahead and not yet handled are not replayed after a restart.
