@@ -214,6 +214,7 @@ fn main() -> ExitCode {
         force_dry_run: false,
         take_lock: true,
         automatic_actions: true,
+        read_only: false,
     };
     let code = rt.block_on(async move {
         let mut deps = Deps::real(&config, true)?;

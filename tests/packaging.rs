@@ -2,11 +2,11 @@
 //! scripts/build-deb.sh, too slow for CI): the systemd unit, the cargo-deb metadata in
 //! Cargo.toml, the maintainer scripts and the configuration defaults must agree.
 
+use iser_guard::exit::ExitStatus;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use iser_guard::config::{Config, DEFAULT_CONFIG_PATH};
-use iser_guard::error::EXIT_CONFIG;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -159,7 +159,7 @@ fn unit_service_contract() {
     assert_eq!(one(&u, "Service", "KillMode"), "mixed");
     assert_eq!(
         one(&u, "Service", "RestartPreventExitStatus"),
-        EXIT_CONFIG.to_string()
+        ExitStatus::Config.code().to_string()
     );
     assert_eq!(one(&u, "Service", "User"), "root");
     assert_eq!(one(&u, "Install", "WantedBy"), "multi-user.target");

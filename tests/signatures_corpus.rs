@@ -1,4 +1,4 @@
-//! The signature corpus (tests/fixtures/kmsg/corpus): one realistic line per row of the
+//! The signature corpus (crates/iser-guard-core/tests/fixtures/kmsg/corpus): one realistic line per row of the
 //! table in docs/signatures.md, in every saved-log format iser-guard reads, and about a
 //! hundred lines that must stay unrecognised (unrelated messages, NVMe-oF, neighbouring
 //! RDMA consumers and drivers, kernel bugs in modules this job does not depend on).
@@ -35,7 +35,7 @@ const FORMATS: &[&str] = &[
 
 fn corpus(name: &str) -> String {
     format!(
-        "{}/tests/fixtures/kmsg/corpus/{name}",
+        "{}/crates/iser-guard-core/tests/fixtures/kmsg/corpus/{name}",
         env!("CARGO_MANIFEST_DIR")
     )
 }

@@ -11,6 +11,7 @@
 //! Exit codes: 0 reloaded; 78 refused (every problem printed); 69 no daemon; 77 not root;
 //! 75 no answer in time.
 
+use crate::exit::ExitStatus;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use super::manual::{is_permission_denied, not_root};
 use super::Globals;
 use crate::config::Config;
-use crate::error::{Error, EXIT_TEMPFAIL, EXIT_UNAVAILABLE};
+use crate::error::Error;
 use crate::io::control::{request, ControlError, Reply, Request};
 
 /// `reload` arguments.
@@ -74,7 +75,7 @@ pub fn run(_a: Args, g: &Globals) -> Result<ExitCode, Error> {
                  configuration to reload; it is read when the daemon starts",
                 path.display()
             );
-            Ok(ExitCode::from(EXIT_UNAVAILABLE))
+            Ok(ExitCode::from(ExitStatus::Unavailable.code()))
         }
         Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::NoPermission(e.to_string())),
         Err(ControlError::Io { source, .. })
@@ -87,7 +88,7 @@ pub fn run(_a: Args, g: &Globals) -> Result<ExitCode, Error> {
                 "iser-guard: the daemon did not answer the reload within {} s",
                 REPLY_TIMEOUT.as_secs()
             );
-            Ok(ExitCode::from(EXIT_TEMPFAIL))
+            Ok(ExitCode::from(ExitStatus::TempFail.code()))
         }
         Err(e) => Err(Error::Data(e.to_string())),
     }

@@ -7,12 +7,13 @@
 //! device visible to libibverbs, no such device or port, or a build without the `verbs`
 //! feature; 64 a malformed DEVICE/PORT or timeout.
 
+use crate::exit::ExitStatus;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use super::Globals;
 use crate::core::selftest::{SelfTestReport, SelfTestResult};
-use crate::error::{Error, EXIT_FINDING, EXIT_OK, EXIT_UNAVAILABLE};
+use crate::error::Error;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -89,7 +90,7 @@ fn report(device: &str, port: u32, result: &SelfTestResult, json: bool) -> u8 {
                 );
             }
             eprintln!("iser-guard: selftest {device}/{port}: {reason}");
-            EXIT_UNAVAILABLE
+            ExitStatus::Unavailable.code()
         }
         SelfTestResult::Ran(r) => {
             if json {
@@ -98,9 +99,9 @@ fn report(device: &str, port: u32, result: &SelfTestResult, json: bool) -> u8 {
                 print!("{}", to_text(r));
             }
             if r.passed() {
-                EXIT_OK
+                ExitStatus::Ok.code()
             } else {
-                EXIT_FINDING
+                ExitStatus::Finding.code()
             }
         }
     }

@@ -116,7 +116,9 @@ mod tests {
     use crate::core::session_map::{Evidence, RdmaPortNetdev};
     use std::collections::BTreeMap;
 
-    const LAB_P3: &str = include_str!("../../tests/fixtures/iscsi/real-p3-nldevcap-loggedin.txt");
+    const LAB_P3: &str = include_str!(
+        "../../crates/iser-guard-core/tests/fixtures/iscsi/real-p3-nldevcap-loggedin.txt"
+    );
 
     fn lab_ports() -> Vec<RdmaPortNetdev> {
         ["rxe_ini:ini0", "rxe_tgt:tgt0"]

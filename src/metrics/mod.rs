@@ -619,7 +619,7 @@ impl Metrics {
     }
 
     /// An alert the daemon raised itself (not through the engine), e.g. `safe-mode`.
-    pub fn alert(&self, kind: &str, severity: crate::io::syslog::Severity) {
+    pub fn alert(&self, kind: &str, severity: crate::core::severity::Severity) {
         self.with(|i| {
             i.f.alerts
                 .get_or_create(&l2("kind", kind, "severity", severity.name()))

@@ -12,11 +12,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::host::{Delivery, SimHost};
-use crate::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome, Refusal};
+use crate::core::driver::{
+    Authority, CommandPlan, Driver, EffectId, EffectKind, EffectOutcome, Refusal, Verdict,
+};
 use crate::core::kmsg::KERNEL_FACILITY;
 use crate::core::recovery::{
-    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, Input, Policy, Transition,
-    Trust,
+    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, Input, OperatorCommand, Policy,
+    Transition, Trust,
 };
 use crate::core::signatures::{self, KernelEvent};
 use crate::core::time::Instant;
@@ -148,6 +150,8 @@ pub struct Harness {
     pub steps: usize,
     /// Destructive actions executed before their write-ahead journal entry.
     pub unjournaled_destructive: usize,
+    /// Every operator command's verdict, as the driver gave it.
+    pub verdicts: Vec<(Instant, Verdict)>,
     storage_ok: bool,
     /// Inputs fed to the driver so far, and the count at the last journal write: an
     /// independent check that each destructive effect follows a write of the current state.
@@ -180,6 +184,7 @@ impl Harness {
             restarts: 0,
             steps: 0,
             unjournaled_destructive: 0,
+            verdicts: Vec::new(),
             storage_ok,
             inputs: 0,
             journaled_at_input: None,
@@ -265,6 +270,7 @@ impl Harness {
             });
             self.transitions.push(t);
         }
+        self.collect_verdicts(now);
         let ok = self.host.storage_ok();
         if ok && !self.storage_ok {
             self.timeline.push(Entry::StorageBack { at: now });
@@ -379,11 +385,13 @@ impl Harness {
                 self.deliver_outcome(id, outcome, now)
             }
             Delivery::Command(c) => {
-                self.timeline.push(Entry::Note {
-                    at: now,
-                    text: format!("operator: {c:?}"),
-                });
-                self.driver.handle(Input::Command(c), now)
+                // The operator's path, as the daemon runs it: the driver checks and accepts
+                // the command and later gives its verdict.
+                let text = match self.driver.start_command(c.clone(), now) {
+                    Ok((_, msg)) => format!("operator: iser-guard {c}: {msg}"),
+                    Err(e) => format!("operator: iser-guard {c}: refused: {e}"),
+                };
+                self.timeline.push(Entry::Note { at: now, text });
             }
             Delivery::IscsiadmOutput {
                 command,
@@ -408,6 +416,35 @@ impl Harness {
                     now,
                 )
             }
+        }
+    }
+
+    /// What an operator command would do on this host, as `--dry-run` shows it: the
+    /// driver's plan with the methods the resetter's planner gives for the host's sysfs.
+    pub fn plan(&self, cmd: &OperatorCommand) -> Result<CommandPlan, String> {
+        let plan = self.driver.plan(cmd).map_err(|e| e.to_string())?;
+        match plan.device_to_read().map(str::to_string) {
+            None => Ok(plan),
+            Some(device) => {
+                let remembered = self
+                    .engine()
+                    .devices()
+                    .find(|d| d.name == device)
+                    .and_then(|d| d.remembered.clone());
+                let methods = self.host.recreate_methods(&device, remembered.as_ref())?;
+                Ok(plan.with_methods(methods))
+            }
+        }
+    }
+
+    /// Records the verdicts the driver has due.
+    fn collect_verdicts(&mut self, now: Instant) {
+        while let Some((_, v)) = self.driver.poll_verdict(now) {
+            self.timeline.push(Entry::Note {
+                at: now,
+                text: format!("verdict: {}", v.message()),
+            });
+            self.verdicts.push((now, v));
         }
     }
 

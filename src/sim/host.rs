@@ -1318,6 +1318,46 @@ impl SimHost {
         mapped.sessions
     }
 
+    /// What the resetter's planner would try for `device` on this host (the plan an operator
+    /// command shows), or why it can do nothing.
+    pub fn recreate_methods(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+    ) -> Result<crate::core::driver::RecreateMethods, String> {
+        let opts = PlanOptions {
+            allow_module_reload: false,
+            devlink_available: true,
+            rdma_available: true,
+            same_module_devices: Vec::new(),
+        };
+        let present = self.sysfs_facts(device);
+        let absent = present.is_none();
+        let plan = match (&present, remembered) {
+            (Some(facts), _) => reset_plan::plan(facts, &opts),
+            (None, Some(r)) => {
+                let current_aux = self
+                    .devices
+                    .get(device)
+                    .filter(|d| d.driver == Driver::Irdma)
+                    .map(irdma_aux);
+                reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts)
+            }
+            (None, None) => return Err(format!("no RDMA device {device} in sysfs")),
+        };
+        Ok(crate::core::driver::RecreateMethods {
+            methods: plan
+                .methods
+                .iter()
+                .map(|m| crate::core::driver::MethodSteps {
+                    method: m.to_string(),
+                    steps: method_commands(m, absent),
+                })
+                .collect(),
+            skipped: plan.skipped,
+        })
+    }
+
     /// Starts re-creating a device (the executor's side of `RecreateDevice`): plans with the
     /// resetter's planner from what this host's sysfs shows, or, for a gone device, from
     /// `remembered` (what the action carries), and runs the first method's commands.

@@ -503,7 +503,7 @@ mod tests {
     #[test]
     fn real_iscsiadm_tree_maps_to_session_info() {
         // Real capture (lab blackhole1/linkdown, see tests/fixtures/iscsi/README.md).
-        let text = include_str!("../../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let text = include_str!("../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
         let parsed = iscsi::parse_session_tree(text);
         let d = parsed.items.first().expect("one session");
         let port = PortId::new("rxe_ini", 1);
@@ -551,7 +551,7 @@ mod portal_tests {
 
     #[test]
     fn a_session_whose_portal_is_not_an_address_is_not_handed_to_the_engine() {
-        let text = include_str!("../../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let text = include_str!("../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
         let parsed = iscsi::parse_session_tree(text);
         let mut d = parsed.items.first().expect("one session").clone();
         assert!(session_from_detail(&d, None).is_some());

@@ -660,6 +660,31 @@ pub enum OperatorCommand {
     },
 }
 
+impl fmt::Display for OperatorCommand {
+    /// The command line that asks for it: `recover rocep2s0f0/1`, `reconnect --portal …`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OperatorCommand::Pause => f.write_str("pause"),
+            OperatorCommand::Resume => f.write_str("resume"),
+            OperatorCommand::Recover { device, port } => match port {
+                Some(p) => write!(f, "recover {device}/{p}"),
+                None => write!(f, "recover {device}"),
+            },
+            OperatorCommand::ResetDevice { device } => write!(f, "reset-device {device}"),
+            OperatorCommand::Reconnect { target, portal } => {
+                f.write_str("reconnect")?;
+                if let Some(t) = target {
+                    write!(f, " --target {t}")?;
+                }
+                if let Some(p) = portal {
+                    write!(f, " --portal {p}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Any input, for callers that queue inputs (the simulator, fuzzing).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Input {

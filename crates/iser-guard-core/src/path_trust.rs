@@ -13,12 +13,55 @@
 //!   with the same owner and mode rules and *no* sticky exception (a directory others can write
 //!   is not dedicated to the daemon), and not a shared system directory such as `/`.
 //!
-//! The facts come from [`crate::io::path_trust::walk`], which `lstat`s every component and
+//! The facts come from the shell's walk (`iser_guard::io::path_trust::walk`), which `lstat`s every component and
 //! follows symlinks itself, so that the directories holding a link count as well as those of
 //! its target.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// Symlinks followed before giving up, as the kernel's `MAXSYMLINKS`.
+pub const MAX_SYMLINKS: usize = 40;
+
+/// Why a path could not be walked.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    /// A component could not be looked at (permission, I/O error).
+    #[error("cannot look at {path}: {source}")]
+    Stat {
+        /// The component.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A component on the way is not a directory.
+    #[error("{path} is not a directory")]
+    NotADirectory {
+        /// The component.
+        path: PathBuf,
+    },
+    /// More than [`MAX_SYMLINKS`] symlinks.
+    #[error("too many levels of symbolic links resolving {path}")]
+    Loop {
+        /// The path asked for.
+        path: PathBuf,
+    },
+}
+
+/// The outcome of checking one path.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Every component is trusted; `exists` says whether the target itself exists.
+    Trusted {
+        /// The target exists (else only the directories that exist were checked).
+        exists: bool,
+    },
+    /// Refused, with every reason.
+    Refused(Vec<Refusal>),
+    /// The walk failed.
+    Unwalkable(WalkError),
+}
 
 /// What a component of a walk is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
