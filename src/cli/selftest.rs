@@ -55,7 +55,7 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
     let (device, port) = parse_target(&args.target)?;
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(Error::Usage(format!(
-            "selftest: --timeout {} must be between 0 and 3600 seconds",
+            "selftest: --timeout {} is out of range: give more than 0 and at most 3600 seconds",
             args.timeout
         )));
     }
