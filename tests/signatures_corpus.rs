@@ -1,5 +1,5 @@
 //! The signature corpus (crates/iser-guard-core/tests/fixtures/kmsg/corpus): one realistic line per row of the
-//! table in docs/signatures.md, in every saved-log format iser-guard reads, and about a
+//! table in docs/dev/signatures.md, in every saved-log format iser-guard reads, and about a
 //! hundred lines that must stay unrecognised (unrelated messages, NVMe-oF, neighbouring
 //! RDMA consumers and drivers, kernel bugs in modules this job does not depend on).
 //!
@@ -169,8 +169,11 @@ fn unrelated_lines_stay_unrecognised_in_every_format() {
 
 #[test]
 fn the_table_in_the_docs_and_the_corpus_name_the_same_kinds() {
-    let doc = std::fs::read_to_string(format!("{}/docs/signatures.md", env!("CARGO_MANIFEST_DIR")))
-        .expect("docs/signatures.md");
+    let doc = std::fs::read_to_string(format!(
+        "{}/docs/dev/signatures.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("docs/dev/signatures.md");
     // Survey rows: `| format | source | versions | kind | meaning | class |`; the kind cell
     // is `` `name` `` or `—` (not recognised).
     let start = doc
