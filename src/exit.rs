@@ -81,8 +81,7 @@ impl ExitStatus {
                  without --yes; the daemon's control socket is unusable)."
             }
             ExitStatus::DataErr => {
-                "Input that cannot be parsed (a log, a netlink reply, iscsiadm output, a file \
-                 that is not text)."
+                "Input that cannot be parsed (a log, a netlink reply, iscsiadm output)."
             }
             ExitStatus::NoInput => {
                 "A file, RDMA device, port or iSCSI session does not exist (the message lists \

@@ -296,3 +296,47 @@ async fn a_newer_journal_is_kept_aside_and_its_version_named() {
     );
     assert_eq!(d.stop().await, ExitStatus::Ok.code());
 }
+
+/// A setting the running daemon can take over only when it starts (its control socket) is
+/// refused by reload with that reason; the daemon keeps answering on the socket it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_refuses_a_new_control_socket_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, config_text(dir.path(), false, "")).unwrap();
+    let d = LoopTest::new(config(dir.path(), false))
+        .reload_from(file.clone())
+        .start();
+    d.status().await;
+    let moved = config_text(dir.path(), false, "").replace(
+        &format!(
+            "{:?}",
+            dir.path().join("control.sock").display().to_string()
+        ),
+        &format!("{:?}", dir.path().join("other.sock").display().to_string()),
+    );
+    assert!(moved.contains("other.sock"));
+    std::fs::write(&file, &moved).unwrap();
+    let sock = d.cfg.paths.control_socket.clone();
+    let r = tokio::task::spawn_blocking(move || {
+        iser_guard::io::control::request(&sock, &Request::Reload, Duration::from_secs(5), |_| {})
+    })
+    .await
+    .unwrap();
+    match r {
+        Ok(Reply::Done {
+            ok: false,
+            exit_code,
+            message,
+            ..
+        }) => {
+            assert_eq!(exit_code, ExitStatus::Config.code());
+            assert!(message.contains("paths.control-socket"), "{message}");
+            assert!(message.contains("restart"), "{message}");
+        }
+        other => panic!("a new control socket was reported as {other:?}"),
+    }
+    // Still on the socket it had.
+    d.status().await;
+    assert_eq!(d.stop().await, ExitStatus::Ok.code());
+}

@@ -336,3 +336,18 @@ fn a_manual_command_does_not_run_beside_a_daemon_that_does_not_answer() {
     assert!(stderr(&o).contains("does not answer"), "{}", stderr(&o));
     assert!(h.devlink_sets().is_empty(), "{:?}", h.argv());
 }
+
+/// Issue item: an invalid edit made `reload` ask the default socket, print "has 1
+/// problem(s):" without the problems and say the daemon was not running (exit 69). It
+/// prints every problem now and exits 78; the daemon keeps the configuration in force.
+#[test]
+fn reload_of_an_invalid_file_prints_every_problem_and_exits_78() {
+    let h = FakeHost::new();
+    let cfg = h.config("[kmsg]\ntrust-userspace-records = \"yes\"\n[metrics]\ninterval = 0\n");
+    let o = run(&h, &cfg, &["reload"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(78), "{err}");
+    assert!(err.contains("kmsg.trust-userspace-records"), "{err}");
+    assert!(err.contains("metrics.interval"), "{err}");
+    assert!(!err.contains("not running"), "{err}");
+}

@@ -303,10 +303,10 @@ fn readme_names_exactly_the_paths_the_unit_makes_writable() {
     for api in ["/proc", "/sys", "/dev"] {
         writable.insert(api.into());
     }
-    let readme = read("README.md");
+    let readme = read("docs/guide/hardening.md");
     let start = readme
         .find("Writable: ")
-        .expect("README's hardening paragraph has a `Writable:` list");
+        .expect("the hardening guide has a `Writable:` list");
     let end = start
         + readme[start..]
             .find("The rest of")
@@ -314,7 +314,7 @@ fn readme_names_exactly_the_paths_the_unit_makes_writable() {
     assert_eq!(
         backticked_paths(&readme[start..end]),
         writable,
-        "README's writable paths differ from the unit's"
+        "the hardening guide's writable paths differ from the unit's"
     );
     // What README says stays read-only is in no writable setting.
     let rest = &readme[end..end + readme[end..].find("read-only").expect("read-only")];
@@ -322,7 +322,10 @@ fn readme_names_exactly_the_paths_the_unit_makes_writable() {
         assert!(!writable.contains(&ro), "{ro} is writable in the unit");
     }
     for ro in ["/run", "/run/lock", "/etc/iser-guard"] {
-        assert!(rest.contains(&format!("`{ro}`")), "README: {ro} read-only");
+        assert!(
+            rest.contains(&format!("`{ro}`")),
+            "hardening guide: {ro} read-only"
+        );
     }
 }
 

@@ -1,7 +1,7 @@
 //! `iser-guard selftest DEVICE[/PORT]`: proves that new RDMA connections can be made on a
 //! port: two RC QPs connected through rdma_cm (the CM / GSI path a stuck QP 1 breaks), then
 //! two QPs walked by hand RESET -> INIT -> RTR -> RTS, reset and walked again, messages
-//! exchanged at each stage (docs/verbs.md).
+//! exchanged at each stage (docs/history/verbs.md).
 //!
 //! Exit codes: 0 every step passed; 1 a step failed (the report names it); 69 no RDMA
 //! device visible to libibverbs, no such device or port, or a build without the `verbs`
@@ -55,7 +55,7 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
     let (device, port) = parse_target(&args.target)?;
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(Error::Usage(format!(
-            "selftest: --timeout {} must be between 0 and 3600 seconds",
+            "selftest: --timeout {} is out of range: give more than 0 and at most 3600 seconds",
             args.timeout
         )));
     }

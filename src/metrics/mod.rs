@@ -9,7 +9,7 @@
 //! - [`export`]: the node_exporter textfile (atomic replace every `metrics.interval`) and the
 //!   optional loopback-only HTTP endpoint ([`http`]).
 //!
-//! Metric names, labels and units are documented in docs/metrics.md; the alert rules and the
+//! Metric names, labels and units are documented in docs/guide/monitoring.md; the alert rules and the
 //! dashboard in packaging/monitoring/ use them and their tests check that they exist.
 //!
 //! A disabled [`Metrics`] ([`Metrics::disabled`]) makes every update a no-op, so the loop

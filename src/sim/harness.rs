@@ -15,12 +15,11 @@ use super::host::{Delivery, SimHost};
 use crate::core::driver::{
     Authority, CommandPlan, Driver, EffectId, EffectKind, EffectOutcome, Refusal, Verdict,
 };
-use crate::core::kmsg::KERNEL_FACILITY;
+use crate::core::kmsg::{Record, KERNEL_FACILITY};
 use crate::core::recovery::{
-    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, Input, OperatorCommand, Policy,
+    read_record, Action, ActionId, ActionKind, Alert, Engine, Input, OperatorCommand, Policy,
     Transition, Trust,
 };
-use crate::core::signatures::{self, KernelEvent};
 use crate::core::time::Instant;
 
 /// One line of the timeline.
@@ -343,19 +342,19 @@ impl Harness {
                     facility,
                     text: text.clone(),
                 });
-                // The real classifier and adapter, exactly as the daemon uses them.
+                // The record as /dev/kmsg gives it, through the daemon's own door.
                 self.kmsg_seq += 1;
-                if let Some(signature) = signatures::classify(&text, None) {
-                    let ev = KernelEvent {
-                        seq: self.kmsg_seq,
-                        usec: now.as_millis().saturating_mul(1000),
-                        level: 3,
-                        trusted: facility == KERNEL_FACILITY,
-                        signature,
-                    };
-                    if let Some((obs, trust)) = from_kernel_event(&ev) {
-                        self.driver.handle_observation(obs, trust, now);
-                    }
+                let record = Record {
+                    facility,
+                    level: 3,
+                    seq: self.kmsg_seq,
+                    usec: now.as_millis().saturating_mul(1000),
+                    continuation: false,
+                    text,
+                    dict: Vec::new(),
+                };
+                if let Some(Some((obs, trust))) = read_record(&record).map(|r| r.observation) {
+                    self.driver.handle_observation(obs, trust, now);
                 }
             }
             Delivery::Netlink(obs) => self.driver.handle_observation(obs, Trust::Trusted, now),

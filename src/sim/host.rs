@@ -44,7 +44,7 @@
 //! device is gone); the host executes the chosen method's commands with their kernel effects.
 //!
 //! The sessions the agent sees are placed on RDMA ports by the daemon's own code
-//! (`daemon::sessions::map_sessions` with `core::session_map::Placer`) from those facts.
+//! (`core::session_map::place_listing` with its `Placer`, the daemon's door) from those facts.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -1301,7 +1301,7 @@ impl SimHost {
     }
 
     /// What the agent gets from `iscsiadm -m session -P 3`: the rendered text, parsed by the
-    /// real parser and placed by the daemon's own mapping from the host's facts (CM ids,
+    /// real parser and placed through the core's listing door, as the daemon's are, from the host's facts (CM ids,
     /// routes, addresses, port netdevs).
     pub fn session_list(&mut self) -> Vec<SessionInfo> {
         let parsed = crate::core::iscsi::parse_session_tree(&self.session_text());
@@ -1313,7 +1313,8 @@ impl SimHost {
             addrs: &addrs,
             ports: &ports,
         };
-        let mapped = crate::daemon::sessions::map_sessions(&parsed.items, &facts, &mut self.placer);
+        let mapped =
+            crate::core::session_map::place_listing(&parsed.items, &facts, &mut self.placer);
         self.placement_warnings.extend(mapped.warnings);
         mapped.sessions
     }

@@ -1,5 +1,5 @@
 //! One engine step on a large host: 64 RDMA devices, 1024 iSCSI sessions (16 per device).
-//! Target: under 10 µs per event. Figures go in docs/engine.md.
+//! Target: under 10 µs per event. Figures go in docs/history/engine.md.
 
 use std::hint::black_box;
 

@@ -246,12 +246,23 @@ impl fmt::Display for Refusal {
                         " and its sticky bit protects nothing unless root owns it"
                     )?;
                 }
-                write!(
-                    f,
-                    ", owner {}; fix it with `chmod g-w,o-w {}`",
-                    owner(*uid, owner_name),
-                    path.display()
-                )
+                if *dir && (is_system_directory(path) || mode & 0o1000 != 0) {
+                    // Shared by design (or a system directory): never advise changing it.
+                    write!(
+                        f,
+                        ", owner {}; it is shared, so leave it as it is and choose a path \
+                         outside it in the configuration (a directory of iser-guard's own, \
+                         owned by root, e.g. under /var/lib or /run)",
+                        owner(*uid, owner_name)
+                    )
+                } else {
+                    write!(
+                        f,
+                        ", owner {}; fix it with `chmod g-w,o-w {}`",
+                        owner(*uid, owner_name),
+                        path.display()
+                    )
+                }
             }
             Refusal::WrongKind {
                 path,
@@ -384,7 +395,20 @@ mod tests {
             m.contains("/etc is world-writable (mode 0777) without the sticky bit"),
             "{m}"
         );
-        assert!(m.contains("chmod g-w,o-w /etc"), "{m}");
+        // /etc is the whole system's: the advice is never to change it.
+        assert!(!m.contains("chmod"), "{m}");
+        assert!(m.contains("choose a path outside it"), "{m}");
+    }
+
+    #[test]
+    fn a_shared_sticky_directory_is_never_to_be_loosened_or_changed() {
+        let v = vec![c("/", 0, 0o755, Kind::Dir), c("/tmp", 0, 0o1777, Kind::Dir)];
+        let r = judge(&walk(v, true), Target::DedicatedDir, 0);
+        assert!(!r.is_empty());
+        for m in r.iter().map(ToString::to_string) {
+            assert!(!m.contains("chmod"), "{m}");
+            assert!(!m.contains("chown"), "{m}");
+        }
     }
 
     #[test]

@@ -405,7 +405,7 @@ pub enum Observation {
     },
     /// An event read from a device's asynchronous event channel (libibverbs
     /// `ibv_get_async_event`, delivered by the kernel through uverbs): trusted like RDMA
-    /// netlink. What each kind means to the engine: docs/engine.md "Async events".
+    /// netlink. What each kind means to the engine: docs/history/engine.md "Async events".
     AsyncEvent(crate::selftest::AsyncEvent),
 }
 
