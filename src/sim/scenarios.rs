@@ -291,13 +291,20 @@ fn target_never_returns() -> (SimHost, Policy) {
 fn flapping() -> (SimHost, Policy) {
     let mut h = field_host();
     power(&mut h, 60, false);
-    // Up and down every 6 s for a minute, then up for good.
-    let mut t = 200;
-    let mut on = true;
-    while t < 260 {
-        power(&mut h, t, on);
-        on = !on;
-        t += 6;
+    // For a minute the target answers 0.4 s out of every 2 s (the lab's flap), then stays
+    // up from 300 s: it is back only after answering probe-successes probes poll.probe
+    // apart (3 × 0.5 s: 1 s), so no flap is a return.
+    for flap in 0..30u64 {
+        let up = 200_000 + flap * 2_000;
+        for (ms, on) in [(up, true), (up + 400, false)] {
+            h.schedule(
+                Instant(ms),
+                HostEvent::TargetPower {
+                    portal: portal_a(),
+                    on,
+                },
+            );
+        }
     }
     power(&mut h, 300, true);
     (h, base_policy())
@@ -638,7 +645,7 @@ pub fn all() -> Vec<Scenario> {
         ),
         s(
             "flapping-target",
-            "target flaps every 6 s for a minute before it stays up",
+            "the target answers 0.4 s in every 2 s for a minute before it stays up",
             700,
             flapping,
         ),
