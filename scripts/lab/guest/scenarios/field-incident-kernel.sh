@@ -1,4 +1,3 @@
-source /lab/guest/scenarios/field-common.sh
 source /lab/guest/scenarios/kfield-common.sh
 # The field incident inside the kernel, with the daemon on the shipped default configuration
 # (only devices.allow = ["rxe_ini"] and the lab's device wait added; userspace records are not
