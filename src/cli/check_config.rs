@@ -172,15 +172,19 @@ pub fn summary(cfg: &Config, source: &Source) -> String {
     );
     line(
         "kernel log",
-        format!(
-            "{}, userspace records {}",
-            cfg.paths.kmsg.display(),
-            if cfg.kmsg.trust_userspace_records {
-                "TRUSTED"
-            } else {
-                "untrusted"
-            }
-        ),
+        if cfg.kmsg.enabled {
+            format!(
+                "{}, userspace records {}",
+                cfg.paths.kmsg.display(),
+                if cfg.kmsg.trust_userspace_records {
+                    "TRUSTED"
+                } else {
+                    "untrusted"
+                }
+            )
+        } else {
+            "off (kmsg.enabled = false): stuck QPs from the netlink QP table only".to_string()
+        },
     );
     line(
         "metrics",

@@ -255,13 +255,26 @@ impl Alerts {
     }
 }
 
-/// Kernel-log trust settings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Kernel-log settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Kmsg {
+    /// Read the kernel log at all. Off, stuck QPs are seen only in the RDMA netlink QP table
+    /// (every `poll.netlink`), and nothing the kernel prints is explained or counted: for
+    /// hosts whose sandbox denies /dev/kmsg, and to prove the QP table alone suffices.
+    pub enabled: bool,
     /// Let records written by userspace (facility ≠ 0) trigger actions. Only for labs and
     /// end-to-end tests: anyone who can write /dev/kmsg could then forge a fault.
     pub trust_userspace_records: bool,
+}
+
+impl Default for Kmsg {
+    fn default() -> Kmsg {
+        Kmsg {
+            enabled: true,
+            trust_userspace_records: false,
+        }
+    }
 }
 
 /// Prometheus metrics, written for node_exporter's textfile collector.
@@ -1102,6 +1115,14 @@ impl Config {
         if self.metrics.listen.is_some() && !self.metrics.enabled {
             w.push("metrics.listen is set but metrics.enabled is false: nothing is served".into());
         }
+        if !self.kmsg.enabled {
+            w.push(format!(
+                "kmsg.enabled is off: the kernel log is not read; a stuck QP is seen only in the \
+                 RDMA netlink QP table, up to poll.netlink ({} s) later, and kernel lines are \
+                 neither explained nor counted",
+                self.poll.netlink.as_secs_f64()
+            ));
+        }
         if self.kmsg.trust_userspace_records {
             w.push(
                 "kmsg.trust-userspace-records is on: anyone who can write /dev/kmsg can forge \
@@ -1170,6 +1191,24 @@ mod tests {
                 .unwrap();
         assert_eq!(c.alerts.syslog_severity(U::Info), Severity::Debug);
         assert_eq!(c.alerts.syslog_severity(U::Critical), Severity::Emerg);
+    }
+
+    #[test]
+    fn the_kernel_log_is_read_unless_switched_off_and_off_is_warned_about() {
+        assert!(Config::default().kmsg.enabled);
+        let off = parse_str("[kmsg]\nenabled = false\n").unwrap();
+        assert!(!off.kmsg.enabled);
+        assert!(
+            off.warnings()
+                .iter()
+                .any(|w| w.contains("kmsg.enabled is off") && w.contains("QP table")),
+            "{:?}",
+            off.warnings()
+        );
+        assert!(!Config::default()
+            .warnings()
+            .iter()
+            .any(|w| w.contains("kmsg.enabled")));
     }
 
     #[test]

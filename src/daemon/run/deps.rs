@@ -102,13 +102,19 @@ impl Deps {
         use crate::daemon::sources::{BootClock, KmsgLog};
         use crate::daemon::topology::HostTopology;
         let (kernel_log, control) = if daemon {
-            let reader = crate::io::kmsg::open(&crate::compose::kmsg_options(&cfg.paths))?;
+            let kernel_log = if cfg.kmsg.enabled {
+                let reader = crate::io::kmsg::open(&crate::compose::kmsg_options(&cfg.paths))?;
+                Some(Box::new(KmsgLog(reader)) as Box<dyn KernelLog>)
+            } else {
+                tracing::warn!(
+                    "the kernel log is off (kmsg.enabled = false): stuck QPs are seen in the \
+                     RDMA netlink QP table only"
+                );
+                None
+            };
             let control = ControlServer::bind(&cfg.paths.control_socket)
                 .map_err(|e| Error::Usage(format!("cannot open the control socket: {e}")))?;
-            (
-                Some(Box::new(KmsgLog(reader)) as Box<dyn KernelLog>),
-                Some(control),
-            )
+            (kernel_log, Some(control))
         } else {
             (None, None)
         };
