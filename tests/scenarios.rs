@@ -14,6 +14,9 @@ mod issue9;
 #[path = "scenarios/lab_field.rs"]
 mod lab_field;
 
+#[path = "scenarios/lab_captures.rs"]
+mod lab_captures;
+
 #[path = "scenarios/left_deleted.rs"]
 mod left_deleted;
 
