@@ -105,7 +105,9 @@ fn the_simulated_stuck_qp1_prints_what_the_lab_kernel_printed_and_means_the_same
         // and the same observation for the engine, each trusted as a kernel record.
         assert_eq!(captured, simulated, "{kernel}");
         for (text, obs) in &captured {
-            let (obs, trust) = obs.as_ref().unwrap_or_else(|| panic!("{text}: no observation"));
+            let (obs, trust) = obs
+                .as_ref()
+                .unwrap_or_else(|| panic!("{text}: no observation"));
             assert_eq!(*trust, Trust::Trusted, "{text}");
             assert!(format!("{obs:?}").contains(DEVICE), "{text}: {obs:?}");
         }
@@ -139,8 +141,8 @@ fn the_captured_records_carry_irdmas_level_and_the_mad_layers_dictionary() {
 
 /// QP 1 of `DEVICE` in a captured RES_QP_GET dump.
 fn captured_qp1(kernel: &str, moment: &str) -> (QpType, QpState, Option<String>, Option<u32>) {
-    let text = std::fs::read_to_string(dir(kernel).join(moment).join("04-res-qp-rxe_ini.hex"))
-        .unwrap();
+    let text =
+        std::fs::read_to_string(dir(kernel).join(moment).join("04-res-qp-rxe_ini.hex")).unwrap();
     let messages: Vec<Vec<u8>> = text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -188,7 +190,12 @@ fn the_captured_qp_table_has_qp1_in_err_then_a_fresh_one_and_so_has_the_simulate
     let s = scenarios::find("lab-field-incident").unwrap();
     let (host, policy) = (s.build)();
     let mut h = Harness::new(host, policy, 7);
-    let qp1 = |h: &Harness| h.host.devices.get(DEVICE).and_then(|d| d.gsi.first().copied());
+    let qp1 = |h: &Harness| {
+        h.host
+            .devices
+            .get(DEVICE)
+            .and_then(|d| d.gsi.first().copied())
+    };
     h.run_until(Instant(90_000), MAX_STEPS).unwrap();
     assert_eq!(qp1(&h), Some(QpState::Err));
     h.run_until(Instant::ZERO.plus(s.duration), MAX_STEPS)
