@@ -327,7 +327,7 @@ impl Default for Recovery {
             probe_successes: 3,
             probe_method: ProbeMethod::Tcp,
             probe_port: 3260,
-            probe_timeout: Duration::from_millis(500),
+            probe_timeout: Duration::from_millis(400),
             backoff_initial: Duration::from_secs(30),
             backoff_max: Duration::from_secs(600),
             max_attempts: 3,
