@@ -302,7 +302,14 @@ fn watch_without_all_prints_only_recognised_records() {
     inject(3, &sentinel);
     let got = w.read_until_text(&sentinel);
     assert!(!texts(&got).contains(&marker.as_str()), "{got:#?}");
-    assert!(got.iter().all(|v| !v["event"].is_null()), "{got:#?}");
+    // Printed: what a signature or the subsystem layer recognised (other processes' kernel
+    // lines may be among them), and whole oops/WARN reports.
+    assert!(
+        got.iter().all(|v| !v["event"].is_null()
+            || v.get("subsystem").is_some()
+            || v.get("trace").is_some()),
+        "{got:#?}"
+    );
     let t = texts(&got);
     assert!(t.contains(&FIELD_IRDMA) && t.contains(&FIELD_MAD), "{t:?}");
     let last = got.last().unwrap();
