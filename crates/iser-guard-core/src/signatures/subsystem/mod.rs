@@ -147,6 +147,12 @@ impl SubsystemEvent {
     }
 }
 
+/// `Some(Subsystem::Nic)` when `word` is the driver of an RDMA adapter's NIC side
+/// (`ice`, `bnxt_en`, `mlx5_core`, …): the signatures' link lines are taken from those only.
+pub fn nic_driver(word: &str) -> Option<Subsystem> {
+    tables::subsystem_of(word).filter(|s| *s == Subsystem::Nic)
+}
+
 /// Syslog level names, for text output.
 pub fn level_name(level: u8) -> &'static str {
     match level {
