@@ -423,8 +423,9 @@ fn watch_reports_records_lost_to_a_ring_buffer_overrun() {
     assert!(w
         .stop(nix::sys::signal::Signal::SIGTERM, SHUTDOWN_BOUND)
         .success());
-    // The loss is in the counters logged at exit too.
-    let err: Vec<String> = w.err.try_iter().collect();
+    // The loss is in the counters logged at exit too: read stderr to its end (the reader
+    // thread forwards the last lines after the process has exited, and ends at EOF).
+    let err: Vec<String> = w.err.iter().collect();
     let stats = err
         .iter()
         .find(|l| l.contains("KmsgStats"))

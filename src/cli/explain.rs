@@ -27,6 +27,7 @@ use super::explain_subsystem::{SubsystemJson, SubsystemReport};
 use super::Globals;
 use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, Origin, Unproven};
 use crate::core::qp::{explain_qp_transition, explain_transition, AttrMask, QpState, QpType};
+use crate::core::signatures::subsystem::could_recognise as subsystem_could_recognise;
 use crate::core::signatures::{
     self, explain, DeviceRef, Explanation, Severity, Signature, SignatureKind,
 };
@@ -414,7 +415,16 @@ impl Report {
                 *nl += count_newlines(&buf[*counted..p]);
                 *counted = p;
                 let line_no = self.newlines + *nl + 1;
-                if let Ok(text) = std::str::from_utf8(raw) {
+                if let Some((_, tail_at)) = plain_dmesg_stamp(raw) {
+                    // Plain dmesg, the commonest saved format: the text is what follows the
+                    // timestamp, and a line seen before is a cache hit without parsing.
+                    if let Ok(text) = std::str::from_utf8(&raw[tail_at..]) {
+                        self.subsystem.feed_trace(text, line_no);
+                        if subsystem_could_recognise(text) {
+                            self.subsystem.line(text, None, None, line_no);
+                        }
+                    }
+                } else if let Ok(text) = std::str::from_utf8(raw) {
                     if let Ok(rec) = parse_saved_line(strip_log_prefix(text)) {
                         let t = rec.unescaped_text();
                         self.subsystem.feed_trace(&t, line_no);
@@ -1146,7 +1156,7 @@ fn is_iso_time(b: &[u8]) -> bool {
 /// std's `RandomState` so that a crafted log cannot rely on fixed collisions. Not a
 /// cryptographic hash; the worst a collision storm can do is slow this one command down.
 #[derive(Clone)]
-struct LineHashBuilder(u64);
+pub(super) struct LineHashBuilder(u64);
 
 impl Default for LineHashBuilder {
     fn default() -> Self {
@@ -1162,7 +1172,7 @@ impl std::hash::BuildHasher for LineHashBuilder {
     }
 }
 
-struct LineHasher(u64);
+pub(super) struct LineHasher(u64);
 
 impl LineHasher {
     const K: u64 = 0x517c_c1b7_2722_0a95;

@@ -12,6 +12,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use super::explain::LineHashBuilder;
 use crate::core::signatures::subsystem::{
     self, explain_event, level_name, trace::TraceAssembler, trace::TraceEvent, Subsystem,
     SubsystemEvent, SubsystemExplanation,
@@ -20,6 +21,8 @@ use crate::core::signatures::subsystem::{
 /// At most this many distinct folded entries are kept (a huge log of many different lines
 /// stays bounded in memory); the rest are counted.
 const MAX_GROUPS: usize = 4096;
+/// At most this many distinct texts are cached.
+const MAX_CACHED: usize = 1 << 16;
 /// At most this many entries are printed as text (all are in `--json`).
 const MAX_TEXT_GROUPS: usize = 200;
 
@@ -35,11 +38,13 @@ pub(super) struct SubsystemGroup {
     explanation: SubsystemExplanation,
 }
 
-/// One whole oops/WARN report.
+/// One oops/WARN report, or several with the same header and first frame (folded).
 #[derive(Debug, Serialize)]
 pub(super) struct TraceEntry {
-    /// The line of its header (1-based).
+    /// The line of the first one's header (1-based).
     line: usize,
+    /// How many such reports.
+    count: u64,
     #[serde(flatten)]
     trace: TraceEvent,
 }
@@ -51,11 +56,16 @@ pub(super) struct SubsystemReport {
     pub recognised: u64,
     groups: Vec<SubsystemGroup>,
     index: HashMap<String, usize>,
+    /// Texts seen before → their entry (None: not recognised), so a line repeated a million
+    /// times is recognised once. The level is not in the key: a repeat counts with the
+    /// first occurrence's level.
+    cache: HashMap<String, Option<usize>, LineHashBuilder>,
     dropped: u64,
     assembler: TraceAssembler,
     /// The header line of the report being assembled.
     trace_start: usize,
     traces: Vec<TraceEntry>,
+    trace_index: HashMap<String, usize>,
 }
 
 impl SubsystemReport {
@@ -71,10 +81,7 @@ impl SubsystemReport {
             return;
         }
         if let Some(done) = self.assembler.push(text) {
-            self.traces.push(TraceEntry {
-                line: self.trace_start,
-                trace: done,
-            });
+            self.add_trace(done);
         }
         if self.assembler.open_lines() == 1 {
             // This line opened a report.
@@ -91,12 +98,34 @@ impl SubsystemReport {
         dict_device: Option<&str>,
         line_no: usize,
     ) -> bool {
+        // The cache key: the text, and the `DEVICE=` value when the record has one.
+        let with_dict;
+        let ck: &str = match dict_device {
+            None => text,
+            Some(d) => {
+                with_dict = format!("{text}\n{d}");
+                &with_dict
+            }
+        };
+        if let Some(&slot) = self.cache.get(ck) {
+            let Some(i) = slot else {
+                return false;
+            };
+            self.recognised += 1;
+            if let Some(g) = self.groups.get_mut(i) {
+                g.count += 1;
+                g.last_line = line_no;
+            }
+            return true;
+        }
         let Some(ev) = subsystem::recognise(text, level, dict_device) else {
+            self.remember(ck, None);
             return false;
         };
         self.recognised += 1;
         let key = format!("{}\n{}", ev.key(), fold(&ev.message));
         if let Some(&i) = self.index.get(&key) {
+            self.remember(ck, Some(i));
             if let Some(g) = self.groups.get_mut(i) {
                 g.count += 1;
                 g.last_line = line_no;
@@ -112,6 +141,7 @@ impl SubsystemReport {
             self.dropped += 1;
             return true;
         }
+        self.remember(ck, Some(self.groups.len()));
         self.index.insert(key, self.groups.len());
         self.groups.push(SubsystemGroup {
             count: 1,
@@ -127,10 +157,40 @@ impl SubsystemReport {
     /// Ends the input: an open report is closed.
     pub fn finish(&mut self) {
         if let Some(done) = self.assembler.finish() {
-            self.traces.push(TraceEntry {
-                line: self.trace_start,
-                trace: done,
-            });
+            self.add_trace(done);
+        }
+    }
+
+    /// Folds a finished report into the entry of the same kind, header and first frame.
+    fn add_trace(&mut self, t: TraceEvent) {
+        let key = format!(
+            "{} {} {}",
+            t.what,
+            t.first_frame.as_deref().unwrap_or(""),
+            fold(&t.header)
+        );
+        if let Some(&i) = self.trace_index.get(&key) {
+            if let Some(e) = self.traces.get_mut(i) {
+                e.count += 1;
+            }
+            return;
+        }
+        if self.traces.len() >= MAX_GROUPS {
+            self.dropped += 1;
+            return;
+        }
+        self.trace_index.insert(key, self.traces.len());
+        self.traces.push(TraceEntry {
+            line: self.trace_start,
+            count: 1,
+            trace: t,
+        });
+    }
+
+    /// Caches a text's entry; the cache stops growing at [`MAX_CACHED`] texts.
+    fn remember(&mut self, text: &str, slot: Option<usize>) {
+        if self.cache.len() < MAX_CACHED {
+            self.cache.insert(text.to_string(), slot);
         }
     }
 
@@ -166,7 +226,12 @@ impl SubsystemReport {
             writeln!(out, "    look at:  {}", g.explanation.next)?;
         }
         for t in &self.traces {
-            writeln!(out, "\n{} (line {})", t.trace.summary(), t.line)?;
+            let seen = if t.count == 1 {
+                format!("line {}", t.line)
+            } else {
+                format!("{} times, first at line {}", t.count, t.line)
+            };
+            writeln!(out, "\n{} ({seen})", t.trace.summary())?;
             if t.trace.device != Default::default() {
                 writeln!(out, "    device:   {}", t.trace.device.label())?;
             }

@@ -191,13 +191,6 @@ impl Loop {
         }
         if let Some((what, why, todo)) = noted.alert {
             let cfg = &self.settings.config.alerts;
-            tracing::error!(
-                alert_kind = "device-fatal",
-                severity = cfg.severity_operator.name(),
-                why = %why,
-                next = %todo,
-                "ALERT {what}"
-            );
             self.metrics.alert("device-fatal", cfg.severity_operator);
             self.obs.note(
                 crate::core::observe::EventKind::Alert {
@@ -206,13 +199,14 @@ impl Loop {
                 what.clone(),
                 clocks(now),
             );
+            let msg = crate::io::syslog::Alert {
+                severity: cfg.severity_operator,
+                what,
+                why,
+                todo,
+            };
+            crate::logging::daemon_alert(&msg, "device-fatal", self.ex.alerts.is_some());
             if let Some(sink) = self.ex.alerts.clone() {
-                let msg = crate::io::syslog::Alert {
-                    severity: cfg.severity_operator,
-                    what,
-                    why,
-                    todo,
-                };
                 self.alert_queue.send(sink, msg);
             }
         }
