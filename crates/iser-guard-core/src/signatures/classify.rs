@@ -1133,9 +1133,7 @@ fn p_nic_link(s: &str, start: usize, end: usize) -> Option<Parsed> {
     // Only the NIC drivers of RDMA adapters (the subsystem layer's table): another NIC's
     // link line (`igc 0000:05:00.0 eth5: NIC Link is Down`) concerns no RDMA port.
     let driver = s.split(' ').next().unwrap_or("");
-    if super::subsystem::nic_driver(driver).is_none() {
-        return None;
-    }
+    super::subsystem::nic_driver(driver)?;
     Parsed::new(kind, printk_prefix_end(s, start), NameRole::Netdev)
 }
 
