@@ -371,6 +371,6 @@ mod tests {
         r.finish();
         assert_eq!(r.traces.len(), 1, "{:?}", r.traces);
         assert_eq!(r.traces[0].line, 2);
-        assert_eq!(r.traces[0].trace.modules, ["ib_iser"]);
+        assert_eq!(r.traces[0].trace.modules, ["ib_core", "ib_iser"]);
     }
 }
