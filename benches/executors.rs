@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use iser_guard::core::reset_plan::{plan, PlanOptions};
+use iser_guard::core::severity::Severity;
 use iser_guard::io::process::{run, Invocation};
 use iser_guard::io::reset::Sysfs;
-use iser_guard::io::syslog::{format_datagram, Alert, Severity, FACILITY_DAEMON};
+use iser_guard::io::syslog::{format_datagram, Alert, FACILITY_DAEMON};
 
 fn fake_e810(root: &std::path::Path) {
     let pf = root.join("devices/pci0000:00/0000:02:00.0");

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::CommandFactory;
+use iser_guard::exit::ExitStatus;
 
 const SHIPPED_CONFIG: &str = include_str!("../config/iser-guard.toml");
 
@@ -75,72 +76,33 @@ fn roff_line(line: &str) -> String {
     }
 }
 
-/// The exit codes of every command (sysexits.h values), as src/error.rs documents them.
-const ALL_EXIT_CODES: &[(&str, &str)] = &[
-    ("0", "Success."),
-    (
-        "1",
-        "The command ran and found a problem (explain: a forbidden transition or a stuck GSI QP; \
-         status: a stuck port; a manual recovery that ended with a port quarantined, or was not \
-         confirmed).",
-    ),
-    ("2", "Wrong command-line usage."),
-    (
-        "64",
-        "Usage error found after parsing (a destructive command without a terminal and without \
-         --yes; the daemon's control socket is unusable).",
-    ),
-    (
-        "65",
-        "Input that cannot be parsed (a log, a netlink reply, iscsiadm output).",
-    ),
-    ("66", "A file, device or iSCSI session does not exist."),
-    (
-        "69",
-        "A facility is unavailable (RDMA netlink on this kernel; no re-creation method; no \
-         daemon running for pause, resume or reload).",
-    ),
-    ("70", "Internal error."),
-    (
-        "71",
-        "Operating-system error (a re-created device did not come back).",
-    ),
-    ("74", "I/O error."),
-    (
-        "75",
-        "Temporary failure, try again (the recovery lock is held; a timeout).",
-    ),
-    (
-        "77",
-        "Permission denied: not root (the configuration or the control socket cannot be \
-         opened), or a device outside devices.allow.",
-    ),
-    (
-        "78",
-        "Configuration error; the daemon exits with it before it reports ready, and systemd \
-         does not restart it. reload exits with it when the daemon refused the new file.",
-    ),
-];
+/// The exit codes of every command (sysexits.h values) with their meanings: the one table,
+/// [`ExitStatus`].
+fn all_exit_codes() -> Vec<(String, &'static str)> {
+    ExitStatus::ALL
+        .iter()
+        .map(|s| (s.code().to_string(), s.meaning()))
+        .collect()
+}
 
 /// What one page says beyond clap's sections.
 struct Extra {
     /// `(code, meaning)`; the main page has them all.
-    exit: Vec<(&'static str, &'static str)>,
+    exit: Vec<(String, &'static str)>,
     /// `(command line, what it does)`.
     examples: &'static [(&'static str, &'static str)],
 }
 
-fn codes(
-    list: &[&str],
-    notes: &[(&'static str, &'static str)],
-) -> Vec<(&'static str, &'static str)> {
+/// The codes `list` of one command: its own words from `notes`, else the general meaning.
+fn codes(list: &[&str], notes: &[(&'static str, &'static str)]) -> Vec<(String, &'static str)> {
+    let all = all_exit_codes();
     list.iter()
         .filter_map(|c| {
             notes
                 .iter()
-                .chain(ALL_EXIT_CODES)
+                .map(|(k, v)| (k.to_string(), *v))
+                .chain(all.iter().cloned())
                 .find(|(k, _)| k == c)
-                .copied()
         })
         .collect()
 }
@@ -148,7 +110,7 @@ fn codes(
 fn extra(sub: Option<&str>) -> Extra {
     match sub {
         None => Extra {
-            exit: ALL_EXIT_CODES.to_vec(),
+            exit: all_exit_codes(),
             examples: &[
                 ("iser-guard status", "Devices, ports, QP counts and any stuck port."),
                 (
@@ -428,7 +390,8 @@ fn page(cmd: &clap::Command, sub: Option<&str>, out: &Path) -> std::io::Result<u
     }
     let extra = extra(sub);
     writeln!(f, ".SH \"EXIT STATUS\"")?;
-    items(&mut f, &extra.exit, true)?;
+    let exit: Vec<(&str, &str)> = extra.exit.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    items(&mut f, &exit, true)?;
     writeln!(f, ".SH FILES")?;
     items(&mut f, FILES, false)?;
     writeln!(f, ".SH ENVIRONMENT")?;

@@ -2,7 +2,7 @@
 //! machine without RDMA (scripts/measure-idle.sh runs it).
 //!
 //! A child process plays the kernel on two `socketpair`s (requests, device events) with the
-//! real 6.12 capture of the lab host (tests/fixtures/nldev/k612/nldev-1-loggedin: rxe_ini and
+//! real 6.12 capture of the lab host (crates/iser-guard-core/tests/fixtures/nldev/k612/nldev-1-loggedin: rxe_ini and
 //! rxe_tgt) whose QP tables are padded to `--qps` RC QPs per device; the parent runs exactly
 //! what `iser-guard daemon` runs (`Deps::real` for the configuration given, the same loop),
 //! with only the topology source's sockets swapped for the fake kernel's. Measuring the
@@ -213,6 +213,7 @@ fn main() -> ExitCode {
         force_dry_run: true,
         take_lock: true,
         automatic_actions: true,
+        read_only: false,
     };
     let code = rt.block_on(async move {
         tokio::spawn(report_rusage_on_sigusr1());

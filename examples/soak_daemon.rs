@@ -1,5 +1,5 @@
 //! The daemon's loop with RDMA netlink served by a *misbehaving* fake kernel, for the soak
-//! test (scripts/soak.sh runs it; docs/trust.md has its figures).
+//! test (scripts/soak.sh runs it; docs/history/trust.md has its figures).
 //!
 //! As examples/idle_daemon.rs: a child process plays the kernel on two `socketpair`s with
 //! the real 6.12 captures of the lab host (rxe_ini on ini0, rxe_tgt on tgt0); the parent runs
@@ -214,6 +214,7 @@ fn main() -> ExitCode {
         force_dry_run: false,
         take_lock: true,
         automatic_actions: true,
+        read_only: false,
     };
     let code = rt.block_on(async move {
         let mut deps = Deps::real(&config, true)?;

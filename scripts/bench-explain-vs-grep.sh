@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times `iser-guard explain --file` against GNU `grep -E -f` (one pattern per signature) over
-# the same 2-million-line kernel log, built from the real lab captures in tests/fixtures/kmsg.
+# the same 2-million-line kernel log, built from the real lab captures in crates/iser-guard-core/tests/fixtures/kmsg.
 #
 #   scripts/bench-explain-vs-grep.sh [LINES] [RUNS]      (defaults: 2000000 lines, 3 runs)
 #   DENSE=1 scripts/bench-explain-vs-grep.sh             (only the lines grep matches: every
@@ -82,7 +82,7 @@ PATTERNS
 
 # The log: the real captures (plain dmesg format), the field incident and the signature
 # corpus (one line per signature), repeated; with DENSE=1 only the lines grep matches.
-SRC=(tests/fixtures/kmsg/*.dmesg tests/fixtures/kmsg/corpus/lines.dmesg.log)
+SRC=(crates/iser-guard-core/tests/fixtures/kmsg/*.dmesg crates/iser-guard-core/tests/fixtures/kmsg/corpus/lines.dmesg.log)
 cat "${SRC[@]}" > "$TMP/one"
 if [ -n "${DENSE:-}" ]; then
     LC_ALL=C grep -E -f "$PAT" "$TMP/one" > "$TMP/dense"

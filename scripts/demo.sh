@@ -11,7 +11,7 @@ bin=target/release/iser-guard
 echo "== 1. What the kernel said: iser-guard explain on the field incident's log"
 echo
 # Exit status 1 means "a stuck GSI QP was found", which is what this log shows.
-"$bin" explain --file tests/fixtures/kmsg/field-incident.dmesg || [ $? -eq 1 ]
+"$bin" explain --file crates/iser-guard-core/tests/fixtures/kmsg/field-incident.dmesg || [ $? -eq 1 ]
 
 echo
 echo "== 2. What iser-guard does about it: the field incident on the simulated host"

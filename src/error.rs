@@ -1,50 +1,14 @@
 //! The top-level error and the binary's documented exit codes.
 //!
 //! Each layer has its own typed error; this enum wraps them, and [`Error::exit_code`] maps
-//! each to one of the codes below (sysexits.h values, so scripts can tell them apart).
+//! each to one [`ExitStatus`].
 //!
-//! | code | meaning |
-//! |---|---|
-//! | 0  | success |
-//! | 1  | the command ran and found a problem (e.g. `explain` found a forbidden transition, `status` a stuck port, a `selftest` step failed) |
-//! | 2  | wrong command-line usage (clap) |
-//! | 64 | usage error detected after parsing (EX_USAGE) |
-//! | 65 | bad input data: a log, netlink message or iscsiadm output that cannot be parsed (EX_DATAERR) |
-//! | 66 | an input file does not exist (EX_NOINPUT) |
-//! | 69 | a required facility is unavailable, e.g. RDMA netlink on this kernel, no RDMA device for `selftest` or a build without verbs (EX_UNAVAILABLE) |
-//! | 70 | internal error (EX_SOFTWARE) |
-//! | 71 | operating-system error (EX_OSERR) |
-//! | 74 | I/O error (EX_IOERR) |
-//! | 75 | temporary failure, try again (EX_TEMPFAIL), e.g. another recovery holds the lock |
-//! | 77 | permission denied (EX_NOPERM) |
-//! | 78 | configuration error (EX_CONFIG) |
+//! The codes and their meanings are [`crate::exit::ExitStatus`].
 
 use std::process::ExitCode;
 
-/// Exit code: success.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: the command ran and found a problem.
-pub const EXIT_FINDING: u8 = 1;
-/// Exit code: EX_USAGE.
-pub const EXIT_USAGE: u8 = 64;
-/// Exit code: EX_DATAERR.
-pub const EXIT_DATAERR: u8 = 65;
-/// Exit code: EX_NOINPUT.
-pub const EXIT_NOINPUT: u8 = 66;
-/// Exit code: EX_UNAVAILABLE.
-pub const EXIT_UNAVAILABLE: u8 = 69;
-/// Exit code: EX_SOFTWARE.
-pub const EXIT_SOFTWARE: u8 = 70;
-/// Exit code: EX_OSERR.
-pub const EXIT_OSERR: u8 = 71;
-/// Exit code: EX_IOERR.
-pub const EXIT_IOERR: u8 = 74;
-/// Exit code: EX_TEMPFAIL.
-pub const EXIT_TEMPFAIL: u8 = 75;
-/// Exit code: EX_NOPERM.
-pub const EXIT_NOPERM: u8 = 77;
-/// Exit code: EX_CONFIG.
-pub const EXIT_CONFIG: u8 = 78;
+use crate::exit::io_status;
+pub use crate::exit::ExitStatus;
 
 /// Everything a subcommand can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -105,37 +69,42 @@ impl Error {
 
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
+        self.status().code()
+    }
+
+    /// The documented exit status for this error.
+    pub fn status(&self) -> ExitStatus {
         match self {
-            Error::Config(_) => EXIT_CONFIG,
-            Error::Usage(_) => EXIT_USAGE,
-            Error::Data(_) => EXIT_DATAERR,
-            Error::NoPermission(_) => EXIT_NOPERM,
+            Error::Config(_) => ExitStatus::Config,
+            Error::Usage(_) => ExitStatus::Usage,
+            Error::Data(_) => ExitStatus::DataErr,
+            Error::NoPermission(_) => ExitStatus::NoPerm,
             Error::Journal(
                 crate::io::journal::JournalError::Corrupt { .. }
                 | crate::io::journal::JournalError::NewerFormat { .. },
-            ) => EXIT_DATAERR,
+            ) => ExitStatus::DataErr,
             Error::Journal(crate::io::journal::JournalError::Read { source, .. }) => {
-                io_exit_code(source)
+                io_status(source)
             }
             Error::Journal(crate::io::journal::JournalError::Write { source }) => {
-                io_exit_code(&source.source)
+                io_status(&source.source)
             }
             Error::Kmsg(e) => {
                 use crate::io::kmsg::KmsgError;
                 match e {
                     KmsgError::Open { source, .. } | KmsgError::Seek { source, .. } => {
-                        io_exit_code(source)
+                        io_status(source)
                     }
-                    KmsgError::BufferTooSmall { .. } => EXIT_SOFTWARE,
-                    KmsgError::Read(_) | KmsgError::Closed => EXIT_IOERR,
+                    KmsgError::BufferTooSmall { .. } => ExitStatus::Software,
+                    KmsgError::Read(_) | KmsgError::Closed => ExitStatus::IoErr,
                 }
             }
-            Error::Io { source, .. } => io_exit_code(source),
-            Error::Netlink(e) => netlink_exit_code(e),
-            Error::Reset(e) => e.exit_code(),
-            Error::Iscsiadm(e) => e.exit_code_for_cli(),
-            Error::Probe(e) => e.exit_code(),
-            Error::Lock(e) => e.exit_code(),
+            Error::Io { source, .. } => io_status(source),
+            Error::Netlink(e) => netlink_status(e),
+            Error::Reset(e) => e.status(),
+            Error::Iscsiadm(e) => e.status_for_cli(),
+            Error::Probe(e) => e.status(),
+            Error::Lock(e) => e.status(),
         }
     }
 }
@@ -143,30 +112,21 @@ impl Error {
 /// Maps an RDMA netlink failure to the closest exit code: 69 when the kernel has no RDMA
 /// netlink, 75 for what may pass (timeout, interrupted dump, overrun), 77 for EPERM/EACCES,
 /// 65 for replies that cannot be decoded, 71 for other OS and kernel errors.
-pub fn netlink_exit_code(e: &crate::io::netlink::NetlinkError) -> u8 {
+pub fn netlink_status(e: &crate::io::netlink::NetlinkError) -> ExitStatus {
     use crate::io::netlink::NetlinkError as N;
     match e {
-        N::Unavailable => EXIT_UNAVAILABLE,
-        N::Timeout { .. } | N::Interrupted { .. } | N::Overrun => EXIT_TEMPFAIL,
-        N::Malformed { .. } => EXIT_DATAERR,
+        N::Unavailable => ExitStatus::Unavailable,
+        N::Timeout { .. } | N::Interrupted { .. } | N::Overrun => ExitStatus::TempFail,
+        N::Malformed { .. } => ExitStatus::DataErr,
         N::Kernel { errno, .. } | N::DumpFailed { errno, .. }
             if *errno == libc::EPERM || *errno == libc::EACCES =>
         {
-            EXIT_NOPERM
+            ExitStatus::NoPerm
         }
         N::Os { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
-            EXIT_NOPERM
+            ExitStatus::NoPerm
         }
-        N::Kernel { .. } | N::DumpFailed { .. } | N::Os { .. } | N::Closed => EXIT_OSERR,
-    }
-}
-
-/// Maps an OS error to the closest exit code.
-pub fn io_exit_code(e: &std::io::Error) -> u8 {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => EXIT_NOINPUT,
-        std::io::ErrorKind::PermissionDenied => EXIT_NOPERM,
-        _ => EXIT_IOERR,
+        N::Kernel { .. } | N::DumpFailed { .. } | N::Os { .. } | N::Closed => ExitStatus::OsErr,
     }
 }
 

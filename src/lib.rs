@@ -14,18 +14,20 @@
 //! - [`config`]: the TOML configuration and its validation.
 //! - [`logging`]: the stderr log, `<N>`-prefixed for the journal when stderr is no terminal.
 //! - [`metrics`]: Prometheus metrics (registry, node_exporter textfile, loopback /metrics).
-//! - [`path_trust`]: whether a path may be trusted by a root daemon (the decision, no I/O).
 //! - [`cli`]: subcommands; thin wrappers over the above.
-//! - [`error`]: the top-level error and its documented exit codes.
+//! - [`error`]: the top-level error, mapped to an [`exit::ExitStatus`].
+//! - [`exit`]: the exit statuses and their meanings (the one table).
+//! - [`compose`]: the I/O layer's options built from the configuration.
 
 pub mod cli;
+pub mod compose;
 pub mod config;
 /// The pure core, its own crate so that Cargo enforces its purity.
 pub use iser_guard_core as core;
 pub mod daemon;
 pub mod error;
+pub mod exit;
 pub mod io;
 pub mod logging;
 pub mod metrics;
-pub mod path_trust;
 pub mod sim;

@@ -172,7 +172,7 @@ where
 
 /// The `MESSAGE_ID` of an alert kind: 32 lower-case hex digits, the 128-bit FNV-1a hash of
 /// `iser-guard:` followed by the kind. Stable across versions (the hash is fixed here and
-/// docs/metrics.md lists the ids of every kind), so `journalctl MESSAGE_ID=`-style searches
+/// docs/guide/monitoring.md lists the ids of every kind), so `journalctl MESSAGE_ID=`-style searches
 /// (`journalctl -u iser-guard --grep message_id=…`) and log pipelines can key on it.
 pub fn message_id(kind: &str) -> String {
     const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;

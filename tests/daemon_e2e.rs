@@ -381,7 +381,10 @@ fn manual_commands_go_through_the_running_daemon() {
     let before = h.sys_snapshot();
     let (code, out) = cli(&["reset-device", "rocep2s0f0", "--dry-run"]);
     assert_eq!(code, Some(0));
-    assert!(out.contains("dry run: would re-create rocep2s0f0"), "{out}");
+    assert!(
+        out.contains("dry run: would re-create RDMA device rocep2s0f0"),
+        "{out}"
+    );
     assert_eq!(before, h.sys_snapshot());
     assert!(h.devlink_sets().is_empty());
     let _target = h.start_target();

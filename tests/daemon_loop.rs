@@ -6,11 +6,12 @@
 #[path = "support/daemon_loop.rs"]
 mod daemon_loop;
 
+use iser_guard::exit::ExitStatus;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use daemon_loop::{config, config_text, record, wait_for, LoopTest, STUCK_GSI};
-use iser_guard::error::{EXIT_CONFIG, EXIT_OK};
+
 use iser_guard::io::control::{Reply, Request};
 use iser_guard::io::journal::Journal;
 use iser_guard::io::syslog::{Alert, RecordingSink};
@@ -68,7 +69,7 @@ async fn a_stuck_gsi_record_recreates_the_device_and_the_session_comes_back() {
     // The journal was written ahead of the re-creation and names the device.
     let journal = std::fs::read_to_string(Journal::new(dir.path()).path()).unwrap();
     assert!(journal.contains("rocep2s0f0"));
-    assert_eq!(d.stop().await, EXIT_OK);
+    assert_eq!(d.stop().await, ExitStatus::Ok.code());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,7 +100,7 @@ async fn a_dry_run_daemon_plans_the_recreation_through_the_driver_and_never_call
         .alerts()
         .iter()
         .any(|a| a.what.contains("not re-created") || a.what.contains("quarantined")));
-    assert_eq!(d.stop().await, EXIT_OK);
+    assert_eq!(d.stop().await, ExitStatus::Ok.code());
 }
 
 /// A kernel oops in ib_iser read from the kernel log reaches the operator through the
@@ -189,7 +190,7 @@ async fn reload_over_the_control_socket_reports_a_refused_file() {
             message,
             ..
         }) => {
-            assert_eq!(exit_code, EXIT_CONFIG);
+            assert_eq!(exit_code, ExitStatus::Config.code());
             assert!(message.contains("max-attempts"), "{message}");
             assert!(message.contains("kept"), "{message}");
         }
@@ -197,7 +198,7 @@ async fn reload_over_the_control_socket_reports_a_refused_file() {
     }
     // Still serving, on the configuration it had.
     d.status().await;
-    assert_eq!(d.stop().await, EXIT_OK);
+    assert_eq!(d.stop().await, ExitStatus::Ok.code());
 }
 
 /// The alerts sent so far, once one matches `wanted` (or after 5 s): the alert thread
@@ -263,7 +264,7 @@ async fn a_corrupt_journal_is_kept_aside_and_the_daemon_runs_in_safe_mode() {
         assert!(std::time::Instant::now() < end, "hold never lifted: {st:#}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(d.stop().await, EXIT_OK);
+    assert_eq!(d.stop().await, ExitStatus::Ok.code());
     // A fresh journal was written at shutdown; the kept one is untouched.
     assert!(Journal::new(dir.path()).load().unwrap().is_some());
     assert_eq!(std::fs::read(&kept).unwrap(), corrupt);
@@ -293,5 +294,49 @@ async fn a_newer_journal_is_kept_aside_and_its_version_named() {
                 && a.message().contains("engine-journal.json.v999-")),
         "{alerts:#?}"
     );
-    assert_eq!(d.stop().await, EXIT_OK);
+    assert_eq!(d.stop().await, ExitStatus::Ok.code());
+}
+
+/// A setting the running daemon can take over only when it starts (its control socket) is
+/// refused by reload with that reason; the daemon keeps answering on the socket it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_refuses_a_new_control_socket_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, config_text(dir.path(), false, "")).unwrap();
+    let d = LoopTest::new(config(dir.path(), false))
+        .reload_from(file.clone())
+        .start();
+    d.status().await;
+    let moved = config_text(dir.path(), false, "").replace(
+        &format!(
+            "{:?}",
+            dir.path().join("control.sock").display().to_string()
+        ),
+        &format!("{:?}", dir.path().join("other.sock").display().to_string()),
+    );
+    assert!(moved.contains("other.sock"));
+    std::fs::write(&file, &moved).unwrap();
+    let sock = d.cfg.paths.control_socket.clone();
+    let r = tokio::task::spawn_blocking(move || {
+        iser_guard::io::control::request(&sock, &Request::Reload, Duration::from_secs(5), |_| {})
+    })
+    .await
+    .unwrap();
+    match r {
+        Ok(Reply::Done {
+            ok: false,
+            exit_code,
+            message,
+            ..
+        }) => {
+            assert_eq!(exit_code, ExitStatus::Config.code());
+            assert!(message.contains("paths.control-socket"), "{message}");
+            assert!(message.contains("restart"), "{message}");
+        }
+        other => panic!("a new control socket was reported as {other:?}"),
+    }
+    // Still on the socket it had.
+    d.status().await;
+    assert_eq!(d.stop().await, ExitStatus::Ok.code());
 }

@@ -26,6 +26,7 @@ fn the_simulator_and_the_daemon_run_the_same_driver() {
         force_dry_run: false,
         take_lock: true,
         automatic_actions: true,
+        read_only: false,
     };
     let daemon = driver_for(Engine::new(settings.config.policy(), 1), &settings);
     assert_eq!(type_of(&h.driver), TypeId::of::<Driver>());

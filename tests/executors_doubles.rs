@@ -4,18 +4,19 @@
 use std::net::SocketAddr;
 
 use iser_guard::config::Config;
+use iser_guard::core::severity::Severity;
 use iser_guard::error::{self, Error};
 use iser_guard::io::executors::Doubles;
 use iser_guard::io::iscsiadm::{IscsiCall, LoginOutcome, NodeId, SessionListing, StatusClass};
 use iser_guard::io::lock::RecoveryLock;
 use iser_guard::io::probe::{ProbeSource, TcpAnswer};
 use iser_guard::io::reset::ResetOutcome;
-use iser_guard::io::syslog::{Alert, Severity};
+use iser_guard::io::syslog::Alert;
 
 #[test]
 fn scripted_executors_answer_in_order_and_record_calls() {
     let d = Doubles::default();
-    let ex = d.executors(&Config::default());
+    let ex = d.executors(iser_guard::compose::probe_options(&Config::default()));
     let portal: SocketAddr = "192.0.2.2:3260".parse().unwrap();
 
     d.prober.push(portal, [TcpAnswer::Refused]);
@@ -82,10 +83,10 @@ fn executor_errors_map_to_documented_exit_codes() {
     let e: Error = RecoveryLock::try_acquire(dir.path(), "second")
         .unwrap_err()
         .into();
-    assert_eq!(e.exit_code(), error::EXIT_TEMPFAIL);
+    assert_eq!(e.exit_code(), error::ExitStatus::TempFail.code());
 
     let d = Doubles::default();
-    let ex = d.executors(&Config::default());
+    let ex = d.executors(iser_guard::compose::probe_options(&Config::default()));
     let node = NodeId {
         target: "iqn.x:y".into(),
         address: "192.0.2.2".into(),
@@ -93,22 +94,22 @@ fn executor_errors_map_to_documented_exit_codes() {
         iface: None,
     };
     for (code, exit) in [
-        (8, error::EXIT_TEMPFAIL),
-        (24, error::EXIT_CONFIG),
-        (21, error::EXIT_NOINPUT),
+        (8, error::ExitStatus::TempFail.code()),
+        (24, error::ExitStatus::Config.code()),
+        (21, error::ExitStatus::NoInput.code()),
     ] {
         d.iscsi.push_login(Err(code));
         let e: Error = ex.iscsi.login(&node).unwrap_err().into();
         assert_eq!(e.exit_code(), exit, "iscsiadm exit {code}");
     }
 
-    let cfg = iser_guard::io::reset::ResetConfig::from_config(&Config::default());
+    let cfg = iser_guard::compose::reset_config(&Config::default());
     let r = iser_guard::io::reset::SysfsResetter::new(cfg);
     use iser_guard::io::reset::DeviceResetter;
     let e: Error = r.recreate("rocep2s0f0", false).unwrap_err().into();
     // No allow-list check here any more (the driver decides before calling): the resetter
     // looks for the device and does not find it.
-    assert_ne!(e.exit_code(), error::EXIT_NOPERM, "{e}");
+    assert_ne!(e.exit_code(), error::ExitStatus::NoPerm.code(), "{e}");
     assert!(e.to_string().contains("rocep2s0f0"), "{e}");
 }
 
@@ -120,7 +121,7 @@ fn reset_config_comes_from_the_configuration() {
     cfg.paths.rdma = "/opt/iproute2/rdma".into();
     cfg.paths.modprobe = "/opt/kmod/modprobe".into();
     cfg.recovery.allow_module_reload = true;
-    let r = iser_guard::io::reset::ResetConfig::from_config(&cfg);
+    let r = iser_guard::compose::reset_config(&cfg);
     assert_eq!(r.sysfs_root, cfg.paths.sysfs_root);
     assert_eq!(r.devlink, cfg.paths.devlink);
     assert_eq!(r.rdma, cfg.paths.rdma);

@@ -3,9 +3,9 @@
 
 use std::os::unix::net::UnixDatagram;
 
+use iser_guard::core::severity::Severity;
 use iser_guard::io::syslog::{
-    format_datagram, Alert, AlertSink, Severity, SyslogError, SyslogSink, FACILITY_DAEMON,
-    MAX_MESSAGE_BYTES,
+    format_datagram, Alert, AlertSink, SyslogError, SyslogSink, FACILITY_DAEMON, MAX_MESSAGE_BYTES,
 };
 
 fn alert(severity: Severity) -> Alert {

@@ -16,7 +16,10 @@ fn bin() -> Command {
 }
 
 fn fixture(name: &str) -> String {
-    format!("{}/tests/fixtures/kmsg/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/crates/iser-guard-core/tests/fixtures/kmsg/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 fn run(args: &[&str]) -> Output {

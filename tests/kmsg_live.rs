@@ -495,7 +495,10 @@ fn replay(file: &str) -> (std::process::Output, Vec<Value>) {
 
 #[test]
 fn watch_replays_saved_logs_of_each_format() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kmsg/");
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/iser-guard-core/tests/fixtures/kmsg/"
+    );
     // /dev/kmsg dump: kernel records, trusted, with their dictionary.
     let (out, kmsg) = replay(&format!("{dir}field-incident.kmsg"));
     assert!(out.status.success());

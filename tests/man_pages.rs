@@ -117,3 +117,34 @@ fn the_main_page_documents_every_exit_code_and_the_state_files() {
     }
     assert!(text.contains("ISER_GUARD_LOG"));
 }
+
+/// The operator guide's exit-code table says exactly what the one table ([`ExitStatus`])
+/// says, the one the man pages are generated from.
+#[test]
+fn the_guides_exit_code_table_is_the_exit_status_table() {
+    use iser_guard::exit::ExitStatus;
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/guide/operate.md"
+    ))
+    .unwrap();
+    let start = doc.find("## Exit codes").expect("an exit code section");
+    let rows: Vec<(u8, String)> = doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| code"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").collect();
+            (
+                cells[0].trim().parse().unwrap(),
+                cells[1].trim().to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(u8, String)> = ExitStatus::ALL
+        .iter()
+        .map(|s| (s.code(), s.meaning().to_string()))
+        .collect();
+    assert_eq!(rows, want);
+}

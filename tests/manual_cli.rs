@@ -237,3 +237,117 @@ fn bad_arguments_are_usage_errors() {
     assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
     let _ = Duration::ZERO;
 }
+
+/// Issue item: a port that does not exist was accepted (`recover DEV/9` re-created the
+/// device for it). Refused now, with the ports that exist, before anything runs.
+#[test]
+fn a_port_or_device_that_does_not_exist_is_refused_with_those_that_exist() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    for args in [
+        &["recover", "rocep2s0f0/9", "--dry-run"][..],
+        &["recover", "rocep2s0f0/9", "--yes"][..],
+    ] {
+        let o = run(&h, &cfg, args);
+        assert_eq!(o.status.code(), Some(66), "{args:?}: {}", stderr(&o));
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(all.contains("has no port 9"), "{all}");
+        assert!(all.contains("rocep2s0f0/1"), "{all}");
+        assert!(!all.contains("rdma link add"), "{all}");
+    }
+    let o = run(&h, &cfg, &["recover", "nosuch0", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(all.contains("no RDMA device named nosuch0"), "{all}");
+    assert!(all.contains("rocep2s0f0"), "{all}");
+    assert!(!all.contains("rdma link add"), "{all}");
+    assert!(h.devlink_sets().is_empty(), "{:?}", h.argv());
+}
+
+/// Issue item: the plan an operator confirms must say everything that will happen,
+/// retries and back-off included.
+#[test]
+fn the_plan_says_the_retries_the_back_off_and_the_quarantine() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let o = run(&h, &cfg, &["reset-device", "rocep2s0f0", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("up to 2 more attempts, pausing"), "{out}");
+    assert!(out.contains("in all, ±20 %"), "{out}");
+    assert!(
+        out.contains("after 3 failed attempts the port is quarantined"),
+        "{out}"
+    );
+    assert!(out.contains("log out and in"), "{out}");
+    assert!(out.contains("verify"), "{out}");
+}
+
+/// Issue item (unsafe): the daemon started while a manual recovery held the recovery lock
+/// and took over its journal. It refuses now, with 75 and who holds the lock.
+#[test]
+fn the_daemon_does_not_start_while_a_manual_recovery_holds_the_lock() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let _held = iser_guard::io::lock::RecoveryLock::try_acquire(
+        &h.state_dir(),
+        "iser-guard reset-device rocep2s0f0",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+        .arg("--config")
+        .arg(&cfg)
+        .arg("daemon")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the daemon started beside a manual recovery holding the lock");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(status.code(), Some(75), "{err}");
+    assert!(err.contains("a manual recovery is running"), "{err}");
+    assert!(err.contains("reset-device rocep2s0f0"), "{err}");
+    assert!(!h.state_dir().join("engine-journal.json").exists());
+}
+
+/// Issue item (unsafe): a manual command ran standalone beside a daemon that was running
+/// but not answering. It refuses now, with 75.
+#[test]
+fn a_manual_command_does_not_run_beside_a_daemon_that_does_not_answer() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    std::fs::create_dir_all(h.state_dir()).unwrap();
+    let _daemon = iser_guard::io::lock::DaemonLock::acquire(&h.state_dir()).unwrap();
+    let o = run(&h, &cfg, &["reset-device", "rocep2s0f0", "--yes"]);
+    assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not answer"), "{}", stderr(&o));
+    assert!(h.devlink_sets().is_empty(), "{:?}", h.argv());
+}
+
+/// Issue item: an invalid edit made `reload` ask the default socket, print "has 1
+/// problem(s):" without the problems and say the daemon was not running (exit 69). It
+/// prints every problem now and exits 78; the daemon keeps the configuration in force.
+#[test]
+fn reload_of_an_invalid_file_prints_every_problem_and_exits_78() {
+    let h = FakeHost::new();
+    let cfg = h.config("[kmsg]\ntrust-userspace-records = \"yes\"\n[metrics]\ninterval = 0\n");
+    let o = run(&h, &cfg, &["reload"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(78), "{err}");
+    assert!(err.contains("kmsg.trust-userspace-records"), "{err}");
+    assert!(err.contains("metrics.interval"), "{err}");
+    assert!(!err.contains("not running"), "{err}");
+}

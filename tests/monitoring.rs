@@ -442,19 +442,19 @@ fn the_examples_are_where_the_package_installs_them() {
 
 #[test]
 fn docs_metrics_md_lists_every_metric_and_every_message_id() {
-    let doc = std::fs::read_to_string(root().join("docs/metrics.md")).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/guide/monitoring.md")).unwrap();
     for line in full_exposition().lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let name = rest.split(' ').next().unwrap();
             assert!(
                 doc.contains(&format!("| `{name}` |")),
-                "docs/metrics.md does not document {name}"
+                "docs/guide/monitoring.md does not document {name}"
             );
         }
     }
     for kind in iser_guard::logging::ALERT_KINDS {
         let row = format!("| `{kind}` | `{}` |", iser_guard::logging::message_id(kind));
-        assert!(doc.contains(&row), "docs/metrics.md lacks {row}");
+        assert!(doc.contains(&row), "docs/guide/monitoring.md lacks {row}");
     }
 }
 

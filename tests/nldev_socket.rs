@@ -1,5 +1,5 @@
 //! The RDMA netlink client against a fake kernel endpoint (a socketpair speaking the netlink
-//! wire format), replaying real kernel bytes from tests/fixtures/nldev (captures/nldevcap-*,
+//! wire format), replaying real kernel bytes from crates/iser-guard-core/tests/fixtures/nldev (captures/nldevcap-*,
 //! k612mon2) and scripted edge cases built from the uapi layout; then the model fed by it.
 
 #[path = "support/fake_kernel.rs"]
@@ -994,7 +994,8 @@ mod virtual_time {
     #[tokio::test(start_paused = true)]
     async fn without_rdma_netlink_one_report_says_so_then_sysfs_is_scanned_each_interval() {
         let root = tempfile::tempdir().unwrap();
-        let fixture = fixtures().join("../sysfs/e810");
+        let fixture =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/e810");
         let copied = std::process::Command::new("cp")
             .arg("-a")
             .arg(format!("{}/.", fixture.display()))

@@ -180,7 +180,7 @@ fn the_field_incident_shows_in_the_status_document_and_the_incident_list() {
     );
     assert!(i.local, "QP 1 stuck is a local cause: {i:#?}");
     assert_eq!(i.attempts, 1, "{i:#?}");
-    // The simulated figures (docs/observe.md): the first sign at 70 s
+    // The simulated figures (docs/history/observe.md): the first sign at 70 s
     // (sessions down), QP 1 seen stuck 3 s later, back 20 s after the target's return.
     eprintln!("{i:#?}");
     // The ring holds every transition of the episode, in order, with reasons.

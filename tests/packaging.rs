@@ -2,11 +2,11 @@
 //! scripts/build-deb.sh, too slow for CI): the systemd unit, the cargo-deb metadata in
 //! Cargo.toml, the maintainer scripts and the configuration defaults must agree.
 
+use iser_guard::exit::ExitStatus;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use iser_guard::config::{Config, DEFAULT_CONFIG_PATH};
-use iser_guard::error::EXIT_CONFIG;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -159,7 +159,7 @@ fn unit_service_contract() {
     assert_eq!(one(&u, "Service", "KillMode"), "mixed");
     assert_eq!(
         one(&u, "Service", "RestartPreventExitStatus"),
-        EXIT_CONFIG.to_string()
+        ExitStatus::Config.code().to_string()
     );
     assert_eq!(one(&u, "Service", "User"), "root");
     assert_eq!(one(&u, "Install", "WantedBy"), "multi-user.target");
@@ -303,10 +303,10 @@ fn readme_names_exactly_the_paths_the_unit_makes_writable() {
     for api in ["/proc", "/sys", "/dev"] {
         writable.insert(api.into());
     }
-    let readme = read("README.md");
+    let readme = read("docs/guide/hardening.md");
     let start = readme
         .find("Writable: ")
-        .expect("README's hardening paragraph has a `Writable:` list");
+        .expect("the hardening guide has a `Writable:` list");
     let end = start
         + readme[start..]
             .find("The rest of")
@@ -314,7 +314,7 @@ fn readme_names_exactly_the_paths_the_unit_makes_writable() {
     assert_eq!(
         backticked_paths(&readme[start..end]),
         writable,
-        "README's writable paths differ from the unit's"
+        "the hardening guide's writable paths differ from the unit's"
     );
     // What README says stays read-only is in no writable setting.
     let rest = &readme[end..end + readme[end..].find("read-only").expect("read-only")];
@@ -322,7 +322,10 @@ fn readme_names_exactly_the_paths_the_unit_makes_writable() {
         assert!(!writable.contains(&ro), "{ro} is writable in the unit");
     }
     for ro in ["/run", "/run/lock", "/etc/iser-guard"] {
-        assert!(rest.contains(&format!("`{ro}`")), "README: {ro} read-only");
+        assert!(
+            rest.contains(&format!("`{ro}`")),
+            "hardening guide: {ro} read-only"
+        );
     }
 }
 

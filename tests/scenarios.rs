@@ -26,6 +26,9 @@ mod selftest;
 #[path = "scenarios/unknown_device.rs"]
 mod unknown_device;
 
+#[path = "scenarios/operator_path.rs"]
+mod operator_path;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase, Policy, PortId,
     Severity, StuckEvidence, Trust,

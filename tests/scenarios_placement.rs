@@ -1,6 +1,6 @@
 //! Session placement on the truthful simulated host: default iser ifaces (`[default]` /
 //! `default` in -P 3), two or more RDMA devices, the RDMA CM id table, routes, a device
-//! re-added with a new index. See docs/placement.md.
+//! re-added with a new index. See docs/history/placement.md.
 
 #[path = "scenarios/util.rs"]
 #[allow(dead_code)]

@@ -85,3 +85,12 @@ fn the_daemons_child_process_runner_reads_the_cli_back() {
     }
     assert!(started.elapsed() < std::time::Duration::from_secs(7));
 }
+
+/// Issue item: `--timeout 0` was refused with "must be between 0 and 3600", which 0 is.
+#[test]
+fn a_zero_timeout_is_refused_with_words_that_exclude_zero() {
+    let (code, _, err) = selftest(&["rocep2s0f0/1", "--timeout", "0"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("more than 0 and at most 3600"), "{err}");
+    assert!(!err.contains("between 0 and"), "{err}");
+}

@@ -1,5 +1,5 @@
-//! The signature corpus (tests/fixtures/kmsg/corpus): one realistic line per row of the
-//! table in docs/signatures.md, in every saved-log format iser-guard reads, and about a
+//! The signature corpus (crates/iser-guard-core/tests/fixtures/kmsg/corpus): one realistic line per row of the
+//! table in docs/dev/signatures.md, in every saved-log format iser-guard reads, and about a
 //! hundred lines that must stay unrecognised (unrelated messages, NVMe-oF, neighbouring
 //! RDMA consumers and drivers, kernel bugs in modules this job does not depend on).
 //!
@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
 use iser_guard::core::kmsg::{parse_saved_line, Origin, Record, SavedLog, Unproven};
-use iser_guard::core::recovery::{from_kernel_event, Observation, StuckEvidence, Trust};
+use iser_guard::core::recovery::{read_record, Observation, StuckEvidence, Trust};
 use iser_guard::core::signatures::{
-    classify, classify_record, operator_alert, KernelBugKind, Signature, SignatureKind,
+    classify, operator_alert, KernelBugKind, Signature, SignatureKind,
 };
 
 /// Every format gen.py writes. `kmsg`, `dmesg` and `dmesg-r` are read by the core's saved-log
@@ -35,7 +35,7 @@ const FORMATS: &[&str] = &[
 
 fn corpus(name: &str) -> String {
     format!(
-        "{}/tests/fixtures/kmsg/corpus/{name}",
+        "{}/crates/iser-guard-core/tests/fixtures/kmsg/corpus/{name}",
         env!("CARGO_MANIFEST_DIR")
     )
 }
@@ -169,8 +169,11 @@ fn unrelated_lines_stay_unrecognised_in_every_format() {
 
 #[test]
 fn the_table_in_the_docs_and_the_corpus_name_the_same_kinds() {
-    let doc = std::fs::read_to_string(format!("{}/docs/signatures.md", env!("CARGO_MANIFEST_DIR")))
-        .expect("docs/signatures.md");
+    let doc = std::fs::read_to_string(format!(
+        "{}/docs/dev/signatures.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("docs/dev/signatures.md");
     // Survey rows: `| format | source | versions | kind | meaning | class |`; the kind cell
     // is `` `name` `` or `—` (not recognised).
     let start = doc
@@ -226,8 +229,10 @@ fn record(facility: u8, text: &str, dict: &[(&str, &str)]) -> Record {
 #[test]
 fn mad_port_open_failure_tells_the_engine_the_gsi_qp_is_missing() {
     let r = record(0, "infiniband rxe_ini: Couldn't open port 1", &[]);
-    let ev = classify_record(&r).expect("classified");
-    let (obs, trust) = from_kernel_event(&ev).expect("an observation");
+    let (obs, trust) = read_record(&r)
+        .expect("classified")
+        .observation
+        .expect("an observation");
     assert_eq!(trust, Trust::Trusted);
     assert_eq!(
         obs,
@@ -238,12 +243,9 @@ fn mad_port_open_failure_tells_the_engine_the_gsi_qp_is_missing() {
         }
     );
     // The same words written by a process stay untrusted.
-    let forged = classify_record(&record(1, "infiniband rxe_ini: Couldn't open port 1", &[]))
+    let forged = read_record(&record(1, "infiniband rxe_ini: Couldn't open port 1", &[]))
         .expect("classified");
-    assert_eq!(
-        from_kernel_event(&forged).map(|(_, t)| t),
-        Some(Trust::Untrusted)
-    );
+    assert_eq!(forged.observation.map(|(_, t)| t), Some(Trust::Untrusted));
 }
 
 #[test]
@@ -255,8 +257,8 @@ fn scsi_eh_block_and_buffer_errors_are_io_errors_for_the_engine() {
         ("Buffer I/O error on dev sdb1, logical block 262144, lost async page write", "sdb1", false),
         ("sd 2:0:0:0: [sdb] tag#3 timing out command, waited 180s", "sdb", false),
     ] {
-        let ev = classify_record(&record(0, text, &[])).expect("classified");
-        match from_kernel_event(&ev) {
+        let reading = read_record(&record(0, text, &[])).expect("classified");
+        match reading.observation {
             Some((Observation::IoError { disk: d, kind }, Trust::Trusted)) => {
                 assert_eq!(d, disk, "{text}");
                 assert_eq!(
@@ -275,9 +277,10 @@ fn scsi_eh_block_and_buffer_errors_are_io_errors_for_the_engine() {
 /// automatic re-creation (tests/scenarios/kernel_bug.rs): never as a fault to repair.
 fn kernel_bugs_alert_the_operator_and_reach_the_engine_only_as_a_hold() {
     for (kind, _, text) in rows().into_iter().filter(|(k, _, _)| k == "kernel_bug") {
-        let ev = classify_record(&record(0, &text, &[])).expect("classified");
+        let reading = read_record(&record(0, &text, &[])).expect("classified");
+        let ev = reading.event;
         assert_eq!(ev.signature.kind.name(), kind);
-        match from_kernel_event(&ev) {
+        match reading.observation {
             Some((Observation::KernelBug { .. }, Trust::Trusted)) => {}
             other => panic!("{text}: {other:?}"),
         }

@@ -1,4 +1,4 @@
-//! A one-minute smoke of the soak test (scripts/soak.sh, docs/trust.md): the daemon's loop
+//! A one-minute smoke of the soak test (scripts/soak.sh, docs/history/trust.md): the daemon's loop
 //! against misbehaving fakes, SIGKILLs and kernel-log storms, invariants checked.
 //!
 //! Off unless `ISER_GUARD_SOAK=1` (and root): it writes to the one real kernel ring, which

@@ -1,5 +1,5 @@
 //! `status` and `qps`: the library entry points against a fake kernel replaying real 6.12
-//! bytes (tests/fixtures/nldev), and the real binary on this machine (no RDMA netlink) with
+//! bytes (crates/iser-guard-core/tests/fixtures/nldev), and the real binary on this machine (no RDMA netlink) with
 //! fake sysfs trees (tests/fixtures/sysfs).
 
 #[path = "support/fake_kernel.rs"]

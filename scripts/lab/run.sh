@@ -5,6 +5,7 @@
 #
 #   scripts/lab/run.sh setup          host prerequisites (apt-get; QEMU extracted into LAB_WORK)
 #   scripts/lab/run.sh build          guest image; rebuilt only when its recipe changes
+#   scripts/lab/run.sh kmod           the irdma-like rdma_rxe per guest kernel (kmod/README.md)
 #   scripts/lab/run.sh binary         cargo build --release, copy the binary (and .deb) into the share
 #   scripts/lab/run.sh all            setup + build + binary + every batch + summary
 #   scripts/lab/run.sh batch NAME     one guest boot running one batch (see guest/batches/)
@@ -50,14 +51,16 @@ lab_lock() {
 	trap ': > "$LAB_LOCK"' EXIT
 	export LAB_LOCK_HELD=1
 }
-case $cmd in setup | build | binary | batch | all) lab_lock "$@" ;; esac
+case $cmd in setup | build | kmod | binary | batch | all) lab_lock "$@" ;; esac
 
 case $cmd in
 setup) "$LAB_SRC/host/setup.sh" ;;
 build) lab_build_image ;;
+kmod) lab_build_kmod ;;
 binary) lab_stage_binary ;;
 batch)
 	[ $# -ge 1 ] || { echo "usage: run.sh batch NAME" >&2; exit 64; }
+	lab_build_kmod
 	lab_stage_guest
 	export RESULTS=${RESULTS:-$LAB_WORK/results/$(date -u +%Y%m%dT%H%M%SZ)}
 	lab_run_batch "$1"
@@ -67,6 +70,7 @@ all)
 	T0=$(date +%s)
 	"$LAB_SRC/host/setup.sh"
 	lab_build_image
+	lab_build_kmod
 	B0=$(date +%s)
 	lab_stage_binary
 	BIN_S=$(($(date +%s) - B0))
@@ -79,5 +83,5 @@ all)
 	;;
 summary) lab_summary "${1:-$(ls -d "$LAB_WORK"/results/*/ | sort | tail -1)}" ;;
 list) lab_list ;;
-*) sed -n '2,18p' "$0" ;;
+*) sed -n '2,19p' "$0" ;;
 esac

@@ -5,12 +5,13 @@
 //! regular file or world-writable. The daemon runs the same checks before it reports
 //! ready and exits 78 with the same problems, which systemd does not retry.
 
+use crate::exit::ExitStatus;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::Globals;
 use crate::config::{self, Config, ConfigError, ProbeMethod, Source};
-use crate::error::{Error, EXIT_CONFIG};
+use crate::error::Error;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -40,7 +41,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
         Err(e) if args.json => {
             let path = explicit.unwrap_or(Path::new(config::DEFAULT_CONFIG_PATH));
             print_json(&err_json(path, &e));
-            Ok(ExitCode::from(EXIT_CONFIG))
+            Ok(ExitCode::from(ExitStatus::Config.code()))
         }
         Err(e) => Err(e.into()),
     }
@@ -171,15 +172,19 @@ pub fn summary(cfg: &Config, source: &Source) -> String {
     );
     line(
         "kernel log",
-        format!(
-            "{}, userspace records {}",
-            cfg.paths.kmsg.display(),
-            if cfg.kmsg.trust_userspace_records {
-                "TRUSTED"
-            } else {
-                "untrusted"
-            }
-        ),
+        if cfg.kmsg.enabled {
+            format!(
+                "{}, userspace records {}",
+                cfg.paths.kmsg.display(),
+                if cfg.kmsg.trust_userspace_records {
+                    "TRUSTED"
+                } else {
+                    "untrusted"
+                }
+            )
+        } else {
+            "off (kmsg.enabled = false): stuck QPs from the netlink QP table only".to_string()
+        },
     );
     line(
         "metrics",

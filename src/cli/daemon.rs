@@ -25,6 +25,11 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     for w in config.warnings() {
         tracing::warn!("configuration: {w}");
     }
+    // Never beside a standalone manual recovery (one device, one journal), nor beside
+    // another daemon; held until the process exits.
+    std::fs::create_dir_all(&config.paths.state_dir)
+        .map_err(|e| Error::io(format!("create {}", config.paths.state_dir.display()), e))?;
+    let _daemon_lock = crate::io::lock::DaemonLock::acquire(&config.paths.state_dir)?;
     // One thread runs the loop and every source (kernel log, netlink, control socket): an
     // idle daemon then wakes once per timer, not once per worker hand-off. What may block
     // (iscsiadm, device re-creation, probes) already runs on the blocking pool, whose threads
@@ -40,6 +45,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
         force_dry_run: args.dry_run,
         take_lock: true,
         automatic_actions: true,
+        read_only: false,
     };
     let code = rt.block_on(async {
         let deps = Deps::real(&settings.config, true)?;

@@ -7,6 +7,7 @@
 //!
 //! `--json` prints one document; with `--follow`, one JSON object per line.
 
+use crate::exit::ExitStatus;
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -17,7 +18,7 @@ use super::when::{duration_ms, parse_since, utc};
 use super::Globals;
 use crate::core::observe::{Event, EventKind, Incident, Stamp};
 use crate::daemon::observe::unix_ms_now;
-use crate::error::{Error, EXIT_TEMPFAIL};
+use crate::error::Error;
 use crate::io::control::{request_lines, ControlError, Reply, Request};
 
 /// Arguments.
@@ -265,7 +266,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
                 }
             }
             return Ok(ExitCode::from(if args.follow {
-                crate::error::EXIT_UNAVAILABLE
+                ExitStatus::Unavailable.code()
             } else {
                 0
             }));
@@ -319,11 +320,15 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
                 "iser-guard: no daemon is running (nothing listens on {}): nothing to follow",
                 socket.display()
             );
-            Ok(ExitCode::from(crate::error::EXIT_UNAVAILABLE))
+            Ok(ExitCode::from(ExitStatus::Unavailable.code()))
         }
         Some((_, ok, message)) => {
             eprintln!("iser-guard: {message}");
-            Ok(ExitCode::from(if ok { 0 } else { EXIT_TEMPFAIL }))
+            Ok(ExitCode::from(if ok {
+                0
+            } else {
+                ExitStatus::TempFail.code()
+            }))
         }
     }
 }

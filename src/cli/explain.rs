@@ -15,6 +15,7 @@
 //! stuck GSI QP found (or, with `--transition`, the transition is not allowed), 64 bad
 //! arguments, 66 file not found, 74 read error.
 
+use crate::exit::ExitStatus;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -31,7 +32,7 @@ use crate::core::signatures::subsystem::could_recognise as subsystem_could_recog
 use crate::core::signatures::{
     self, explain, DeviceRef, Explanation, Severity, Signature, SignatureKind,
 };
-use crate::error::{Error, EXIT_FINDING, EXIT_OK};
+use crate::error::Error;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -124,7 +125,11 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
     };
     out.flush()
         .map_err(|e| Error::io("cannot write to stdout", e))?;
-    Ok(ExitCode::from(if finding { EXIT_FINDING } else { EXIT_OK }))
+    Ok(ExitCode::from(if finding {
+        ExitStatus::Finding.code()
+    } else {
+        ExitStatus::Ok.code()
+    }))
 }
 
 fn scan_stdin() -> Result<Report, Error> {

@@ -1,24 +1,24 @@
 //! Manual recovery commands: `recover`, `reset-device`, `reconnect`, `pause`, `resume`.
 //!
-//! With a daemon running they go through its control socket and the daemon runs them on its
-//! own driver (progress lines streamed back). Without one, they run standalone on the same
-//! code path (the daemon's loop in one-shot mode: the core's driver around an engine, the
-//! executors, the first scan, then the command until its ports settle) under the recovery
-//! lock, so two recoveries never race. The driver authorises the command for the device it
-//! names; nothing here edits `devices.allow`. `--dry-run` only reads: the plan from sysfs and
-//! the session list.
+//! Each builds the core's [`OperatorCommand`] and asks for the driver's plan: from the
+//! daemon, or, when none answers, from a one-shot loop here (the same driver after a first
+//! scan of this host, writing nothing). It prints the plan, asks for confirmation unless
+//! `--yes`, and sends the command: to the daemon, or to a one-shot loop under the recovery
+//! lock, so two recoveries never race. `--dry-run` stops after the plan. What a command does
+//! and when it is finished are the driver's to say; nothing here edits `devices.allow`.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use super::term::Steps;
 use super::Globals;
 use crate::config::Config;
+use crate::core::driver::{CommandPlan, REPLY_TIMEOUT};
+use crate::core::recovery::OperatorCommand;
 use crate::daemon::run::{parse_portal_arg, run as run_loop, Deps, Mode, Settings};
-use crate::error::{Error, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_UNAVAILABLE};
+use crate::error::Error;
+use crate::exit::ExitStatus;
 use crate::io::control::{request, ControlError, Reply, Request};
-use crate::io::executors::Executors;
 
 /// `recover` arguments.
 #[derive(Debug, clap::Args)]
@@ -68,9 +68,6 @@ pub struct ReconnectArgs {
 #[derive(Debug, clap::Args)]
 pub struct PauseArgs {}
 
-/// How long a client waits for the daemon's next line (a re-creation can take minutes).
-const REPLY_TIMEOUT: Duration = Duration::from_secs(16 * 60);
-
 /// The configuration; one that cannot be opened for lack of permission means the caller is
 /// not root, which every manual command needs (exit 77, not 78: the file is not at fault).
 pub(crate) fn config(g: &Globals) -> Result<Config, Error> {
@@ -108,12 +105,8 @@ fn parse_target(s: &str) -> Result<(String, Option<u32>), Error> {
     Ok((dev.to_string(), port))
 }
 
-/// Prints what will be done and asks on the terminal unless `--yes`.
-fn confirm(plan: &[String], yes: bool) -> Result<bool, Error> {
-    println!("iser-guard will:");
-    for l in plan {
-        println!("  {l}");
-    }
+/// Asks on the terminal unless `--yes`.
+fn confirm(yes: bool) -> Result<bool, Error> {
     if yes {
         return Ok(true);
     }
@@ -132,37 +125,37 @@ fn confirm(plan: &[String], yes: bool) -> Result<bool, Error> {
     Ok(matches!(line.trim(), "y" | "Y" | "yes" | "YES"))
 }
 
-/// The steps of a device re-creation, as the plan from sysfs says; for a device that is gone,
-/// from what the daemon's journal remembers about it (a deleted device leaves nothing in
-/// sysfs).
-fn reset_steps(cfg: &Config, device: &str) -> Result<Vec<String>, Error> {
-    let remembered = crate::io::journal::Journal::new(&cfg.paths.state_dir)
-        .load()
-        .ok()
-        .flatten()
-        .and_then(|snap| {
-            snap.devices
-                .into_iter()
-                .find(|d| d.name == device)
-                .and_then(|d| d.remembered)
-        });
-    let plan = Executors::from_config(cfg)
-        .resetter
-        .plan_from(device, remembered.as_ref())?;
-    let mut out = vec![format!("re-create RDMA device {device}, trying in order:")];
-    for m in &plan.methods {
-        out.push(format!("  {}: {}", m.method, m.steps.join("; ")));
+/// Prints a plan: `iser-guard will:` and its lines, or, for a dry run, each line as what
+/// would be done.
+fn print_plan(plan: &CommandPlan, dry_run: bool) {
+    if !dry_run {
+        println!("iser-guard will:");
     }
-    Ok(out)
+    for l in plan.lines() {
+        match (dry_run, l.starts_with("  ")) {
+            (true, false) => println!("dry run: would {l}"),
+            (true, true) => println!("  {l}"),
+            (false, _) => println!("  {l}"),
+        }
+    }
 }
 
-fn exit(code: u8) -> ExitCode {
-    ExitCode::from(code)
+/// What asking the daemon gave.
+enum Answer {
+    /// The daemon answered: its `done` line.
+    Done {
+        ok: bool,
+        message: String,
+        exit_code: u8,
+        detail: Option<serde_json::Value>,
+    },
+    /// No daemon listens.
+    NoDaemon,
 }
 
-/// Sends `req` to the daemon; `Ok(None)` when no daemon runs.
-fn via_daemon(cfg: &Config, req: &Request) -> Result<Option<u8>, Error> {
-    let steps = Steps::new();
+/// Sends `req` to the daemon, printing its progress lines; [`Answer::NoDaemon`] when no
+/// daemon runs.
+fn ask_daemon(cfg: &Config, req: &Request, steps: &Steps) -> Result<Answer, Error> {
     match request(&cfg.paths.control_socket, req, REPLY_TIMEOUT, |m| {
         steps.step(m)
     }) {
@@ -170,31 +163,26 @@ fn via_daemon(cfg: &Config, req: &Request) -> Result<Option<u8>, Error> {
             ok,
             message,
             exit_code,
-            ..
-        }) => {
-            steps.done(ok, &message);
-            Ok(Some(exit_code))
-        }
-        Ok(Reply::Progress { .. } | Reply::Event { .. }) => Ok(Some(EXIT_FINDING)),
-        Err(ControlError::NotRunning { .. }) => Ok(None),
+            detail,
+        }) => Ok(Answer::Done {
+            ok,
+            message,
+            exit_code,
+            detail,
+        }),
+        Ok(Reply::Progress { .. } | Reply::Event { .. }) => Err(Error::Data(
+            "the daemon's answer ended without its final line".into(),
+        )),
+        Err(ControlError::NotRunning { .. }) => Ok(Answer::NoDaemon),
         Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::NoPermission(e.to_string())),
         Err(e) => Err(Error::Data(e.to_string())),
     }
 }
 
-/// Runs `req` standalone: lock, one-shot loop, printed progress.
-fn standalone(cfg: &Config, req: Request) -> Result<u8, Error> {
-    println!(
-        "no iser-guard daemon is running ({} is not answering): running the command here",
-        cfg.paths.control_socket.display()
-    );
-    std::fs::create_dir_all(&cfg.paths.state_dir)
-        .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
-    let purpose = format!("iser-guard {}", describe(&req));
-    let _lock = crate::io::lock::RecoveryLock::try_acquire(&cfg.paths.state_dir, &purpose)?;
-    // The same driver as the daemon's: the operator's command authorises the device it
-    // names (overriding `devices.allow` for it only); automatic actions are left to the daemon.
-    let cfg = cfg.clone();
+/// Runs `req` in a one-shot loop on this host: the daemon's own loop around the core's
+/// driver, started after a first scan. `read_only`: a plan, which writes nothing (no state
+/// directory, no journal, no lock, no alert). Returns the loop's `done` line.
+fn one_shot(cfg: &Config, req: Request, read_only: bool) -> Result<Answer, Error> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -208,10 +196,12 @@ fn standalone(cfg: &Config, req: Request) -> Result<u8, Error> {
         force_dry_run: false,
         take_lock: false,
         automatic_actions: false,
+        read_only,
     };
+    let cfg = cfg.clone();
     let result = rt.block_on(async move {
         let printer = tokio::spawn(async move {
-            let mut code = EXIT_FINDING;
+            let mut last = None;
             while let Some(r) = rx.recv().await {
                 match r {
                     Reply::Progress { message } => steps.step(&message),
@@ -220,197 +210,176 @@ fn standalone(cfg: &Config, req: Request) -> Result<u8, Error> {
                         ok,
                         message,
                         exit_code,
-                        ..
+                        detail,
                     } => {
-                        steps.done(ok, &message);
-                        code = exit_code;
+                        last = Some(Answer::Done {
+                            ok,
+                            message,
+                            exit_code,
+                            detail,
+                        })
                     }
                 }
             }
-            code
+            last
         });
-        let deps = Deps::real(&cfg, false)?;
+        let mut deps = Deps::real(&cfg, false)?;
+        if read_only {
+            deps.executors.alerts = None;
+        }
         let loop_code = run_loop(settings, deps, Mode::OneShot(req, tx)).await?;
-        let code = printer.await.unwrap_or(EXIT_FINDING);
-        Ok::<u8, Error>(if loop_code != EXIT_OK {
-            loop_code
-        } else {
-            code
+        let answer = printer.await.ok().flatten();
+        Ok::<_, Error>(match answer {
+            Some(a) => a,
+            None => Answer::Done {
+                ok: false,
+                message: "the command ended without an answer".into(),
+                exit_code: if loop_code == ExitStatus::Ok.code() {
+                    ExitStatus::Software.code()
+                } else {
+                    loop_code
+                },
+                detail: None,
+            },
         })
     });
-    rt.shutdown_timeout(Duration::from_millis(200));
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
     result
 }
 
-fn describe(req: &Request) -> String {
-    match req {
-        Request::Recover { device, port, .. } => match port {
-            Some(p) => format!("recover {device}/{p}"),
-            None => format!("recover {device}"),
-        },
-        Request::ResetDevice { device, .. } => format!("reset-device {device}"),
-        Request::Reconnect { .. } => "reconnect".into(),
-        Request::Pause => "pause".into(),
-        Request::Resume => "resume".into(),
-        Request::Status => "status".into(),
-        Request::Events { .. } => "events".into(),
-        Request::Reload => "reload".into(),
+/// The standalone run of a command: refused while a daemon holds its lock without
+/// answering, then under the recovery lock.
+fn standalone(cfg: &Config, req: Request) -> Result<Answer, Error> {
+    std::fs::create_dir_all(&cfg.paths.state_dir)
+        .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
+    let purpose = format!("iser-guard {req}");
+    let _lock = crate::io::lock::RecoveryLock::try_acquire(&cfg.paths.state_dir, &purpose)?;
+    crate::io::lock::DaemonLock::refuse_if_running(&cfg.paths.state_dir)?;
+    one_shot(cfg, req, false)
+}
+
+/// Prints a `done` line the way the progress printer does, and gives its exit status.
+fn finish(answer: Answer) -> ExitCode {
+    match answer {
+        Answer::Done {
+            ok,
+            message,
+            exit_code,
+            ..
+        } => {
+            Steps::new().done(ok, &message);
+            ExitCode::from(exit_code)
+        }
+        Answer::NoDaemon => ExitCode::from(ExitStatus::Unavailable.code()),
     }
 }
 
-/// Dry run without a daemon: the plan and the matching sessions, read-only.
-fn standalone_dry_run(
+/// Plan, print, confirm, run: the one path of every recovery command.
+fn operate(
     cfg: &Config,
-    device: Option<&str>,
-    filter: Option<(&Option<String>, &Option<String>)>,
-) -> Result<u8, Error> {
-    println!("no iser-guard daemon is running: dry run from this host's sysfs and iscsiadm");
-    if let Some(d) = device {
-        for l in reset_steps(cfg, d)? {
-            println!("dry run: would {l}");
-        }
-    }
-    let ex = Executors::from_config(cfg);
-    let sessions = ex.iscsi.session_details()?;
-    let mut n = 0;
-    for s in &sessions.items {
-        let Some(node) = s.node_id() else { continue };
-        if let Some((target, portal)) = filter {
-            if target.as_ref().is_some_and(|t| *t != node.target) {
-                continue;
-            }
-            if let Some(p) = portal {
-                let want = parse_portal_arg(p).map_err(Error::Usage)?;
-                if crate::core::recovery::Portal::parse(&node.address, node.port).ok() != Some(want)
-                {
-                    continue;
+    command: OperatorCommand,
+    dry_run: bool,
+    yes: bool,
+) -> Result<ExitCode, Error> {
+    let steps = Steps::new();
+    let plan_req = Request::Plan {
+        command: command.clone(),
+    };
+    let (answer, daemon) = match ask_daemon(cfg, &plan_req, &steps)? {
+        Answer::NoDaemon => {
+            println!(
+                "no iser-guard daemon is running ({} is not answering): {} here",
+                cfg.paths.control_socket.display(),
+                if dry_run {
+                    "planning from this host's sysfs and iscsiadm"
+                } else {
+                    "running the command"
                 }
-            }
+            );
+            (one_shot(cfg, plan_req, true)?, false)
         }
-        n += 1;
-        println!(
-            "dry run: would log out and in if still down: {} {} (sid {})",
-            node.target,
-            node.portal_arg(),
-            s.sid
-        );
+        a => (a, true),
+    };
+    let plan: CommandPlan = match answer {
+        Answer::Done {
+            ok: true,
+            detail: Some(d),
+            ..
+        } => serde_json::from_value(d)
+            .map_err(|e| Error::Data(format!("the plan cannot be read: {e}")))?,
+        other => return Ok(finish(other)),
+    };
+    print_plan(&plan, dry_run);
+    if dry_run {
+        println!("dry run: nothing was changed");
+        return Ok(ExitCode::from(ExitStatus::Ok.code()));
     }
-    if filter.is_some() && n == 0 {
-        eprintln!("iser-guard: no iSCSI session matches; `iscsiadm -m session` lists the sessions");
-        return Ok(EXIT_NOINPUT);
+    if !confirm(yes)? {
+        eprintln!("iser-guard: not confirmed; nothing was changed");
+        return Ok(ExitCode::from(ExitStatus::Finding.code()));
     }
-    println!("dry run: nothing was changed");
-    Ok(EXIT_OK)
+    let run = Request::Run { command };
+    let answer = if daemon {
+        match ask_daemon(cfg, &run, &steps)? {
+            // The daemon stopped between the plan and the command: run it here.
+            Answer::NoDaemon => standalone(cfg, run)?,
+            a => a,
+        }
+    } else {
+        standalone(cfg, run)?
+    };
+    if let Answer::Done {
+        ok: true,
+        detail: Some(_),
+        message,
+        ..
+    } = &answer
+    {
+        // A daemon in dry-run mode answers a command with its plan, changing nothing.
+        steps.done(true, message);
+        return Ok(ExitCode::from(ExitStatus::Ok.code()));
+    }
+    Ok(finish(answer))
 }
 
 /// `iser-guard recover`.
 pub fn recover(a: RecoverArgs, g: &Globals) -> Result<ExitCode, Error> {
     let cfg = config(g)?;
     let (device, port) = parse_target(&a.target)?;
-    let req = Request::Recover {
-        device: device.clone(),
-        port,
-        dry_run: a.dry_run,
-    };
-    if a.dry_run {
-        return match via_daemon(&cfg, &req)? {
-            Some(c) => Ok(exit(c)),
-            None => Ok(exit(standalone_dry_run(&cfg, Some(&device), None)?)),
-        };
-    }
-    let mut plan = vec![format!(
-        "check that the target portals of {}'s iSCSI sessions answer",
-        a.target
-    )];
-    plan.extend(reset_steps(&cfg, &device)?);
-    plan.push("log its iSCSI sessions out and in if iscsid does not reconnect them".into());
-    plan.push("verify every session is LOGGED_IN with running disks".into());
-    confirm_then_run(&cfg, &plan, a.yes, req)
+    operate(
+        &cfg,
+        OperatorCommand::Recover { device, port },
+        a.dry_run,
+        a.yes,
+    )
 }
 
 /// `iser-guard reset-device`.
 pub fn reset_device(a: ResetDeviceArgs, g: &Globals) -> Result<ExitCode, Error> {
     let cfg = config(g)?;
     let (device, _) = parse_target(&a.device)?;
-    let req = Request::ResetDevice {
-        device: device.clone(),
-        dry_run: a.dry_run,
-    };
-    if a.dry_run {
-        return match via_daemon(&cfg, &req)? {
-            Some(c) => Ok(exit(c)),
-            None => Ok(exit(standalone_dry_run(&cfg, Some(&device), None)?)),
-        };
-    }
-    let mut plan = reset_steps(&cfg, &device)?;
-    plan.push("then reconnect its iSCSI sessions if iscsid does not".into());
-    confirm_then_run(&cfg, &plan, a.yes, req)
-}
-
-/// Asks for confirmation of a destructive `plan` on `device` (unless `--yes`), then runs
-/// `req` through the daemon, or standalone when no daemon answers.
-fn confirm_then_run(
-    cfg: &Config,
-    plan: &[String],
-    yes: bool,
-    req: Request,
-) -> Result<ExitCode, Error> {
-    if !confirm(plan, yes)? {
-        eprintln!("iser-guard: not confirmed; nothing was changed");
-        return Ok(exit(EXIT_FINDING));
-    }
-    let code = match via_daemon(cfg, &req)? {
-        Some(c) => c,
-        None => standalone(cfg, req)?,
-    };
-    Ok(exit(code))
+    operate(
+        &cfg,
+        OperatorCommand::ResetDevice { device },
+        a.dry_run,
+        a.yes,
+    )
 }
 
 /// `iser-guard reconnect`.
 pub fn reconnect(a: ReconnectArgs, g: &Globals) -> Result<ExitCode, Error> {
     let cfg = config(g)?;
-    if let Some(p) = &a.portal {
-        parse_portal_arg(p).map_err(Error::Usage)?;
-    }
-    let req = Request::Reconnect {
-        target: a.target.clone(),
-        portal: a.portal.clone(),
-        dry_run: a.dry_run,
+    let portal = a
+        .portal
+        .as_deref()
+        .map(parse_portal_arg)
+        .transpose()
+        .map_err(Error::Usage)?;
+    let command = OperatorCommand::Reconnect {
+        target: a.target,
+        portal,
     };
-    if a.dry_run {
-        return match via_daemon(&cfg, &req)? {
-            Some(c) => Ok(exit(c)),
-            None => Ok(exit(standalone_dry_run(
-                &cfg,
-                None,
-                Some((&a.target, &a.portal)),
-            )?)),
-        };
-    }
-    let which = match (&a.target, &a.portal) {
-        (None, None) => "every iSCSI session".to_string(),
-        (t, p) => format!(
-            "the iSCSI sessions{}{}",
-            t.as_ref()
-                .map(|t| format!(" of target {t}"))
-                .unwrap_or_default(),
-            p.as_ref()
-                .map(|p| format!(" to portal {p}"))
-                .unwrap_or_default()
-        ),
-    };
-    let plan = vec![format!(
-        "log {which} out and in (iscsiadm --logout, --login)"
-    )];
-    if !confirm(&plan, a.yes)? {
-        eprintln!("iser-guard: not confirmed; nothing was changed");
-        return Ok(exit(EXIT_FINDING));
-    }
-    let code = match via_daemon(&cfg, &req)? {
-        Some(c) => c,
-        None => standalone(&cfg, req)?,
-    };
-    Ok(exit(code))
+    operate(&cfg, command, a.dry_run, a.yes)
 }
 
 /// `iser-guard pause` / `resume`.
@@ -421,16 +390,16 @@ pub fn pause(_a: PauseArgs, g: &Globals, pause: bool) -> Result<ExitCode, Error>
     } else {
         Request::Resume
     };
-    match via_daemon(&cfg, &req)? {
-        Some(c) => Ok(exit(c)),
-        None => {
+    match ask_daemon(&cfg, &req, &Steps::new())? {
+        Answer::NoDaemon => {
             eprintln!(
                 "iser-guard: the daemon is not running (nothing listens on {}): there are no \
                  automatic actions to {}. Manual commands still work; they run standalone.",
                 cfg.paths.control_socket.display(),
                 if pause { "pause" } else { "resume" }
             );
-            Ok(exit(EXIT_UNAVAILABLE))
+            Ok(ExitCode::from(ExitStatus::Unavailable.code()))
         }
+        a => Ok(finish(a)),
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Exit codes: 0 the table was read (even if empty after filtering); 69 RDMA netlink is
 //! unavailable (the devices sysfs knows are listed on stderr first, since sysfs has no QPs);
-//! other netlink failures as in [`crate::error::netlink_exit_code`].
+//! other netlink failures as in [`crate::error::netlink_status`].
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

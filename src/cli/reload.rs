@@ -5,20 +5,22 @@
 //! reloads too, but its sender never learns whether the file was taken.)
 //!
 //! The socket's path comes from the configuration, which may be the very file being
-//! refused: when it cannot be loaded, the socket named by the built-in defaults is asked,
-//! and the daemon reports the problems itself.
+//! refused: a file that does not load is refused here, with every problem, before any daemon
+//! is asked (the daemon would refuse it the same way, and the socket it names cannot be
+//! trusted). Settings the daemon can take over only when it starts (its sockets, its state
+//! and kernel-log paths, metrics, polls) are refused by the daemon with that reason.
 //!
 //! Exit codes: 0 reloaded; 78 refused (every problem printed); 69 no daemon; 77 not root;
 //! 75 no answer in time.
 
+use crate::exit::ExitStatus;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use super::manual::{is_permission_denied, not_root};
 use super::Globals;
-use crate::config::Config;
-use crate::error::{Error, EXIT_TEMPFAIL, EXIT_UNAVAILABLE};
+use crate::error::Error;
 use crate::io::control::{request, ControlError, Reply, Request};
 
 /// `reload` arguments.
@@ -28,26 +30,28 @@ pub struct Args {}
 /// Under systemd's default reload timeout (90 s); the daemon answers from its loop at once.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The control socket to ask: the configuration's, else the built-in default's.
-fn socket(g: &Globals) -> Result<PathBuf, Error> {
+/// The control socket to ask: the configuration's. A file that does not load is refused
+/// with every problem (exit 78); the daemon keeps the configuration in force.
+fn socket(g: &Globals) -> Result<Result<PathBuf, ExitCode>, Error> {
     match crate::config::load_or_default(g.config.as_deref()) {
-        Ok((cfg, _)) => Ok(cfg.paths.control_socket),
+        Ok((cfg, _)) => Ok(Ok(cfg.paths.control_socket)),
         Err(e) if is_permission_denied(&e) => Err(not_root(e)),
         Err(e) => {
-            let path = Config::default().paths.control_socket;
+            eprintln!("iser-guard: {e}");
             eprintln!(
-                "iser-guard: the configuration does not load ({}); asking the daemon on {}",
-                e.to_string().lines().next().unwrap_or_default(),
-                path.display()
+                "iser-guard: not reloaded: the running daemon keeps the configuration in force"
             );
-            Ok(path)
+            Ok(Err(ExitCode::from(ExitStatus::Config.code())))
         }
     }
 }
 
 /// Runs the subcommand.
 pub fn run(_a: Args, g: &Globals) -> Result<ExitCode, Error> {
-    let path = socket(g)?;
+    let path = match socket(g)? {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
     match request(&path, &Request::Reload, REPLY_TIMEOUT, |m| println!("{m}")) {
         Ok(Reply::Done {
             ok,
@@ -74,7 +78,7 @@ pub fn run(_a: Args, g: &Globals) -> Result<ExitCode, Error> {
                  configuration to reload; it is read when the daemon starts",
                 path.display()
             );
-            Ok(ExitCode::from(EXIT_UNAVAILABLE))
+            Ok(ExitCode::from(ExitStatus::Unavailable.code()))
         }
         Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::NoPermission(e.to_string())),
         Err(ControlError::Io { source, .. })
@@ -87,7 +91,7 @@ pub fn run(_a: Args, g: &Globals) -> Result<ExitCode, Error> {
                 "iser-guard: the daemon did not answer the reload within {} s",
                 REPLY_TIMEOUT.as_secs()
             );
-            Ok(ExitCode::from(EXIT_TEMPFAIL))
+            Ok(ExitCode::from(ExitStatus::TempFail.code()))
         }
         Err(e) => Err(Error::Data(e.to_string())),
     }

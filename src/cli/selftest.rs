@@ -1,18 +1,19 @@
 //! `iser-guard selftest DEVICE[/PORT]`: proves that new RDMA connections can be made on a
 //! port: two RC QPs connected through rdma_cm (the CM / GSI path a stuck QP 1 breaks), then
 //! two QPs walked by hand RESET -> INIT -> RTR -> RTS, reset and walked again, messages
-//! exchanged at each stage (docs/verbs.md).
+//! exchanged at each stage (docs/history/verbs.md).
 //!
 //! Exit codes: 0 every step passed; 1 a step failed (the report names it); 69 no RDMA
 //! device visible to libibverbs, no such device or port, or a build without the `verbs`
 //! feature; 64 a malformed DEVICE/PORT or timeout.
 
+use crate::exit::ExitStatus;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use super::Globals;
 use crate::core::selftest::{SelfTestReport, SelfTestResult};
-use crate::error::{Error, EXIT_FINDING, EXIT_OK, EXIT_UNAVAILABLE};
+use crate::error::Error;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -54,7 +55,7 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
     let (device, port) = parse_target(&args.target)?;
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(Error::Usage(format!(
-            "selftest: --timeout {} must be between 0 and 3600 seconds",
+            "selftest: --timeout {} is out of range: give more than 0 and at most 3600 seconds",
             args.timeout
         )));
     }
@@ -89,7 +90,7 @@ fn report(device: &str, port: u32, result: &SelfTestResult, json: bool) -> u8 {
                 );
             }
             eprintln!("iser-guard: selftest {device}/{port}: {reason}");
-            EXIT_UNAVAILABLE
+            ExitStatus::Unavailable.code()
         }
         SelfTestResult::Ran(r) => {
             if json {
@@ -98,9 +99,9 @@ fn report(device: &str, port: u32, result: &SelfTestResult, json: bool) -> u8 {
                 print!("{}", to_text(r));
             }
             if r.passed() {
-                EXIT_OK
+                ExitStatus::Ok.code()
             } else {
-                EXIT_FINDING
+                ExitStatus::Finding.code()
             }
         }
     }

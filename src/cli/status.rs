@@ -8,11 +8,12 @@
 //! Exit codes: 0 all well (or netlink missing but sysfs listed devices: a warning says the
 //! QP states are unknown); 1 a stuck port was found; 69 RDMA netlink is unavailable and sysfs
 //! shows no device; other netlink failures with nothing to show map as in
-//! [`crate::error::netlink_exit_code`].
+//! [`crate::error::netlink_status`].
 //!
 //! [`gather`] and [`StatusReport::build`] are the library entry points: tests drive them with a
 //! fake kernel transport.
 
+use crate::exit::ExitStatus;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ use crate::config::Config;
 use crate::core::nldev::{path_mig_state_name, PhysState, PortState, QpEntry};
 use crate::core::time::Instant;
 use crate::core::topology::{Device, StuckPort, Topology};
-use crate::error::{Error, EXIT_FINDING};
+use crate::error::Error;
 use crate::io::netlink::{NetlinkError, NldevClient, Skips, Transport};
 use crate::io::sysfs::{self, Parent, SysfsDevice, SysfsScan};
 
@@ -682,7 +683,7 @@ impl StatusReport {
         if self.stuck_ports.is_empty() {
             Ok(ExitCode::SUCCESS)
         } else {
-            Ok(ExitCode::from(EXIT_FINDING))
+            Ok(ExitCode::from(ExitStatus::Finding.code()))
         }
     }
 }

@@ -568,7 +568,7 @@ fn follow<W: Write>(args: &Args, config: &Config, printer: &mut Printer<W>) -> R
         let opts = OpenOptions {
             from_start: args.from_start,
             cursor_name: WATCH_CURSOR_FILE_NAME,
-            ..OpenOptions::from_paths(&config.paths)
+            ..crate::compose::kmsg_options(&config.paths)
         };
         let mut reader = kmsg_io::open(&opts)?;
         info!(path = %opts.kmsg.display(), "following the kernel log");
@@ -624,7 +624,8 @@ mod tests {
     /// same line numbers, when records and their dictionary lines straddle chunk ends.
     #[test]
     fn streamed_replay_matches_the_whole_log() {
-        let kmsg = include_str!("../../tests/fixtures/kmsg/field-incident.kmsg");
+        let kmsg =
+            include_str!("../../crates/iser-guard-core/tests/fixtures/kmsg/field-incident.kmsg");
         let mut log = String::new();
         while log.len() < 3 * CHUNK {
             log.push_str(kmsg);

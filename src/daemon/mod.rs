@@ -6,7 +6,6 @@
 //!   implement, the real clock and kernel log);
 //! - [`topology`] — the real RDMA topology source (netlink and sysfs);
 //! - [`exec`] — one engine action on the executors → the engine's outcome;
-//! - [`sessions`] — iscsiadm sessions placed on their RDMA ports;
 //! - [`notify`] — sd_notify;
 //! - [`observe`] — the event ring, incidents and sources behind `status` and `events`;
 //! - [`witness`] — the devices' asynchronous event listeners (which devices, release before
@@ -19,7 +18,6 @@ pub mod observe;
 pub mod read_ahead;
 pub mod recipes;
 pub mod run;
-pub mod sessions;
 pub mod sources;
 pub mod topology;
 pub mod witness;

@@ -6,6 +6,7 @@
 //! that falls behind is told so and dropped) and the followers themselves (one control
 //! connection each, under the socket's connection cap).
 
+use crate::exit::ExitStatus;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -273,7 +274,7 @@ impl Observer {
             let _ = f.tx.try_send(Reply::Done {
                 ok: true,
                 message: "the daemon is stopping".into(),
-                exit_code: crate::error::EXIT_OK,
+                exit_code: ExitStatus::Ok.code(),
                 detail: None,
             });
         }
@@ -298,7 +299,7 @@ async fn write_events(
         let msg = format!("{} event(s)", backlog.len());
         let _ = tokio::time::timeout(
             FOLLOWER_WRITE_DEADLINE,
-            conn.done(true, &msg, crate::error::EXIT_OK, Some(detail)),
+            conn.done(true, &msg, ExitStatus::Ok.code(), Some(detail)),
         )
         .await;
         return;
@@ -341,7 +342,7 @@ async fn write_events(
                 );
                 let _ = tokio::time::timeout(
                     FOLLOWER_WRITE_DEADLINE,
-                    conn.done(false, &msg, crate::error::EXIT_TEMPFAIL, None),
+                    conn.done(false, &msg, ExitStatus::TempFail.code(), None),
                 )
                 .await;
                 return;

@@ -18,6 +18,7 @@
 //! the socket's path but a stale socket ([`check_socket_path`]), and the socket's directory
 //! must be trusted like every path the daemon uses ([`crate::path_trust`]).
 
+use crate::exit::ExitStatus;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -27,6 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::core::recovery::OperatorCommand;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 /// Longest request line accepted; anything longer is refused, not buffered.
@@ -61,37 +64,23 @@ pub enum Request {
     /// Read the configuration file again (what `systemctl reload` runs); the answer says
     /// whether the new file was taken or refused, and why.
     Reload,
-    /// The whole recovery of one device (optionally one port).
-    Recover {
-        /// RDMA device name.
-        device: String,
-        /// Port number, when only one port is meant.
-        port: Option<u32>,
-        /// Decide and report, change nothing.
-        dry_run: bool,
+    /// What an operator command would do: the driver's typed plan
+    /// ([`crate::core::driver::CommandPlan`]) in the `done` line's `detail`. Changes nothing.
+    Plan {
+        /// The command.
+        command: OperatorCommand,
     },
-    /// Re-create one device.
-    ResetDevice {
-        /// RDMA device name.
-        device: String,
-        /// Decide and report, change nothing.
-        dry_run: bool,
-    },
-    /// Log sessions out and in.
-    Reconnect {
-        /// Only sessions of this target IQN.
-        target: Option<String>,
-        /// Only sessions of this portal (`ip[:port]`).
-        portal: Option<String>,
-        /// Decide and report, change nothing.
-        dry_run: bool,
+    /// Run an operator command: progress lines, then its verdict. (`pause` and `resume` are
+    /// also accepted on their own, as `{"cmd":"pause"}`.)
+    Run {
+        /// The command.
+        command: OperatorCommand,
     },
 }
 
 impl fmt::Display for Request {
     /// The command line that asks for it, in short (`recover rocep2s0f0/1 --dry-run`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dry = |d: &bool| if *d { " --dry-run" } else { "" };
         match self {
             Request::Status => f.write_str("status"),
             Request::Events { follow, .. } => {
@@ -100,31 +89,8 @@ impl fmt::Display for Request {
             Request::Pause => f.write_str("pause"),
             Request::Resume => f.write_str("resume"),
             Request::Reload => f.write_str("reload"),
-            Request::Recover {
-                device,
-                port,
-                dry_run,
-            } => match port {
-                Some(p) => write!(f, "recover {device}/{p}{}", dry(dry_run)),
-                None => write!(f, "recover {device}{}", dry(dry_run)),
-            },
-            Request::ResetDevice { device, dry_run } => {
-                write!(f, "reset-device {device}{}", dry(dry_run))
-            }
-            Request::Reconnect {
-                target,
-                portal,
-                dry_run,
-            } => {
-                f.write_str("reconnect")?;
-                if let Some(t) = target {
-                    write!(f, " --target {t}")?;
-                }
-                if let Some(p) = portal {
-                    write!(f, " --portal {p}")?;
-                }
-                f.write_str(dry(dry_run))
-            }
+            Request::Plan { command } => write!(f, "{command} --dry-run"),
+            Request::Run { command } => write!(f, "{command}"),
         }
     }
 }
@@ -396,8 +362,9 @@ impl ControlServer {
                 .mode(0o755)
                 .create(dir)
                 .map_err(io_err("create directory"))?;
-            use crate::io::path_trust::{check, Verdict};
-            match check(dir, crate::path_trust::Target::DedicatedDir) {
+            use crate::core::path_trust::Verdict;
+            use crate::io::path_trust::check;
+            match check(dir, crate::core::path_trust::Target::DedicatedDir) {
                 Verdict::Trusted { .. } => {}
                 Verdict::Refused(r) => {
                     return Err(ControlError::Untrusted(
@@ -525,7 +492,7 @@ async fn serve(
             tokio::spawn(reply_and_drop(
                 conn,
                 err.to_string(),
-                crate::error::EXIT_NOPERM,
+                ExitStatus::NoPerm.code(),
             ));
             report(err);
             continue;
@@ -541,7 +508,7 @@ async fn serve(
                 tokio::spawn(reply_and_drop(
                     conn,
                     err.to_string(),
-                    crate::error::EXIT_TEMPFAIL,
+                    ExitStatus::TempFail.code(),
                 ));
                 report(err);
             }
@@ -572,7 +539,7 @@ async fn serve_one(
             }
         }
         Some(Err(e)) => {
-            reply_and_drop(conn, e.to_string(), crate::error::EXIT_USAGE).await;
+            reply_and_drop(conn, e.to_string(), ExitStatus::Usage.code()).await;
             let _ = tx.try_send(Err(e));
             return;
         }
@@ -582,7 +549,7 @@ async fn serve_one(
         },
     };
     if !matches!(err, ControlError::ClientGone) {
-        reply_and_drop(conn, err.to_string(), crate::error::EXIT_TEMPFAIL).await;
+        reply_and_drop(conn, err.to_string(), ExitStatus::TempFail.code()).await;
     }
     let _ = tx.try_send(Err(err));
 }
@@ -784,10 +751,11 @@ mod tests {
         let client_path = path.clone();
         let client = tokio::task::spawn_blocking(move || {
             let mut seen = Vec::new();
-            let req = Request::Recover {
-                device: "rocep2s0f0".into(),
-                port: Some(1),
-                dry_run: true,
+            let req = Request::Plan {
+                command: OperatorCommand::Recover {
+                    device: "rocep2s0f0".into(),
+                    port: Some(1),
+                },
             };
             let done = request(&client_path, &req, Duration::from_secs(5), |m| {
                 seen.push(m.to_string())
@@ -798,10 +766,11 @@ mod tests {
         let (mut conn, req) = server.accept().await.unwrap();
         assert_eq!(
             req,
-            Request::Recover {
-                device: "rocep2s0f0".into(),
-                port: Some(1),
-                dry_run: true
+            Request::Plan {
+                command: OperatorCommand::Recover {
+                    device: "rocep2s0f0".into(),
+                    port: Some(1),
+                }
             }
         );
         conn.progress("probing 192.0.2.2:3260").await.unwrap();

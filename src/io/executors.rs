@@ -19,7 +19,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Config;
 use crate::io::iscsiadm::{IscsiAdm, Iscsiadm, ScriptedIscsiAdm};
 use crate::io::probe::{PortalProber, ScriptedProber, TcpProber};
 use crate::io::reset::{DeviceResetter, ResetConfig, ScriptedResetter, SysfsResetter};
@@ -56,22 +55,41 @@ impl std::fmt::Debug for Executors {
     }
 }
 
+/// How portals are probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeOptions {
+    /// How long one probe may take.
+    pub timeout: Duration,
+    /// The port for portals that name none.
+    pub port: u16,
+}
+
+/// What the real executors are built from.
+#[derive(Debug)]
+pub struct ExecutorOptions {
+    /// Device re-creation.
+    pub reset: ResetConfig,
+    /// iscsiadm's program and its timeout.
+    pub iscsiadm: (std::path::PathBuf, Duration),
+    /// The syslog sink, if alerts go to syslog.
+    pub syslog: Option<SyslogSink>,
+    /// Portal probes.
+    pub probe: ProbeOptions,
+}
+
 impl Executors {
-    /// The real executors, configured from `cfg`.
-    pub fn from_config(cfg: &Config) -> Self {
+    /// The real executors.
+    pub fn real(opts: ExecutorOptions) -> Self {
         Executors {
-            resetter: Arc::new(SysfsResetter::new(ResetConfig::from_config(cfg))),
-            iscsi: Arc::new(Iscsiadm::from_config(cfg)),
+            resetter: Arc::new(SysfsResetter::new(opts.reset)),
+            iscsi: Arc::new(Iscsiadm::new(opts.iscsiadm.0, opts.iscsiadm.1)),
             prober: Arc::new(TcpProber),
-            alerts: cfg
-                .alerts
-                .syslog
-                .then(|| Arc::new(SyslogSink::from_config(&cfg.alerts)) as Arc<dyn AlertSink>),
+            alerts: opts.syslog.map(|s| Arc::new(s) as Arc<dyn AlertSink>),
             selftest: Arc::new(NoSelfTest {
                 reason: "this iser-guard runs without a verbs self-test".into(),
             }),
-            probe_timeout: cfg.recovery.probe_timeout,
-            probe_port: cfg.recovery.probe_port,
+            probe_timeout: opts.probe.timeout,
+            probe_port: opts.probe.port,
         }
     }
 
@@ -98,15 +116,15 @@ pub struct Doubles {
 
 impl Doubles {
     /// Executors backed by these doubles.
-    pub fn executors(&self, cfg: &Config) -> Executors {
+    pub fn executors(&self, probe: ProbeOptions) -> Executors {
         Executors {
             resetter: self.resetter.clone(),
             iscsi: self.iscsi.clone(),
             prober: self.prober.clone(),
             alerts: Some(self.alerts.clone()),
             selftest: self.selftest.clone(),
-            probe_timeout: cfg.recovery.probe_timeout,
-            probe_port: cfg.recovery.probe_port,
+            probe_timeout: probe.timeout,
+            probe_port: probe.port,
         }
     }
 }

@@ -14,6 +14,7 @@
 //! Exit codes: open-iscsi `include/iscsi_err.h` (reference/kernel-facts.md §4.1), as
 //! [`IscsiadmStatus`] from the core.
 
+use crate::exit::ExitStatus;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -159,17 +160,16 @@ impl IscsiadmError {
         self.status() == Some(IscsiadmStatus::NoObjsFound)
     }
 
-    /// The documented exit code ([`crate::error`]) for a command that failed with this.
-    pub fn exit_code_for_cli(&self) -> u8 {
-        use crate::error::*;
+    /// The documented exit code ([`crate::exit`]) for a command that failed with this.
+    pub fn status_for_cli(&self) -> ExitStatus {
         match self {
-            IscsiadmError::BadArgument { .. } => EXIT_USAGE,
-            IscsiadmError::NotRunnable { .. } => EXIT_UNAVAILABLE,
+            IscsiadmError::BadArgument { .. } => ExitStatus::Usage,
+            IscsiadmError::NotRunnable { .. } => ExitStatus::Unavailable,
             _ => match self.class() {
-                StatusClass::Transient => EXIT_TEMPFAIL,
-                StatusClass::Permanent => EXIT_CONFIG,
-                StatusClass::NotFound => EXIT_NOINPUT,
-                _ => EXIT_FINDING,
+                StatusClass::Transient => ExitStatus::TempFail,
+                StatusClass::Permanent => ExitStatus::Config,
+                StatusClass::NotFound => ExitStatus::NoInput,
+                _ => ExitStatus::Finding,
             },
         }
     }
@@ -256,11 +256,6 @@ impl Iscsiadm {
             timeout,
             runner,
         }
-    }
-
-    /// From `paths.iscsiadm` and `recovery.iscsiadm-timeout`.
-    pub fn from_config(cfg: &crate::config::Config) -> Self {
-        Self::new(cfg.paths.iscsiadm.clone(), cfg.recovery.iscsiadm_timeout)
     }
 
     fn exec(&self, args: Vec<OsString>) -> Result<(String, Output), IscsiadmError> {

@@ -349,12 +349,13 @@ pub struct OpenOptions {
 }
 
 impl OpenOptions {
-    /// Options from the configured paths, with the cursor in the state directory.
-    pub fn from_paths(paths: &crate::config::Paths) -> Self {
+    /// Options for the kernel log at `kmsg`, with the cursor in `state_dir` for the boot
+    /// `boot_id` names.
+    pub fn new(kmsg: PathBuf, state_dir: PathBuf, boot_id: PathBuf) -> Self {
         OpenOptions {
-            kmsg: paths.kmsg.clone(),
-            state_dir: Some(paths.state_dir.clone()),
-            boot_id: paths.boot_id.clone(),
+            kmsg,
+            state_dir: Some(state_dir),
+            boot_id,
             from_start: false,
             cursor_name: crate::io::cursor::CURSOR_FILE_NAME,
             save_interval: DEFAULT_SAVE_INTERVAL,

@@ -3,7 +3,7 @@
 //! well as those of its target (a safe link into an unsafe directory is caught, and so is an
 //! unsafe directory holding a link to a safe file).
 //!
-//! Owns no decision: [`check`] hands the facts to [`crate::path_trust::judge`].
+//! Owns no decision: [`check`] hands the facts to [`crate::core::path_trust::judge`].
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -11,50 +11,9 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component as PathComponent, Path, PathBuf};
 
-use crate::path_trust::{judge, Component, Kind, Refusal, Target, Walk};
-
-/// Symlinks followed before giving up, as the kernel's `MAXSYMLINKS`.
-const MAX_SYMLINKS: usize = 40;
-
-/// Why a path could not be walked.
-#[derive(Debug, thiserror::Error)]
-pub enum WalkError {
-    /// A component could not be looked at (permission, I/O error).
-    #[error("cannot look at {path}: {source}")]
-    Stat {
-        /// The component.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-    /// A component on the way is not a directory.
-    #[error("{path} is not a directory")]
-    NotADirectory {
-        /// The component.
-        path: PathBuf,
-    },
-    /// More than [`MAX_SYMLINKS`] symlinks.
-    #[error("too many levels of symbolic links resolving {path}")]
-    Loop {
-        /// The path asked for.
-        path: PathBuf,
-    },
-}
-
-/// The outcome of checking one path.
-#[derive(Debug)]
-pub enum Verdict {
-    /// Every component is trusted; `exists` says whether the target itself exists.
-    Trusted {
-        /// The target exists (else only the directories that exist were checked).
-        exists: bool,
-    },
-    /// Refused, with every reason.
-    Refused(Vec<Refusal>),
-    /// The walk failed.
-    Unwalkable(WalkError),
-}
+use crate::core::path_trust::{
+    judge, Component, Kind, Target, Verdict, Walk, WalkError, MAX_SYMLINKS,
+};
 
 /// Walks `path` and judges it as `target`, trusting root and the daemon's effective uid.
 pub fn check(path: &Path, target: Target) -> Verdict {

@@ -10,6 +10,7 @@
 //! A TCP answer proves the target host and its portal are up; whether iSER will log in is the
 //! login's job. The engine decides how many consecutive successes count as "back".
 
+use crate::exit::ExitStatus;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -135,14 +136,13 @@ fn hint(errno: Errno, op: &str) -> &'static str {
 }
 
 impl ProbeError {
-    /// The documented exit code ([`crate::error`]) for a command that failed with this.
-    pub fn exit_code(&self) -> u8 {
-        use crate::error::*;
+    /// The documented exit code ([`crate::exit`]) for a command that failed with this.
+    pub fn status(&self) -> ExitStatus {
         match self {
-            ProbeError::BadPortal { .. } => EXIT_USAGE,
-            ProbeError::FamilyMismatch { .. } => EXIT_CONFIG,
-            ProbeError::Socket { errno, .. } if *errno == Errno::EPERM => EXIT_NOPERM,
-            ProbeError::Socket { .. } => EXIT_OSERR,
+            ProbeError::BadPortal { .. } => ExitStatus::Usage,
+            ProbeError::FamilyMismatch { .. } => ExitStatus::Config,
+            ProbeError::Socket { errno, .. } if *errno == Errno::EPERM => ExitStatus::NoPerm,
+            ProbeError::Socket { .. } => ExitStatus::OsErr,
         }
     }
 }

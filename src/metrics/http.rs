@@ -7,7 +7,7 @@
 //! the connection is ~100 lines, needs no new dependency tree in a root daemon, and is
 //! bounded (head size, read timeout, one connection at a time per scrape).
 //!
-//! Only loopback addresses are accepted ([`check_listen`]): the metrics name devices, ports,
+//! Only loopback addresses are accepted ([`crate::config::check_listen`]): the metrics name devices, ports,
 //! targets' states and the daemon's health, the endpoint has no authentication, and a root
 //! daemon must not open a port to the network because of a configuration typo.
 
@@ -28,22 +28,9 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections answered at once; more are closed unanswered (a scraper needs one).
 const MAX_CONNECTIONS: usize = 8;
 
-/// `Ok` if `addr` may be listened on: a loopback address (127.0.0.0/8 or ::1).
-pub fn check_listen(addr: &SocketAddr) -> Result<(), String> {
-    if addr.ip().is_loopback() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{addr} is not a loopback address: the metrics endpoint has no authentication and \
-             listens on 127.0.0.1 or [::1] only (use node_exporter's textfile collector, \
-             metrics.textfile, to export to the network)"
-        ))
-    }
-}
-
 /// Binds the endpoint; refuses a non-loopback address.
 pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    check_listen(&addr)
+    crate::config::check_listen(&addr)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
     TcpListener::bind(addr).await
 }
@@ -190,7 +177,10 @@ mod tests {
     #[test]
     fn only_loopback_addresses_may_be_listened_on() {
         for ok in ["127.0.0.1:9464", "127.1.2.3:1", "[::1]:9464"] {
-            assert!(check_listen(&ok.parse().unwrap()).is_ok(), "{ok}");
+            assert!(
+                crate::config::check_listen(&ok.parse().unwrap()).is_ok(),
+                "{ok}"
+            );
         }
         for bad in [
             "0.0.0.0:9464",
@@ -198,7 +188,7 @@ mod tests {
             "[::]:9464",
             "[2001:db8::1]:80",
         ] {
-            let e = check_listen(&bad.parse().unwrap()).unwrap_err();
+            let e = crate::config::check_listen(&bad.parse().unwrap()).unwrap_err();
             assert!(e.contains("not a loopback address"), "{e}");
         }
     }

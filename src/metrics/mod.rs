@@ -9,7 +9,7 @@
 //! - [`export`]: the node_exporter textfile (atomic replace every `metrics.interval`) and the
 //!   optional loopback-only HTTP endpoint ([`http`]).
 //!
-//! Metric names, labels and units are documented in docs/metrics.md; the alert rules and the
+//! Metric names, labels and units are documented in docs/guide/monitoring.md; the alert rules and the
 //! dashboard in packaging/monitoring/ use them and their tests check that they exist.
 //!
 //! A disabled [`Metrics`] ([`Metrics::disabled`]) makes every update a no-op, so the loop
@@ -639,7 +639,7 @@ impl Metrics {
     }
 
     /// An alert the daemon raised itself (not through the engine), e.g. `safe-mode`.
-    pub fn alert(&self, kind: &str, severity: crate::io::syslog::Severity) {
+    pub fn alert(&self, kind: &str, severity: crate::core::severity::Severity) {
         self.with(|i| {
             i.f.alerts
                 .get_or_create(&l2("kind", kind, "severity", severity.name()))

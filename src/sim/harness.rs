@@ -12,13 +12,14 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::host::{Delivery, SimHost};
-use crate::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome, Refusal};
-use crate::core::kmsg::KERNEL_FACILITY;
-use crate::core::recovery::{
-    from_kernel_event, Action, ActionId, ActionKind, Alert, Engine, Input, Policy, Transition,
-    Trust,
+use crate::core::driver::{
+    Authority, CommandPlan, Driver, EffectId, EffectKind, EffectOutcome, Refusal, Verdict,
 };
-use crate::core::signatures::{self, KernelEvent};
+use crate::core::kmsg::{Record, KERNEL_FACILITY};
+use crate::core::recovery::{
+    read_record, Action, ActionId, ActionKind, Alert, Engine, Input, OperatorCommand, Policy,
+    Transition, Trust,
+};
 use crate::core::time::Instant;
 
 /// One line of the timeline.
@@ -148,6 +149,8 @@ pub struct Harness {
     pub steps: usize,
     /// Destructive actions executed before their write-ahead journal entry.
     pub unjournaled_destructive: usize,
+    /// Every operator command's verdict, as the driver gave it.
+    pub verdicts: Vec<(Instant, Verdict)>,
     storage_ok: bool,
     /// Inputs fed to the driver so far, and the count at the last journal write: an
     /// independent check that each destructive effect follows a write of the current state.
@@ -180,6 +183,7 @@ impl Harness {
             restarts: 0,
             steps: 0,
             unjournaled_destructive: 0,
+            verdicts: Vec::new(),
             storage_ok,
             inputs: 0,
             journaled_at_input: None,
@@ -265,6 +269,7 @@ impl Harness {
             });
             self.transitions.push(t);
         }
+        self.collect_verdicts(now);
         let ok = self.host.storage_ok();
         if ok && !self.storage_ok {
             self.timeline.push(Entry::StorageBack { at: now });
@@ -337,19 +342,19 @@ impl Harness {
                     facility,
                     text: text.clone(),
                 });
-                // The real classifier and adapter, exactly as the daemon uses them.
+                // The record as /dev/kmsg gives it, through the daemon's own door.
                 self.kmsg_seq += 1;
-                if let Some(signature) = signatures::classify(&text, None) {
-                    let ev = KernelEvent {
-                        seq: self.kmsg_seq,
-                        usec: now.as_millis().saturating_mul(1000),
-                        level: 3,
-                        trusted: facility == KERNEL_FACILITY,
-                        signature,
-                    };
-                    if let Some((obs, trust)) = from_kernel_event(&ev) {
-                        self.driver.handle_observation(obs, trust, now);
-                    }
+                let record = Record {
+                    facility,
+                    level: 3,
+                    seq: self.kmsg_seq,
+                    usec: now.as_millis().saturating_mul(1000),
+                    continuation: false,
+                    text,
+                    dict: Vec::new(),
+                };
+                if let Some(Some((obs, trust))) = read_record(&record).map(|r| r.observation) {
+                    self.driver.handle_observation(obs, trust, now);
                 }
             }
             Delivery::Netlink(obs) => self.driver.handle_observation(obs, Trust::Trusted, now),
@@ -379,11 +384,13 @@ impl Harness {
                 self.deliver_outcome(id, outcome, now)
             }
             Delivery::Command(c) => {
-                self.timeline.push(Entry::Note {
-                    at: now,
-                    text: format!("operator: {c:?}"),
-                });
-                self.driver.handle(Input::Command(c), now)
+                // The operator's path, as the daemon runs it: the driver checks and accepts
+                // the command and later gives its verdict.
+                let text = match self.driver.start_command(c.clone(), now) {
+                    Ok((_, msg)) => format!("operator: iser-guard {c}: {msg}"),
+                    Err(e) => format!("operator: iser-guard {c}: refused: {e}"),
+                };
+                self.timeline.push(Entry::Note { at: now, text });
             }
             Delivery::IscsiadmOutput {
                 command,
@@ -408,6 +415,35 @@ impl Harness {
                     now,
                 )
             }
+        }
+    }
+
+    /// What an operator command would do on this host, as `--dry-run` shows it: the
+    /// driver's plan with the methods the resetter's planner gives for the host's sysfs.
+    pub fn plan(&self, cmd: &OperatorCommand) -> Result<CommandPlan, String> {
+        let plan = self.driver.plan(cmd).map_err(|e| e.to_string())?;
+        match plan.device_to_read().map(str::to_string) {
+            None => Ok(plan),
+            Some(device) => {
+                let remembered = self
+                    .engine()
+                    .devices()
+                    .find(|d| d.name == device)
+                    .and_then(|d| d.remembered.clone());
+                let methods = self.host.recreate_methods(&device, remembered.as_ref())?;
+                Ok(plan.with_methods(methods))
+            }
+        }
+    }
+
+    /// Records the verdicts the driver has due.
+    fn collect_verdicts(&mut self, now: Instant) {
+        while let Some((_, v)) = self.driver.poll_verdict(now) {
+            self.timeline.push(Entry::Note {
+                at: now,
+                text: format!("verdict: {}", v.message()),
+            });
+            self.verdicts.push((now, v));
         }
     }
 

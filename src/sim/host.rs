@@ -44,7 +44,7 @@
 //! device is gone); the host executes the chosen method's commands with their kernel effects.
 //!
 //! The sessions the agent sees are placed on RDMA ports by the daemon's own code
-//! (`daemon::sessions::map_sessions` with `core::session_map::Placer`) from those facts.
+//! (`core::session_map::place_listing` with its `Placer`, the daemon's door) from those facts.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -1301,7 +1301,7 @@ impl SimHost {
     }
 
     /// What the agent gets from `iscsiadm -m session -P 3`: the rendered text, parsed by the
-    /// real parser and placed by the daemon's own mapping from the host's facts (CM ids,
+    /// real parser and placed through the core's listing door, as the daemon's are, from the host's facts (CM ids,
     /// routes, addresses, port netdevs).
     pub fn session_list(&mut self) -> Vec<SessionInfo> {
         let parsed = crate::core::iscsi::parse_session_tree(&self.session_text());
@@ -1313,9 +1313,50 @@ impl SimHost {
             addrs: &addrs,
             ports: &ports,
         };
-        let mapped = crate::daemon::sessions::map_sessions(&parsed.items, &facts, &mut self.placer);
+        let mapped =
+            crate::core::session_map::place_listing(&parsed.items, &facts, &mut self.placer);
         self.placement_warnings.extend(mapped.warnings);
         mapped.sessions
+    }
+
+    /// What the resetter's planner would try for `device` on this host (the plan an operator
+    /// command shows), or why it can do nothing.
+    pub fn recreate_methods(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+    ) -> Result<crate::core::driver::RecreateMethods, String> {
+        let opts = PlanOptions {
+            allow_module_reload: false,
+            devlink_available: true,
+            rdma_available: true,
+            same_module_devices: Vec::new(),
+        };
+        let present = self.sysfs_facts(device);
+        let absent = present.is_none();
+        let plan = match (&present, remembered) {
+            (Some(facts), _) => reset_plan::plan(facts, &opts),
+            (None, Some(r)) => {
+                let current_aux = self
+                    .devices
+                    .get(device)
+                    .filter(|d| d.driver == Driver::Irdma)
+                    .map(irdma_aux);
+                reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts)
+            }
+            (None, None) => return Err(format!("no RDMA device {device} in sysfs")),
+        };
+        Ok(crate::core::driver::RecreateMethods {
+            methods: plan
+                .methods
+                .iter()
+                .map(|m| crate::core::driver::MethodSteps {
+                    method: m.to_string(),
+                    steps: method_commands(m, absent),
+                })
+                .collect(),
+            skipped: plan.skipped,
+        })
     }
 
     /// Starts re-creating a device (the executor's side of `RecreateDevice`): plans with the

@@ -1,6 +1,6 @@
 //! The simulated kernel log: the real message formats (reference kernel-facts §1 and §4,
 //! lab captures KEY-LINES.txt). The harness classifies these lines with the real
-//! `core::signatures` classifier and `core::recovery::from_kernel_event`, so a format drift
+//! kernel-log door of the core (`core::recovery::read_record`), so a format drift
 //! here fails the tests.
 
 /// `ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3`
@@ -59,19 +59,21 @@ pub const CM_ADDR_ERROR: &str = "RDMA CM: ADDR_ERROR: failed to acquire device. 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::recovery::{from_kernel_event, IoErrorKind, Observation, StuckEvidence};
-    use crate::core::signatures::{classify, KernelEvent};
+    use crate::core::kmsg::Record;
+    use crate::core::recovery::{read_record, IoErrorKind, Observation, StuckEvidence};
+    use crate::core::signatures::classify;
 
     fn obs(text: &str) -> Option<Observation> {
-        let signature = classify(text, None)?;
-        let ev = KernelEvent {
+        let record = Record {
+            facility: 0,
+            level: 3,
             seq: 1,
             usec: 1,
-            level: 3,
-            trusted: true,
-            signature,
+            continuation: false,
+            text: text.to_string(),
+            dict: Vec::new(),
         };
-        from_kernel_event(&ev).map(|(o, _)| o)
+        read_record(&record)?.observation.map(|(o, _)| o)
     }
 
     #[test]

@@ -1,14 +1,13 @@
 //! Kernel bug reports and ib_iser QP events, fed as the daemon feeds them: a kernel-format
-//! line through the classifier and the adapter (`from_kernel_event`), then the driver.
+//! line through the kernel-log door (`read_record`), then the driver.
 //! The lines follow the kernel's own format strings (arch/x86 `show_ip`, kernel/panic.c
 //! `__warn`, drivers/infiniband/ulp/iser/iser_verbs.c `iser_qp_event_callback`).
 
 use iser_guard::core::journal;
 use iser_guard::core::recovery::{
-    from_kernel_event, ActionKind, Hold, Observation, OperatorCommand, Phase, ProbeResult,
-    SessionState, Severity, Trust,
+    read_record, ActionKind, Hold, Observation, OperatorCommand, Phase, ProbeResult, SessionState,
+    Severity, Trust,
 };
-use iser_guard::core::signatures::{classify, KernelEvent};
 
 use super::kernel_run::*;
 
@@ -21,15 +20,19 @@ const QP_EVENT: &str = "iser: iser_qp_event_callback: qp event QP request error 
 
 /// What the daemon's kmsg handler feeds the engine for `line`.
 fn kernel(line: &str, trusted: bool) -> (Observation, Trust) {
-    let signature = classify(line, None).expect("a known signature");
-    from_kernel_event(&KernelEvent {
+    let record = iser_guard::core::kmsg::Record {
+        facility: if trusted { 0 } else { 1 },
+        level: 4,
         seq: 1,
         usec: 1,
-        level: 4,
-        trusted,
-        signature,
-    })
-    .expect("an observation")
+        continuation: false,
+        text: line.to_string(),
+        dict: Vec::new(),
+    };
+    read_record(&record)
+        .expect("a known signature")
+        .observation
+        .expect("an observation")
 }
 
 fn failed(sid: u32) -> Vec<iser_guard::core::recovery::SessionInfo> {

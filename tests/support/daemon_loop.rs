@@ -214,7 +214,7 @@ impl LoopTest {
             );
         }
         let host = Arc::new(Host::new(self.session));
-        let mut ex = doubles.executors(&self.cfg);
+        let mut ex = doubles.executors(iser_guard::compose::probe_options(&self.cfg));
         if let Some(t) = self.selftest {
             ex = ex.with_selftest(t);
         }
@@ -246,6 +246,7 @@ impl LoopTest {
             force_dry_run: false,
             take_lock: true,
             automatic_actions: true,
+            read_only: false,
         };
         Daemon {
             task: tokio::spawn(run(settings, deps, Mode::Daemon)),

@@ -135,7 +135,7 @@ pub fn done(seq: u32, code: i32) -> Vec<u8> {
 
 /// The nldev fixtures folder (real kernel bytes, see its README).
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nldev")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/iser-guard-core/tests/fixtures/nldev")
 }
 
 /// A captured exchange: the request as sent and every received message, in order.

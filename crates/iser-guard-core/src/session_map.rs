@@ -542,5 +542,8 @@ fn warning_text(key: &SessionKey, session: &SessionEnd<'_>, why: &Unplaced) -> S
     )
 }
 
+mod listing;
 #[cfg(test)]
 mod tests;
+
+pub use listing::{place_listing, portal_addresses, Mapped, NoteLevel};

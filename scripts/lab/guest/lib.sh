@@ -108,8 +108,29 @@ net_routes() {
 	ip route flush cache
 }
 
+# The lab's rdma_rxe (scripts/lab/kmod): Debian's own rxe with QP 1 of rxe_ini failing the way
+# irdma's does (ERR on a send whose neighbour entry is gone, ERR->RTS refused with irdma's
+# line). Every other device and QP is stock rxe. Loaded instead of the image's rdma_rxe; its
+# dependencies come from the image. KMOD_MODEL= names the modelled devices (default rxe_ini).
+rxe_load() {
+	local d=/lab/kmod/$(uname -r) m
+	if [ ! -f $d/rdma_rxe.ko ]; then
+		echo "no lab module for $(uname -r) (run.sh kmod)" > "$OUT/kmod.txt"
+		log "LAB: $(cat "$OUT/kmod.txt"); loading the image's stock rdma_rxe"
+		modprobe rdma_rxe
+		return 1
+	fi
+	for m in $(sed -n 's/^depends=//p' $d/modinfo.txt | tr ',' ' '); do modprobe $m; done
+	insmod $d/rdma_rxe.ko irdma_gsi_devs=${KMOD_MODEL-$INI_RXE}
+	{ cat $d/modinfo.txt; echo "irdma_gsi_devs=$(cat /sys/module/rdma_rxe/parameters/irdma_gsi_devs)"; } > "$OUT/kmod.txt"
+	log "lab rdma_rxe loaded: irdma-like QP 1 on $(cat /sys/module/rdma_rxe/parameters/irdma_gsi_devs)"
+}
+# kmod_model_on: the irdma-like QP 1 is in force for rxe_ini
+kmod_model_on() {
+	grep -qw "$INI_RXE" /sys/module/rdma_rxe/parameters/irdma_gsi_devs 2>/dev/null
+}
 rxe_setup() {
-	modprobe rdma_rxe
+	rxe_load
 	modprobe rdma_ucm
 	modprobe ib_uverbs
 	modprobe ib_umad 2>/dev/null
@@ -149,6 +170,7 @@ dyndbg_setup() {
 	[ -w $C ] || return 0
 	echo 'module rdma_cm +p' > $C 2>/dev/null
 	echo 'module rdma_rxe format "state ->" +p' > $C 2>/dev/null
+	echo 'module rdma_rxe format "lab irdma model" +p' > $C 2>/dev/null
 }
 
 syslog_start() {
@@ -405,7 +427,8 @@ write_config() {
 }
 daemon_start() {
 	local tag=${1:-daemon}
-	NO_COLOR=1 $IG --log info daemon >> "$SOUT/$tag.log" 2>&1 &
+	# each line stamped with its arrival time (guest/stamp.py); $! is the daemon's pid
+	NO_COLOR=1 $IG --log ${LAB_DAEMON_LOG:-info} daemon > >(python3 -u /lab/guest/stamp.py >> "$SOUT/$tag.log") 2>&1 &
 	DAEMON_PID=$!
 	# ready when the control socket answers (the first scan is done before it serves)
 	local i

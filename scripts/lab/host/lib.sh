@@ -27,6 +27,19 @@ lab_build_image() {
 	echo "lab: image built in $(($(date +%s) - t0)) s: $(tr '\n' ' ' < "$LAB_WORK/image/kernels.txt")"
 }
 
+# The lab's irdma-like rdma_rxe (kmod/README.md), one per kernel of the image; cached in
+# $LAB_WORK/kmod and rebuilt only when its patch, model or kernel package changes.
+lab_build_kmod() {
+	local t0=$(date +%s)
+	if ! "$LAB_SRC/kmod/build.sh" > "$LAB_WORK/kmod-build.log" 2>&1; then
+		tail -20 "$LAB_WORK/kmod-build.log" >&2
+		echo "lab: kernel module build failed, see $LAB_WORK/kmod-build.log" >&2
+		return 1
+	fi
+	grep '^kmod:' "$LAB_WORK/kmod-build.log"
+	echo "lab: kernel modules ready in $(($(date +%s) - t0)) s"
+}
+
 # The 9p share the guest mounts on /lab: guest scripts, the binary, the .debs, the results.
 SHARE=$LAB_WORK/share
 
@@ -48,11 +61,12 @@ k61-verbs 6.1. tiny 600
 k612-verify 6.12 tiny 900
 k61-verify 6.1. tiny 900
 k612-standin 6.12 tiny 600
+kfield-probe 6.12 tiny 900
 EOT
 }
 # smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs, k61-verbs, k612-verify and k61-verify are run by name only (a second boot after a
 # stopped one, or one scenario on a fresh guest).
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="k612-standin"{print $1}'; }
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="k612-standin" && $1!="kfield-probe"{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
@@ -67,8 +81,15 @@ lab_list() {
 lab_stage_guest() {
 	mkdir -p "$SHARE/guest" "$SHARE/results"
 	[ -e "$LAB_WORK/results" ] || ln -s share/results "$LAB_WORK/results"
-	rm -rf "$SHARE/guest"
+	rm -rf "$SHARE/guest" "$SHARE/kmod"
 	cp -a "$LAB_SRC/guest" "$SHARE/guest"
+	# the built modules: /lab/kmod/<kver>/rdma_rxe.ko in the guest
+	local d
+	for d in "$LAB_WORK"/kmod/*/; do
+		[ -f "$d/rdma_rxe.ko" ] || continue
+		mkdir -p "$SHARE/kmod/$(basename "$d")"
+		cp "$d/rdma_rxe.ko" "$d/modinfo.txt" "$SHARE/kmod/$(basename "$d")/"
+	done
 }
 
 # The source tree `binary` builds: SRC (default this clone) as it is, or, with SRC_COMMIT, that

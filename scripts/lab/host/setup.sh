@@ -8,6 +8,15 @@ set -euo pipefail
 : "${LAB_WORK:?}"
 mkdir -p "$LAB_WORK"/{debs,qemu,fw}
 stamp=$LAB_WORK/qemu/.setup-done
+# the irdma-like rdma_rxe (kmod/build.sh) is built with the compiler Debian's kernels were
+# built with (gcc-12 on bookworm), against unpacked headers
+kmod_need=()
+for p in gcc-12 make patch binutils xz-utils; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || kmod_need+=("$p")
+done
+if ((${#kmod_need[@]})); then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${kmod_need[@]}"
+fi
 if [ -f "$stamp" ] && [ -x "$LAB_WORK/qemu/usr/bin/qemu-system-x86_64" ]; then
 	"$LAB_WORK/qemu/usr/bin/qemu-system-x86_64" --version | head -1
 	exit 0

@@ -1,35 +1,34 @@
-//! Operator requests on the control socket: status, reload, pause/resume and the recovery
-//! commands, each answered on its own connection; commands in progress wait here until the
-//! ports they concern have settled.
+//! Operator requests on the control socket: status, reload, and the operator commands,
+//! each answered on its own connection. What a command will do and when it is finished are
+//! the driver's to say ([`crate::core::driver::Driver::plan`],
+//! [`crate::core::driver::Driver::poll_verdict`]); this file carries requests in and answers
+//! out, and reads the re-creation methods a plan needs from the host on a worker.
 
-use std::collections::BTreeSet;
-use std::time::Duration;
+use std::collections::BTreeMap;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use super::deps::{effective, port_selftest};
 use super::Loop;
+use crate::core::driver::{CommandId, CommandPlan, MethodSteps, RecreateMethods, Verdict};
 use crate::core::observe::EventKind;
-use crate::core::recovery::{OperatorCommand, Phase, PortId, Portal};
+use crate::core::recovery::{OperatorCommand, PortId};
 use crate::daemon::observe::clocks;
-use crate::error::{EXIT_CONFIG, EXIT_FINDING, EXIT_NOINPUT, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE};
+use crate::exit::ExitStatus;
 use crate::io::control::{ControlConnection, ControlServer, Reply, Request};
-use crate::io::executors::Executors;
+use crate::io::reset::ResetPlan;
 
-/// How long an operator command may take before its client is told it is still running.
-const OPERATOR_DEADLINE: Duration = Duration::from_secs(15 * 60);
-
+/// An accepted command awaiting its verdict, and who follows it.
 pub(super) struct Pending {
     pub(super) sink: UnboundedSender<Reply>,
-    pub(super) ports: BTreeSet<PortId>,
-    /// A `reconnect`: it also waits for the operator logouts/logins of sessions on no RDMA
-    /// port (they belong to no port, so `ports` does not cover them).
-    session_ops: bool,
-    /// How many operator session-op failures the engine had reported when it started.
-    failures_before: usize,
-    deadline: crate::core::time::Instant,
+    /// The ports it concerns (their transitions are streamed to the client).
+    pub(super) ports: Vec<PortId>,
+    /// The command, as typed.
     pub(super) what: String,
 }
+
+/// The commands awaiting their verdict.
+pub(super) type Pendings = BTreeMap<CommandId, Pending>;
 
 pub(super) async fn accept_loop(
     server: ControlServer,
@@ -83,13 +82,71 @@ pub(super) fn progress(sink: &UnboundedSender<Reply>, message: impl Into<String>
     });
 }
 
-fn done(sink: &UnboundedSender<Reply>, ok: bool, message: impl Into<String>, code: u8) {
+fn done(sink: &UnboundedSender<Reply>, ok: bool, message: impl Into<String>, code: ExitStatus) {
     let _ = sink.send(Reply::Done {
         ok,
         message: message.into(),
-        exit_code: code,
+        exit_code: code.code(),
         detail: None,
     });
+}
+
+/// The exit status of a refused command.
+fn refused(e: &crate::core::recovery::CommandError) -> ExitStatus {
+    use crate::core::recovery::CommandError as E;
+    match e {
+        E::UnknownDevice { .. } | E::UnknownPort { .. } | E::NoMatchingSessions => {
+            ExitStatus::NoInput
+        }
+        E::NothingToRecreateFrom(_) => ExitStatus::Unavailable,
+    }
+}
+
+/// The driver's plan type for the methods the resetter read from sysfs.
+fn methods_of(p: &ResetPlan) -> RecreateMethods {
+    RecreateMethods {
+        methods: p
+            .methods
+            .iter()
+            .map(|m| MethodSteps {
+                method: m.method.to_string(),
+                steps: m.steps.clone(),
+            })
+            .collect(),
+        skipped: p.skipped.clone(),
+    }
+}
+
+/// Settings the running daemon cannot take over without a restart: the sockets and files
+/// it opened at start, and the metrics exporter it started.
+fn needs_restart(old: &crate::config::Config, new: &crate::config::Config) -> Vec<&'static str> {
+    let (a, b) = (&old.paths, &new.paths);
+    let mut out = Vec::new();
+    if a.control_socket != b.control_socket {
+        out.push("paths.control-socket");
+    }
+    if a.kmsg != b.kmsg {
+        out.push("paths.kmsg");
+    }
+    if a.state_dir != b.state_dir {
+        out.push("paths.state-dir");
+    }
+    if a.sysfs_root != b.sysfs_root {
+        out.push("paths.sysfs-root");
+    }
+    if a.boot_id != b.boot_id {
+        out.push("paths.boot-id");
+    }
+    if old.metrics != new.metrics {
+        out.push("[metrics]");
+    }
+    if old.poll.netlink != new.poll.netlink {
+        out.push("poll.netlink");
+    }
+    if old.poll.iscsi != new.poll.iscsi {
+        out.push("poll.iscsi");
+    }
+    out
 }
 
 impl Loop {
@@ -101,16 +158,28 @@ impl Loop {
         let outcome = match crate::config::load_or_default(path.as_deref()) {
             Ok((cfg, source)) => {
                 let cfg = effective(cfg, self.settings.force_dry_run);
+                let restart = needs_restart(&self.settings.config, &cfg);
+                if !restart.is_empty() {
+                    let why = format!(
+                        "the new configuration is refused; the one in force is kept: {} \
+                         changed, which takes effect only when the daemon starts (systemctl \
+                         restart iser-guard)",
+                        restart.join(", ")
+                    );
+                    tracing::error!("reload: {why}");
+                    self.notifier.ready(&self.status);
+                    return Err(why);
+                }
                 for w in cfg.warnings() {
                     tracing::warn!("configuration: {w}");
                 }
                 let now = self.now();
                 self.driver.set_policy(cfg.policy(), now);
-                self.ex = Executors::from_config(&cfg).with_selftest(port_selftest(&cfg));
+                self.ex = crate::compose::executors(&cfg).with_selftest(port_selftest(&cfg));
                 if let Some(w) = self.witness.as_mut() {
                     w.set_allow(cfg.devices.allow.iter().cloned().collect());
                 }
-                tracing::info!(%source, "SIGHUP: configuration reloaded");
+                tracing::info!(%source, "configuration reloaded");
                 self.obs.note(
                     EventKind::Daemon,
                     format!("configuration reloaded from {source}"),
@@ -121,7 +190,7 @@ impl Loop {
             }
             Err(e) => {
                 tracing::error!(
-                    "SIGHUP: the new configuration is invalid; keeping the one in force: {e}"
+                    "reload: the new configuration is invalid; keeping the one in force: {e}"
                 );
                 for p in e.problems() {
                     tracing::error!("configuration problem: {p}");
@@ -135,82 +204,38 @@ impl Loop {
         outcome
     }
 
+    /// Answers every verdict the driver has due.
     pub(super) fn check_pendings(&mut self) {
         let now = self.now();
-        let mut keep = Vec::new();
-        for p in std::mem::take(&mut self.pendings) {
-            let engine = self.driver.engine();
-            let busy = self
-                .inflight
-                .values()
-                .any(|port| port.as_ref().is_some_and(|id| p.ports.contains(id)))
-                || (p.session_ops && engine.operator_session_ops() > 0);
-            let phases: Vec<(PortId, Option<Phase>)> = p
-                .ports
-                .iter()
-                .map(|id| (id.clone(), self.port_phase(id)))
-                .collect();
-            let settled = phases
-                .iter()
-                .all(|(_, ph)| matches!(ph, Some(Phase::Healthy | Phase::Quarantined) | None));
-            if !busy && settled {
-                let mut failed: Vec<String> = phases
-                    .iter()
-                    .filter(|(_, ph)| *ph == Some(Phase::Quarantined))
-                    .map(|(id, _)| {
-                        let why = self.driver.engine().port(id).map(|r| r.reason.clone());
-                        format!("{id}: {}", why.unwrap_or_default())
-                    })
-                    .collect();
-                if p.session_ops {
-                    let all = self.driver.engine().operator_failures();
-                    failed.extend(all.iter().skip(p.failures_before).cloned());
-                }
-                if failed.is_empty() {
-                    done(
-                        &p.sink,
-                        true,
-                        format!("{}: done, every port is healthy", p.what),
-                        EXIT_OK,
-                    );
-                } else {
-                    done(
-                        &p.sink,
-                        false,
-                        format!("{}: failed: {}", p.what, failed.join("; ")),
-                        EXIT_FINDING,
-                    );
-                }
-            } else if now >= p.deadline {
-                done(
-                    &p.sink,
-                    false,
-                    format!(
-                        "{}: still in progress after {} s; the daemon carries on, follow it in its log",
-                        p.what,
-                        OPERATOR_DEADLINE.as_secs()
-                    ),
-                    EXIT_TEMPFAIL,
-                );
-            } else {
-                keep.push(p);
-            }
+        while let Some((id, verdict)) = self.driver.poll_verdict(now) {
+            let Some(p) = self.pendings.remove(&id) else {
+                continue;
+            };
+            let (ok, code) = match &verdict {
+                Verdict::Done { .. } => (true, ExitStatus::Ok),
+                Verdict::Failed { .. } => (false, ExitStatus::Finding),
+                Verdict::StillRunning { .. } => (false, ExitStatus::TempFail),
+            };
+            tracing::info!("operator command: {}", verdict.message());
+            done(&p.sink, ok, verdict.message(), code);
         }
-        self.pendings = keep;
     }
 
-    /// Serves an operator request on the same engine.
+    /// Serves an operator request on the same driver.
     pub(super) fn operator(&mut self, req: Request, sink: UnboundedSender<Reply>) {
-        tracing::info!(request = ?req, "operator request");
+        tracing::info!("operator request: iser-guard {req}");
         let now = self.now();
-        if !matches!(req, Request::Status | Request::Events { .. }) {
+        if !matches!(
+            req,
+            Request::Status | Request::Events { .. } | Request::Plan { .. }
+        ) {
             self.obs.note(
                 EventKind::Operator,
                 format!("operator: iser-guard {req}"),
                 clocks(now),
             );
         }
-        let (cmd, what, dry_run) = match req {
+        match req {
             Request::Status => {
                 let safe = self.safe_mode.as_ref().map(|m| {
                     let kept = m.kept.as_ref().map(|p| p.display().to_string());
@@ -222,219 +247,126 @@ impl Loop {
                 let _ = sink.send(Reply::Done {
                     ok: true,
                     message: self.status.clone(),
-                    exit_code: EXIT_OK,
+                    exit_code: ExitStatus::Ok.code(),
                     detail: serde_json::to_value(doc).ok(),
                 });
-                return;
             }
-            Request::Events { .. } => {
-                done(
-                    &sink,
-                    false,
-                    "events are answered by the daemon only",
-                    EXIT_USAGE,
-                );
-                return;
-            }
-            Request::Reload => {
-                match self.reload() {
-                    Ok(msg) => done(&sink, true, msg, EXIT_OK),
-                    Err(msg) => done(&sink, false, msg, EXIT_CONFIG),
+            Request::Events { .. } => done(
+                &sink,
+                false,
+                "events are answered by the daemon only",
+                ExitStatus::Usage,
+            ),
+            Request::Reload => match self.reload() {
+                Ok(msg) => done(&sink, true, msg, ExitStatus::Ok),
+                Err(msg) => done(&sink, false, msg, ExitStatus::Config),
+            },
+            Request::Pause => self.run_command(OperatorCommand::Pause, sink),
+            Request::Resume => self.run_command(OperatorCommand::Resume, sink),
+            Request::Plan { command } => self.answer_plan(command, sink, false),
+            Request::Run { command } => {
+                let destructive =
+                    !matches!(command, OperatorCommand::Pause | OperatorCommand::Resume);
+                if destructive && self.settings.config.recovery.dry_run {
+                    progress(
+                        &sink,
+                        "the daemon runs in dry-run mode (recovery.dry-run or --dry-run): it \
+                         changes nothing, so this is what it would do",
+                    );
+                    self.answer_plan(command, sink, true);
+                } else {
+                    self.run_command(command, sink);
                 }
-                return;
             }
-            Request::Pause => (OperatorCommand::Pause, "pause".to_string(), false),
-            Request::Resume => (OperatorCommand::Resume, "resume".to_string(), false),
-            Request::Recover {
-                device,
-                port,
-                dry_run,
-            } => {
-                let what = match port {
-                    Some(n) => format!("recover {device}/{n}"),
-                    None => format!("recover {device}"),
-                };
-                (OperatorCommand::Recover { device, port }, what, dry_run)
-            }
-            Request::ResetDevice { device, dry_run } => {
-                let what = format!("reset-device {device}");
-                (OperatorCommand::ResetDevice { device }, what, dry_run)
-            }
-            Request::Reconnect {
-                target,
-                portal,
-                dry_run,
-            } => {
-                let portal = match portal.as_deref().map(parse_portal_arg).transpose() {
-                    Ok(p) => p,
-                    Err(e) => {
-                        done(&sink, false, e, EXIT_USAGE);
-                        return;
+        }
+    }
+
+    /// Starts `cmd` on the driver; its verdict is answered by [`Loop::check_pendings`].
+    fn run_command(&mut self, cmd: OperatorCommand, sink: UnboundedSender<Reply>) {
+        let now = self.now();
+        let what = cmd.to_string();
+        match self.driver.start_command(cmd, now) {
+            Err(e) => done(&sink, false, format!("{what}: refused: {e}"), refused(&e)),
+            Ok((id, msg)) => {
+                tracing::info!(%id, "operator: {msg}");
+                match self.driver.command_ports(id) {
+                    None => done(&sink, true, msg, ExitStatus::Ok),
+                    Some(ports) => {
+                        progress(&sink, msg);
+                        let ports = ports.iter().cloned().collect();
+                        self.pendings.insert(id, Pending { sink, ports, what });
                     }
-                };
-                (
-                    OperatorCommand::Reconnect { target, portal },
-                    "reconnect".to_string(),
-                    dry_run,
-                )
+                }
+            }
+        }
+    }
+
+    /// Answers what `cmd` would do: the driver's plan, with the device's re-creation methods
+    /// read from sysfs on a worker. `dry_run`: the answer of a command the daemon will not
+    /// run (it says so); otherwise the answer to a plan request.
+    fn answer_plan(&mut self, cmd: OperatorCommand, sink: UnboundedSender<Reply>, dry_run: bool) {
+        let plan = match self.driver.plan(&cmd) {
+            Ok(p) => p,
+            Err(e) => {
+                done(&sink, false, format!("{cmd}: refused: {e}"), refused(&e));
+                return;
             }
         };
-        let destructive = !matches!(cmd, OperatorCommand::Pause | OperatorCommand::Resume);
-        if !dry_run && destructive && self.settings.config.recovery.dry_run {
-            progress(
-                &sink,
-                "the daemon runs in dry-run mode (recovery.dry-run or --dry-run): it changes \
-                 nothing, so this is what it would do",
-            );
-        }
-        if dry_run || (destructive && self.settings.config.recovery.dry_run) {
-            self.dry_run(cmd, what, sink);
-            return;
-        }
-        let failures_before = self.driver.engine().operator_failures().len();
-        match self.driver.handle_command(cmd.clone(), now) {
-            Err(e) => done(&sink, false, format!("{what}: refused: {e}"), EXIT_NOINPUT),
-            Ok((command, msg)) => {
-                tracing::info!(%command, "operator: {msg}");
-                if matches!(cmd, OperatorCommand::Pause | OperatorCommand::Resume) {
-                    done(&sink, true, msg, EXIT_OK);
-                    return;
-                }
-                progress(&sink, msg);
-                let ports = self.command_ports(&cmd);
-                self.pendings.push(Pending {
-                    sink,
-                    ports,
-                    session_ops: matches!(cmd, OperatorCommand::Reconnect { .. }),
-                    failures_before,
-                    deadline: now.plus(OPERATOR_DEADLINE),
-                    what,
-                });
-            }
-        }
-    }
-
-    fn command_ports(&self, cmd: &OperatorCommand) -> BTreeSet<PortId> {
-        match cmd {
-            OperatorCommand::Recover { device, port } => self
+        let read = plan.device_to_read().map(|d| {
+            let remembered = self
                 .driver
                 .engine()
-                .ports()
-                .filter(|p| &p.id.device == device && port.is_none_or(|n| p.id.port == n))
-                .map(|p| p.id.clone())
-                .collect(),
-            OperatorCommand::ResetDevice { device } => self
-                .driver
-                .engine()
-                .ports()
-                .filter(|p| &p.id.device == device)
-                .map(|p| p.id.clone())
-                .collect(),
-            OperatorCommand::Reconnect { target, portal } => self
-                .driver
-                .engine()
-                .sessions()
-                .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
-                .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
-                .map(|s| s.port.clone())
-                .collect(),
-            OperatorCommand::Pause | OperatorCommand::Resume => BTreeSet::new(),
-        }
-    }
-
-    /// What a command would do, changing nothing.
-    fn dry_run(&mut self, cmd: OperatorCommand, what: String, sink: UnboundedSender<Reply>) {
-        match cmd {
-            OperatorCommand::Recover { device, .. } | OperatorCommand::ResetDevice { device } => {
-                let resetter = self.ex.resetter.clone();
-                let sessions: Vec<String> = self
-                    .driver
-                    .engine()
-                    .sessions()
-                    .filter(|s| s.port.device == device)
-                    .map(|s| s.key.to_string())
-                    .collect();
-                let remembered = self
-                    .driver
-                    .engine()
-                    .devices()
-                    .find(|d| d.name == device)
-                    .and_then(|d| d.remembered.clone());
-                let busy = sink.clone();
-                let job = move || match resetter.plan_from(&device, remembered.as_ref()) {
-                    Ok(plan) => {
-                        progress(
-                            &sink,
-                            format!("dry run: would re-create {device}, trying in order:"),
-                        );
-                        for m in &plan.methods {
-                            progress(&sink, format!("  {}:", m.method));
-                            for s in &m.steps {
-                                progress(&sink, format!("    {s}"));
-                            }
+                .devices()
+                .find(|r| r.name == d)
+                .and_then(|r| r.remembered.clone());
+            (d.to_string(), remembered)
+        });
+        let resetter = self.ex.resetter.clone();
+        let answered = self.answered_tx.clone();
+        let busy = sink.clone();
+        let job = move || {
+            let plan: CommandPlan = match read {
+                None => plan,
+                Some((device, remembered)) => {
+                    match resetter.plan_from(&device, remembered.as_ref()) {
+                        Ok(p) => plan.with_methods(methods_of(&p)),
+                        Err(e) => {
+                            done(&sink, false, format!("{}: {e}", plan.what), e.status());
+                            let _ = answered.send(());
+                            return;
                         }
-                        for s in &plan.skipped {
-                            progress(&sink, format!("  not applicable: {s}"));
-                        }
-                        for s in &sessions {
-                            progress(&sink, format!("then reconnect if still down: {s}"));
-                        }
-                        done(
-                            &sink,
-                            true,
-                            format!("{what}: dry run, nothing was changed"),
-                            EXIT_OK,
-                        );
                     }
-                    Err(e) => done(&sink, false, format!("{what}: {e}"), e.exit_code()),
-                };
-                if let Err(full) = self.pool.submit(job) {
-                    done(
-                        &busy,
-                        false,
-                        format!("busy: {full}; try again"),
-                        EXIT_TEMPFAIL,
-                    );
                 }
-            }
-            OperatorCommand::Reconnect { target, portal } => {
-                let keys: Vec<String> = self
-                    .driver
-                    .engine()
-                    .sessions()
-                    .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
-                    .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
-                    .map(|s| s.key.to_string())
-                    .collect();
-                if keys.is_empty() {
-                    done(
-                        &sink,
-                        false,
-                        "no iSCSI session matches; `iscsiadm -m session` lists the sessions",
-                        EXIT_NOINPUT,
-                    );
-                    return;
-                }
-                for k in keys {
-                    progress(&sink, format!("dry run: would log out and in {k}"));
-                }
-                done(
-                    &sink,
-                    true,
-                    format!("{what}: dry run, nothing was changed"),
-                    EXIT_OK,
-                );
-            }
-            OperatorCommand::Pause | OperatorCommand::Resume => {
-                done(&sink, true, format!("dry run: would {what}"), EXIT_OK)
-            }
+            };
+            let message = if dry_run {
+                format!("{}: dry run, nothing was changed", plan.what)
+            } else {
+                plan.what.clone()
+            };
+            let _ = sink.send(Reply::Done {
+                ok: true,
+                message,
+                exit_code: ExitStatus::Ok.code(),
+                detail: serde_json::to_value(&plan).ok(),
+            });
+            let _ = answered.send(());
+        };
+        self.answering += 1;
+        if let Err(full) = self.pool.submit(job) {
+            self.answering -= 1;
+            done(
+                &busy,
+                false,
+                format!("busy: {full}; try again"),
+                ExitStatus::TempFail,
+            );
         }
     }
 }
 
 /// `ip`, `ip:port`, `[v6]:port` → the engine's portal (port 3260 when none is given).
-pub fn parse_portal_arg(s: &str) -> Result<Portal, String> {
+pub fn parse_portal_arg(s: &str) -> Result<crate::core::recovery::Portal, String> {
     let addr = crate::io::probe::parse_portal(s, crate::io::probe::ISCSI_PORT)
         .map_err(|e| e.to_string())?;
-    Ok(Portal::from(addr))
+    Ok(crate::core::recovery::Portal::from(addr))
 }

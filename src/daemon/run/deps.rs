@@ -75,6 +75,9 @@ pub struct Settings {
     /// they run the operator's command only (the driver refuses automatic ones and leaves
     /// them to the daemon), so nothing is cut short when they exit.
     pub automatic_actions: bool,
+    /// Write nothing: no state directory, no journal, no cursor (the one-shot loop that
+    /// answers a manual command's plan, which must change nothing on the host).
+    pub read_only: bool,
 }
 
 /// Route lookups for placement. They are joined with the port netdevs read under
@@ -99,14 +102,19 @@ impl Deps {
         use crate::daemon::sources::{BootClock, KmsgLog};
         use crate::daemon::topology::HostTopology;
         let (kernel_log, control) = if daemon {
-            let reader =
-                crate::io::kmsg::open(&crate::io::kmsg::OpenOptions::from_paths(&cfg.paths))?;
+            let kernel_log = if cfg.kmsg.enabled {
+                let reader = crate::io::kmsg::open(&crate::compose::kmsg_options(&cfg.paths))?;
+                Some(Box::new(KmsgLog(reader)) as Box<dyn KernelLog>)
+            } else {
+                tracing::warn!(
+                    "the kernel log is off (kmsg.enabled = false): stuck QPs are seen in the \
+                     RDMA netlink QP table only"
+                );
+                None
+            };
             let control = ControlServer::bind(&cfg.paths.control_socket)
                 .map_err(|e| Error::Usage(format!("cannot open the control socket: {e}")))?;
-            (
-                Some(Box::new(KmsgLog(reader)) as Box<dyn KernelLog>),
-                Some(control),
-            )
+            (kernel_log, Some(control))
         } else {
             (None, None)
         };
@@ -118,7 +126,7 @@ impl Deps {
                 netlink: crate::daemon::topology::NetlinkAccess::Kernel,
                 metrics: crate::metrics::Metrics::disabled(),
             }),
-            executors: Executors::from_config(cfg).with_selftest(port_selftest(cfg)),
+            executors: crate::compose::executors(cfg).with_selftest(port_selftest(cfg)),
             clock: Arc::new(BootClock),
             notifier: if daemon {
                 Notifier::from_env()

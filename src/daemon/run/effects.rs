@@ -145,6 +145,11 @@ impl Loop {
     /// back to the loop, which reports it to the driver. The driver hands out nothing after
     /// it (in particular no destructive effect) until then.
     fn write_journal(&mut self, id: EffectId, snapshot: Box<EngineSnapshot>, reason: String) {
+        if self.settings.read_only {
+            // A plan-only loop keeps its state in memory: it writes nothing on the host.
+            let _ = self.journal_tx.send((id, Ok(())));
+            return;
+        }
         self.obs.sync(&snapshot, clocks(self.now()));
         let incidents = self.obs.incidents().to_vec();
         let journal = self.journal.clone();

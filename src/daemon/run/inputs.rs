@@ -5,10 +5,9 @@ use std::collections::BTreeMap;
 
 use super::Loop;
 use crate::core::iscsi::{Parsed, SessionDetail};
-use crate::core::recovery::{from_kernel_event, Trust};
-use crate::core::session_map::HostFacts;
+use crate::core::recovery::{read_record, Trust};
+use crate::core::session_map::{place_listing, HostFacts, NoteLevel};
 use crate::daemon::observe::{clocks, ISCSIADM, KERNEL_LOG, RDMA_NETLINK};
-use crate::daemon::sessions::map_sessions;
 use crate::daemon::sources::TopologyReport;
 use crate::io::kmsg::KmsgEvent;
 
@@ -57,7 +56,7 @@ impl Loop {
                     }
                 };
                 let mut routes = BTreeMap::new();
-                for ip in crate::daemon::sessions::portal_addresses(&parsed.items) {
+                for ip in crate::core::session_map::portal_addresses(&parsed.items) {
                     match (self.routes)(ip) {
                         Ok(netdev) => {
                             routes.insert(ip, netdev);
@@ -74,10 +73,17 @@ impl Loop {
                 // Before the first topology report the ports are unknown: place with a
                 // scratch copy so nothing is remembered or warned about from that.
                 let mapped = if self.ready.topology {
-                    map_sessions(&parsed.items, &facts, &mut self.placer)
+                    place_listing(&parsed.items, &facts, &mut self.placer)
                 } else {
-                    map_sessions(&parsed.items, &facts, &mut self.placer.clone())
+                    place_listing(&parsed.items, &facts, &mut self.placer.clone())
                 };
+                for (level, note) in &mapped.notes {
+                    match level {
+                        NoteLevel::Warning => tracing::warn!("{note}"),
+                        NoteLevel::Info => tracing::info!("{note}"),
+                        NoteLevel::Debug => tracing::debug!("{note}"),
+                    }
+                }
                 if self.ready.topology {
                     for w in &mapped.warnings {
                         tracing::warn!("{w}");
@@ -216,18 +222,21 @@ impl Loop {
         match ev {
             KmsgEvent::Record(r) => {
                 self.obs.source_ok(KERNEL_LOG, clocks(self.now()));
-                let kev = crate::core::signatures::classify_record(&r);
-                self.note_kernel_event(&r, kev.is_some());
-                let Some(kev) = kev else {
+                let reading = read_record(&r);
+                self.note_kernel_event(&r, reading.is_some());
+                let Some(reading) = reading else {
                     self.metrics.kmsg_record(None, true);
                     return;
                 };
-                let converted = from_kernel_event(&kev);
+                let kev = reading.event;
                 self.metrics.kmsg_record(
                     Some(kev.signature.kind.name()),
-                    converted.as_ref().is_none_or(|(_, t)| *t == Trust::Trusted),
+                    reading
+                        .observation
+                        .as_ref()
+                        .is_none_or(|(_, t)| *t == Trust::Trusted),
                 );
-                let Some((obs, trust)) = converted else {
+                let Some((obs, trust)) = reading.observation else {
                     tracing::debug!(
                         kind = kev.signature.kind.name(),
                         "kernel log record with nothing to act on"

@@ -19,6 +19,7 @@ mod inputs;
 mod shutdown;
 mod startup;
 
+use crate::exit::ExitStatus;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,18 +32,18 @@ pub use deps::{driver_for, port_selftest, AddressLister, Deps, Mode, RouteLookup
 use crate::core::driver::{Driver, EffectId, EffectOutcome};
 use crate::core::iscsi::{Parsed, SessionDetail};
 use crate::core::nldev::CmIdEntry;
-use crate::core::recovery::{Phase, PortId, Portal};
+use crate::core::recovery::{PortId, Portal};
 use crate::core::session_map::{Placer, RdmaPortNetdev};
 use crate::daemon::exec::Executed;
 use crate::daemon::notify::Notifier;
 use crate::daemon::observe::{clocks, Observer, KERNEL_LOG};
 use crate::daemon::sources::{Clock, Signal};
 use crate::daemon::workers::{AlertQueue, WorkerPool};
-use crate::error::{Error, EXIT_OK};
+use crate::error::Error;
 use crate::io::control::Request;
 use crate::io::executors::Executors;
 use crate::io::journal::Journal;
-use control::{progress, reply_task, Pending};
+use control::{progress, reply_task, Pendings};
 use startup::{Inputs, SafeMode};
 
 struct Finished {
@@ -97,7 +98,10 @@ struct Loop {
     inflight: BTreeMap<EffectId, Option<PortId>>,
     /// Each portal's local address, from the last session snapshot (probe source).
     probe_from: BTreeMap<Portal, std::net::IpAddr>,
-    pendings: Vec<Pending>,
+    pendings: Pendings,
+    /// Plans being read on a worker: a one-shot loop waits for their answer.
+    answering: usize,
+    answered_tx: UnboundedSender<()>,
     netlink_warned: bool,
     ready: Ready,
     status: String,
@@ -130,6 +134,7 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
         done: ref mut done_rx,
         journal: ref mut journal_rx,
         sessions: ref mut sessions_rx,
+        answered: ref mut answered_rx,
         topology: ref mut topo_rx,
         control: ref mut ctrl_rx,
         ref mut kernel_log,
@@ -160,7 +165,7 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
         tokio::time::interval(watchdog.map_or(Duration::from_secs(3600), |w| {
             (w / 2).max(Duration::from_millis(100))
         }));
-    let mut exit_code = EXIT_OK;
+    let mut exit_code = ExitStatus::Ok.code();
 
     loop {
         lp.pump();
@@ -195,7 +200,7 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
                 lp.check_pendings();
             }
         }
-        if one_shot_mode && command_issued && lp.pendings.is_empty() {
+        if one_shot_mode && command_issued && lp.pendings.is_empty() && lp.answering == 0 {
             break;
         }
         let now = lp.clock.now();
@@ -261,6 +266,7 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
                 lp.driver.handle_effect_outcome(id, EffectOutcome::Journal(written), now);
             }
             Some(s) = sessions_rx.recv() => lp.on_sessions(s),
+            Some(()) = answered_rx.recv() => lp.answering = lp.answering.saturating_sub(1),
             Some(t) = topo_rx.recv() => lp.on_topology(t),
             Some((conn, req)) = ctrl_rx.recv() => {
                 // A client that gave up before its command was taken does not get it run.
@@ -292,7 +298,7 @@ impl Loop {
 
     /// Tells the operators following `port` (or all, for port-less events).
     fn tell(&self, port: Option<&PortId>, message: &str) {
-        for p in &self.pendings {
+        for p in self.pendings.values() {
             if port.is_none_or(|id| p.ports.contains(id)) {
                 progress(&p.sink, message);
             }
@@ -341,10 +347,6 @@ impl Loop {
             self.status = s;
             self.notifier.status(&self.status);
         }
-    }
-
-    fn port_phase(&self, id: &PortId) -> Option<Phase> {
-        self.driver.engine().port(id).map(|p| p.phase())
     }
 }
 

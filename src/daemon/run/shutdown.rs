@@ -3,12 +3,12 @@
 //! journal write, the kernel-log cursor, the metrics exporter and the control socket, each
 //! step named in the log when it is slow.
 
+use crate::exit::ExitStatus;
 use std::time::Duration;
 
 use super::startup::{Inputs, Services};
 use super::Loop;
 use crate::daemon::observe::clocks;
-use crate::error::EXIT_TEMPFAIL;
 use crate::io::control::Reply;
 
 /// Stops everything the loop started and writes the final journal.
@@ -25,11 +25,11 @@ pub(super) async fn finish(mut lp: Loop, inputs: Inputs, services: Services) {
         w.shutdown();
     }
     stop.raise();
-    for p in lp.pendings.drain(..) {
+    for p in std::mem::take(&mut lp.pendings).into_values() {
         let _ = p.sink.send(Reply::Done {
             ok: false,
             message: format!("{}: interrupted, the recovery did not finish", p.what),
-            exit_code: EXIT_TEMPFAIL,
+            exit_code: ExitStatus::TempFail.code(),
             detail: None,
         });
     }
@@ -38,18 +38,20 @@ pub(super) async fn finish(mut lp: Loop, inputs: Inputs, services: Services) {
         // only waiting keeps the older snapshot from landing last.
         let _ = shutdown_step("the journal write in flight", write).await;
     }
-    let (journal, snapshot) = (lp.journal.clone(), lp.driver.engine().snapshot());
-    lp.obs.sync(&snapshot, clocks(lp.now()));
-    let incidents = lp.obs.incidents().to_vec();
-    match shutdown_step(
-        "the final journal write",
-        tokio::task::spawn_blocking(move || journal.save_with_incidents(&snapshot, &incidents)),
-    )
-    .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
-        Err(e) => tracing::error!("cannot write the journal at shutdown: {e}"),
+    if !lp.settings.read_only {
+        let (journal, snapshot) = (lp.journal.clone(), lp.driver.engine().snapshot());
+        lp.obs.sync(&snapshot, clocks(lp.now()));
+        let incidents = lp.obs.incidents().to_vec();
+        match shutdown_step(
+            "the final journal write",
+            tokio::task::spawn_blocking(move || journal.save_with_incidents(&snapshot, &incidents)),
+        )
+        .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("cannot write the journal at shutdown: {e}"),
+            Err(e) => tracing::error!("cannot write the journal at shutdown: {e}"),
+        }
     }
     if let Some(k) = kernel_log.take() {
         // Records read ahead and not yet handled are not replayed after a restart.

@@ -30,6 +30,8 @@ pub(super) struct Inputs {
     pub(super) done: UnboundedReceiver<Finished>,
     pub(super) journal: UnboundedReceiver<(EffectId, Result<(), String>)>,
     pub(super) sessions: UnboundedReceiver<Result<Parsed<SessionDetail>, String>>,
+    /// A plan read on a worker was answered.
+    pub(super) answered: UnboundedReceiver<()>,
     pub(super) topology: UnboundedReceiver<TopologyReport>,
     pub(super) control: UnboundedReceiver<(ControlConnection, Request)>,
     pub(super) kernel_log: Option<ReadAhead>,
@@ -124,8 +126,10 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
         ..settings
     };
     let cfg = &settings.config;
-    std::fs::create_dir_all(&cfg.paths.state_dir)
-        .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
+    if !settings.read_only {
+        std::fs::create_dir_all(&cfg.paths.state_dir)
+            .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
+    }
     let journal = Journal::new(&cfg.paths.state_dir);
     let now = deps.clock.now();
     let policy = cfg.policy();
@@ -146,6 +150,7 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
                 );
                 (engine, None)
             }
+            Err(_) if settings.read_only => (Engine::new(policy, seed), None),
             Err(e) => (
                 Engine::new(policy, seed),
                 Some(keep_journal_aside(
@@ -159,6 +164,8 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
             tracing::info!("no journal yet: starting afresh");
             (Engine::new(policy, seed), None)
         }
+        // A plan reads what it can and moves nothing aside.
+        Err(_) if settings.read_only => (Engine::new(policy, seed), None),
         Err(e) => (
             Engine::new(policy, seed),
             Some(keep_journal_aside(&journal, &e.kind_word(), e.problem())),
@@ -171,6 +178,7 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
     let (done_tx, done_rx) = unbounded_channel();
     let (journal_tx, journal_rx) = unbounded_channel();
     let (sessions_tx, sessions_rx) = unbounded_channel();
+    let (answered_tx, answered_rx) = unbounded_channel();
     let (topo_tx, topo_rx) = unbounded_channel();
     let refresh = Arc::new(Signal::default());
     let stop = Arc::new(Signal::default());
@@ -236,7 +244,9 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
         refresh_topology: refresh,
         inflight: BTreeMap::new(),
         probe_from: BTreeMap::new(),
-        pendings: Vec::new(),
+        pendings: Default::default(),
+        answering: 0,
+        answered_tx,
         netlink_warned: false,
         ready: Ready::default(),
         status: String::new(),
@@ -251,6 +261,7 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
             done: done_rx,
             journal: journal_rx,
             sessions: sessions_rx,
+            answered: answered_rx,
             topology: topo_rx,
             control: ctrl_rx,
             kernel_log,

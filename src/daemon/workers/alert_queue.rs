@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crate::io::syslog::{Alert, AlertSink, Severity};
+use crate::core::severity::Severity;
+use crate::io::syslog::{Alert, AlertSink};
 
 /// How long the sender waits before reporting coalesced alerts on their own.
 const COALESCE_FLUSH: Duration = Duration::from_secs(1);

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::*;
-use crate::io::syslog::{Alert, AlertSink, RecordingSink, Severity, SyslogError};
+use crate::core::severity::Severity;
+use crate::io::syslog::{Alert, AlertSink, RecordingSink, SyslogError};
 
 /// A sink that blocks until released, like a stalled syslog receiver.
 struct Gate {

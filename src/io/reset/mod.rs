@@ -27,6 +27,7 @@
 
 pub mod sysfs;
 
+use crate::exit::ExitStatus;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
@@ -86,16 +87,20 @@ pub struct ResetConfig {
 }
 
 impl ResetConfig {
-    /// From the configuration (`paths.sysfs-root`, `paths.devlink`, `paths.rdma`,
-    /// `paths.modprobe`, `recovery.allow-module-reload`). `devices.allow` and
-    /// `recovery.dry-run` are the driver's to apply, not the resetter's.
-    pub fn from_config(cfg: &crate::config::Config) -> Self {
+    /// The tools at these paths, under this sysfs, with the default timeouts.
+    pub fn new(
+        sysfs_root: PathBuf,
+        devlink: PathBuf,
+        rdma: PathBuf,
+        modprobe: PathBuf,
+        allow_module_reload: bool,
+    ) -> Self {
         ResetConfig {
-            sysfs_root: cfg.paths.sysfs_root.clone(),
-            devlink: cfg.paths.devlink.clone(),
-            rdma: cfg.paths.rdma.clone(),
-            modprobe: cfg.paths.modprobe.clone(),
-            allow_module_reload: cfg.recovery.allow_module_reload,
+            sysfs_root,
+            devlink,
+            rdma,
+            modprobe,
+            allow_module_reload,
             command_timeout: Duration::from_secs(30),
             verify: VerifyPolicy::default(),
         }
@@ -302,16 +307,17 @@ pub enum ResetError {
 }
 
 impl ResetError {
-    /// The documented exit code ([`crate::error`]) for a command that failed with this.
-    pub fn exit_code(&self) -> u8 {
-        use crate::error::*;
+    /// The documented exit code ([`crate::exit`]) for a command that failed with this.
+    pub fn status(&self) -> ExitStatus {
         match self {
-            ResetError::NoSuchDevice { .. } | ResetError::ParentGone { .. } => EXIT_NOINPUT,
-            ResetError::NotBroughtBack { .. } => EXIT_OSERR,
-            ResetError::Sysfs { source, .. } => io_exit_code(source),
-            ResetError::NoMethod { .. } | ResetError::AllMethodsFailed { .. } => EXIT_UNAVAILABLE,
-            ResetError::DidNotDisappear { .. } => EXIT_TEMPFAIL,
-            ResetError::UpStepFailed { .. } | ResetError::DidNotReturn { .. } => EXIT_OSERR,
+            ResetError::NoSuchDevice { .. } | ResetError::ParentGone { .. } => ExitStatus::NoInput,
+            ResetError::NotBroughtBack { .. } => ExitStatus::OsErr,
+            ResetError::Sysfs { source, .. } => crate::exit::io_status(source),
+            ResetError::NoMethod { .. } | ResetError::AllMethodsFailed { .. } => {
+                ExitStatus::Unavailable
+            }
+            ResetError::DidNotDisappear { .. } => ExitStatus::TempFail,
+            ResetError::UpStepFailed { .. } | ResetError::DidNotReturn { .. } => ExitStatus::OsErr,
         }
     }
 

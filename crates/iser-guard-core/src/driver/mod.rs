@@ -24,12 +24,19 @@
 //! 4. drain [`Driver::poll_transition`] into the log (this also ends operator grants);
 //! 5. sleep until `next_timeout()`, the next input or the next effect outcome.
 
+mod command;
 mod effect;
 #[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::recovery::PortId;
+
+pub use command::{
+    settled, words, CommandPlan, MethodSteps, PlanStep, RecreateMethods, Verdict,
+    OPERATOR_DEADLINE, REPLY_TIMEOUT,
+};
 pub use effect::{Authority, CommandId, Effect, EffectId, EffectKind, EffectOutcome, Refusal};
 
 use crate::recovery::{
@@ -90,6 +97,13 @@ pub struct Driver {
     journal_failed: Option<String>,
     /// Effects that expect an action outcome.
     outstanding: BTreeMap<EffectId, ActionId>,
+    /// The port of each of those effects (an operator command is not finished while one of
+    /// its ports has one in flight).
+    in_flight_ports: BTreeMap<EffectId, Option<PortId>>,
+    /// Operator commands awaiting their verdict.
+    running: Vec<command::Running>,
+    /// How many ports each device has, as the topology last reported it.
+    device_ports: BTreeMap<String, u32>,
     grants: Vec<Grant>,
     /// Safe mode: automatic destructive actions are refused until
     /// [`Driver::first_scan_complete`]; the reason, in words.
@@ -112,6 +126,9 @@ impl Driver {
             epoch: 0,
             journal_failed: None,
             outstanding: BTreeMap::new(),
+            in_flight_ports: BTreeMap::new(),
+            running: Vec::new(),
+            device_ports: BTreeMap::new(),
             grants: Vec::new(),
             held_until_scan: None,
             stats: DriverStats::default(),
@@ -164,7 +181,11 @@ impl Driver {
 
     /// When [`Driver::handle_timeout`] is next due.
     pub fn next_timeout(&self) -> Option<Instant> {
-        self.engine.next_timeout()
+        let deadline = self.running.iter().map(|r| r.deadline).min();
+        match (self.engine.next_timeout(), deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn input(&mut self) {
@@ -175,6 +196,9 @@ impl Driver {
     /// A kernel-log or RDMA-netlink observation.
     pub fn handle_observation(&mut self, obs: Observation, trust: Trust, now: Instant) {
         self.input();
+        if let (Observation::DeviceAppeared { device, ports, .. }, Trust::Trusted) = (&obs, trust) {
+            self.device_ports.insert(device.clone(), *ports);
+        }
         self.engine.handle_observation(obs, trust, now);
     }
 
@@ -267,6 +291,7 @@ impl Driver {
             }
             return;
         }
+        self.in_flight_ports.remove(&id);
         let Some(action) = self.outstanding.remove(&id) else {
             self.stats.stale_outcomes += 1;
             return;
@@ -335,7 +360,7 @@ impl Driver {
                     || !engine
                         .ports()
                         .filter(|p| p.id.device == g.device)
-                        .all(|p| matches!(p.phase(), Phase::Healthy | Phase::Quarantined))
+                        .all(|p| settled(Some(p.phase())))
             });
         }
         Some(t)
@@ -406,7 +431,7 @@ impl Driver {
                     action,
                     authority: Authority::Harmless,
                 });
-                self.outstanding.insert(e.id, self.action_id_of(&e));
+                self.track(&e);
                 self.ready.push_back(e);
             } else {
                 let e = self.effect(EffectKind::Run {
@@ -434,9 +459,17 @@ impl Driver {
                 }
                 self.stats.destructive_run += 1;
                 let e = self.effect(EffectKind::Run { action, authority });
-                self.outstanding.insert(e.id, self.action_id_of(&e));
+                self.track(&e);
                 self.ready.push_back(e);
             }
+        }
+    }
+
+    /// Remembers an effect that expects an outcome, with its port.
+    fn track(&mut self, e: &Effect) {
+        self.outstanding.insert(e.id, self.action_id_of(e));
+        if let EffectKind::Run { action, .. } = &e.kind {
+            self.in_flight_ports.insert(e.id, action.port.clone());
         }
     }
 

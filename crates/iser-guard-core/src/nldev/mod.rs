@@ -9,6 +9,7 @@
 
 mod attribute;
 pub mod constants;
+pub mod datagram;
 mod entries;
 mod error;
 mod message;

@@ -15,12 +15,31 @@ use crate::qp::QpState;
 use crate::signatures::{KernelEvent, SignatureKind};
 use crate::topology::{Topology, TopologyEvent, UnstuckReason};
 
+/// What one kernel-log record says to the engine: its signature, and the observation it
+/// makes with its trust (`None`: recognised, nothing to act on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelReading {
+    /// The classified record.
+    pub event: crate::signatures::KernelEvent,
+    /// The engine's observation, with whether it may trigger actions.
+    pub observation: Option<(Observation, Trust)>,
+}
+
+/// The door for kernel-log records, shared by the daemon and the simulated host: a record
+/// (text, facility, level, `DEVICE=` dictionary) → its reading; `None` for a record no
+/// signature recognises.
+pub fn read_record(record: &crate::kmsg::Record) -> Option<KernelReading> {
+    let event = crate::signatures::classify_record(record)?;
+    let observation = from_kernel_event(&event);
+    Some(KernelReading { event, observation })
+}
+
 /// The engine's view of a classified kernel record, if it has one.
 ///
 /// A record only becomes an observation when it names what the engine needs to attribute
 /// it (the RDMA device of a stuck QP, the session of a conn error, the disk of an I/O error);
 /// `RDMA CM` lines name nothing and are host-wide by nature.
-pub fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
+pub(crate) fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)> {
     let trust = if ev.trusted {
         Trust::Trusted
     } else {
@@ -503,7 +522,7 @@ mod tests {
     #[test]
     fn real_iscsiadm_tree_maps_to_session_info() {
         // Real capture (lab blackhole1/linkdown, see tests/fixtures/iscsi/README.md).
-        let text = include_str!("../../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let text = include_str!("../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
         let parsed = iscsi::parse_session_tree(text);
         let d = parsed.items.first().expect("one session");
         let port = PortId::new("rxe_ini", 1);
@@ -551,7 +570,7 @@ mod portal_tests {
 
     #[test]
     fn a_session_whose_portal_is_not_an_address_is_not_handed_to_the_engine() {
-        let text = include_str!("../../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+        let text = include_str!("../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
         let parsed = iscsi::parse_session_tree(text);
         let mut d = parsed.items.first().expect("one session").clone();
         assert!(session_from_detail(&d, None).is_some());

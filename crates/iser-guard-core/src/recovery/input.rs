@@ -405,7 +405,7 @@ pub enum Observation {
     },
     /// An event read from a device's asynchronous event channel (libibverbs
     /// `ibv_get_async_event`, delivered by the kernel through uverbs): trusted like RDMA
-    /// netlink. What each kind means to the engine: docs/engine.md "Async events".
+    /// netlink. What each kind means to the engine: docs/history/engine.md "Async events".
     AsyncEvent(crate::selftest::AsyncEvent),
 }
 
@@ -658,6 +658,31 @@ pub enum OperatorCommand {
         /// Only sessions to this portal.
         portal: Option<Portal>,
     },
+}
+
+impl fmt::Display for OperatorCommand {
+    /// The command line that asks for it: `recover rocep2s0f0/1`, `reconnect --portal …`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OperatorCommand::Pause => f.write_str("pause"),
+            OperatorCommand::Resume => f.write_str("resume"),
+            OperatorCommand::Recover { device, port } => match port {
+                Some(p) => write!(f, "recover {device}/{p}"),
+                None => write!(f, "recover {device}"),
+            },
+            OperatorCommand::ResetDevice { device } => write!(f, "reset-device {device}"),
+            OperatorCommand::Reconnect { target, portal } => {
+                f.write_str("reconnect")?;
+                if let Some(t) = target {
+                    write!(f, " --target {t}")?;
+                }
+                if let Some(p) = portal {
+                    write!(f, " --portal {p}")?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Any input, for callers that queue inputs (the simulator, fuzzing).

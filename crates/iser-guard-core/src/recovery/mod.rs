@@ -21,8 +21,8 @@ pub use action::{
     Action, ActionId, ActionKind, Alert, IscsiNode, Origin, RecreateMethod, Severity,
 };
 pub use adapter::{
-    disks, from_kernel_event, from_topology_event, iscsiadm_outcome, session_from_detail,
-    session_state,
+    disks, from_topology_event, iscsiadm_outcome, read_record, session_from_detail, session_state,
+    KernelReading,
 };
 pub use input::{
     CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand,

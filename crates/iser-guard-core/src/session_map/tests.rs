@@ -34,30 +34,25 @@ fn cm_ids(text: &str) -> Vec<CmIdEntry> {
     out
 }
 
-const K61_LOGGEDIN_INI: &str = include_str!(
-    "../../../../tests/fixtures/nldev/k61/nldev-1-loggedin/10-res-cm-id-get-dump-dev0.hex"
-);
-const K61_LOGGEDIN_TGT: &str = include_str!(
-    "../../../../tests/fixtures/nldev/k61/nldev-1-loggedin/11-res-cm-id-get-dump-dev1.hex"
-);
+const K61_LOGGEDIN_INI: &str =
+    include_str!("../../tests/fixtures/nldev/k61/nldev-1-loggedin/10-res-cm-id-get-dump-dev0.hex");
+const K61_LOGGEDIN_TGT: &str =
+    include_str!("../../tests/fixtures/nldev/k61/nldev-1-loggedin/11-res-cm-id-get-dump-dev1.hex");
 const K61_INIDELETED_TGT: &str = include_str!(
-    "../../../../tests/fixtures/nldev/k61/nldev-2-inideleted/07-res-cm-id-get-dump-dev1.hex"
+    "../../tests/fixtures/nldev/k61/nldev-2-inideleted/07-res-cm-id-get-dump-dev1.hex"
 );
 const K61_READDED_TGT: &str = include_str!(
-    "../../../../tests/fixtures/nldev/k61/nldev-3-inireadded/10-res-cm-id-get-dump-dev1.hex"
+    "../../tests/fixtures/nldev/k61/nldev-3-inireadded/10-res-cm-id-get-dump-dev1.hex"
 );
 const K61_READDED_INI: &str = include_str!(
-    "../../../../tests/fixtures/nldev/k61/nldev-3-inireadded/11-res-cm-id-get-dump-dev2.hex"
+    "../../tests/fixtures/nldev/k61/nldev-3-inireadded/11-res-cm-id-get-dump-dev2.hex"
 );
-const K612_LOGGEDIN_INI: &str = include_str!(
-    "../../../../tests/fixtures/nldev/k612/nldev-1-loggedin/10-res-cm-id-get-dump-dev0.hex"
-);
-const K612_LOGGEDIN_TGT: &str = include_str!(
-    "../../../../tests/fixtures/nldev/k612/nldev-1-loggedin/11-res-cm-id-get-dump-dev1.hex"
-);
-const P3_LOGGEDIN: &str =
-    include_str!("../../../../tests/fixtures/iscsi/real-p3-nldevcap-loggedin.txt");
-const P3_FAILED: &str = include_str!("../../../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
+const K612_LOGGEDIN_INI: &str =
+    include_str!("../../tests/fixtures/nldev/k612/nldev-1-loggedin/10-res-cm-id-get-dump-dev0.hex");
+const K612_LOGGEDIN_TGT: &str =
+    include_str!("../../tests/fixtures/nldev/k612/nldev-1-loggedin/11-res-cm-id-get-dump-dev1.hex");
+const P3_LOGGEDIN: &str = include_str!("../../tests/fixtures/iscsi/real-p3-nldevcap-loggedin.txt");
+const P3_FAILED: &str = include_str!("../../tests/fixtures/iscsi/real-p3-failed-blocked.txt");
 
 /// The lab's two RDMA ports (sysfs gid_attrs/ndevs).
 fn lab_ports() -> Vec<RdmaPortNetdev> {

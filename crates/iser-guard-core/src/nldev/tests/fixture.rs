@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// The fixture root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/nldev")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nldev")
 }
 
 /// Hex text to bytes. Panics on bad fixtures: a broken fixture is a test bug.

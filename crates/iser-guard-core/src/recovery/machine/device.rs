@@ -44,7 +44,7 @@ impl Engine {
 
     /// An operator's re-creation of `device` has something to go by: it is present, or what
     /// re-creates it was remembered (or its parent function is known).
-    pub(super) fn recreatable(&self, device: &str) -> Result<(), CommandError> {
+    pub(crate) fn recreatable(&self, device: &str) -> Result<(), CommandError> {
         match self.devices.get(device) {
             Some(d) if !d.present && d.remembered.is_none() && d.parent.is_none() => {
                 Err(CommandError::NothingToRecreateFrom(device.to_string()))

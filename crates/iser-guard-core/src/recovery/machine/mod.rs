@@ -80,8 +80,23 @@ pub enum ResumeError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
     /// No such device is known.
-    #[error("no RDMA device named {0} is known; `iser-guard status` lists the devices")]
-    UnknownDevice(String),
+    #[error("no RDMA device named {device} is known on this host; {}", known_devices(.known))]
+    UnknownDevice {
+        /// The device asked for.
+        device: String,
+        /// The devices that are known.
+        known: Vec<String>,
+    },
+    /// The device has no such port.
+    #[error("RDMA device {device} has no port {port}; {}", known_ports(device, .ports))]
+    UnknownPort {
+        /// The device.
+        device: String,
+        /// The port asked for.
+        port: u32,
+        /// The ports it has.
+        ports: Vec<u32>,
+    },
     /// No remembered session matches.
     #[error("no remembered iSCSI session matches; `iscsiadm -m session` lists the sessions")]
     NoMatchingSessions,
@@ -92,6 +107,23 @@ pub enum CommandError {
         hint = crate::reset_plan::manual_recreate_hint(.0)
     )]
     NothingToRecreateFrom(String),
+}
+
+fn known_devices(known: &[String]) -> String {
+    if known.is_empty() {
+        "none is known (`iser-guard status` lists what the kernel shows)".to_string()
+    } else {
+        format!("the known devices are {}", known.join(", "))
+    }
+}
+
+fn known_ports(device: &str, ports: &[u32]) -> String {
+    if ports.is_empty() {
+        format!("no port of {device} is known")
+    } else {
+        let list: Vec<String> = ports.iter().map(|p| format!("{device}/{p}")).collect();
+        format!("its ports are {}", list.join(", "))
+    }
 }
 
 /// Counters for `status` and metrics.

@@ -300,7 +300,10 @@ impl Engine {
             None => known.clone(),
         };
         if known.is_empty() && !self.devices.contains_key(device) && port.is_none() {
-            return Err(CommandError::UnknownDevice(device.to_string()));
+            return Err(CommandError::UnknownDevice {
+                device: device.to_string(),
+                known: self.devices.keys().cloned().collect(),
+            });
         }
         if pids.is_empty() {
             return Ok(vec![PortId::new(device, 1)]);
@@ -363,6 +366,20 @@ impl Engine {
                 )
             })
             .count()
+    }
+
+    /// The live sessions on no RDMA port that a `reconnect` filter selects.
+    pub(crate) fn unplaced_matching(
+        &self,
+        target: &Option<String>,
+        portal: &Option<crate::recovery::Portal>,
+    ) -> Vec<SessionKey> {
+        self.unplaced
+            .values()
+            .filter(|s| target.as_ref().is_none_or(|t| &s.key.target == t))
+            .filter(|s| portal.as_ref().is_none_or(|p| &s.key.portal == p))
+            .map(|s| s.key.clone())
+            .collect()
     }
 
     /// Why operator logouts/logins of sessions on no RDMA port failed, oldest first.

@@ -7,7 +7,7 @@
 //! reconnects or verifies. A pass is a witness in the healthy verdict; a failure fails the
 //! attempt (the device still needs a re-creation: back-off, then the next attempt, or
 //! quarantine with the report's summary); an unavailable self-test never blocks (said
-//! once, shown in status). docs/engine.md "Port self-test and async events".
+//! once, shown in status). docs/history/engine.md "Port self-test and async events".
 
 use std::time::Duration;
 

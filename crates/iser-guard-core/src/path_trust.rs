@@ -13,12 +13,55 @@
 //!   with the same owner and mode rules and *no* sticky exception (a directory others can write
 //!   is not dedicated to the daemon), and not a shared system directory such as `/`.
 //!
-//! The facts come from [`crate::io::path_trust::walk`], which `lstat`s every component and
+//! The facts come from the shell's walk (`iser_guard::io::path_trust::walk`), which `lstat`s every component and
 //! follows symlinks itself, so that the directories holding a link count as well as those of
 //! its target.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// Symlinks followed before giving up, as the kernel's `MAXSYMLINKS`.
+pub const MAX_SYMLINKS: usize = 40;
+
+/// Why a path could not be walked.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    /// A component could not be looked at (permission, I/O error).
+    #[error("cannot look at {path}: {source}")]
+    Stat {
+        /// The component.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A component on the way is not a directory.
+    #[error("{path} is not a directory")]
+    NotADirectory {
+        /// The component.
+        path: PathBuf,
+    },
+    /// More than [`MAX_SYMLINKS`] symlinks.
+    #[error("too many levels of symbolic links resolving {path}")]
+    Loop {
+        /// The path asked for.
+        path: PathBuf,
+    },
+}
+
+/// The outcome of checking one path.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Every component is trusted; `exists` says whether the target itself exists.
+    Trusted {
+        /// The target exists (else only the directories that exist were checked).
+        exists: bool,
+    },
+    /// Refused, with every reason.
+    Refused(Vec<Refusal>),
+    /// The walk failed.
+    Unwalkable(WalkError),
+}
 
 /// What a component of a walk is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,12 +246,23 @@ impl fmt::Display for Refusal {
                         " and its sticky bit protects nothing unless root owns it"
                     )?;
                 }
-                write!(
-                    f,
-                    ", owner {}; fix it with `chmod g-w,o-w {}`",
-                    owner(*uid, owner_name),
-                    path.display()
-                )
+                if *dir && (is_system_directory(path) || mode & 0o1000 != 0) {
+                    // Shared by design (or a system directory): never advise changing it.
+                    write!(
+                        f,
+                        ", owner {}; it is shared, so leave it as it is and choose a path \
+                         outside it in the configuration (a directory of iser-guard's own, \
+                         owned by root, e.g. under /var/lib or /run)",
+                        owner(*uid, owner_name)
+                    )
+                } else {
+                    write!(
+                        f,
+                        ", owner {}; fix it with `chmod g-w,o-w {}`",
+                        owner(*uid, owner_name),
+                        path.display()
+                    )
+                }
             }
             Refusal::WrongKind {
                 path,
@@ -341,7 +395,20 @@ mod tests {
             m.contains("/etc is world-writable (mode 0777) without the sticky bit"),
             "{m}"
         );
-        assert!(m.contains("chmod g-w,o-w /etc"), "{m}");
+        // /etc is the whole system's: the advice is never to change it.
+        assert!(!m.contains("chmod"), "{m}");
+        assert!(m.contains("choose a path outside it"), "{m}");
+    }
+
+    #[test]
+    fn a_shared_sticky_directory_is_never_to_be_loosened_or_changed() {
+        let v = vec![c("/", 0, 0o755, Kind::Dir), c("/tmp", 0, 0o1777, Kind::Dir)];
+        let r = judge(&walk(v, true), Target::DedicatedDir, 0);
+        assert!(!r.is_empty());
+        for m in r.iter().map(ToString::to_string) {
+            assert!(!m.contains("chmod"), "{m}");
+            assert!(!m.contains("chown"), "{m}");
+        }
     }
 
     #[test]

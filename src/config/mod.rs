@@ -31,6 +31,12 @@ use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+use crate::core::severity::Severity;
+
+mod load;
+
+pub use load::{load, load_or_default, load_or_default_from, trust_problems};
+
 /// Where the configuration is read from when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/iser-guard/config.toml";
 
@@ -165,9 +171,6 @@ pub struct Recovery {
     pub device_wait: Duration,
 }
 
-/// Alert severities are syslog's, one type for the file and the wire.
-pub use crate::io::syslog::Severity;
-
 /// A syslog facility.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -252,13 +255,26 @@ impl Alerts {
     }
 }
 
-/// Kernel-log trust settings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Kernel-log settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Kmsg {
+    /// Read the kernel log at all. Off, stuck QPs are seen only in the RDMA netlink QP table
+    /// (every `poll.netlink`), and nothing the kernel prints is explained or counted: for
+    /// hosts whose sandbox denies /dev/kmsg, and to prove the QP table alone suffices.
+    pub enabled: bool,
     /// Let records written by userspace (facility ≠ 0) trigger actions. Only for labs and
     /// end-to-end tests: anyone who can write /dev/kmsg could then forge a fault.
     pub trust_userspace_records: bool,
+}
+
+impl Default for Kmsg {
+    fn default() -> Kmsg {
+        Kmsg {
+            enabled: true,
+            trust_userspace_records: false,
+        }
+    }
 }
 
 /// Prometheus metrics, written for node_exporter's textfile collector.
@@ -521,7 +537,7 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
         /// Every reason, outermost component first.
-        refusals: Vec<crate::path_trust::Refusal>,
+        refusals: Vec<crate::core::path_trust::Refusal>,
     },
     /// The trust walk of the file failed (a component cannot be looked at).
     #[error("refusing configuration {path}: {source}")]
@@ -530,7 +546,7 @@ pub enum ConfigError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: crate::io::path_trust::WalkError,
+        source: crate::core::path_trust::WalkError,
     },
     /// The built-in defaults name paths that cannot be trusted.
     #[error(
@@ -571,195 +587,6 @@ impl ConfigError {
             other => vec![Problem::new("", other.to_string())],
         }
     }
-}
-
-/// Reads, checks and validates the configuration file at `path`.
-///
-/// Refuses a file that is not a regular file or is world-writable, then reports every
-/// syntax, schema and semantic problem at once (see the module docs).
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = read_checked(path)?;
-    let invalid = |problems| ConfigError::Invalid {
-        path: path.to_path_buf(),
-        problems,
-    };
-    let (config, spans) = parse_spanned(&text).map_err(invalid)?;
-    let lines = LineIndex::new(&text);
-    let mut problems = trust_problems(&config);
-    for p in &mut problems {
-        if let Some(span) = spans.get(&p.key) {
-            let (l, c) = lines.position(span.start);
-            p.line = Some(l);
-            p.col = Some(c);
-        }
-    }
-    if problems.is_empty() {
-        Ok(config)
-    } else {
-        Err(invalid(sorted(problems)))
-    }
-}
-
-/// The trust checks of every path the daemon runs, keeps its state in or reads kernel
-/// facts from ([`crate::path_trust`]), as problems at their keys. Reads the file system.
-///
-/// Executables and directories that do not exist yet are judged by the directories that
-/// do (nobody but root may create them); the control socket's path must not name anything
-/// but a socket, because binding replaces a stale socket there and nothing else.
-pub fn trust_problems(config: &Config) -> Vec<Problem> {
-    use crate::io::path_trust::{check, Verdict};
-    use crate::path_trust::Target;
-    let pa = &config.paths;
-    let socket_dir = pa.control_socket.parent().map(Path::to_path_buf);
-    let mut checks: Vec<(&str, &Path, Target)> = vec![
-        ("paths.iscsiadm", &pa.iscsiadm, Target::File),
-        ("paths.devlink", &pa.devlink, Target::File),
-        ("paths.rdma", &pa.rdma, Target::File),
-        ("paths.modprobe", &pa.modprobe, Target::File),
-        ("paths.state-dir", &pa.state_dir, Target::DedicatedDir),
-        ("paths.kmsg", &pa.kmsg, Target::Input),
-        ("paths.boot-id", &pa.boot_id, Target::Input),
-        ("paths.sysfs-root", &pa.sysfs_root, Target::Tree),
-    ];
-    if let Some(d) = socket_dir.as_deref() {
-        checks.push(("paths.control-socket", d, Target::DedicatedDir));
-    }
-    let mut out = Vec::new();
-    for (key, path, target) in checks {
-        // Relative or empty paths are reported by `validate`.
-        if !path.is_absolute() {
-            continue;
-        }
-        match check(path, target) {
-            Verdict::Trusted { .. } => {}
-            Verdict::Refused(refusals) => {
-                for r in refusals {
-                    out.push(Problem::new(
-                        key,
-                        format!("refusing {}: {r}", path.display()),
-                    ));
-                }
-            }
-            Verdict::Unwalkable(e) => out.push(Problem::new(
-                key,
-                format!("refusing {}: {e}", path.display()),
-            )),
-        }
-    }
-    if let Err(m) = crate::io::control::check_socket_path(&pa.control_socket) {
-        out.push(Problem::new("paths.control-socket", m));
-    }
-    out
-}
-
-/// Loads `explicit` if given (it must exist); otherwise [`DEFAULT_CONFIG_PATH`] if it exists;
-/// otherwise the built-in defaults, with an info line saying so.
-///
-/// A missing default file is normal (the daemon then only alerts, since the default
-/// allow-list is empty); a missing explicit file is an operator error.
-pub fn load_or_default(explicit: Option<&Path>) -> Result<(Config, Source), ConfigError> {
-    load_or_default_from(explicit, Path::new(DEFAULT_CONFIG_PATH))
-}
-
-/// [`load_or_default`] with the default location as an argument, for tests.
-pub fn load_or_default_from(
-    explicit: Option<&Path>,
-    default_path: &Path,
-) -> Result<(Config, Source), ConfigError> {
-    if let Some(p) = explicit {
-        return Ok((load(p)?, Source::File(p.to_path_buf())));
-    }
-    match std::fs::symlink_metadata(default_path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            tracing::info!(
-                path = %default_path.display(),
-                "no configuration file; using the built-in defaults"
-            );
-            let config = Config::default();
-            let problems = trust_problems(&config);
-            if !problems.is_empty() {
-                return Err(ConfigError::DefaultsUntrusted { problems });
-            }
-            Ok((config, Source::Defaults))
-        }
-        // Any other outcome (exists, or cannot be looked at) goes through `load`, which
-        // reports it properly.
-        _ => Ok((
-            load(default_path)?,
-            Source::File(default_path.to_path_buf()),
-        )),
-    }
-}
-
-/// Opens `path`, checks what it is through the open descriptor (no race with a rename), and
-/// reads it.
-fn read_checked(path: &Path) -> Result<String, ConfigError> {
-    use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-
-    let read_err = |source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    // O_NONBLOCK: opening a FIFO must not hang waiting for a writer.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(read_err)?;
-    let meta = file.metadata().map_err(read_err)?;
-    let ft = meta.file_type();
-    if !ft.is_file() {
-        let kind = if ft.is_dir() {
-            "directory"
-        } else if ft.is_fifo() {
-            "FIFO"
-        } else if ft.is_socket() {
-            "socket"
-        } else if ft.is_char_device() {
-            "character device"
-        } else if ft.is_block_device() {
-            "block device"
-        } else {
-            "special file"
-        };
-        return Err(ConfigError::NotRegular {
-            path: path.to_path_buf(),
-            kind,
-        });
-    }
-    // Whoever can write the file or replace any directory on the way to it controls what
-    // the daemon does as root: every component is checked, symlinks followed.
-    match crate::io::path_trust::check(path, crate::path_trust::Target::File) {
-        crate::io::path_trust::Verdict::Trusted { .. } => {}
-        crate::io::path_trust::Verdict::Refused(refusals) => {
-            return Err(ConfigError::Untrusted {
-                path: path.to_path_buf(),
-                refusals,
-            })
-        }
-        crate::io::path_trust::Verdict::Unwalkable(source) => {
-            return Err(ConfigError::Unwalkable {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    }
-    // A configuration is a few KiB; a huge file is a mistake (wrong path), not a config.
-    let mut text = String::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(read_err)?;
-    if text.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(ConfigError::Invalid {
-            path: path.to_path_buf(),
-            problems: vec![Problem::new(
-                "",
-                format!("the file is larger than {MAX_CONFIG_BYTES} bytes; is it the right file?"),
-            )],
-        });
-    }
-    Ok(text)
 }
 
 /// Parses and validates configuration text; every problem is returned, with positions,
@@ -1259,7 +1086,7 @@ impl Config {
         );
 
         let m = &self.metrics;
-        if let Some(Err(e)) = m.listen.as_ref().map(crate::metrics::http::check_listen) {
+        if let Some(Err(e)) = m.listen.as_ref().map(check_listen) {
             p.push(Problem::new("metrics.listen", e));
         }
         if m.textfile.extension().is_none_or(|e| e != "prom") {
@@ -1287,6 +1114,14 @@ impl Config {
         }
         if self.metrics.listen.is_some() && !self.metrics.enabled {
             w.push("metrics.listen is set but metrics.enabled is false: nothing is served".into());
+        }
+        if !self.kmsg.enabled {
+            w.push(format!(
+                "kmsg.enabled is off: the kernel log is not read; a stuck QP is seen only in the \
+                 RDMA netlink QP table, up to poll.netlink ({} s) later, and kernel lines are \
+                 neither explained nor counted",
+                self.poll.netlink.as_secs_f64()
+            ));
         }
         if self.kmsg.trust_userspace_records {
             w.push(
@@ -1326,6 +1161,19 @@ impl Config {
     }
 }
 
+/// `Ok` if `addr` may be listened on: a loopback address (127.0.0.0/8 or ::1).
+pub fn check_listen(addr: &std::net::SocketAddr) -> Result<(), String> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{addr} is not a loopback address: the metrics endpoint has no authentication and \
+             listens on 127.0.0.1 or [::1] only (use node_exporter's textfile collector, \
+             metrics.textfile, to export to the network)"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1346,6 +1194,24 @@ mod tests {
     }
 
     #[test]
+    fn the_kernel_log_is_read_unless_switched_off_and_off_is_warned_about() {
+        assert!(Config::default().kmsg.enabled);
+        let off = parse_str("[kmsg]\nenabled = false\n").unwrap();
+        assert!(!off.kmsg.enabled);
+        assert!(
+            off.warnings()
+                .iter()
+                .any(|w| w.contains("kmsg.enabled is off") && w.contains("QP table")),
+            "{:?}",
+            off.warnings()
+        );
+        assert!(!Config::default()
+            .warnings()
+            .iter()
+            .any(|w| w.contains("kmsg.enabled")));
+    }
+
+    #[test]
     fn default_config_maps_to_the_cores_default_policy() {
         assert_eq!(Config::default().policy(), Policy::default());
     }
@@ -1358,7 +1224,7 @@ mod tests {
         assert!(p.iter().any(|p| p.key == "recovery.device-wait"), "{p:?}");
     }
 
-    const SHIPPED: &str = include_str!("../config/iser-guard.toml");
+    const SHIPPED: &str = include_str!("../../config/iser-guard.toml");
 
     fn problems(text: &str) -> Vec<Problem> {
         match parse_str(text) {

@@ -2,9 +2,9 @@
 //! captures (shared lab/captures, named per test), and the format strings of kernel-facts
 //! §1, §1.6 and §4.4 filled in as the kernel prints them.
 
-use iser_guard::core::kmsg::Record;
-use iser_guard::core::qp::QpState;
-use iser_guard::core::signatures::{
+use iser_guard_core::kmsg::Record;
+use iser_guard_core::qp::QpState;
+use iser_guard_core::signatures::{
     classify, classify_bytes, classify_record, prefilter, DeviceRef, IscsiErr, RdmaDriver,
     Signature, SignatureKind,
 };
@@ -635,7 +635,7 @@ fn json_shape_is_tagged() {
 
 use std::collections::BTreeMap;
 
-use iser_guard::core::kmsg::SavedLog;
+use iser_guard_core::kmsg::SavedLog;
 
 /// Classifies every record of a fixture (through the kmsg saved-log parser, dictionary
 /// attached) and counts `kind@device-label`.

@@ -1,7 +1,7 @@
 //! The kernel-log parsers (crates/iser-guard-core/src/kmsg.rs) on real captures (tests/fixtures/kmsg/raw, see its
 //! README) and property round trips.
 
-use iser_guard::core::kmsg::{
+use iser_guard_core::kmsg::{
     parse_record, parse_saved_line, LineFormat, LogEntry, Record, RecordRef, SavedLog,
 };
 use proptest::prelude::*;

@@ -3,7 +3,7 @@
 //! plain dmesg, serial console), which is what `explain --file` scans first.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use iser_guard::core::kmsg::{parse_record, Record, SavedLog};
+use iser_guard_core::kmsg::{parse_record, Record, SavedLog};
 
 const K61: &str = include_str!("../tests/fixtures/kmsg/raw/nldevcap-k61.kmsg");
 const K612: &str = include_str!("../tests/fixtures/kmsg/raw/nldevcap-k612.kmsg");

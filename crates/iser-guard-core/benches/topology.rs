@@ -3,10 +3,10 @@
 //! steady state, every `poll.netlink` seconds).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use iser_guard::core::nldev::{DeviceInfo, PhysState, PortInfo, PortState, QpEntry, QpTypeOrRaw};
-use iser_guard::core::qp::{QpState, QpType};
-use iser_guard::core::time::Instant;
-use iser_guard::core::topology::{DeviceObservation, Snapshot, Topology};
+use iser_guard_core::nldev::{DeviceInfo, PhysState, PortInfo, PortState, QpEntry, QpTypeOrRaw};
+use iser_guard_core::qp::{QpState, QpType};
+use iser_guard_core::time::Instant;
+use iser_guard_core::topology::{DeviceObservation, Snapshot, Topology};
 
 fn device(index: u32, name: &str, qps: u32) -> DeviceObservation {
     let info = DeviceInfo {

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use iser_guard::core::iscsi::{
+use iser_guard_core::iscsi::{
     parse_discovery, parse_login_output, parse_records, parse_session_line, parse_session_list,
     parse_session_tree, ConnectionState, DeviceState, IscsiadmStatus, IscsidState, LoginLine,
     NodeType, Portal, SessionState, SkipReason, StatusClass, Transport,

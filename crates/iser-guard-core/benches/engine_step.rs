@@ -1,14 +1,14 @@
 //! One engine step on a large host: 64 RDMA devices, 1024 iSCSI sessions (16 per device).
-//! Target: under 10 µs per event. Figures go in docs/engine.md.
+//! Target: under 10 µs per event. Figures go in docs/history/engine.md.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use iser_guard::core::recovery::{
+use iser_guard_core::recovery::{
     ActionKind, DiskInfo, Engine, IoErrorKind, Observation, Policy, PortId, Portal, SessionInfo,
     SessionKey, SessionState, StuckEvidence, Trust,
 };
-use iser_guard::core::time::Instant;
+use iser_guard_core::time::Instant;
 
 const DEVICES: usize = 64;
 const SESSIONS_PER_DEVICE: usize = 16;

@@ -13,10 +13,10 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, Criterion, Throughput};
-use iser_guard::core::nldev::{
+use iser_guard_core::nldev::{
     decode, encode, inner, request, QpDump, QpEntries, QpEntry, QpTypeOrRaw,
 };
-use iser_guard::core::qp::{QpState, QpType};
+use iser_guard_core::qp::{QpState, QpType};
 use netlink_packet_core::{Emitable, NLM_F_MULTIPART};
 
 const DEVICES: u32 = 4;

@@ -2,7 +2,7 @@
 //! modify-QP attribute tables) and the kernel's MAD layer, written independently of
 //! `crates/iser-guard-core/src/qp.rs`: expectations here are spelled out per case, not read from the table.
 
-use iser_guard::core::qp::{
+use iser_guard_core::qp::{
     check_transition, explain_qp_transition, explain_transition, rule, valid_targets, AttrMask,
     QpParseError, QpState, QpType, TransitionError,
 };

@@ -11,8 +11,8 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use iser_guard::core::kmsg::SavedLog;
-use iser_guard::core::signatures::{classify, prefilter};
+use iser_guard_core::kmsg::SavedLog;
+use iser_guard_core::signatures::{classify, prefilter};
 
 const FIXTURES: &[&str] = &[
     "linkdown40.dmesg",
