@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod daemon_view;
 pub mod events;
 pub mod explain;
+mod explain_subsystem;
 pub mod history;
 pub mod manual;
 pub mod qps;
