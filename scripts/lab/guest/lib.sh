@@ -397,13 +397,21 @@ daemon_start() {
 	# each line stamped with its arrival time (guest/stamp.py); $! is the daemon's pid
 	NO_COLOR=1 $IG --log ${LAB_DAEMON_LOG:-info} daemon > >(python3 -u /lab/guest/stamp.py >> "$SOUT/$tag.log") 2>&1 &
 	DAEMON_PID=$!
-	# ready when the control socket answers (the first scan is done before it serves)
-	local i
-	for i in $(seq 1 120); do
-		[ -S $SOCK ] && $IG status --json > /dev/null 2>&1 && python3 /lab/guest/ctl.py $SOCK '{"cmd":"status"}' > /dev/null 2>&1 && return 0
+	# ready when the control socket answers (the first scan is done before it serves) and the
+	# status command shows the daemon's view. status exits 1 when it finds a stuck port (a
+	# restart while QP 1 is in ERR, restart-holding): that is an answer too, only 2+ is not.
+	local end rc
+	end=$(deadline 60)
+	while before $end; do
+		if [ -S $SOCK ] && python3 /lab/guest/ctl.py $SOCK '{"cmd":"status"}' > /dev/null 2>&1; then
+			rc=0
+			$IG status --json > /dev/null 2>&1 || rc=$?
+			[ $rc -le 1 ] && return 0
+		fi
 		kill -0 $DAEMON_PID 2>/dev/null || { log "daemon exited: $(tail -3 "$SOUT/$tag.log")"; return 1; }
 		sleep 0.25
 	done
+	log "daemon not ready within 60 s (control socket or status did not answer)"
 	return 1
 }
 daemon_stop() {
