@@ -5,11 +5,9 @@
 # scenario that writes records into /dev/kmsg, to check that forged records trigger nothing.
 source /lab/guest/lib.sh
 lab_up
-# zombie-iscsid-alone comes last: it is the one that leaves iscsid alone with a FAILED
-# connection when the link returns, which has crashed 6.12 in iser_task_rsp
-# (iscsi_complete_pdu NULL dereference, lab run of 2026-12-01): a crash there must not cost
-# the product's scenarios.
+# zombie's reference run (zombie-iscsid-alone) is in batch k612-references, run by name: it
+# crashes 6.12 in iser_task_rsp in most runs (a known kernel bug, docs/lab.md) and the whole
+# run has a 30-minute budget.
 run_scenarios netlink-view field-kernel-alone field-incident-kernel field-incident-qptable \
-	field-incident-flap field-default-trust zombie dev-left-deleted dead-listener lab-selftest \
-	zombie-iscsid-alone
+	field-incident-flap field-default-trust zombie dev-left-deleted dead-listener lab-selftest
 lab_down

@@ -54,7 +54,8 @@ scenario_field_incident_kernel() {
 	$IG selftest $INI_RXE/1 --json > "$SOUT/selftest-stuck.json" 2> "$SOUT/selftest-stuck.err"
 	local rc=$?
 	check "the self-test by hand fails while QP 1 is in ERR (exit $rc)" [ $rc = 1 ]
-	sleep ${KFIELD_AWAY_S:-20}
+	# the target stays away 10 s more (20 probe rounds: none may re-create)
+	sleep ${KFIELD_AWAY_S:-10}
 	if [ -n "${KFIELD_FLAP:-}" ]; then
 		local i t_flap=$(now)
 		log "  target flapping: up 0.4 s, down 1.6 s, ${KFIELD_FLAP} times"
