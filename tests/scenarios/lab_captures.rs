@@ -141,8 +141,15 @@ fn the_captured_records_carry_irdmas_level_and_the_mad_layers_dictionary() {
 
 /// QP 1 of `DEVICE` in a captured RES_QP_GET dump.
 fn captured_qp1(kernel: &str, moment: &str) -> (QpType, QpState, Option<String>, Option<u32>) {
-    let text =
-        std::fs::read_to_string(dir(kernel).join(moment).join("04-res-qp-rxe_ini.hex")).unwrap();
+    // The capture numbers its dumps in the order it made them, which follows the kernel's
+    // device order (not the same in every run): the file is found by its name.
+    let folder = dir(kernel).join(moment);
+    let file = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("-res-qp-rxe_ini.hex"))
+        .unwrap_or_else(|| panic!("{}: no RES_QP_GET dump of {DEVICE}", folder.display()));
+    let text = std::fs::read_to_string(file).unwrap();
     let messages: Vec<Vec<u8>> = text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
