@@ -11,6 +11,8 @@ use crate::error::Error;
 pub mod check_config;
 pub mod daemon;
 pub mod daemon_view;
+pub mod doctor;
+pub mod doctor_active;
 pub mod events;
 pub mod explain;
 pub mod history;
@@ -76,6 +78,8 @@ pub enum Command {
     Reload(reload::Args),
     /// Prove that new RDMA connections work on a port: rdma_cm connect, QP walk, reset and rewalk.
     Selftest(selftest::Args),
+    /// Audit this host: can iser-guard protect it, and what is in the way (`--active`: prove it).
+    Doctor(doctor::Args),
 }
 
 /// Options every subcommand may use.
@@ -88,7 +92,9 @@ pub struct Globals {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log.as_deref());
+    // doctor's output is its report: diagnostics only when asked for with --log.
+    let quiet = matches!(cli.command, Command::Doctor(_)).then_some("off");
+    init_logging(cli.log.as_deref().or(quiet));
     let globals = Globals {
         config: cli.config.clone(),
     };
@@ -120,6 +126,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
         Command::Resume(a) => manual::pause(a, globals, false),
         Command::Reload(a) => reload::run(a, globals),
         Command::Selftest(a) => selftest::run(a, globals),
+        Command::Doctor(a) => doctor::run(a, globals),
     }
 }
 

@@ -394,6 +394,9 @@ pub struct ConfigFacts {
     pub source: String,
     /// Why the file could not be used (the audit then judges the built-in defaults).
     pub problems: Vec<String>,
+    /// Why the file could not be read by this caller (not root), when so: nothing is known
+    /// about it, and the audit judges the built-in defaults.
+    pub unread: Option<String>,
     /// `devices.allow`.
     pub allow: Vec<String>,
     /// `recovery.dry-run`.

@@ -302,7 +302,7 @@ const NEEDED: &[(&str, Verdict, &str)] = &[
     (
         "ib_iser",
         Verdict::Warning,
-        "the iSER initiator (loaded by the first iSER login)",
+        "the iSER initiator; the first iSER login loads it",
     ),
     (
         "ib_uverbs",
@@ -367,6 +367,15 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
         Verdict::Ok,
         format!("{} is valid", cf.source),
     );
+    if let Some(why) = &cf.unread {
+        c.verdict = Verdict::Unknown;
+        c.finding = format!(
+            "{} could not be read: this audit used the built-in defaults",
+            cf.source
+        );
+        c.evidence.push(why.clone());
+        c = c.action("run doctor as root (the configuration is readable by root only)");
+    }
     if !cf.problems.is_empty() {
         c.verdict = Verdict::Problem;
         c.finding = format!("{} cannot be used: the daemon would not start", cf.source);

@@ -229,8 +229,13 @@ fn push_judged(out: &mut Vec<Check>, subject: String, what: &str, findings: Vec<
             format!("{what}: nothing fights a recovery")
         } else {
             format!(
-                "{what}: {} would get in the way of a recovery",
-                bad.join(", ")
+                "{what}: {} {}",
+                bad.join(", "),
+                if bad.len() == 1 {
+                    "needs attention"
+                } else {
+                    "need attention"
+                }
             )
         },
     )

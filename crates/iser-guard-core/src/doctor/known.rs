@@ -91,9 +91,10 @@ pub const KNOWN: &[Known] = &[
                  a second of the link's return after a link loss of 40 s or more: the host \
                  panics, whatever iser-guard does. Met on 6.1 and 6.12; the series between \
                  were not tried, later ones neither",
-        remedy: "keep link losses short where you can (bonded or redundant switch paths below \
-                 the NIC are not the same thing: see bonded-e810-no-rdma), and report whether \
-                 your kernel survives a 40 s link loss with an iSER session on it",
+        remedy: "no fix is known: on this kernel a link loss of 40 s or more with an iSER \
+                 session on it can panic the host whatever iser-guard does. Keep the RDMA links \
+                 redundant below the host (switch side), and report whether your kernel \
+                 survives such a link loss",
         sources: &[
             "drivers/infiniband/ulp/iser/iser_initiator.c (iser_task_rsp)",
             "drivers/scsi/libiscsi.c (iscsi_complete_pdu)",

@@ -279,7 +279,7 @@ pub fn audit(facts: &Facts) -> Report {
 fn no_rdma_reason(f: &Facts) -> String {
     let netlink = match &f.rdma.netlink {
         Ok(()) => "RDMA netlink lists no device".to_string(),
-        Err(e) => format!("RDMA netlink is not available ({e})"),
+        Err(e) => format!("RDMA netlink: {e}"),
     };
     let sysfs = if let Some(e) = &f.rdma.sysfs_error {
         format!("sysfs could not be read ({e})")
