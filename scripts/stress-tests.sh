@@ -30,7 +30,7 @@ shift || true
 NICE=${NICE:-19}
 HOGS=${HOGS:-$(nproc)}
 DEFAULT_TARGETS=(
-    daemon_e2e observe_daemon metrics_daemon daemon_selftest kmsg_live control_socket
+    daemon_e2e observe_daemon metrics_daemon daemon_selftest daemon_loop kmsg_live control_socket
     journal_log nldev_socket executors_reset executors_lock executors_iscsiadm
     executors_process executors_probe executors_syslog manual_cli selftest_cli soak_smoke lib
 )

@@ -185,11 +185,12 @@ pub fn message_id(kind: &str) -> String {
     format!("{h:032x}")
 }
 
-/// Every alert kind (the first word of the engine's alert keys, and `safe-mode`, the
-/// daemon's own), for the docs' MESSAGE_ID table.
-pub const ALERT_KINDS: [&str; 17] = [
+/// Every alert kind (the first word of the engine's alert keys, and `safe-mode` and
+/// `device-fatal`, the daemon's own), for the docs' MESSAGE_ID table.
+pub const ALERT_KINDS: [&str; 18] = [
     "cm-addr-error",
     "cm-rejected",
+    "device-fatal",
     "failed",
     "fault",
     "healthy",

@@ -583,3 +583,23 @@ fn a_kmsg_owned_by_another_user_is_refused() {
         ),
     );
 }
+
+/// Issue item: with `paths.state-dir = "/tmp"` the advice was `chmod g-w,o-w /tmp`. Advice
+/// must fix the configuration, never loosen or change a directory the system shares.
+#[test]
+fn a_shared_state_dir_is_refused_with_advice_to_choose_another_never_to_change_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("config.toml");
+    std::fs::write(&p, "[paths]\nstate-dir = \"/tmp\"\n").expect("write");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let o = check(&p);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(EX_CONFIG), "{t}");
+    assert!(t.contains("paths.state-dir"), "{t}");
+    assert!(!t.contains("chmod"), "{t}");
+    assert!(!t.contains("chown"), "{t}");
+    assert!(
+        t.contains("a directory of its own") || t.contains("outside it"),
+        "{t}"
+    );
+}

@@ -351,3 +351,17 @@ fn reload_of_an_invalid_file_prints_every_problem_and_exits_78() {
     assert!(err.contains("metrics.interval"), "{err}");
     assert!(!err.contains("not running"), "{err}");
 }
+
+/// Issue item: `events` without a daemon printed a sentence with runs of 22 spaces.
+#[test]
+fn events_without_a_daemon_says_so_in_one_plain_sentence() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let o = run(&h, &cfg, &["events"]);
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.contains("no daemon is running"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(!line.contains("  "), "{line:?}");
+}

@@ -172,6 +172,25 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
             .any(|a| a.what.contains("storage is back"))
     })
     .await;
+    // A fatal device error of another adapter, in mlx5's health format (health.c,
+    // mlx5_core_err with its "func:line:(pid N): "), twice: one alert naming the device and
+    // what mlx5_core does about it; both counted; nothing is re-created for it.
+    let fatal = "mlx5_core 0000:08:00.0: poll_health:800:(pid 0): Fatal error 1 detected";
+    for seq in [30, 31] {
+        d.log
+            .send(KmsgEvent::Record(
+                Record::parse(format!("2,{seq},3000,-;{fatal}").as_bytes()).unwrap(),
+            ))
+            .unwrap();
+    }
+    wait_until("the fatal device error alert", || async {
+        d.doubles
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.what.contains("fatal device error on 0000:08:00.0"))
+    })
+    .await;
     // The textfile is rewritten every second while the daemon runs: the recovery shows up
     // in it without a stop.
     wait_until("the recovery in the running textfile", || async {
@@ -184,6 +203,19 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
     ) & 0o777;
     assert_eq!(mode, 0o644, "node_exporter must be able to read it");
 
+    let fatal_alerts: Vec<_> = d
+        .doubles
+        .alerts
+        .alerts()
+        .into_iter()
+        .filter(|a| a.what.contains("fatal device error"))
+        .collect();
+    assert_eq!(fatal_alerts.len(), 1, "{fatal_alerts:#?}");
+    assert!(
+        fatal_alerts[0].todo.contains("health recovery"),
+        "{fatal_alerts:#?}"
+    );
+    assert_eq!(d.doubles.resetter.calls().len(), 1);
     assert_eq!(d.stop().await, 0);
 
     // The final textfile, written at shutdown.
@@ -198,6 +230,26 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
         2.0
     );
     assert_eq!(value(&s, "iser_guard_kmsg_records_untrusted_total"), 1.0);
+    // The subsystem layer counts every record of the RDMA storage stack, by subsystem,
+    // device and level: the field line (ice's prefix, forged and real) and the fatal one.
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_kernel_events_total{device=\"rocep2s0f0\",level=\"err\",subsystem=\"nic\"}"
+        ),
+        2.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "iser_guard_kernel_events_total{device=\"0000:08:00.0\",level=\"crit\",subsystem=\"nic\"}"
+        ),
+        2.0
+    );
+    assert!(
+        text.contains("iser_guard_alerts_total{kind=\"device-fatal\""),
+        "{text}"
+    );
     assert_eq!(value(&s, "iser_guard_kmsg_records_lost_total"), 7.0);
     assert_eq!(value(&s, "iser_guard_kmsg_loss_events_total"), 1.0);
     assert_eq!(

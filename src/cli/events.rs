@@ -258,7 +258,8 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
                 println!("{}", super::status::to_json(&r)?);
             } else {
                 eprintln!(
-                    "iser-guard: no daemon is running (nothing listens on {}): only the                      journal's incidents are shown; the daemon's full log is in                      `journalctl -u iser-guard`",
+                    "iser-guard: no daemon is running (nothing listens on {}): only the journal's \
+                     incidents are shown; the daemon's full log is in `journalctl -u iser-guard`",
                     socket.display()
                 );
                 for m in &journal {

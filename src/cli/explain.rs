@@ -24,9 +24,11 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
+use super::explain_subsystem::{SubsystemJson, SubsystemReport};
 use super::Globals;
 use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, Origin, Unproven};
 use crate::core::qp::{explain_qp_transition, explain_transition, AttrMask, QpState, QpType};
+use crate::core::signatures::subsystem::could_recognise as subsystem_could_recognise;
 use crate::core::signatures::{
     self, explain, DeviceRef, Explanation, Severity, Signature, SignatureKind,
 };
@@ -265,6 +267,8 @@ struct Report {
     /// stripping or record parsing (its result depends on those bytes alone).
     raw_cache: HashMap<Vec<u8>, Option<usize>, LineHashBuilder>,
     unrecognised: Vec<Unrecognised>,
+    /// The subsystem layer's events and oops/WARN reports.
+    subsystem: SubsystemReport,
 }
 
 impl Report {
@@ -296,6 +300,7 @@ impl Report {
                 pos = end + 1;
             }
             r.enrich();
+            r.subsystem.finish();
             return r;
         }
         // Whole-log scan of an in-memory log: the same path as a file.
@@ -363,6 +368,7 @@ impl Report {
         }
         r.lines = r.newlines + usize::from(last_byte.is_some_and(|b| b != b'\n'));
         r.enrich();
+        r.subsystem.finish();
         Ok(r)
     }
 
@@ -375,10 +381,12 @@ impl Report {
         let mut nl = 0usize;
         let consumed = loop {
             let Some(hit) = signatures::next_anchor(buf, pos) else {
+                self.gap(buf, pos, buf.len(), &mut nl, &mut counted);
                 break buf.len();
             };
             let start = memchr::memrchr(b'\n', &buf[..hit]).map_or(0, |i| i + 1);
             let end = memchr::memchr(b'\n', &buf[hit..]).map_or(buf.len(), |i| hit + i);
+            self.gap(buf, pos, start, &mut nl, &mut counted);
             nl += count_newlines(&buf[counted..start]);
             counted = start;
             match self.line(buf, start, end, self.newlines + nl + 1, eof, scratch) {
@@ -399,6 +407,38 @@ impl Report {
         nl += count_newlines(&buf[counted..consumed]);
         self.newlines += nl;
         consumed
+    }
+
+    /// The lines in `from..to`, which hold no signature anchor: the subsystem layer's only
+    /// (each line's number is counted as the anchor lines' are).
+    fn gap(&mut self, buf: &[u8], from: usize, to: usize, nl: &mut usize, counted: &mut usize) {
+        let mut p = from;
+        while p < to {
+            let e = memchr::memchr(b'\n', &buf[p..to]).map_or(to, |i| p + i);
+            let raw = trim_cr(&buf[p..e]);
+            if !raw.is_empty() {
+                *nl += count_newlines(&buf[*counted..p]);
+                *counted = p;
+                let line_no = self.newlines + *nl + 1;
+                if let Some((_, tail_at)) = plain_dmesg_stamp(raw) {
+                    // Plain dmesg, the commonest saved format: the text is what follows the
+                    // timestamp, and a line seen before is a cache hit without parsing.
+                    if let Ok(text) = std::str::from_utf8(&raw[tail_at..]) {
+                        self.subsystem.feed_trace(text, line_no);
+                        if subsystem_could_recognise(text) {
+                            self.subsystem.line(text, None, None, line_no);
+                        }
+                    }
+                } else if let Ok(text) = std::str::from_utf8(raw) {
+                    if let Ok(rec) = parse_saved_line(strip_log_prefix(text)) {
+                        let t = rec.unescaped_text();
+                        self.subsystem.feed_trace(&t, line_no);
+                        self.subsystem.line(&t, rec.level, None, line_no);
+                    }
+                }
+            }
+            p = e + 1;
+        }
     }
 
     /// Completes the device attribution of groups from other groups naming the same RDMA
@@ -458,7 +498,13 @@ impl Report {
         if let Some((usec, tail_at)) = plain {
             if let Some(&slot) = raw.get(tail_at..).and_then(|t| self.raw_cache.get(t)) {
                 let next = (end + 1).min(buf.len().max(end));
-                return Some((next, self.count_hit(slot, line_no, Some(usec), None)));
+                let text = std::str::from_utf8(&raw[tail_at..]).unwrap_or("");
+                self.subsystem.feed_trace(text, line_no);
+                let by_sub = slot.is_none() && self.subsystem.line(text, None, None, line_no);
+                return Some((
+                    next,
+                    self.count_hit(slot, line_no, Some(usec), None) || by_sub,
+                ));
             }
         }
         // Validation alone is much cheaper than `from_utf8_lossy`'s chunking; lossy only
@@ -556,7 +602,16 @@ impl Report {
             }
         }
         let origin = rec.origin();
-        Some((next, self.count_hit(slot, line_no, rec.usec, Some(origin))))
+        let text = rec.unescaped_text();
+        self.subsystem.feed_trace(&text, line_no);
+        let by_sub = slot.is_none()
+            && self
+                .subsystem
+                .line(&text, rec.level, device.as_deref(), line_no);
+        Some((
+            next,
+            self.count_hit(slot, line_no, rec.usec, Some(origin)) || by_sub,
+        ))
     }
 
     /// Counts one occurrence of a classified line (`slot`: its group, `None` when it was
@@ -601,12 +656,20 @@ impl Report {
     fn text<W: Write>(&self, input: &str, out: &mut W) -> std::io::Result<()> {
         writeln!(
             out,
-            "{input}: {} line{}, {} recognised, {} distinct event{}",
+            "{input}: {} line{}, {} recognised, {} distinct event{}{}",
             self.lines,
             plural(self.lines as u64),
             self.recognised,
             self.groups.len(),
             plural(self.groups.len() as u64),
+            if self.subsystem.recognised > 0 {
+                format!(
+                    "; {} more explained by subsystem",
+                    self.subsystem.recognised
+                )
+            } else {
+                String::new()
+            }
         )?;
         if self.unparsable > 0 {
             writeln!(
@@ -731,6 +794,7 @@ impl Report {
             }
             writeln!(out, "    line:     {}", g.line)?;
         }
+        self.subsystem.write_text(out)?;
         writeln!(out)?;
         for (n, g) in self.groups.iter().enumerate() {
             if let Some(a) = &g.alert {
@@ -790,6 +854,7 @@ impl Report {
             first_parse_error: Option<&'a str>,
             finding: bool,
             events: &'a [Group],
+            subsystem: SubsystemJson<'a>,
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             unrecognised: &'a [Unrecognised],
         }
@@ -801,6 +866,7 @@ impl Report {
             first_parse_error: self.first_parse_error.as_deref(),
             finding: self.finding(),
             events: &self.groups,
+            subsystem: self.subsystem.json(),
             unrecognised: &self.unrecognised,
         };
         serde_json::to_writer_pretty(&mut *out, &o)
@@ -1095,7 +1161,7 @@ fn is_iso_time(b: &[u8]) -> bool {
 /// std's `RandomState` so that a crafted log cannot rely on fixed collisions. Not a
 /// cryptographic hash; the worst a collision storm can do is slow this one command down.
 #[derive(Clone)]
-struct LineHashBuilder(u64);
+pub(super) struct LineHashBuilder(u64);
 
 impl Default for LineHashBuilder {
     fn default() -> Self {
@@ -1111,7 +1177,7 @@ impl std::hash::BuildHasher for LineHashBuilder {
     }
 }
 
-struct LineHasher(u64);
+pub(super) struct LineHasher(u64);
 
 impl LineHasher {
     const K: u64 = 0x517c_c1b7_2722_0a95;

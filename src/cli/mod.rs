@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod doctor_active;
 pub mod events;
 pub mod explain;
+mod explain_subsystem;
 pub mod history;
 pub mod manual;
 pub mod qps;

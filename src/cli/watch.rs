@@ -24,6 +24,8 @@ use tracing::{info, warn};
 use super::Globals;
 use crate::config::Config;
 use crate::core::kmsg::{unescape, LineFormat, Origin, Record, RecordRef, SavedLog, Unproven};
+use crate::core::signatures::subsystem::trace::{TraceAssembler, TraceEvent};
+use crate::core::signatures::subsystem::{self, explain_event, level_name};
 use crate::core::signatures::{self, Signature};
 use crate::error::Error;
 use crate::io::cursor::WATCH_CURSOR_FILE_NAME;
@@ -143,6 +145,18 @@ struct JsonRecord<'a> {
     dict: Vec<(&'a str, Cow<'a, str>)>,
     /// The recognised event, `null` when the record matched no signature.
     event: Option<serde_json::Value>,
+    /// The subsystem layer's event and its explanation, for a record of the RDMA storage
+    /// stack that matched no signature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subsystem: Option<serde_json::Value>,
+}
+
+/// One output line of `--json` for a whole oops/WARN report in the RDMA storage stack,
+/// printed when the report ends.
+#[derive(Debug, Serialize)]
+struct JsonTrace<'a> {
+    trace: &'a TraceEvent,
+    summary: String,
 }
 
 /// One output line of `--json` for lost records.
@@ -261,12 +275,46 @@ struct Printer<W: Write> {
     all: bool,
     trust_userspace: bool,
     printed: u64,
+    /// Assembles oops/WARN reports across records.
+    traces: TraceAssembler,
+}
+
+/// The subsystem layer's view of a record no signature matched: a one-line summary and
+/// the JSON form (event and explanation).
+fn subsystem_event(view: &View<'_>) -> Option<(String, serde_json::Value)> {
+    let device = view
+        .dict
+        .iter()
+        .find(|(k, _)| *k == "DEVICE")
+        .map(|(_, v)| v.as_ref());
+    let ev = subsystem::recognise(&view.text, view.level, device)?;
+    let x = explain_event(&ev);
+    let summary = format!(
+        "{} {}{}",
+        ev.subsystem,
+        level_name(ev.level),
+        if ev.fatal_device_error {
+            " FATAL DEVICE ERROR"
+        } else {
+            ""
+        }
+    );
+    let json = serde_json::json!({ "event": ev, "explanation": x });
+    Some((summary, json))
 }
 
 impl<W: Write> Printer<W> {
     fn record(&mut self, v: &View<'_>) -> io::Result<()> {
+        if let Some(t) = self.traces.push(&v.text) {
+            self.trace(&t)?;
+        }
         let event = classify(v);
-        if event.is_none() && !self.all {
+        let sub = if event.is_none() {
+            subsystem_event(v)
+        } else {
+            None
+        };
+        if event.is_none() && sub.is_none() && !self.all {
             return Ok(());
         }
         let trust = Trust::of(v.origin(), self.trust_userspace);
@@ -283,6 +331,7 @@ impl<W: Write> Printer<W> {
                 text: &v.text,
                 dict: v.dict.clone(),
                 event: event.map(|(_, json)| json),
+                subsystem: sub.as_ref().map(|(_, json)| json.clone()),
             };
             serde_json::to_writer(&mut self.out, &rec)?;
             self.out.write_all(b"\n")?;
@@ -301,9 +350,10 @@ impl<W: Write> Printer<W> {
                 let level = LEVELS.get(usize::from(l)).copied().unwrap_or("?");
                 head.push_str(&format!("{}.{} ", facility_name(f), level));
             }
-            let body = match &event {
-                Some((summary, _)) => format!("{summary} | {}", v.text),
-                None => v.text.to_string(),
+            let body = match (&event, &sub) {
+                (Some((summary, _)), _) => format!("{summary} | {}", v.text),
+                (None, Some((summary, _))) => format!("[{summary}] {}", v.text),
+                (None, None) => v.text.to_string(),
             };
             let dict: Vec<String> = v.dict.iter().map(|(k, v)| format!("{k}={v}")).collect();
             write!(self.out, "{head}{body}")?;
@@ -314,6 +364,24 @@ impl<W: Write> Printer<W> {
                 write!(self.out, " ({n})")?;
             }
             writeln!(self.out)?;
+        }
+        self.printed += 1;
+        Ok(())
+    }
+
+    /// A whole oops/WARN report in the RDMA storage stack ended.
+    fn trace(&mut self, t: &TraceEvent) -> io::Result<()> {
+        if self.json {
+            serde_json::to_writer(
+                &mut self.out,
+                &JsonTrace {
+                    trace: t,
+                    summary: t.summary(),
+                },
+            )?;
+            self.out.write_all(b"\n")?;
+        } else {
+            writeln!(self.out, "kernel report: {}", t.summary())?;
         }
         self.printed += 1;
         Ok(())
@@ -355,6 +423,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
         all: args.all,
         trust_userspace: config.kmsg.trust_userspace_records,
         printed: 0,
+        traces: TraceAssembler::new(),
     };
     let result = match &args.file {
         Some(path) => replay(path, &mut printer),
@@ -450,10 +519,8 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
             match item {
                 Ok(entry) => {
                     records += 1;
-                    // The cheap prefilter first: most lines of a real log match nothing.
-                    if !printer.all && !signatures::prefilter(entry.record.text.as_bytes()) {
-                        continue;
-                    }
+                    // Every record is looked at: the subsystem layer and the oops/WARN
+                    // reports need the lines no signature anchor is in.
                     printer
                         .record(&View::saved(lines_before + entry.line, &entry.record))
                         .map_err(write_err)?;
@@ -471,6 +538,9 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
         if eof && buf.is_empty() {
             break;
         }
+    }
+    if let Some(t) = printer.traces.finish() {
+        printer.trace(&t).map_err(write_err)?;
     }
     printer.out.flush().map_err(write_err)?;
     let cut = src.stats();
@@ -546,6 +616,7 @@ mod tests {
             all: true,
             trust_userspace: false,
             printed: 0,
+            traces: TraceAssembler::new(),
         }
     }
 
@@ -624,7 +695,7 @@ mod tests {
     fn without_all_only_recognised_records_are_printed() {
         let mut p = printer(true);
         p.all = false;
-        let plain = Record::parse(b"6,1,1,-;rdma_rxe: loaded\n").unwrap();
+        let plain = Record::parse(b"6,1,1,-;usb 1-6: Manufacturer: Realtek\n").unwrap();
         p.record(&View::live(&plain)).unwrap();
         assert!(p.out.is_empty());
         let irdma = Record::parse(
@@ -638,6 +709,19 @@ mod tests {
         assert_eq!(v["event"]["kind"]["qp"], 1);
         assert_eq!(v["event"]["device"]["pci"], "0000:02:00.0");
         assert_eq!(p.printed, 1);
+        // A line of the RDMA stack no signature knows: the subsystem layer's event.
+        p.out.clear();
+        let rxe = Record::parse(b"6,3,3,-;rdma_rxe: loaded\n").unwrap();
+        p.record(&View::live(&rxe)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&p.out).unwrap();
+        assert!(v["event"].is_null(), "{v}");
+        assert_eq!(v["subsystem"]["event"]["subsystem"], "rdma-driver", "{v}");
+        assert_eq!(v["subsystem"]["event"]["level"], 6, "{v}");
+        assert!(
+            v["subsystem"]["explanation"]["next"].as_str().is_some(),
+            "{v}"
+        );
+        assert_eq!(p.printed, 2);
     }
 
     #[test]

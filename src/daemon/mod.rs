@@ -12,6 +12,7 @@
 //!   a re-creation).
 
 pub mod exec;
+pub mod kernel_events;
 pub mod notify;
 pub mod observe;
 pub mod read_ahead;

@@ -89,7 +89,7 @@ impl fmt::Display for Request {
             Request::Pause => f.write_str("pause"),
             Request::Resume => f.write_str("resume"),
             Request::Reload => f.write_str("reload"),
-            Request::Plan { command } => write!(f, "{command} --dry-run"),
+            Request::Plan { command } => write!(f, "{command} (its plan)"),
             Request::Run { command } => write!(f, "{command}"),
         }
     }

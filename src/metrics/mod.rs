@@ -116,6 +116,7 @@ struct Families {
     transitions: Family<Labels, Counter>,
     fault_to_recovery: Family<Labels, Histogram, fn() -> Histogram>,
     alerts: Family<Labels, Counter>,
+    kernel_events: Family<Labels, Counter>,
     selftests: Family<Labels, Counter>,
     selftest_last_duration: Family<Labels, Gauge<f64, AtomicU64>>,
     selftest_last_success: Family<Labels, Gauge>,
@@ -246,11 +247,17 @@ impl Metrics {
                 recovery_histogram as fn() -> Histogram,
             ),
             alerts: Family::default(),
+            kernel_events: Family::default(),
             selftests: Family::default(),
             selftest_last_duration: Family::default(),
             selftest_last_success: Family::default(),
             selftest_last_timestamp: Family::default(),
         };
+        r.register(
+            "kernel_events",
+            "Kernel-log lines of the RDMA storage stack (RDMA core and drivers, NIC, iSER, iSCSI, SCSI, block, NVMe host), by subsystem, device (at most 64 per subsystem, then `other`) and syslog level; explained and counted, never acted on",
+            f.kernel_events.clone(),
+        );
         r.register(
             "kmsg_records_read",
             "Kernel-log records read from /dev/kmsg",
@@ -484,6 +491,19 @@ impl Metrics {
                     i.f.kmsg_untrusted.inc();
                 }
             }
+        });
+    }
+
+    /// A kernel-log line of the RDMA storage stack (the subsystem layer).
+    pub fn kernel_event(&self, subsystem: &str, device: &str, level: &str) {
+        self.with(|i| {
+            i.f.kernel_events
+                .get_or_create(&vec![
+                    ("subsystem", subsystem.to_string()),
+                    ("device", device.to_string()),
+                    ("level", level.to_string()),
+                ])
+                .inc();
         });
     }
 

@@ -246,7 +246,10 @@ impl fmt::Display for Refusal {
                         " and its sticky bit protects nothing unless root owns it"
                     )?;
                 }
-                if *dir && (is_system_directory(path) || mode & 0o1000 != 0) {
+                let kernel_file = ["/dev/", "/proc/", "/sys/"]
+                    .iter()
+                    .any(|p| path.starts_with(p));
+                if kernel_file || (*dir && (is_system_directory(path) || mode & 0o1000 != 0)) {
                     // Shared by design (or a system directory): never advise changing it.
                     write!(
                         f,
@@ -398,6 +401,21 @@ mod tests {
         // /etc is the whole system's: the advice is never to change it.
         assert!(!m.contains("chmod"), "{m}");
         assert!(m.contains("choose a path outside it"), "{m}");
+    }
+
+    #[test]
+    fn a_writable_device_node_is_never_to_be_changed() {
+        let v = vec![
+            c("/", 0, 0o755, Kind::Dir),
+            c("/dev", 0, 0o755, Kind::Dir),
+            c("/dev/null", 0, 0o666, Kind::Other("character device")),
+        ];
+        let r = judge(&walk(v, true), Target::Input, 0);
+        assert!(!r.is_empty());
+        for m in r.iter().map(ToString::to_string) {
+            assert!(!m.contains("chmod"), "{m}");
+            assert!(m.contains("choose a path outside it"), "{m}");
+        }
     }
 
     #[test]

@@ -519,6 +519,11 @@ fn port_and_link_lines() {
             speed: Some("25000 M".into())
         }
     );
+    // The same words from a NIC that carries no RDMA device concern no RDMA port.
+    assert_eq!(
+        classify("e1000e 0000:00:1f.6 eno1: NIC Link is Down", None),
+        None
+    );
     let s = sig("mlx5_core 0000:81:00.0 enp129s0f0np0: Link down", None);
     assert_eq!(s.kind, SignatureKind::NetdevLinkDown);
     assert_eq!(s.device.netdev.as_deref(), Some("enp129s0f0np0"));

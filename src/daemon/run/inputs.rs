@@ -176,11 +176,55 @@ impl Loop {
         }
     }
 
+    /// The subsystem layer's part of a record: counted, the severe ones in the events ring,
+    /// a fatal device error alerted (see src/daemon/kernel_events.rs). Never an action.
+    pub(super) fn note_kernel_event(&mut self, r: &crate::core::kmsg::Record, signature: bool) {
+        let trusted = r.is_kernel() || self.settings.config.kmsg.trust_userspace_records;
+        let now = self.now();
+        let noted = self.kernel_events.record(r, signature, trusted, now);
+        for (subsystem, device, level) in &noted.counts {
+            self.metrics.kernel_event(subsystem, device, level);
+        }
+        for (subsystem, level, message) in noted.ring {
+            self.obs.note(
+                crate::core::observe::EventKind::Kernel {
+                    subsystem: subsystem.name().to_string(),
+                    level: crate::core::signatures::subsystem::level_name(level).to_string(),
+                },
+                message,
+                clocks(now),
+            );
+        }
+        if let Some((what, why, todo)) = noted.alert {
+            let cfg = &self.settings.config.alerts;
+            self.metrics.alert("device-fatal", cfg.severity_operator);
+            self.obs.note(
+                crate::core::observe::EventKind::Alert {
+                    severity: cfg.severity_operator.name().to_string(),
+                },
+                what.clone(),
+                clocks(now),
+            );
+            let msg = crate::io::syslog::Alert {
+                severity: cfg.severity_operator,
+                what,
+                why,
+                todo,
+            };
+            crate::logging::daemon_alert(&msg, "device-fatal", self.ex.alerts.is_some());
+            if let Some(sink) = self.ex.alerts.clone() {
+                self.alert_queue.send(sink, msg);
+            }
+        }
+    }
+
     pub(super) fn on_kmsg(&mut self, ev: KmsgEvent) {
         match ev {
             KmsgEvent::Record(r) => {
                 self.obs.source_ok(KERNEL_LOG, clocks(self.now()));
-                let Some(reading) = read_record(&r) else {
+                let reading = read_record(&r);
+                self.note_kernel_event(&r, reading.is_some());
+                let Some(reading) = reading else {
                     self.metrics.kmsg_record(None, true);
                     return;
                 };

@@ -109,6 +109,8 @@ struct Loop {
     metrics: crate::metrics::Metrics,
     /// The devices' asynchronous event listeners, if this daemon has them.
     witness: Option<crate::daemon::witness::Witness>,
+    /// The subsystem layer's counting, ring entries and fatal-device alerts.
+    kernel_events: crate::daemon::kernel_events::KernelEvents,
 }
 
 /// Runs the loop until a stop signal (daemon) or the end of the command (one-shot). Returns

@@ -252,6 +252,7 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
         status: String::new(),
         metrics: metrics.clone(),
         witness,
+        kernel_events: crate::daemon::kernel_events::KernelEvents::new(),
         settings,
     };
     Ok(Started {

@@ -53,6 +53,14 @@ pub enum EventKind {
         /// `async-event`.
         source: String,
     },
+    /// A severe kernel-log line of the RDMA storage stack, or a whole oops/WARN report in
+    /// it (the subsystem layer: explained, never acted on).
+    Kernel {
+        /// `rdma-core`, `nic`, `nvme`, …
+        subsystem: String,
+        /// Syslog level name (`err`, `crit`).
+        level: String,
+    },
 }
 
 impl EventKind {
@@ -67,6 +75,7 @@ impl EventKind {
             EventKind::Operator => "operator",
             EventKind::Daemon => "daemon",
             EventKind::Witness { .. } => "witness",
+            EventKind::Kernel { .. } => "kernel",
         }
     }
 }

@@ -1130,6 +1130,10 @@ fn p_nic_link(s: &str, start: usize, end: usize) -> Option<Parsed> {
     } else {
         return None;
     };
+    // Only the NIC drivers of RDMA adapters (the subsystem layer's table): another NIC's
+    // link line (`igc 0000:05:00.0 eth5: NIC Link is Down`) concerns no RDMA port.
+    let driver = s.split(' ').next().unwrap_or("");
+    super::subsystem::nic_driver(driver)?;
     Parsed::new(kind, printk_prefix_end(s, start), NameRole::Netdev)
 }
 

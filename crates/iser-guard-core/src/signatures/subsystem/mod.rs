@@ -147,6 +147,38 @@ impl SubsystemEvent {
     }
 }
 
+/// `Some(Subsystem::Nic)` when `word` is the driver of an RDMA adapter's NIC side
+/// (`ice`, `bnxt_en`, `mlx5_core`, …): the signatures' link lines are taken from those only.
+pub fn nic_driver(word: &str) -> Option<Subsystem> {
+    tables::subsystem_of(word).filter(|s| *s == Subsystem::Nic)
+}
+
+/// A cheap test before [`recognise`] for a caller that sees every line of a big log: false
+/// means [`recognise`] would return `None` (the line's first word is in no table and the
+/// line has none of the other shapes). Looks at the first word and the last byte only.
+pub fn could_recognise(text: &str) -> bool {
+    let t = text.trim_start_matches([' ', '\t']);
+    let t = t.strip_prefix("kernel: ").unwrap_or(t);
+    let Some(&first) = t.as_bytes().first() else {
+        return false;
+    };
+    if matches!(
+        first,
+        b'[' | b'<' | b'W' | b'k' | b'c' | b's' | b'B' | b'N' | b'R'
+    ) {
+        return true;
+    }
+    // A call-trace frame of a module (` func+0x…/0x… [mod]`).
+    if t.trim_end().ends_with(']') {
+        return true;
+    }
+    let end = t.find([' ', ':']).unwrap_or(t.len());
+    let word = &t[..end];
+    tables::subsystem_of(word).is_some()
+        || tables::subsystem_of_function(word).is_some()
+        || word.starts_with("nvme")
+}
+
 /// Syslog level names, for text output.
 pub fn level_name(level: u8) -> &'static str {
     match level {

@@ -143,10 +143,15 @@ pub(crate) const FUNCTION_PREFIXES: &[(&str, Subsystem)] = &[
 
 /// The subsystem of a function name by its prefix (`__ib_cache_gid_add` → RDMA core).
 pub(crate) fn subsystem_of_function(func: &str) -> Option<Subsystem> {
-    FUNCTION_PREFIXES
+    by_prefix(FUNCTION_PREFIXES, func)
+}
+
+/// The subsystem of the first entry of `table` that `s` starts with.
+fn by_prefix(table: &[(&str, Subsystem)], s: &str) -> Option<Subsystem> {
+    table
         .iter()
-        .find(|(p, _)| func.starts_with(p))
-        .map(|(_, s)| *s)
+        .find(|(p, _)| s.starts_with(p))
+        .map(|(_, sub)| *sub)
 }
 
 /// Source directories of `WARNING: … at <path>:<line>` and `kernel BUG at <path>:<line>`.
@@ -170,10 +175,7 @@ pub(crate) const SOURCE_DIRS: &[(&str, Subsystem)] = &[
 
 /// The subsystem of a kernel source path (`drivers/nvme/host/rdma.c`).
 pub(crate) fn subsystem_of_path(path: &str) -> Option<Subsystem> {
-    SOURCE_DIRS
-        .iter()
-        .find(|(d, _)| path.starts_with(d))
-        .map(|(_, s)| *s)
+    by_prefix(SOURCE_DIRS, path)
 }
 
 #[cfg(test)]

@@ -257,3 +257,27 @@ fn serde_round_trip() {
     assert!(j.contains("\"subsystem\":\"iser\""), "{j}");
     assert_eq!(serde_json::from_str::<SubsystemEvent>(&j).unwrap(), e);
 }
+
+#[test]
+fn the_cheap_pretest_never_rejects_a_line_recognise_takes() {
+    for t in [
+        "mlx5_core 0000:01:00.0: handle_hca_cap failed",
+        " connection1:0: detected conn error (1020)",
+        " [<ffffffffa068ba11>] iscsi_iser_ep_disconnect+0xb1/0x120 [ib_iser]",
+        " iser_free_ib_conn_res+0x65/0x1a0 [ib_iser]",
+        "nvme0n1: p1 p2",
+        " sdb: unable to read partition table",
+        "__ib_cache_gid_add: unable to add gid fe80::1 error=-28",
+        "NETDEV WATCHDOG: eth1 (mlx4_core): transmit queue 0 timed out",
+        "kernel: connection3:0: ping timeout of 5 secs expired",
+        "<mlx4_ib> mlx4_ib_add: counter index 3 for port 1 allocated 1",
+        "Buffer I/O error on device sde, logical block 574464",
+    ] {
+        assert!(recognise(t, None, None).is_some(), "{t}");
+        assert!(could_recognise(t), "{t}");
+    }
+    assert!(!could_recognise("usb 1-6: Manufacturer: Realtek"));
+    assert!(!could_recognise(
+        "IPv6: ADDRCONF(NETDEV_UP): ens803: link is not ready"
+    ));
+}

@@ -280,6 +280,12 @@ impl TraceAssembler {
                 b.subsystem.get_or_insert(ev.subsystem);
             }
             LineShape::ReportHeader { .. } => {
+                // The WARN's own location (`func+0x…/0x… [mod]`) is where it fired.
+                if let Some(m) = &ev.origin {
+                    if !b.modules.contains(m) {
+                        b.modules.push(m.clone());
+                    }
+                }
                 b.subsystem.get_or_insert(ev.subsystem);
             }
             LineShape::Message => {}
