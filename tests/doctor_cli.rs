@@ -67,6 +67,8 @@ impl DoctorHost {
             unit_dir.join("iser-guard.service"),
         )
         .unwrap();
+        // The kernel log doctor --active reads: an empty file here (nothing is printed).
+        fs::write(h.path("kmsg"), "").unwrap();
         let d = DoctorHost { h };
         d.node_record("<empty>");
         d
@@ -107,10 +109,12 @@ impl DoctorHost {
         let p = self.h.path("config.toml");
         let s = |rel: &str| format!("{:?}", self.h.path(rel).display().to_string());
         let text = format!(
-            "[paths]\nsysfs-root = {:?}\nstate-dir = {}\niscsiadm = {}\ncontrol-socket = {}\n\
+            "[paths]\nkmsg = {}\nsysfs-root = {:?}\nstate-dir = {}\niscsiadm = {}\ncontrol-socket = {}\n\
              devlink = {}\nrdma = {}\nmodprobe = {}\nproc-root = {}\ndev-root = {}\n\
              modules-root = {}\niscsi-dir = {}\nunit-file = {}\nunit-dropins = {}\n\n\
-             [devices]\nallow = [\"rocep2s0f0\"]\n",
+             [devices]\nallow = [\"rocep2s0f0\"]\n\n\
+             [recovery]\nverify-timeout = 2\n",
+            s("kmsg"),
             sysfs.display().to_string(),
             s("state"),
             s("bin/iscsiadm"),
@@ -479,4 +483,124 @@ fn the_hardware_guide_documents_every_check_and_known_issue() {
             "exit {what} not in the guide"
         );
     }
+}
+
+#[test]
+fn active_without_a_terminal_or_yes_changes_nothing() {
+    let d = DoctorHost::new();
+    let before = d.h.sys_snapshot();
+    let out = d.doctor(&["--active", "rocep2s0f0"]);
+    assert_eq!(
+        out.status.code(),
+        Some(64),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pass --yes"));
+    // The plan was printed first, every method named.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("doctor --active will:"), "{text}");
+    assert!(
+        text.contains("toggle devlink parameter enable_roce") && text.contains("unbind/bind"),
+        "{text}"
+    );
+    assert!(d.h.devlink_sets().is_empty());
+    assert_eq!(d.h.sys_snapshot(), before);
+}
+
+#[test]
+fn active_on_a_device_that_does_not_exist_names_those_that_do() {
+    let d = DoctorHost::new();
+    let out = d.doctor(&["--active", "mlx5_7", "--yes"]);
+    assert_eq!(out.status.code(), Some(66));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no RDMA device mlx5_7 on this host; it has rocep2s0f0"),
+        "{err}"
+    );
+    assert!(d.h.devlink_sets().is_empty());
+    // --yes and --report belong to --active.
+    let out = d.doctor(&["--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn active_re_creates_by_the_first_method_and_stops_where_it_fails_with_a_redacted_report() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = DoctorHost::new();
+    d.node_record("Sup3rS3cretChap");
+    let report = d.h.path("report.json");
+    let out = d.doctor(&[
+        "--active",
+        "rocep2s0f0",
+        "--yes",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    // The stub devlink took the device out and back: one method ran, by itself.
+    assert_eq!(
+        d.h.devlink_sets(),
+        [
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime",
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime"
+        ],
+        "{text}\n{err}"
+    );
+    assert!(
+        text.contains("method 1 of 2: toggle devlink parameter enable_roce"),
+        "{text}"
+    );
+    assert!(text.contains("report written to"), "{text}");
+    let meta = fs::metadata(&report).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let raw = fs::read_to_string(&report).unwrap();
+    assert!(
+        !raw.contains("Sup3rS3cretChap"),
+        "the CHAP secret is redacted"
+    );
+    let r: Value = serde_json::from_str(&raw).unwrap();
+    let m = &r["active"]["methods"][0];
+    let steps: Vec<String> = m["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    for want in [
+        "dev param show pci/0000:02:00.0 name enable_roce -j",
+        "value false cmode runtime",
+        "wait until the device is gone",
+        "value true cmode runtime",
+        "wait until it is back (as rocep2s0f0)",
+        "re-create rocep2s0f0: toggle devlink parameter enable_roce of pci/0000:02:00.0",
+    ] {
+        assert!(
+            steps.iter().any(|s| s.contains(want)),
+            "{want} not in {steps:#?}"
+        );
+    }
+    assert!(r["node_records"][0][1]
+        .as_str()
+        .unwrap()
+        .contains("node.session.auth.password = ********"));
+    assert!(r["doctor"]["checks"].as_array().unwrap().len() > 5);
+    assert_eq!(r["active"]["plan"]["sessions"][0]["disk"], "sda");
+    if host_has_rdma() {
+        return;
+    }
+    // Without RDMA netlink QP 1 of the new device cannot be read: that step fails, the run
+    // stops there, and the second method is never tried.
+    assert_eq!(out.status.code(), Some(1), "{text}\n{err}");
+    assert_eq!(r["passed"], false);
+    assert_eq!(r["active"]["methods"].as_array().unwrap().len(), 1);
+    assert!(
+        m["outcome"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("QP 1 of the new device is not in RTS"),
+        "{m:#}"
+    );
+    assert!(err.contains("stopped after method 1"), "{err}");
 }
