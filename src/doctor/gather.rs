@@ -691,9 +691,10 @@ fn char_number(path: &Path) -> Option<(u32, u32)> {
         return None;
     }
     let rdev = m.rdev();
+    // Linux's majors have 12 bits and minors 20: both always fit.
     Some((
-        nix::sys::stat::major(rdev) as u32,
-        nix::sys::stat::minor(rdev) as u32,
+        u32::try_from(nix::sys::stat::major(rdev)).ok()?,
+        u32::try_from(nix::sys::stat::minor(rdev)).ok()?,
     ))
 }
 

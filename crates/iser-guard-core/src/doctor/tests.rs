@@ -75,13 +75,15 @@ const GOOD_NODE: &str = "node.name = iqn.2003-01.org.example.lab:tgt0\nnode.star
 /// A healthy, well set-up E810 host with one iSER session, the packaged unit and a daemon
 /// that was not asked.
 fn host() -> Facts {
-    let mut f = Facts::default();
-    f.paths = FactPaths {
-        sysfs: "/sys".into(),
-        proc: "/proc".into(),
-        dev: "/dev".into(),
-        modules: "/lib/modules/6.8.0-51-generic".into(),
-        iscsi: "/etc/iscsi".into(),
+    let mut f = Facts {
+        paths: FactPaths {
+            sysfs: "/sys".into(),
+            proc: "/proc".into(),
+            dev: "/dev".into(),
+            modules: "/lib/modules/6.8.0-51-generic".into(),
+            iscsi: "/etc/iscsi".into(),
+        },
+        ..Facts::default()
     };
     f.kernel.release = Ok("6.8.0-51-generic".into());
     f.modules.loaded = Ok([
