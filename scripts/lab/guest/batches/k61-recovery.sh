@@ -3,9 +3,10 @@
 # dead-listener-no-dyndbg runs here only: on 6.12 the target side locks up in LIO's isert
 # (iscsit_build_pdu_and_seq_lists soft lockup) in the dead-listener scenario. The plain
 # dead-listener (rdma_cm's REJECTED line on) runs on 6.12 only: on 6.1 it is the same scenario
-# with more evidence, and its re-login once left the disk offlined for the next one.
+# with more evidence, and its re-login once left the disk offlined for the next one. doctor and
+# doctor-active (issue 24): the audit, and one re-creation by `doctor --active rxe_ini`.
 source /lab/guest/lib.sh
 lab_up
 run_scenarios netlink-view field-incident dev-left-deleted dead-listener-no-dyndbg selftest \
-	lab-selftest
+	lab-selftest doctor doctor-active
 lab_down
