@@ -1,6 +1,7 @@
 //! The diagnostic log on stderr, in the form its reader needs:
 //!
-//! - on a terminal: tracing's usual format (time, coloured level, fields);
+//! - on a terminal: tracing's usual format (time, coloured level, fields), without the Rust
+//!   module path;
 //! - otherwise (systemd's journal, a pipe, a file): one line per event, prefixed `<N>` with
 //!   the event's syslog priority as sd-daemon(3) describes, no ANSI colour and no timestamp
 //!   (journald stamps each line itself; a second time in the text only gets in the way).
@@ -99,7 +100,8 @@ pub fn init(filter: Option<&str>, style: Style) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     let _ = match style {
-        Style::Terminal => builder.try_init(),
+        // No module paths (`iser_guard::daemon::run::effects:`): the lines are for operators.
+        Style::Terminal => builder.with_target(false).try_init(),
         Style::Journal => builder
             .with_ansi(false)
             .event_format(JournalFormat)

@@ -271,7 +271,7 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
             Some((conn, req)) = ctrl_rx.recv() => {
                 // A client that gave up before its command was taken does not get it run.
                 if conn.client_gone() {
-                    tracing::info!(?req, "control client went away before its command was taken; not run");
+                    tracing::info!("control client went away before its request was taken; not run: {req}");
                 } else if let Request::Events { since_unix_ms, after_seq, follow } = req {
                     let now = lp.clock.now();
                     lp.obs.serve_events(conn, since_unix_ms, after_seq, follow, clocks(now));

@@ -29,6 +29,15 @@ pub enum Origin {
     Operator,
 }
 
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Origin::Automatic => "automatic",
+            Origin::Operator => "operator",
+        })
+    }
+}
+
 /// How urgent an alert is (maps to syslog severities).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Severity {

@@ -54,7 +54,7 @@ impl Engine {
             (InFlightKind::Recreate(device), other) => self.on_recreate_done(
                 &device,
                 RecreateResult::Failed {
-                    reason: format!("unexpected outcome {other:?}"),
+                    reason: format!("unexpected outcome ({other})"),
                 },
                 now,
             ),
@@ -79,7 +79,7 @@ impl Engine {
                 SelfTestResult::Unavailable {
                     reason: match other {
                         Outcome::NotRun { reason } => format!("not run: {reason}"),
-                        other => format!("unexpected outcome {other:?}"),
+                        other => format!("unexpected outcome ({other})"),
                     },
                 },
                 now,
@@ -206,7 +206,7 @@ pub(super) fn iscsiadm_status(outcome: Outcome) -> IscsiadmStatus {
         },
         other => IscsiadmStatus::Other {
             code: None,
-            message: format!("unexpected outcome {other:?}"),
+            message: format!("unexpected outcome ({other})"),
         },
     }
 }
