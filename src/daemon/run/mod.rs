@@ -333,15 +333,19 @@ impl Loop {
             s.push_str(" (paused)");
         }
         if let Some(mode) = &self.safe_mode {
-            let held = if self.driver.held_until_scan().is_some() {
-                "automatic destructive actions held until the first complete scan"
+            if self.driver.held_until_scan().is_some() {
+                s.push_str(&format!(
+                    " (safe mode: started without its journal, which was {}; automatic \
+                     destructive actions held until the first complete scan)",
+                    mode.kept_words()
+                ));
             } else {
-                "first complete scan done"
-            };
-            s.push_str(&format!(
-                " (safe mode: started without its journal, which was {}; {held})",
-                mode.kept_words()
-            ));
+                s.push_str(&format!(
+                    " (started without its journal, which was {}; safe mode ended at the \
+                     first complete scan)",
+                    mode.kept_words()
+                ));
+            }
         }
         if s != self.status {
             self.status = s;
