@@ -434,7 +434,10 @@ fn watch_reports_records_lost_to_a_ring_buffer_overrun() {
         .iter()
         .find(|l| l.contains("stopping on SIGTERM"))
         .expect("stats logged");
-    assert!(stats.contains(" lost=") && stats.contains(" overruns="), "{stats}");
+    assert!(
+        stats.contains(" lost=") && stats.contains(" overruns="),
+        "{stats}"
+    );
     assert!(
         !stats.contains(" lost=0 ") && !stats.contains(" overruns=0 "),
         "{stats}"

@@ -419,7 +419,11 @@ fn manual_commands_print_their_own_output_and_log_only_when_asked() {
         assert!(found.is_empty(), "{args:?}:\n{}", found.join("\n"));
     }
     // Asked for, the log is there, and in plain words.
-    let o = run_as_operator(&cfg, &["--log", "info"], &["reset-device", "rocep2s0f0", "--yes"]);
+    let o = run_as_operator(
+        &cfg,
+        &["--log", "info"],
+        &["reset-device", "rocep2s0f0", "--yes"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.lines().any(plain_text::is_log_line), "{err}");

@@ -116,7 +116,11 @@ pub fn problems(text: &str, prose: bool) -> Vec<String> {
 /// be plain words too).
 pub fn log_debug_dumps(text: &str) -> Vec<String> {
     text.lines()
-        .flat_map(|l| debug_dumps(l).into_iter().map(move |d| format!("`{d}`: {l}")))
+        .flat_map(|l| {
+            debug_dumps(l)
+                .into_iter()
+                .map(move |d| format!("`{d}`: {l}"))
+        })
         .collect()
 }
 

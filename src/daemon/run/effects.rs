@@ -79,7 +79,7 @@ impl Loop {
                 match &action.kind {
                     ActionKind::Alert(alert) => {
                         let cfg = &self.settings.config.alerts;
-                        crate::logging::alert(alert, port.as_ref(), cfg, self.ex.alerts.is_some());
+                        crate::logging::alert(alert, cfg, self.ex.alerts.is_some());
                         self.tell(port.as_ref(), &format!("alert: {}", alert.summary));
                         if let Some(sink) = self.ex.alerts.clone() {
                             // Never waits: a full queue coalesces (the sender reports the

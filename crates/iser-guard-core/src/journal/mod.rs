@@ -151,7 +151,9 @@ mod tests {
         let err = decode(b"{\"ports\": [tru").unwrap_err().to_string();
         assert!(err.starts_with("not a valid iser-guard journal: "), "{err}");
         assert!(!err.contains("None"), "{err}");
-        let err = decode(br#"{"version": 2, "ports": 7}"#).unwrap_err().to_string();
+        let err = decode(br#"{"version": 2, "ports": 7}"#)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("not a valid iser-guard journal of format version 2: "),
             "{err}"

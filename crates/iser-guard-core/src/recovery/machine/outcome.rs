@@ -19,9 +19,10 @@ impl Engine {
                 "journal-failed".to_string(),
                 format!("cannot write the state journal: {reason}"),
                 "iser-guard journals its state before every destructive action; until the \
-                 journal can be written, those actions are skipped."
+                 journal can be written, those actions are skipped. Check the state \
+                 directory (paths.state-dir): free space, permissions"
                     .to_string(),
-                Some("check the state directory (paths.state-dir): space, permissions".into()),
+                None,
             );
             self.finish();
             return;

@@ -346,7 +346,9 @@ impl Engine {
                     self.mark_dirty(format!("{key}: {what} {status}"));
                     self.target_refuses_logins(
                         &pid,
-                        format!("the login to {portal} failed ({status}) while the portal answers TCP"),
+                        format!(
+                            "the login to {portal} failed ({status}) while the portal answers TCP"
+                        ),
                         now,
                     );
                     self.request_sessions(now, true);
