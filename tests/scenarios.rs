@@ -14,6 +14,9 @@ mod issue9;
 #[path = "scenarios/lab_field.rs"]
 mod lab_field;
 
+#[path = "scenarios/lab_captures.rs"]
+mod lab_captures;
+
 #[path = "scenarios/left_deleted.rs"]
 mod left_deleted;
 
@@ -317,10 +320,18 @@ fn iscsid_reconnecting_by_itself_needs_no_action() {
     let h = run("iscsid-recovers");
     assert_eq!(destructive(&h), 0);
     assert!(h.host.storage_ok());
-    assert!(h
-        .transitions
-        .iter()
-        .any(|t| t.reason.contains("no action was needed")));
+    // Healthy again without any iscsiadm login or logout: iscsid did it (the engine may see
+    // the sessions back before or after the target's probes answer).
+    assert_eq!(
+        h.count_actions(|k| matches!(
+            k,
+            ActionKind::IscsiLogin { .. } | ActionKind::IscsiLogout { .. }
+        )),
+        0
+    );
+    assert!(h.transitions.iter().any(|t| t.to == Phase::Healthy
+        && (t.reason.contains("no action was needed")
+            || t.reason.contains("no login was needed"))));
 }
 
 #[test]
@@ -640,13 +651,14 @@ fn every_alert_carries_what_it_promises() {
 
 #[test]
 fn journal_snapshot_round_trips_through_json_and_resumes() {
+    // The target is back at 240 s; the device is being re-created from 241 s to 244 s.
     let mut h = scenarios::find("field-incident").unwrap().harness(1);
-    h.run_until(Instant(254_000), MAX_STEPS).unwrap();
+    h.run_until(Instant(242_000), MAX_STEPS).unwrap();
     let snap = h.engine().snapshot();
     let json = serde_json::to_string(&snap).unwrap();
     let back: EngineSnapshot = serde_json::from_str(&json).unwrap();
     assert_eq!(back, snap);
-    let e = Engine::resume(back, Policy::default(), Instant(255_000)).unwrap();
+    let e = Engine::resume(back, Policy::default(), Instant(242_500)).unwrap();
     assert_eq!(
         e.port(&field_port()).unwrap().phase(),
         Phase::ResettingDevice

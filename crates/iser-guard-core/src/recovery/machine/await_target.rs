@@ -12,6 +12,11 @@ use crate::recovery::state::{
 };
 use crate::time::Instant;
 
+/// How long without a `REJECTED` before a dead listener counts as probably back: several of
+/// iscsid's retries (every 3-4 s: open-iscsi's 3 s reopen delay plus the attempt), whatever
+/// the probe cadence; never less than 3 probe rounds.
+const LISTENER_QUIET: Duration = Duration::from_secs(15);
+
 impl Engine {
     /// AwaitingTarget: healthy again by itself, a dead listener, no portal to probe, the
     /// target back (re-create or reconnect), or the wait given up.
@@ -37,7 +42,11 @@ impl Engine {
             // Once no rejection came for a while, the listener is probably back.
             // While iscsid still holds a failed session it keeps retrying it; the port
             // stays here (no churn) until the sessions come back.
-            let quiet = self.policy.probe_interval.saturating_mul(3);
+            let quiet = self
+                .policy
+                .probe_interval
+                .saturating_mul(3)
+                .max(LISTENER_QUIET);
             let rejected = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
             let retrying = p
                 .sessions
@@ -230,8 +239,9 @@ impl Engine {
         if let Some(Stage::AwaitingTarget { timer, .. }) = self.stage_mut(pid) {
             *timer = Some((AwaitTimer::ProbeRound, now.plus(interval)));
         }
-        // Timers and probes in flight are journaled too: a restart must not replay them.
-        self.mark_dirty(format!("{pid}: probing"));
+        // Timers and probes in flight are journaled too (a restart must not replay them), at
+        // most every few seconds while the rounds go on.
+        self.mark_dirty_probe_round(format!("{pid}: probing"), now);
     }
 
     pub(super) fn on_probe(

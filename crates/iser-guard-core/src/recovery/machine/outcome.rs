@@ -150,7 +150,14 @@ impl Engine {
             })
             .map(|p| p.id.clone())
             .collect();
-        if !pids.is_empty() {
+        // A probe round's timer alone is journaled with the round (throttled); any other
+        // timer or deadline at once.
+        let only_probe_rounds = self.ports.values().all(|p| {
+            p.deadline().is_none_or(|d| d > now)
+                && p.wake()
+                    .is_none_or(|(k, at)| at > now || k == TimerKind::ProbeRound)
+        });
+        if !pids.is_empty() && !only_probe_rounds {
             self.mark_dirty("timers fired".into());
         }
         for pid in pids {
