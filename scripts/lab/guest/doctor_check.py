@@ -5,7 +5,8 @@ figures, "FIGURE <name> <value>"; the scenario turns them into its checks and fi
 (guest/scenarios/doctor-common.sh). It reads the reports only: what the guest's kernel
 shows (devwatch, the QP table, the session) the scenario checks itself.
 
-  doctor_check.py audit JSON RC KERNEL_RELEASE INIT DAEMON    (INIT tiny|systemd, DAEMON none|running)
+  doctor_check.py audit JSON RC KERNEL_RELEASE INIT DAEMON KMOD
+      (INIT tiny|systemd, DAEMON none|running, KMOD lab|stock: which rdma_rxe is loaded)
   doctor_check.py text TEXT RC JSON
   doctor_check.py active REPORT SECRET
 """
@@ -43,7 +44,7 @@ def text_of(c):
     return " ".join([c.get("finding", "")] + c.get("evidence", []))
 
 
-def audit(path, rc, release, init, daemon):
+def audit(path, rc, release, init, daemon, kmod):
     j, err = load(path)
     out(j is not None, "doctor --json printed JSON (%s)" % (err or "parsed"))
     if j is None:
@@ -67,6 +68,15 @@ def audit(path, rc, release, init, daemon):
     c = find(checks, "kernel", "host")
     out(c is not None and any(e.endswith(": " + release) for e in c.get("evidence", [])),
         "kernel: the running release %s (%s)" % (release, c and c.get("evidence")))
+    c = find(checks, "driver", "rdma_rxe")
+    if kmod == "lab":
+        out(c is not None and c["verdict"] == "warning" and "outside the kernel tree" in c["finding"],
+            "driver rdma_rxe: the lab's module, built outside the kernel tree, said so (%s)" % (c and text_of(c)))
+        k = find(checks, "known-issue", "out-of-tree-driver")
+        out(k is not None and k["verdict"] == "warning", "known-issue out-of-tree-driver applies to the lab's rdma_rxe")
+    else:
+        out(c is not None and c["verdict"] == "ok" and "in-tree" in c["finding"],
+            "driver rdma_rxe: the kernel's own, in-tree (%s)" % (c and text_of(c)))
     c = find(checks, "device", INI)
     out(c is not None and c["verdict"] == "ok" and NETDEV in text_of(c) and "rxe" in text_of(c),
         "device %s: ok, Soft-RoCE on %s (%s)" % (INI, NETDEV, c and text_of(c)))
@@ -192,7 +202,7 @@ def active(path, secret):
 
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
-    if cmd == "audit" and len(argv) == 7:
+    if cmd == "audit" and len(argv) == 8:
         audit(*argv[2:])
     elif cmd == "text" and len(argv) == 5:
         text(*argv[2:])

@@ -37,7 +37,8 @@ dr_audit() {
 	rc=$?
 	figure "${name}_json_s" "$(elapsed $t0)"
 	log "  doctor --json -> exit $rc"
-	dr_judge $name audit "$SOUT/$name.json" $rc "$(uname -r)" "${LAB_INIT:-tiny}" $2
+	dr_judge $name audit "$SOUT/$name.json" $rc "$(uname -r)" "${LAB_INIT:-tiny}" $2 \
+		"$(kmod_model_on && echo lab || echo stock)"
 	check "$name: nothing on stderr (the report is the output)" not test -s "$SOUT/$name.err"
 	if [ "${3:-}" = text ]; then
 		NO_COLOR=1 timeout 90 $IG doctor < /dev/null > "$SOUT/$name.txt" 2>> "$SOUT/$name.err"

@@ -3,6 +3,8 @@ source /lab/guest/scenarios/doctor-common.sh
 # with the daemon, in the systemd guest beside the package's service. Expected:
 #  - exit 2 (warnings only: iser-task-rsp-crash applies to 6.1 and 6.12 with iSER; the tiny
 #    guest has no unit), the JSON's exit_code and counts agreeing with its checks; no problem;
+#  - rdma_rxe: the lab's module (scripts/lab/kmod) read as out-of-tree (a warning, and the
+#    out-of-tree-driver row), the stock one as in-tree;
 #  - rxe_ini: Soft-RoCE on ini0, re-created by `rdma link` delete/add, QP 1 in RTS, ib_iser's
 #    CM id on port 1; devices.allow matches; the portal's session listed; every module loaded;
 #  - systemd: the installed unit's sandbox ok; the daemon's view read and not in disagreement;
