@@ -287,6 +287,16 @@ pub enum IoErrorKind {
     Offline,
 }
 
+impl fmt::Display for IoErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoErrorKind::DidAbort => "aborted by the host (DID_ABORT)",
+            IoErrorKind::IoError => "I/O error",
+            IoErrorKind::Offline => "the disk is offline",
+        })
+    }
+}
+
 /// A fact from the kernel log or RDMA netlink, already classified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Observation {
@@ -500,7 +510,7 @@ impl Observation {
             Observation::SessionRecoveryTimedOut { sid } => {
                 format!("session {sid}: recovery timed out, its disks now fail I/O")
             }
-            Observation::IoError { disk, kind } => format!("{disk}: I/O failed ({kind:?})"),
+            Observation::IoError { disk, kind } => format!("{disk}: I/O failed ({kind})"),
             Observation::CmRejectedInvalidServiceId => {
                 "RDMA CM connection rejected by the target: invalid service ID".to_string()
             }
@@ -539,6 +549,16 @@ pub enum ProbeResult {
     Unreachable,
 }
 
+impl fmt::Display for ProbeResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProbeResult::Reachable => "reachable",
+            ProbeResult::Refused => "refused (host up, portal not listening)",
+            ProbeResult::Unreachable => "no answer",
+        })
+    }
+}
+
 /// Result of re-creating an RDMA device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RecreateResult {
@@ -559,6 +579,16 @@ pub enum RecreateResult {
         /// Why.
         reason: String,
     },
+}
+
+impl fmt::Display for RecreateResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecreateResult::Recreated { name } => write!(f, "re-created as {name}"),
+            RecreateResult::Failed { reason } => write!(f, "failed: {reason}"),
+            RecreateResult::Unsupported { reason } => write!(f, "no method applies: {reason}"),
+        }
+    }
 }
 
 /// What one iscsiadm invocation means to the engine; the exit codes themselves are given
@@ -595,6 +625,34 @@ impl IscsiadmStatus {
     }
 }
 
+impl fmt::Display for IscsiadmStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IscsiadmStatus::Success => f.write_str("succeeded"),
+            IscsiadmStatus::AlreadyLoggedIn => f.write_str("already logged in"),
+            IscsiadmStatus::NotFound => f.write_str("no such session"),
+            IscsiadmStatus::Timeout => f.write_str("timed out"),
+            IscsiadmStatus::AuthFailed => f.write_str("login refused (authentication)"),
+            IscsiadmStatus::Other {
+                code: Some(code),
+                message,
+            } if message.is_empty() => write!(f, "exit {code}"),
+            IscsiadmStatus::Other {
+                code: Some(code),
+                message,
+            } => write!(f, "exit {code}: {message}"),
+            IscsiadmStatus::Other {
+                code: None,
+                message,
+            } if message.is_empty() => f.write_str("killed by a signal"),
+            IscsiadmStatus::Other {
+                code: None,
+                message,
+            } => write!(f, "killed by a signal: {message}"),
+        }
+    }
+}
+
 /// The outcome of an action, reported by the executor with the action's id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Outcome {
@@ -628,6 +686,33 @@ pub enum Outcome {
         /// What would have been done, in operator words.
         plan: String,
     },
+}
+
+impl fmt::Display for Outcome {
+    /// A few words for the log line of a finished action (its summary says the rest).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Probe(p) => write!(f, "probe: {p}"),
+            Outcome::Recreate(RecreateResult::Recreated { .. }) => f.write_str("re-created"),
+            Outcome::Recreate(RecreateResult::Failed { .. }) => f.write_str("re-creation failed"),
+            Outcome::Recreate(RecreateResult::Unsupported { .. }) => {
+                f.write_str("no re-creation method")
+            }
+            Outcome::Iscsiadm(s) => write!(f, "iscsiadm {s}"),
+            Outcome::SelfTest(crate::selftest::SelfTestResult::Ran(r)) if r.passed() => {
+                f.write_str("self-test passed")
+            }
+            Outcome::SelfTest(crate::selftest::SelfTestResult::Ran(_)) => {
+                f.write_str("self-test failed")
+            }
+            Outcome::SelfTest(crate::selftest::SelfTestResult::Unavailable { .. }) => {
+                f.write_str("self-test unavailable")
+            }
+            Outcome::PersistFailed { .. } => f.write_str("journal write failed"),
+            Outcome::NotRun { .. } => f.write_str("not run"),
+            Outcome::Planned { .. } => f.write_str("planned, not run"),
+        }
+    }
 }
 
 /// What an operator asked for (CLI through the control socket).

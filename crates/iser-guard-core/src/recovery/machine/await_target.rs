@@ -359,10 +359,10 @@ impl Engine {
                 self.mark_dirty(format!("{pid}: target listener gone"));
                 let targets = self.targets_of(&pid);
                 let portals = reachable.iter().map(|p| p.to_string()).collect::<Vec<_>>();
-                let remedy = format!(
-                    "on the target, re-enable iSER on the portal, e.g. with LIO: \
-                     echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser; \
-                     echo 1 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser",
+                let on_target = format!(
+                    "On the target, re-enable iSER on the portal, e.g. with LIO: \
+                     echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser, then \
+                     echo 1 to the same file",
                     t = targets
                         .first()
                         .cloned()
@@ -383,11 +383,11 @@ impl Engine {
                          with 'invalid service ID': the target's iSER listener died (for \
                          example its RDMA device was re-created). Nothing on this host can fix \
                          it, so iser-guard will not re-create {}; it keeps probing and iscsid \
-                         keeps retrying. Sessions waiting: {}",
+                         keeps retrying. Sessions waiting: {}. {on_target}",
                         pid.device,
                         self.down_sessions_text(&pid)
                     ),
-                    Some(remedy),
+                    None,
                 );
             }
         }
@@ -442,10 +442,10 @@ impl Engine {
             .map(|p| p.to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        let remedy = format!(
-            "on the target, re-enable iSER on the portal, e.g. with LIO: \
-             echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser; \
-             echo 1 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser",
+        let on_target = format!(
+            "On the target, re-enable iSER on the portal, e.g. with LIO: \
+             echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser, then echo 1 to \
+             the same file",
             t = targets
                 .first()
                 .cloned()
@@ -465,10 +465,11 @@ impl Engine {
             format!(
                 "{evidence}. The target's iSER listener is probably gone (for example its RDMA \
                  device was re-created). iser-guard will not re-create {} or log sessions out; \
-                 it keeps probing and iscsid keeps retrying. Sessions waiting: {down}",
+                 it keeps probing and iscsid keeps retrying. Sessions waiting: {down}. \
+                 {on_target}",
                 pid.device
             ),
-            Some(remedy),
+            None,
         );
         true
     }

@@ -19,9 +19,10 @@ impl Engine {
                 "journal-failed".to_string(),
                 format!("cannot write the state journal: {reason}"),
                 "iser-guard journals its state before every destructive action; until the \
-                 journal can be written, those actions are skipped."
+                 journal can be written, those actions are skipped. Check the state \
+                 directory (paths.state-dir): free space, permissions"
                     .to_string(),
-                Some("check the state directory (paths.state-dir): space, permissions".into()),
+                None,
             );
             self.finish();
             return;
@@ -54,7 +55,7 @@ impl Engine {
             (InFlightKind::Recreate(device), other) => self.on_recreate_done(
                 &device,
                 RecreateResult::Failed {
-                    reason: format!("unexpected outcome {other:?}"),
+                    reason: format!("unexpected outcome ({other})"),
                 },
                 now,
             ),
@@ -79,7 +80,7 @@ impl Engine {
                 SelfTestResult::Unavailable {
                     reason: match other {
                         Outcome::NotRun { reason } => format!("not run: {reason}"),
-                        other => format!("unexpected outcome {other:?}"),
+                        other => format!("unexpected outcome ({other})"),
                     },
                 },
                 now,
@@ -213,7 +214,7 @@ pub(super) fn iscsiadm_status(outcome: Outcome) -> IscsiadmStatus {
         },
         other => IscsiadmStatus::Other {
             code: None,
-            message: format!("unexpected outcome {other:?}"),
+            message: format!("unexpected outcome ({other})"),
         },
     }
 }
