@@ -55,10 +55,7 @@ impl Style {
         journal_stream: Option<&str>,
         stderr: Option<(u64, u64)>,
     ) -> Style {
-        let named = journal_stream
-            .and_then(|v| v.split_once(':'))
-            .and_then(|(d, i)| Some((d.parse::<u64>().ok()?, i.parse::<u64>().ok()?)));
-        if named.is_some() && named == stderr {
+        if names_stderr(journal_stream, stderr) {
             return Style::Journal;
         }
         if is_terminal {
@@ -67,6 +64,38 @@ impl Style {
             Style::Journal
         }
     }
+}
+
+/// Whether `JOURNAL_STREAM` (`device:inode`) names stderr: systemd connected it to the journal.
+fn names_stderr(journal_stream: Option<&str>, stderr: Option<(u64, u64)>) -> bool {
+    let named = journal_stream
+        .and_then(|v| v.split_once(':'))
+        .and_then(|(d, i)| Some((d.parse::<u64>().ok()?, i.parse::<u64>().ok()?)));
+    named.is_some() && named == stderr
+}
+
+/// Prints an operator command's error on stderr, `iser-guard: ` before its first line. When
+/// stderr is systemd's journal (the command runs as the unit's `ExecReload=`) every line gets
+/// the `<3>` prefix, so that journald files it as an error and `journalctl -p err` finds it
+/// (a refused reload was found only as systemd's own "Reload failed" line, lab sd-observe,
+/// 2026-12-02); on a terminal, a pipe or a file the text is as written.
+pub fn print_error(text: &str) {
+    let journal = names_stderr(
+        std::env::var("JOURNAL_STREAM").ok().as_deref(),
+        stderr_identity(),
+    );
+    eprint!("{}", error_lines(text, journal));
+}
+
+/// The lines [`print_error`] writes (pure).
+pub fn error_lines(text: &str, journal: bool) -> String {
+    let prefix = if journal { "<3>" } else { "" };
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let head = if i == 0 { "iser-guard: " } else { "" };
+        out.push_str(&format!("{prefix}{head}{line}\n"));
+    }
+    out
 }
 
 /// `(st_dev, st_ino)` of stderr.
@@ -260,6 +289,19 @@ pub fn daemon_alert(a: &crate::io::syslog::Alert, kind: &str, sent: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_names_the_program_once_and_is_err_level_on_every_line_in_the_journal() {
+        let text = "configuration x has 1 problem(s):\n  line 2: bad";
+        assert_eq!(
+            error_lines(text, false),
+            "iser-guard: configuration x has 1 problem(s):\n  line 2: bad\n"
+        );
+        assert_eq!(
+            error_lines(text, true),
+            "<3>iser-guard: configuration x has 1 problem(s):\n<3>  line 2: bad\n"
+        );
+    }
 
     #[test]
     fn journal_form_when_journal_stream_names_stderr_or_stderr_is_no_terminal() {

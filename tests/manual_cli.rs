@@ -377,6 +377,44 @@ fn reload_of_an_invalid_file_prints_every_problem_and_exits_78() {
     assert!(!err.contains("not running"), "{err}");
 }
 
+/// Lab sd-observe (2026-12-02): a refused `systemctl reload` reached the journal only as
+/// systemd's "Reload failed"; the command's own lines (which say why) were info-level, so
+/// `journalctl -p err` did not find them. Run as systemd runs `ExecReload=` (stderr a stream
+/// that `JOURNAL_STREAM` names), every line of the refusal carries `<3>`; on a plain pipe it
+/// carries none.
+#[test]
+fn a_refused_reload_under_systemd_is_an_error_in_the_journal() {
+    use std::os::unix::fs::MetadataExt;
+    let h = FakeHost::new();
+    let cfg = h.config("[metrics]\ninterval = 0\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal-stream");
+    let file = std::fs::File::create(&path).unwrap();
+    let meta = file.metadata().unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+        .arg("--config")
+        .arg(&cfg)
+        .arg("reload")
+        .env_remove("ISER_GUARD_LOG")
+        .env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(file)
+        .status()
+        .unwrap();
+    let err = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(status.code(), Some(78), "{err}");
+    assert!(err.contains("metrics.interval"), "{err}");
+    assert!(err.contains("keeps the configuration in force"), "{err}");
+    for line in err.lines() {
+        assert!(line.starts_with("<3>"), "{line:?} in\n{err}");
+    }
+    let o = run_as_operator(&cfg, &[], &["reload"]);
+    assert_eq!(o.status.code(), Some(78));
+    assert!(!stderr(&o).contains("<3>"), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("iser-guard: "), "{}", stderr(&o));
+}
+
 /// Issue item: `events` without a daemon printed a sentence with runs of 22 spaces.
 #[test]
 fn events_without_a_daemon_says_so_in_one_plain_sentence() {

@@ -102,7 +102,7 @@ pub fn main() -> ExitCode {
     match run(cli.command, &globals) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("iser-guard: {e}");
+            crate::logging::print_error(&e.to_string());
             e.into()
         }
     }

@@ -37,9 +37,9 @@ fn socket(g: &Globals) -> Result<Result<PathBuf, ExitCode>, Error> {
         Ok((cfg, _)) => Ok(Ok(cfg.paths.control_socket)),
         Err(e) if is_permission_denied(&e) => Err(not_root(e)),
         Err(e) => {
-            eprintln!("iser-guard: {e}");
-            eprintln!(
-                "iser-guard: not reloaded: the running daemon keeps the configuration in force"
+            crate::logging::print_error(&e.to_string());
+            crate::logging::print_error(
+                "not reloaded: the running daemon keeps the configuration in force",
             );
             Ok(Err(ExitCode::from(ExitStatus::Config.code())))
         }
@@ -62,7 +62,7 @@ pub fn run(_a: Args, g: &Globals) -> Result<ExitCode, Error> {
             if ok {
                 println!("{message}");
             } else {
-                eprintln!("iser-guard: {message}");
+                crate::logging::print_error(&message);
             }
             Ok(ExitCode::from(exit_code))
         }

@@ -13,7 +13,7 @@ scenario_sd_reload_refused() {
 	sleep 2
 	sd_journal_since $t0 > "$SOUT/journal.txt"
 	check "ExecReload names the problem in the journal" grep -q 'max-attempts' "$SOUT/journal.txt"
-	check "the daemon says it keeps the configuration in force" grep -qi 'keeping the one in force\|one in force is kept' "$SOUT/journal.txt"
+	check "the daemon says it keeps the configuration in force" grep -qi 'keeps the configuration in force\|keeping the one in force\|one in force is kept' "$SOUT/journal.txt"
 	check "same process (pid $pid0 -> $(sd_pid))" [ "$(sd_pid)" = "$pid0" ]
 	check "service still active ($(systemctl is-active $UNIT))" sd_active
 	check "control socket still answers (status exit 0 or 1)" bash -c "$IG status > /dev/null 2>&1; [ \$? -le 1 ]"
