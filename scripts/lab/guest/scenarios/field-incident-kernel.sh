@@ -29,7 +29,7 @@ scenario_field_incident_kernel() {
 		if [ "$kmsg" = on ]; then
 			grep -q "kernel log: $INI_RXE: .* origin=kernel" "$SOUT/daemon.log" && { seen=$(now); break; }
 		else
-			grep -q "port=$INI_RXE/1 from=Healthy to=" "$SOUT/daemon.log" && { seen=$(now); break; }
+			grep -q "port=$INI_RXE/1 .*the QP table shows QP 1 (GSI) in ERR" "$SOUT/daemon.log" && { seen=$(now); break; }
 		fi
 		sleep 0.5
 	done
@@ -47,7 +47,7 @@ scenario_field_incident_kernel() {
 	if [ "$kmsg" = on ]; then
 		first=$(grep -m1 "kernel log: $INI_RXE: .* origin=kernel" "$SOUT/daemon.log" | cut -d' ' -f1)
 	else
-		first=$(grep -m1 "port=$INI_RXE/1 from=Healthy to=" "$SOUT/daemon.log" | cut -d' ' -f1)
+		first=$(grep -m1 "port=$INI_RXE/1 .*the QP table shows QP 1 (GSI) in ERR" "$SOUT/daemon.log" | cut -d' ' -f1)
 	fi
 	[ -n "$first" ] && figure daemon_saw_fault_after_target_off_s $(elapsed $T_DOWN $first)
 	# (v) while QP 1 is in ERR
