@@ -29,6 +29,9 @@ mod unknown_device;
 #[path = "scenarios/operator_path.rs"]
 mod operator_path;
 
+#[path = "scenarios/drivers.rs"]
+mod drivers;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase, Policy, PortId,
     Severity, StuckEvidence, Trust,

@@ -726,13 +726,12 @@ mod tests {
             );
             // A helper holding the pipes is killed with the group, not waited for.
             let started = Instant::now();
-            let out =
-                run_with(
-                    &sh("sleep 600 & echo bye", Duration::from_secs(20)),
-                    pidfd,
-                    kill_group,
-                )
-                .unwrap();
+            let out = run_with(
+                &sh("sleep 600 & echo bye", Duration::from_secs(20)),
+                pidfd,
+                kill_group,
+            )
+            .unwrap();
             assert_eq!(out.stdout, "bye\n");
             assert!(started.elapsed() < Duration::from_secs(5));
         }

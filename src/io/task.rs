@@ -96,9 +96,9 @@ impl TaskRef {
             .filter(|w| !w.is_empty() && w != "0");
         let stack = match std::fs::read_to_string(dir.join("stack")) {
             Ok(text) => Ok(parse_stack(&text)),
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(
-                "unreadable: /proc/PID/stack needs CAP_SYS_ADMIN".to_string(),
-            ),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                Err("unreadable: /proc/PID/stack needs CAP_SYS_ADMIN".to_string())
+            }
             Err(e) => Err(format!("unreadable: {e}")),
         };
         TaskSnapshot {
@@ -261,6 +261,9 @@ mod tests {
             start_time: me.start_time.map(|t| t + 1),
             ..me
         };
-        assert!(!other.alive(proc_root), "another start time is another task");
+        assert!(
+            !other.alive(proc_root),
+            "another start time is another task"
+        );
     }
 }
