@@ -451,6 +451,13 @@ impl StuckChild {
         StuckChild { pid, reaped }
     }
 
+    /// Hands a child that did not die when killed to a reaper thread: what a [`Runner`]
+    /// other than [`SystemRunner`] does with one of its own (a double in tests).
+    pub fn adopt(child: std::process::Child) -> StuckChild {
+        let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+        StuckChild::reap_in_background(child, pid)
+    }
+
     /// How it ended, once the kernel let it go and it was reaped; `None` while it is stuck.
     pub fn ended(&self) -> Option<Exit> {
         *self.reaped.0.lock().unwrap_or_else(|p| p.into_inner())
