@@ -1,8 +1,9 @@
 # 6.12 guest, tiny init: the operator's commands, the control socket, restarts, the port
-# self-test (issue 11) and what a held verbs context does to a device's deletion. (The netlink
+# self-test (issue 11), what a held verbs context does to a device's deletion, and the
+# daemon's own re-creation blocked by one (recreate-hang, issue 22: about 3 min). (The netlink
 # view runs in k612-recovery on the same kernel.)
 source /lab/guest/lib.sh
 lab_up
 run_scenarios manual-standalone manual-daemon control-socket restart-holding selftest \
-	verbs-device-hold
+	verbs-device-hold recreate-hang
 lab_down

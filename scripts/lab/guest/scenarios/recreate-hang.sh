@@ -13,7 +13,7 @@ source /lab/guest/scenarios/kfield-common.sh
 #   - it reports "re-creation of rxe_ini has been blocked in the kernel for N s" with the
 #     blocked task's state and kernel stack, and the port goes to RecreationBlocked;
 #   - no second writer: exactly one `rdma link delete` is ever started on rxe_ini while it
-#     is blocked, and an operator `recover rxe_ini` meanwhile is refused (exit 75);
+#     is blocked, and an operator `recover rxe_ini/1` meanwhile is refused (exit 75);
 #   - once the holder is closed the step returns, and the daemon resumes: exactly one
 #     re-creation, QP 1 in RTS, the session LOGGED_IN, direct I/O works.
 scenario_recreate_hang() {
@@ -89,7 +89,7 @@ PY
 	check "the report names the task's state" grep -q "uninterruptible sleep" "$SOUT/daemon.log"
 	check "the report names the kernel stack (ib_uverbs_remove_one)" grep -q "ib_uverbs_remove_one" "$SOUT/daemon.log"
 	# an operator's recover meanwhile would be a second writer: refused
-	$IG recover $INI_RXE --yes > "$SOUT/recover-blocked.txt" 2>&1
+	$IG recover $INI_RXE/1 --yes > "$SOUT/recover-blocked.txt" 2>&1
 	local rc=$?
 	check "recover rxe_ini while blocked: refused with exit 75 (got $rc)" [ $rc = 75 ]
 	# hold until HANG_HOLD_S after the delete started, then let go
