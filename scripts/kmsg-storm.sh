@@ -76,8 +76,8 @@ wait "$watcher" || true
 watcher=
 
 injected=$(grep -o 'injected [0-9]* records in [0-9.]* s' "$tmp/inject" || cat "$tmp/inject")
-stats=$(grep -o 'KmsgStats {[^}]*}' "$tmp/err" | tail -1)
-records=$(echo "$stats" | grep -o 'records: [0-9]*' | grep -o '[0-9]*$' || echo 0)
+stats=$(grep -o 'stopping on .*' "$tmp/err" | tail -1)
+records=$(echo "$stats" | grep -o 'records=[0-9]*' | grep -o '[0-9]*$' || echo 0)
 awk -v t0="$t0" -v t1="$t1" -v hz="$hz" -v s="$start" -v e="$end" -v n="$records" \
     -v inj="$injected" -v args="$*" 'BEGIN {
     cpu = (t1 - t0) / hz; wall = e - s;

@@ -1,6 +1,7 @@
 //! The diagnostic log on stderr, in the form its reader needs:
 //!
-//! - on a terminal: tracing's usual format (time, coloured level, fields);
+//! - on a terminal: tracing's usual format (time, coloured level, fields), without the Rust
+//!   module path;
 //! - otherwise (systemd's journal, a pipe, a file): one line per event, prefixed `<N>` with
 //!   the event's syslog priority as sd-daemon(3) describes, no ANSI colour and no timestamp
 //!   (journald stamps each line itself; a second time in the text only gets in the way).
@@ -16,8 +17,8 @@
 //! Alerts ([`alert`]) are logged as one line: `ALERT <what>: <why>; <what to do>` with the
 //! stable fields `alert_kind` (the alert's kind, the first word of its de-duplication key),
 //! `message_id` ([`message_id`], 32 hex digits, stable per kind), `severity` (the syslog
-//! severity configured for it), `sent` (`syslog` or `log only`), `device`, `port` and `next`
-//! (the exact command the operator can run, when there is one).
+//! severity configured for it), `sent` (`syslog` or `log only`), and, when the alert has
+//! them, `device`, `port` and `next` (one command the operator can run as it stands).
 
 use std::fmt;
 use std::io::IsTerminal;
@@ -99,7 +100,8 @@ pub fn init(filter: Option<&str>, style: Style) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     let _ = match style {
-        Style::Terminal => builder.try_init(),
+        // No module paths (`iser_guard::daemon::run::effects:`): the lines are for operators.
+        Style::Terminal => builder.with_target(false).try_init(),
         Style::Journal => builder
             .with_ansi(false)
             .event_format(JournalFormat)
@@ -187,7 +189,7 @@ pub fn message_id(kind: &str) -> String {
 
 /// Every alert kind (the first word of the engine's alert keys, and `safe-mode` and
 /// `device-fatal`, the daemon's own), for the docs' MESSAGE_ID table.
-pub const ALERT_KINDS: [&str; 18] = [
+pub const ALERT_KINDS: [&str; 19] = [
     "cm-addr-error",
     "cm-rejected",
     "device-fatal",
@@ -205,32 +207,22 @@ pub const ALERT_KINDS: [&str; 18] = [
     "renamed",
     "safe-mode",
     "selftest-unavailable",
+    "unknown-device",
     "untrusted",
 ];
 
 /// Logs an engine alert as the ALERT line (see the module doc). `sent`: whether it goes to
-/// syslog too.
-pub fn alert(
-    a: &crate::core::recovery::Alert,
-    port: Option<&crate::core::recovery::PortId>,
-    alerts: &crate::config::Alerts,
-    sent: bool,
-) {
+/// syslog too. `device`, `port` and `next` are there only when the alert has them: an alert
+/// about the host names no device, and one with nothing to run has no `next`.
+pub fn alert(a: &crate::core::recovery::Alert, alerts: &crate::config::Alerts, sent: bool) {
+    use crate::core::recovery::AlertSubject;
     let severity = alerts.syslog_severity(a.severity);
     let kind = crate::metrics::alert_kind(&a.key);
-    // The action names its port, or the alert's key does (`fault:rocep2s0f0/1:gsi`).
-    let from_key = a
-        .key
-        .split(':')
-        .nth(1)
-        .and_then(|p| p.rsplit_once('/'))
-        .and_then(|(d, n)| Some((d.to_string(), n.parse::<u32>().ok()?)));
-    let (device, port_n) = match (port, from_key) {
-        (Some(p), _) => (p.device.clone(), p.port),
-        (None, Some((d, n))) => (d, n),
-        (None, None) => (String::new(), 0),
+    let (device, port) = match a.subject() {
+        AlertSubject::Port(p) => (Some(p.device), Some(p.port)),
+        AlertSubject::Device(d) => (Some(d), None),
+        AlertSubject::Host => (None, None),
     };
-    let next = a.remedy.as_deref().unwrap_or("");
     let sent = if sent { "syslog" } else { "log only" };
     // The level only gates the line (the filter); its priority is the alert's severity.
     tracing::warn!(
@@ -238,10 +230,10 @@ pub fn alert(
         severity = severity.name(),
         alert_kind = kind,
         message_id = %message_id(kind),
-        device = %device,
-        port = port_n,
+        device = device.as_deref().map(tracing::field::display),
+        port,
         count = a.count,
-        next,
+        next = a.remedy.as_deref(),
         sent,
         "ALERT {}: {}",
         a.summary,
@@ -249,7 +241,8 @@ pub fn alert(
     );
 }
 
-/// Logs an alert the daemon itself raises (not the engine: safe mode) as the ALERT line.
+/// Logs an alert the daemon itself raises (not the engine: safe mode) as the ALERT line. Its
+/// advice is prose, part of the message; it has no `next` command.
 pub fn daemon_alert(a: &crate::io::syslog::Alert, kind: &str, sent: bool) {
     let sent = if sent { "syslog" } else { "log only" };
     tracing::warn!(
@@ -258,7 +251,6 @@ pub fn daemon_alert(a: &crate::io::syslog::Alert, kind: &str, sent: bool) {
         alert_kind = kind,
         message_id = %message_id(kind),
         count = 1u64,
-        next = a.todo.as_str(),
         sent,
         "ALERT {}",
         a.message()

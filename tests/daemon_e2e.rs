@@ -13,6 +13,8 @@
 mod fake_host;
 #[path = "support/kmsg_lock.rs"]
 mod kmsg_lock;
+#[path = "support/plain_text.rs"]
+mod plain_text;
 
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
@@ -402,6 +404,13 @@ fn manual_commands_go_through_the_running_daemon() {
     assert!(out.contains("every port is healthy"), "{out}");
     assert_eq!(h.devlink_sets().len(), 2, "{:?}", h.argv());
     assert!(h.sys().join("class/infiniband/rocep2s0f0").exists());
+    // The daemon's log is plain words: no Debug dump of an outcome or a struct (it logged
+    // `outcome=Recreate(Recreated { name: … })`).
+    wait_for("the re-creation's log line", WAIT, || {
+        d.log_has("outcome=re-created")
+    });
+    let dumps = plain_text::log_debug_dumps(&d.seen.join("\n"));
+    assert!(dumps.is_empty(), "{}", dumps.join("\n"));
     d.stop();
     drop(d);
     let _ = std::fs::remove_file(h.path("notify.sock"));

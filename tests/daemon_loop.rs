@@ -254,6 +254,9 @@ async fn a_corrupt_journal_is_kept_aside_and_the_daemon_runs_in_safe_mode() {
         .unwrap_or_else(|| panic!("{alerts:#?}"));
     assert_eq!(a.severity, cfg.alerts.severity_operator);
     assert!(a.message().contains(&kept.display().to_string()), "{a:?}");
+    // Issue item: a corrupt journal was called "a newer release's journal".
+    assert!(!a.message().contains("newer release"), "{}", a.message());
+    assert!(a.todo.contains("a damaged journal"), "{}", a.todo);
     // The first scan (one port, one session from iscsiadm) lifts the hold.
     let end = std::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -264,6 +267,25 @@ async fn a_corrupt_journal_is_kept_aside_and_the_daemon_runs_in_safe_mode() {
         assert!(std::time::Instant::now() < end, "hold never lifted: {st:#}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Issue item: `status` kept showing SAFE MODE after the daemon logged that it ended.
+    let socket = cfg.paths.control_socket.clone();
+    let view = tokio::task::spawn_blocking(move || {
+        let side = iser_guard::cli::daemon_view::query(&socket);
+        iser_guard::cli::daemon_view::render(&side, iser_guard::cli::term::Style::plain())
+    })
+    .await
+    .unwrap();
+    assert!(!view.contains("SAFE MODE"), "{view}");
+    assert!(
+        view.contains("safe mode ended at the first complete scan"),
+        "{view}"
+    );
+    assert!(view.contains(&kept.display().to_string()), "{view}");
+    let st = d.status().await;
+    assert!(
+        !st["message"].as_str().unwrap().contains("held until"),
+        "{st:#}"
+    );
     assert_eq!(d.stop().await, ExitStatus::Ok.code());
     // A fresh journal was written at shutdown; the kept one is untouched.
     assert!(Journal::new(dir.path()).load().unwrap().is_some());
@@ -291,7 +313,8 @@ async fn a_newer_journal_is_kept_aside_and_its_version_named() {
         alerts
             .iter()
             .any(|a| a.message().contains("format version 999")
-                && a.message().contains("engine-journal.json.v999-")),
+                && a.message().contains("engine-journal.json.v999-")
+                && a.todo.contains("a newer release's journal")),
         "{alerts:#?}"
     );
     assert_eq!(d.stop().await, ExitStatus::Ok.code());

@@ -432,10 +432,14 @@ fn watch_reports_records_lost_to_a_ring_buffer_overrun() {
     let err: Vec<String> = w.err.iter().collect();
     let stats = err
         .iter()
-        .find(|l| l.contains("KmsgStats"))
+        .find(|l| l.contains("stopping on SIGTERM"))
         .expect("stats logged");
     assert!(
-        !stats.contains("lost: 0,") && !stats.contains("overruns: 0,"),
+        stats.contains(" lost=") && stats.contains(" overruns="),
+        "{stats}"
+    );
+    assert!(
+        !stats.contains(" lost=0 ") && !stats.contains(" overruns=0 "),
         "{stats}"
     );
 }

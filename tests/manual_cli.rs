@@ -4,6 +4,8 @@
 
 #[path = "support/fake_host.rs"]
 mod fake_host;
+#[path = "support/plain_text.rs"]
+mod plain_text;
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -27,6 +29,29 @@ fn run(h: &FakeHost, config: &std::path::Path, args: &[&str]) -> Output {
         out.status.code()
     );
     let _ = h;
+    out
+}
+
+/// As an operator runs it: no `ISER_GUARD_LOG` in the environment, `extra` before the
+/// subcommand (`--log info`).
+fn run_as_operator(config: &std::path::Path, extra: &[&str], args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+        .arg("--config")
+        .arg(config)
+        .args(extra)
+        .args(args)
+        .env_remove("ISER_GUARD_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ iser-guard {} {}\n--- stdout\n{}--- stderr\n{}--- exit {:?}",
+        extra.join(" "),
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        out.status.code()
+    );
     out
 }
 
@@ -364,4 +389,45 @@ fn events_without_a_daemon_says_so_in_one_plain_sentence() {
         .find(|l| l.contains("no daemon is running"))
         .unwrap_or_else(|| panic!("{err}"));
     assert!(!line.contains("  "), "{line:?}");
+}
+
+/// Issue item: a standalone `reset-device` interleaved about 40 daemon log lines with its
+/// own output, with Rust Debug dumps (`outcome=Recreate(Recreated { … })`). A command prints
+/// its own output; the log appears with `--log`, in plain words.
+#[test]
+fn manual_commands_print_their_own_output_and_log_only_when_asked() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    h.set_session("FAILED");
+    let _target = h.start_target();
+    for args in [
+        &["recover", "rocep2s0f0/1", "--dry-run"][..],
+        &["recover", "nosuch0", "--dry-run"][..],
+        &["reconnect", "--dry-run"][..],
+        &["reset-device", "rocep2s0f0", "--yes"][..],
+    ] {
+        let o = run_as_operator(&cfg, &[], args);
+        assert!(
+            matches!(o.status.code(), Some(0 | 66)),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        let found: Vec<String> = plain_text::problems(&stdout(&o), true)
+            .into_iter()
+            .chain(plain_text::problems(&stderr(&o), true))
+            .collect();
+        assert!(found.is_empty(), "{args:?}:\n{}", found.join("\n"));
+    }
+    // Asked for, the log is there, and in plain words.
+    let o = run_as_operator(
+        &cfg,
+        &["--log", "info"],
+        &["reset-device", "rocep2s0f0", "--yes"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.lines().any(plain_text::is_log_line), "{err}");
+    assert!(err.contains("outcome=re-created"), "{err}");
+    let dumps = plain_text::log_debug_dumps(&err);
+    assert!(dumps.is_empty(), "{}", dumps.join("\n"));
 }

@@ -14,6 +14,9 @@ mod issue9;
 #[path = "scenarios/lab_field.rs"]
 mod lab_field;
 
+#[path = "scenarios/lab_captures.rs"]
+mod lab_captures;
+
 #[path = "scenarios/left_deleted.rs"]
 mod left_deleted;
 
@@ -167,11 +170,13 @@ fn dead_target_listener_never_recreates_the_local_device_and_names_the_target_re
     );
     let a = alerts_with(&h, "iSER listener is gone");
     assert_eq!(a.len(), 1);
-    assert!(a[0]
-        .remedy
-        .as_deref()
-        .unwrap_or("")
-        .contains("/np/10.0.0.5:3260/iser"));
+    // The fix is on the target: said in the text, not offered as a command to run here.
+    assert!(
+        a[0].detail.contains("/np/10.0.0.5:3260/iser"),
+        "{}",
+        a[0].detail
+    );
+    assert_eq!(a[0].remedy, None);
     // Kept probing while it was gone.
     let probes = h.count_actions(|k| matches!(k, ActionKind::ProbePortal { .. }));
     assert!(probes > 20, "{probes} probes");
@@ -318,10 +323,18 @@ fn iscsid_reconnecting_by_itself_needs_no_action() {
     let h = run("iscsid-recovers");
     assert_eq!(destructive(&h), 0);
     assert!(h.host.storage_ok());
-    assert!(h
-        .transitions
-        .iter()
-        .any(|t| t.reason.contains("no action was needed")));
+    // Healthy again without any iscsiadm login or logout: iscsid did it (the engine may see
+    // the sessions back before or after the target's probes answer).
+    assert_eq!(
+        h.count_actions(|k| matches!(
+            k,
+            ActionKind::IscsiLogin { .. } | ActionKind::IscsiLogout { .. }
+        )),
+        0
+    );
+    assert!(h.transitions.iter().any(|t| t.to == Phase::Healthy
+        && (t.reason.contains("no action was needed")
+            || t.reason.contains("no login was needed"))));
 }
 
 #[test]
@@ -506,7 +519,11 @@ fn device_outside_the_allow_list_gets_alerts_only() {
     assert_eq!(destructive(&h), 0);
     let a = alerts_with(&h, "is not in devices.allow");
     assert_eq!(a.len(), 1);
-    assert!(a[0].remedy.as_deref().unwrap().contains("devices.allow"));
+    assert_eq!(
+        a[0].remedy.as_deref(),
+        Some("iser-guard recover rocep2s0f0/1")
+    );
+    assert!(a[0].detail.contains("to devices.allow"), "{}", a[0].detail);
 }
 
 #[test]
@@ -586,15 +603,79 @@ fn every_scenario_runs_within_its_step_bound_and_keeps_the_safety_rules() {
     }
 }
 
+/// Issue item: alerts promised what they did not carry: `next` was empty, prose, or prose
+/// with nested backticks, and a re-creation alert named no device. Every alert of every
+/// scenario: its `next` (remedy) is one command that runs as it stands, and what it is about
+/// is the port or device it names.
+#[test]
+fn every_alert_carries_what_it_promises() {
+    use iser_guard::core::recovery::AlertSubject;
+    let mut kinds = std::collections::BTreeSet::new();
+    for s in scenarios::all() {
+        let h = s
+            .run(3, MAX_STEPS)
+            .unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        for (_, a) in &h.alerts {
+            let kind = a.key.split(':').next().unwrap_or_default().to_string();
+            if let Some(r) = &a.remedy {
+                let command = ["iser-guard ", "iscsiadm ", "rdma "]
+                    .iter()
+                    .any(|c| r.starts_with(c));
+                let prose = r.contains('`')
+                    || r.contains("  ")
+                    || r.contains(';')
+                    || r.contains('#')
+                    || r.contains('<')
+                    || r.contains(" or ");
+                assert!(command && !prose, "{}: {kind}: next = {r:?}", s.name);
+            }
+            match (kind.as_str(), a.subject()) {
+                ("recreate" | "blocked" | "unblocked", AlertSubject::Device(d)) => {
+                    assert!(!d.is_empty())
+                }
+                ("fault" | "hold" | "quarantine" | "healthy" | "failed", AlertSubject::Port(p)) => {
+                    assert!(a.summary.contains(&p.device) || a.detail.contains(&p.device))
+                }
+                // A batch of several subjects (`fault:coalesced`) names them in its text.
+                (_, AlertSubject::Host) if a.key.ends_with(":coalesced") => {}
+                (
+                    "recreate" | "blocked" | "unblocked" | "fault" | "hold" | "quarantine"
+                    | "healthy" | "failed",
+                    other,
+                ) => {
+                    panic!("{}: {}: subject {other:?}", s.name, a.key)
+                }
+                _ => {}
+            }
+            kinds.insert(kind);
+        }
+    }
+    for k in [
+        "recreate",
+        "fault",
+        "hold",
+        "quarantine",
+        "healthy",
+        "blocked",
+        "unblocked",
+    ] {
+        assert!(
+            kinds.contains(k),
+            "no scenario raised a {k} alert: {kinds:?}"
+        );
+    }
+}
+
 #[test]
 fn journal_snapshot_round_trips_through_json_and_resumes() {
+    // The target is back at 240 s; the device is being re-created from 241 s to 244 s.
     let mut h = scenarios::find("field-incident").unwrap().harness(1);
-    h.run_until(Instant(254_000), MAX_STEPS).unwrap();
+    h.run_until(Instant(242_000), MAX_STEPS).unwrap();
     let snap = h.engine().snapshot();
     let json = serde_json::to_string(&snap).unwrap();
     let back: EngineSnapshot = serde_json::from_str(&json).unwrap();
     assert_eq!(back, snap);
-    let e = Engine::resume(back, Policy::default(), Instant(255_000)).unwrap();
+    let e = Engine::resume(back, Policy::default(), Instant(242_500)).unwrap();
     assert_eq!(
         e.port(&field_port()).unwrap().phase(),
         Phase::ResettingDevice

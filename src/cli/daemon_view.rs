@@ -88,7 +88,12 @@ pub fn from_reply(reply: Result<Reply, ControlError>, socket: &Path) -> DaemonSi
         Ok(Reply::Done { message, .. }) => {
             unreadable(format!("the daemon answered without its state: {message}"))
         }
-        Ok(other) => unreadable(format!("unexpected answer: {other:?}")),
+        Ok(Reply::Progress { message }) => unreadable(format!(
+            "the daemon answered with a progress line instead of its state: {message}"
+        )),
+        Ok(Reply::Event { .. }) => {
+            unreadable("the daemon answered with an event instead of its state".into())
+        }
     }
 }
 
@@ -277,6 +282,9 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
     if d.dry_run {
         modes.push(style.paint(Colour::Yellow, "DRY-RUN (decides, changes nothing)"));
     }
+    // Safe mode is a mode only while it holds actions; after the first complete scan the
+    // daemon runs as usual, and the kept journal is a note.
+    let mut journal_note = None;
     if let Some(m) = &d.safe_mode {
         let kept = m
             .journal_kept
@@ -288,15 +296,22 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
                     .map(|e| format!("not kept aside: {e}"))
             })
             .unwrap_or_default();
-        let held = if m.held_until_first_scan {
-            "automatic destructive actions held until the first complete scan"
+        if m.held_until_first_scan {
+            modes.push(style.paint(
+                Colour::Yellow,
+                &format!(
+                    "SAFE MODE ({}; journal {kept}; automatic destructive actions held until \
+                     the first complete scan)",
+                    m.problem
+                ),
+            ));
         } else {
-            "first complete scan done"
-        };
-        modes.push(style.paint(
-            Colour::Yellow,
-            &format!("SAFE MODE ({}; journal {kept}; {held})", m.problem),
-        ));
+            journal_note = Some(format!(
+                "started without its journal ({}; {kept}); safe mode ended at the first \
+                 complete scan",
+                m.problem
+            ));
+        }
     }
     for bug in &d.kernel_bugs {
         modes.push(style.paint(
@@ -308,6 +323,9 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
         modes.push("on".to_string());
     }
     let _ = writeln!(out, "  automatic actions: {}", modes.join(", "));
+    if let Some(note) = journal_note {
+        let _ = writeln!(out, "  journal: {note}");
+    }
     if let Some(r) = &d.recreating {
         let _ = writeln!(out, "  re-creating: {r}");
     }

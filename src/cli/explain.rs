@@ -96,9 +96,8 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
             (Some(p), _) => {
                 let ctx = || format!("cannot read {}", p.display());
                 let f = std::fs::File::open(p).map_err(|e| Error::io(ctx(), e))?;
-                let capped = crate::io::lines::CappedLines::new(f, p.display().to_string());
-                let report = Report::scan_reader(capped).map_err(|e| Error::io(ctx(), e))?;
-                (report, p.display().to_string())
+                let name = p.display().to_string();
+                (scan_input(f, &name, ctx)?, name)
             }
             (None, [one]) if one == "-" => (scan_stdin()?, "stdin".to_string()),
             (None, []) => {
@@ -133,11 +132,25 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
 }
 
 fn scan_stdin() -> Result<Report, Error> {
-    Report::scan_reader(crate::io::lines::CappedLines::new(
-        std::io::stdin().lock(),
-        "standard input",
-    ))
-    .map_err(|e| Error::io("cannot read standard input", e))
+    scan_input(std::io::stdin().lock(), "standard input", || {
+        "cannot read standard input".to_string()
+    })
+}
+
+/// Reads a saved log with its lines capped; what the cap cut is the command's to say (on
+/// stderr), not only the diagnostic log's.
+fn scan_input<R: Read>(src: R, name: &str, ctx: impl Fn() -> String) -> Result<Report, Error> {
+    let mut capped = crate::io::lines::CappedLines::new(src, name);
+    let report = Report::scan_reader(&mut capped).map_err(|e| Error::io(ctx(), e))?;
+    let cut = capped.stats();
+    if cut.lines_cut > 0 {
+        eprintln!(
+            "iser-guard: {name}: {} line(s) longer than {} bytes were cut to that length",
+            cut.lines_cut,
+            crate::io::lines::MAX_LINE_BYTES
+        );
+    }
+    Ok(report)
 }
 
 // ---- --transition --------------------------------------------------------------------------

@@ -182,14 +182,13 @@ fn ask_daemon(cfg: &Config, req: &Request, steps: &Steps) -> Result<Answer, Erro
 /// Runs `req` in a one-shot loop on this host: the daemon's own loop around the core's
 /// driver, started after a first scan. `read_only`: a plan, which writes nothing (no state
 /// directory, no journal, no lock, no alert). Returns the loop's `done` line.
-fn one_shot(cfg: &Config, req: Request, read_only: bool) -> Result<Answer, Error> {
+fn one_shot(cfg: &Config, req: Request, read_only: bool, steps: Steps) -> Result<Answer, Error> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Error::io("start the async runtime", e))?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Reply>();
-    let steps = Steps::new();
     let settings = Settings {
         config: cfg.clone(),
         config_path: None,
@@ -249,17 +248,17 @@ fn one_shot(cfg: &Config, req: Request, read_only: bool) -> Result<Answer, Error
 
 /// The standalone run of a command: refused while a daemon holds its lock without
 /// answering, then under the recovery lock.
-fn standalone(cfg: &Config, req: Request) -> Result<Answer, Error> {
+fn standalone(cfg: &Config, req: Request, steps: Steps) -> Result<Answer, Error> {
     std::fs::create_dir_all(&cfg.paths.state_dir)
         .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
     let purpose = format!("iser-guard {req}");
     let _lock = crate::io::lock::RecoveryLock::try_acquire(&cfg.paths.state_dir, &purpose)?;
     crate::io::lock::DaemonLock::refuse_if_running(&cfg.paths.state_dir)?;
-    one_shot(cfg, req, false)
+    one_shot(cfg, req, false, steps)
 }
 
 /// Prints a `done` line the way the progress printer does, and gives its exit status.
-fn finish(answer: Answer) -> ExitCode {
+fn finish(answer: Answer, steps: Steps) -> ExitCode {
     match answer {
         Answer::Done {
             ok,
@@ -267,7 +266,7 @@ fn finish(answer: Answer) -> ExitCode {
             exit_code,
             ..
         } => {
-            Steps::new().done(ok, &message);
+            steps.done(ok, &message);
             ExitCode::from(exit_code)
         }
         Answer::NoDaemon => ExitCode::from(ExitStatus::Unavailable.code()),
@@ -296,7 +295,7 @@ fn operate(
                     "running the command"
                 }
             );
-            (one_shot(cfg, plan_req, true)?, false)
+            (one_shot(cfg, plan_req, true, steps)?, false)
         }
         a => (a, true),
     };
@@ -307,7 +306,7 @@ fn operate(
             ..
         } => serde_json::from_value(d)
             .map_err(|e| Error::Data(format!("the plan cannot be read: {e}")))?,
-        other => return Ok(finish(other)),
+        other => return Ok(finish(other, steps)),
     };
     print_plan(&plan, dry_run);
     if dry_run {
@@ -322,11 +321,11 @@ fn operate(
     let answer = if daemon {
         match ask_daemon(cfg, &run, &steps)? {
             // The daemon stopped between the plan and the command: run it here.
-            Answer::NoDaemon => standalone(cfg, run)?,
+            Answer::NoDaemon => standalone(cfg, run, steps)?,
             a => a,
         }
     } else {
-        standalone(cfg, run)?
+        standalone(cfg, run, steps)?
     };
     if let Answer::Done {
         ok: true,
@@ -339,7 +338,7 @@ fn operate(
         steps.done(true, message);
         return Ok(ExitCode::from(ExitStatus::Ok.code()));
     }
-    Ok(finish(answer))
+    Ok(finish(answer, steps))
 }
 
 /// `iser-guard recover`.
@@ -390,7 +389,8 @@ pub fn pause(_a: PauseArgs, g: &Globals, pause: bool) -> Result<ExitCode, Error>
     } else {
         Request::Resume
     };
-    match ask_daemon(&cfg, &req, &Steps::new())? {
+    let steps = Steps::new();
+    match ask_daemon(&cfg, &req, &steps)? {
         Answer::NoDaemon => {
             eprintln!(
                 "iser-guard: the daemon is not running (nothing listens on {}): there are no \
@@ -400,6 +400,6 @@ pub fn pause(_a: PauseArgs, g: &Globals, pause: bool) -> Result<ExitCode, Error>
             );
             Ok(ExitCode::from(ExitStatus::Unavailable.code()))
         }
-        a => Ok(finish(a)),
+        a => Ok(finish(a, steps)),
     }
 }

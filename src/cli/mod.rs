@@ -34,7 +34,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
 
-    /// Log filter for diagnostics on stderr (e.g. `info`, `debug`, `iser_guard=trace`).
+    /// Diagnostics on stderr at this level or filter (`info`, `debug`, `iser_guard=trace`).
+    /// The daemon logs at `info` without it; every other command prints only its own output
+    /// unless this is given.
     #[arg(long, global = true, value_name = "FILTER", env = "ISER_GUARD_LOG")]
     pub log: Option<String>,
 
@@ -89,7 +91,7 @@ pub struct Globals {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log.as_deref());
+    init_logging(&cli.command, cli.log.as_deref());
     let globals = Globals {
         config: cli.config.clone(),
     };
@@ -124,10 +126,19 @@ pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
     }
 }
 
-fn init_logging(filter: Option<&str>) {
+/// The diagnostic log: the daemon's always (at `info` unless `--log` says otherwise), a
+/// command's only when `--log` asks for it. A command prints its own output; the lines of
+/// the code it shares with the daemon (the one-shot loop of a standalone `recover`, the
+/// kernel-log reader of `watch`) are the daemon's log, not the command's words.
+fn init_logging(command: &Command, filter: Option<&str>) {
+    let filter = match (command, filter) {
+        (_, Some(f)) => f,
+        (Command::Daemon(_), None) => "info",
+        (_, None) => return,
+    };
     // Journal-friendly (`<N>` priorities, no colour, no second timestamp) unless stderr is
     // a terminal; see crate::logging.
-    crate::logging::init(filter, crate::logging::Style::detect());
+    crate::logging::init(Some(filter), crate::logging::Style::detect());
 }
 
 #[cfg(test)]

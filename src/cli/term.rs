@@ -82,7 +82,8 @@ impl Style {
 }
 
 /// Prints a manual command's steps with the time since it started: `[  1.2s] message`.
-#[derive(Debug)]
+/// Copies share the start.
+#[derive(Debug, Clone, Copy)]
 pub struct Steps {
     start: Instant,
     out: Style,

@@ -482,6 +482,7 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
     };
     let mut src = crate::io::lines::CappedLines::new(input, name.clone());
     let mut bad = 0u64;
+    let mut first_bad: Option<String> = None;
     let mut records = 0u64;
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
     let mut want = CHUNK;
@@ -529,6 +530,7 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
                     bad += 1;
                     e.line += lines_before;
                     warn!("{name}: skipping {e}");
+                    first_bad.get_or_insert_with(|| e.to_string());
                 }
             }
         }
@@ -551,6 +553,20 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
         long_lines_cut = cut.lines_cut,
         "replayed {name}"
     );
+    // What was not shown is the command's to say, not only the log's.
+    if let Some(first) = first_bad {
+        eprintln!(
+            "iser-guard: {name}: skipped {bad} line(s) that are not kernel-log records \
+             (first: {first})"
+        );
+    }
+    if cut.lines_cut > 0 {
+        eprintln!(
+            "iser-guard: {name}: {} line(s) longer than {} bytes were cut to that length",
+            cut.lines_cut,
+            crate::io::lines::MAX_LINE_BYTES
+        );
+    }
     Ok(())
 }
 
@@ -598,8 +614,22 @@ fn follow<W: Write>(args: &Args, config: &Config, printer: &mut Printer<W>) -> R
         }
         let stats: KmsgStats = reader.stats();
         match &outcome {
-            Ok(signal) => info!(?stats, "stopping on {signal}"),
-            Err(e) => warn!(?stats, "stopping: {e}"),
+            Ok(signal) => info!(
+                records = stats.records,
+                parse_errors = stats.parse_errors,
+                lost = stats.lost,
+                overruns = stats.overruns,
+                cursor_save_errors = stats.cursor_save_errors,
+                "stopping on {signal}"
+            ),
+            Err(e) => warn!(
+                records = stats.records,
+                parse_errors = stats.parse_errors,
+                lost = stats.lost,
+                overruns = stats.overruns,
+                cursor_save_errors = stats.cursor_save_errors,
+                "stopping: {e}"
+            ),
         }
         outcome.map(|_| ())
     })

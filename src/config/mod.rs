@@ -314,7 +314,7 @@ impl Default for Poll {
         Poll {
             netlink: Duration::from_secs(5),
             iscsi: Duration::from_secs(10),
-            probe: Duration::from_secs(5),
+            probe: Duration::from_millis(500),
         }
     }
 }
@@ -327,7 +327,7 @@ impl Default for Recovery {
             probe_successes: 3,
             probe_method: ProbeMethod::Tcp,
             probe_port: 3260,
-            probe_timeout: Duration::from_secs(2),
+            probe_timeout: Duration::from_millis(400),
             backoff_initial: Duration::from_secs(30),
             backoff_max: Duration::from_secs(600),
             max_attempts: 3,
@@ -1404,8 +1404,8 @@ ident = \"\"
 
     #[test]
     fn semantic_problem_on_defaulted_key_has_no_position() {
-        // probe-timeout keeps its default (2 s) but poll.probe drops below it.
-        let p = problems("[poll]\nprobe = 1\n");
+        // probe-timeout keeps its default (0.5 s) but poll.probe drops below it.
+        let p = problems("[poll]\nprobe = 0.2\n");
         assert_eq!(p.len(), 1, "{p:?}");
         assert_eq!(p[0].key, "recovery.probe-timeout");
         assert_eq!(p[0].line, None);

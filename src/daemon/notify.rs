@@ -90,17 +90,23 @@ impl Notifier {
                         if patience.is_zero() {
                             tracing::debug!(
                                 dropped = n,
-                                "systemd's notify queue is full; dropped {msg:?}"
+                                "systemd's notify queue is full; dropped {}",
+                                one_line(msg)
                             );
                         } else {
-                            tracing::warn!(dropped = n, "systemd's notify queue stayed full for {patience:?}; dropped {msg:?}");
+                            tracing::warn!(
+                                dropped = n,
+                                "systemd's notify queue stayed full for {} ms; dropped {}",
+                                patience.as_millis(),
+                                one_line(msg)
+                            );
                         }
                         return;
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 Err(e) => {
-                    tracing::warn!("cannot notify systemd ({msg:?}): {e}");
+                    tracing::warn!("cannot notify systemd ({}): {e}", one_line(msg));
                     return;
                 }
             }

@@ -75,7 +75,7 @@ impl Witness {
             .cloned()
             .collect();
         if want != self.listening {
-            tracing::info!(devices = ?want, "asynchronous event listeners");
+            tracing::info!(devices = %want.join(", "), "asynchronous event listeners");
         }
         self.source.sync(&want);
         self.listening = want;

@@ -180,6 +180,17 @@ pub enum Start {
     After(u64),
 }
 
+impl std::fmt::Display for Start {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Start::End => f.write_str("after the newest record"),
+            Start::Beginning => f.write_str("at the oldest retained record"),
+            Start::NewBoot => f.write_str("at the oldest retained record of this boot"),
+            Start::After(seq) => write!(f, "after record {seq}"),
+        }
+    }
+}
+
 impl Start {
     /// Decides where to start from the saved cursor and the current boot id. Pure.
     pub fn from_cursor(saved: Option<&KmsgCursor>, boot_id: &str) -> Start {
@@ -394,12 +405,17 @@ pub fn open(opts: &OpenOptions) -> Result<KmsgReader<FdSource>, KmsgError> {
                 if !opts.from_start {
                     start = Start::from_cursor(saved.as_ref(), &boot_id);
                 }
-                info!(
-                    cursor = %file.path().display(),
-                    saved = ?saved.as_ref().map(|c| c.seq),
-                    ?start,
-                    "kernel log start position"
-                );
+                match &saved {
+                    Some(c) => info!(
+                        cursor = %file.path().display(),
+                        saved = c.seq,
+                        "kernel log: starting {start}"
+                    ),
+                    None => info!(
+                        cursor = %file.path().display(),
+                        "kernel log: no saved position; starting {start}"
+                    ),
+                }
                 match CursorKeeper::new(file, boot_id, opts.save_interval) {
                     Ok(k) => keeper = Some(k),
                     Err(e) => warn!("cannot start the cursor saver: {e}; position not saved"),
@@ -545,11 +561,17 @@ impl<S: RecordSource> KmsgReader<S> {
                     Errno::EPIPE => {
                         self.stats.overruns += 1;
                         self.overrun_pending = true;
-                        warn!(
-                            after_seq = ?self.last_seq,
-                            "kernel log ring buffer overrun (EPIPE): records were overwritten \
-                             before they could be read"
-                        );
+                        match self.last_seq {
+                            Some(after_seq) => warn!(
+                                after_seq,
+                                "kernel log ring buffer overrun (EPIPE): records were \
+                                 overwritten before they could be read"
+                            ),
+                            None => warn!(
+                                "kernel log ring buffer overrun (EPIPE) before the first \
+                                 record: records were overwritten before they could be read"
+                            ),
+                        }
                         continue;
                     }
                     Errno::EINVAL => {
@@ -643,7 +665,7 @@ impl<S: RecordSource> KmsgReader<S> {
             // id. What comes next is new either way.
             newest => warn!(
                 saved = expected.saturating_sub(1),
-                ?newest,
+                newest = %newest.map_or_else(|| "none".to_string(), |n| n.to_string()),
                 "saved kernel log position is ahead of the newest record of this boot; \
                  following new records"
             ),

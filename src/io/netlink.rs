@@ -1667,7 +1667,7 @@ impl<T: AsyncTransport, M: AsyncTransport> NldevWatcher<T, M> {
                 let quiet = match result {
                     Ok(report) => {
                         tracing::debug!(
-                            ?reason,
+                            reason = %reason,
                             devices = report.snapshot.devices.len(),
                             "nldev dump"
                         );
@@ -1682,7 +1682,7 @@ impl<T: AsyncTransport, M: AsyncTransport> NldevWatcher<T, M> {
                         return Err(e);
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, ?reason, "RDMA netlink dump failed; retrying at the next interval");
+                        tracing::warn!(error = %e, reason = %reason, "RDMA netlink dump failed; retrying at the next interval");
                         self.last_error = Some(e);
                         false
                     }

@@ -69,9 +69,9 @@ impl<T: PortSelfTest> PortSelfTest for RetryOnReject<T> {
             tracing::warn!(
                 device,
                 port,
-                "port self-test: {}; trying once more in {:?}",
+                "port self-test: {}; trying once more in {} ms",
                 r.summary(),
-                REJECT_RETRY_AFTER
+                REJECT_RETRY_AFTER.as_millis()
             );
         }
         std::thread::sleep(REJECT_RETRY_AFTER);

@@ -56,7 +56,7 @@ impl AsyncEvents {
     /// Returns within 200 ms.
     pub fn release(&mut self, device: &str) {
         if let Some(end) = self.hub.release(device) {
-            tracing::debug!(device, ?end, "asynchronous event listener released");
+            tracing::debug!(device, "asynchronous event listener released: {end}");
         }
     }
 

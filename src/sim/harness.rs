@@ -406,7 +406,7 @@ impl Harness {
             Delivery::RecreationReturned { device, result } => {
                 self.timeline.push(Entry::Note {
                     at: now,
-                    text: format!("the blocked re-creation of {device} returned: {result:?}"),
+                    text: format!("the blocked re-creation of {device} returned: {result}"),
                 });
                 self.driver
                     .handle_recreation_returned(&device, Some(result), now);

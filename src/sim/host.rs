@@ -69,6 +69,10 @@ use crate::core::time::Instant;
 const NOP_DETECT: Duration = Duration::from_secs(10);
 /// iscsid's reconnect interval after an attempt that failed at once (an error from the CM).
 const ISCSID_RETRY: Duration = Duration::from_secs(3);
+/// The lab's irdma-like rdma_rxe: QP 1 goes to ERR this long after the target's host goes
+/// away (measured 10-33 s, 21 s typical: the CM's DREQ retransmission after the kernel's
+/// probes of the target's neighbour entry failed; scripts/lab/kmod/README.md).
+const KERNEL_NOTICES_GONE: Duration = Duration::from_secs(21);
 /// `node.conn[0].timeo.login_timeout`: how long an attempt whose CM requests get no answer at
 /// all lasts before iscsid starts the next one. Re-creating the device does not end it: ib_iser
 /// leaves an endpoint that is still connecting pending when its device goes (lab, 6.1 and
@@ -91,7 +95,7 @@ const ZOMBIE_IO_MAX: u32 = 60;
 pub enum Driver {
     /// Intel E810 (ice + irdma): QP 1 gets stuck in ERR when its target vanishes.
     Irdma,
-    /// Soft-RoCE: QP 1 never gets stuck.
+    /// Soft-RoCE: QP 1 never gets stuck (unless [`SimDevice::irdma_gsi`]).
     Rxe,
 }
 
@@ -166,6 +170,12 @@ pub struct SimDevice {
     /// This registration's CM path is silently dead: every new RDMA connection on it
     /// (iscsid's, iscsiadm's, the self-test's) times out.
     pub cm_silent: bool,
+    /// The lab's irdma-like rdma_rxe (scripts/lab/kmod) for an rxe device: QP 1 goes to ERR
+    /// once the kernel notices the target's host is gone ([`KERNEL_NOTICES_GONE`] after the
+    /// power-off, the CM then being busy with the failed connection's DREQ), and every CM
+    /// attempt once the host answers again prints irdma's refusal (without a parent prefix)
+    /// and the MAD layer's line; attempts while it does not answer fail address resolution.
+    pub irdma_gsi: bool,
 }
 
 /// One simulated target portal.
@@ -315,6 +325,14 @@ pub enum HostEvent {
     },
     /// Internal: a session's NOP-Out timed out.
     NopTimeout(u32),
+    /// Internal: the kernel noticed that a target's host is gone while the CM still sends
+    /// to it ([`SimDevice::irdma_gsi`] devices' QP 1 goes to ERR).
+    KernelNoticesGone {
+        /// Portal.
+        portal: Portal,
+        /// The port whose CM was busy with it.
+        port: PortId,
+    },
     /// Internal: iscsid retries a session.
     IscsidRetry(u32),
     /// Internal: replacement_timeout of a session.
@@ -523,6 +541,7 @@ impl SimHost {
                 recreating: false,
                 cm_silent_registrations: 0,
                 cm_silent: false,
+                irdma_gsi: false,
             },
         );
     }
@@ -732,6 +751,9 @@ impl SimHost {
                 }
             }
             HostEvent::IscsidRetry(sid) => self.iscsid_retry(sid, now, out),
+            HostEvent::KernelNoticesGone { portal, port } => {
+                self.kernel_notices_gone(&portal, &port, out)
+            }
             HostEvent::RecoveryTimeout(sid) => {
                 if let Some(s) = self.sessions.get_mut(&sid) {
                     if s.state != SessionState::LoggedIn {
@@ -890,11 +912,44 @@ impl SimHost {
         self.targets.get(portal).is_some_and(SimTarget::reachable)
     }
 
-    fn target_gone(&mut self, portal: &Portal, now: Instant, _power: bool) {
+    fn target_gone(&mut self, portal: &Portal, now: Instant, power: bool) {
         let sids = self.logged_in_sessions(|s| &s.key.portal == portal);
         for sid in sids {
             self.schedule(now.plus(NOP_DETECT), HostEvent::NopTimeout(sid));
+            let port = self.sessions.get(&sid).map(|s| s.port.clone());
+            let lab_model = port
+                .as_ref()
+                .and_then(|p| self.devices.get(&p.device))
+                .is_some_and(|d| d.irdma_gsi);
+            if let (true, true, Some(port)) = (power, lab_model, port) {
+                self.schedule(
+                    now.plus(KERNEL_NOTICES_GONE),
+                    HostEvent::KernelNoticesGone {
+                        portal: portal.clone(),
+                        port,
+                    },
+                );
+            }
         }
+    }
+
+    /// The lab's irdma-like QP 1 meets a send to a host that is gone: ERR, and the pair.
+    fn kernel_notices_gone(&mut self, portal: &Portal, port: &PortId, out: &mut Vec<Delivery>) {
+        if self.path_ok_to_target(portal) {
+            return; // back before the kernel noticed: nothing failed
+        }
+        let idx = usize::try_from(port.port.saturating_sub(1)).unwrap_or(0);
+        let Some(d) = self.devices.get_mut(&port.device) else {
+            return;
+        };
+        if !d.present || d.recreating || d.gsi.get(idx) != Some(&QpState::Rts) {
+            return;
+        }
+        if let Some(g) = d.gsi.get_mut(idx) {
+            *g = QpState::Err;
+        }
+        Self::kmsg(out, kernel::modify_qp_invalid_unparented(&d.name));
+        Self::kmsg(out, kernel::mad_send_error(&d.name));
     }
 
     /// The SIDs of the logged-in sessions that `pick` selects.
@@ -947,6 +1002,26 @@ impl SimHost {
                 Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string())
             }
             None => Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string()),
+            Some(d) if d.irdma_gsi => {
+                // The lab's irdma-like rdma_rxe: while the host does not answer, address
+                // resolution fails before any MAD; once it answers, a stuck QP 1 fails every
+                // attempt at once.
+                let stuck = d.gsi.get(idx) == Some(&QpState::Err);
+                if !reachable {
+                    if cm_debug {
+                        Self::kmsg(out, kernel::CM_ADDR_TIMEOUT.to_string());
+                    }
+                } else if stuck {
+                    Self::kmsg(out, kernel::modify_qp_invalid_unparented(&d.name));
+                    Self::kmsg(out, kernel::mad_send_error(&d.name));
+                } else if !listener {
+                    if cm_debug {
+                        Self::kmsg(out, kernel::CM_REJECTED.to_string());
+                    }
+                } else {
+                    ok = true;
+                }
+            }
             Some(d) => {
                 let stuck = d.gsi.get(idx) == Some(&QpState::Err);
                 if stuck || (!reachable && d.driver == Driver::Irdma) {

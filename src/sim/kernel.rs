@@ -9,6 +9,13 @@ pub fn modify_qp_invalid(pci: &str, device: &str) -> String {
     format!("ice {pci} {device}: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3")
 }
 
+/// The same refusal by the lab's irdma-like rdma_rxe (scripts/lab/kmod): `ibdev_warn` of a
+/// device without a parent prints the device name alone, as captured
+/// (`rxe_ini: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3`).
+pub fn modify_qp_invalid_unparented(device: &str) -> String {
+    format!("{device}: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3")
+}
+
 /// `infiniband rocep2s0f0: ib_mad_send_error - ib_modify_qp to RTS: -22` (MAD `dev_err`).
 pub fn mad_send_error(device: &str) -> String {
     format!("infiniband {device}: ib_mad_send_error - ib_modify_qp to RTS: -22")
@@ -55,6 +62,9 @@ pub const CM_REJECTED: &str = "RDMA CM: REJECTED: invalid service ID";
 
 /// `RDMA CM: ADDR_ERROR: failed to acquire device. status -19`.
 pub const CM_ADDR_ERROR: &str = "RDMA CM: ADDR_ERROR: failed to acquire device. status -19";
+/// An attempt while the target's host does not answer ARP (rdma_cm dynamic debug; lab 6.12
+/// and 6.1 with it on): address resolution times out.
+pub const CM_ADDR_TIMEOUT: &str = "RDMA CM: ADDR_ERROR: failed to resolve IP. status -110";
 
 #[cfg(test)]
 mod tests {

@@ -211,28 +211,19 @@ fn lab_two_devices() -> (SimHost, Policy) {
     (h, rxe_policy())
 }
 
-/// The lab's field incident on Soft-RoCE (scripts/lab field-incident): the target is away for
-/// 35 s, rxe_ini's CM path is dead until the device is re-created (the lab's GSI stand-in
-/// drops every CM MAD rxe_ini sends; set from the start, it only matters once the session has
-/// to reconnect), and the field line names rxe_ini every 5 s while the target is away. iscsid's
-/// attempts under the stand-in last its login timer, so the one pending at the re-creation
-/// ends only then.
+/// The lab's in-kernel field incident (scripts/lab field-incident-kernel): Soft-RoCE whose
+/// rxe_ini has irdma's QP 1 (the lab's rdma_rxe), rdma_cm's dynamic debug on as in the lab.
+/// The target is powered off at 60 s; the kernel notices 21 s later and QP 1 goes to ERR with
+/// the field's pair of lines (no line is injected); the target is back at 100 s, and every
+/// iscsid attempt from then on prints the pair until the device is re-created.
 fn lab_field_incident() -> (SimHost, Policy) {
     let mut h = rxe_host();
+    h.cm_debug = true;
     if let Some(d) = h.devices.get_mut("rxe_ini") {
-        d.cm_silent = true;
+        d.irdma_gsi = true;
     }
     power(&mut h, 60, false);
-    for t in (63..=93).step_by(5) {
-        h.schedule(
-            at(t),
-            HostEvent::Lines {
-                facility: 0,
-                lines: vec![kernel::mad_send_error("rxe_ini")],
-            },
-        );
-    }
-    power(&mut h, 95, true);
+    power(&mut h, 100, true);
     (h, rxe_policy())
 }
 
@@ -291,13 +282,20 @@ fn target_never_returns() -> (SimHost, Policy) {
 fn flapping() -> (SimHost, Policy) {
     let mut h = field_host();
     power(&mut h, 60, false);
-    // Up and down every 6 s for a minute, then up for good.
-    let mut t = 200;
-    let mut on = true;
-    while t < 260 {
-        power(&mut h, t, on);
-        on = !on;
-        t += 6;
+    // For a minute the target answers 0.4 s out of every 2 s (the lab's flap), then stays
+    // up from 300 s: it is back only after answering probe-successes probes poll.probe
+    // apart (3 × 0.5 s: 1 s), so no flap is a return.
+    for flap in 0..30u64 {
+        let up = 200_000 + flap * 2_000;
+        for (ms, on) in [(up, true), (up + 400, false)] {
+            h.schedule(
+                Instant(ms),
+                HostEvent::TargetPower {
+                    portal: portal_a(),
+                    on,
+                },
+            );
+        }
     }
     power(&mut h, 300, true);
     (h, base_policy())
@@ -658,7 +656,7 @@ pub fn all() -> Vec<Scenario> {
         ),
         s(
             "flapping-target",
-            "target flaps every 6 s for a minute before it stays up",
+            "the target answers 0.4 s in every 2 s for a minute before it stays up",
             700,
             flapping,
         ),
@@ -809,7 +807,7 @@ pub fn all() -> Vec<Scenario> {
         ),
         s(
             "lab-field-incident",
-            "rxe (the lab): target away 35 s, CM path dead until re-created, field lines",
+            "the lab's in-kernel incident: rxe with irdma's QP 1, target away 40 s",
             300,
             lab_field_incident,
         ),

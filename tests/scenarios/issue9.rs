@@ -21,6 +21,16 @@ fn logged_in(sid: u32) -> Vec<SessionInfo> {
 }
 
 /// A rig whose first scan showed no session placed on any RDMA port.
+/// The lab policy with probe rounds 5 s apart (timeout 2 s): the timelines of the
+/// hysteresis tests below are written in those rounds; the hysteresis itself does not depend
+/// on the cadence.
+fn five_second_rounds() -> iser_guard::core::recovery::Policy {
+    let mut p = lab_policy();
+    p.probe_interval = std::time::Duration::from_secs(5);
+    p.probe_timeout = std::time::Duration::from_secs(2);
+    p
+}
+
 fn bare(policy: iser_guard::core::recovery::Policy) -> Rig {
     Rig::with_first_scan(policy, None)
 }
@@ -98,7 +108,7 @@ fn target_back_without_a_known_portal_alerts_instead_of_recreating() {
 #[test]
 fn probe_successes_from_before_the_fault_never_count() {
     // Episode 1: the target blinked, iscsid reconnected by itself after three good probes.
-    let mut r = Rig::new(lab_policy());
+    let mut r = Rig::new(five_second_rounds());
     r.until(10.0);
     r.sessions(failed(1));
     r.probing_until(22.0, ProbeResult::Reachable);
@@ -119,7 +129,7 @@ fn probe_successes_from_before_the_fault_never_count() {
 
 #[test]
 fn a_probe_timeout_after_successes_resets_the_count() {
-    let mut r = Rig::new(lab_policy());
+    let mut r = Rig::new(five_second_rounds());
     r.until(10.0);
     r.sessions(failed(1));
     r.obs(stuck());
@@ -451,9 +461,10 @@ fn no_journal_write_while_nothing_changes() {
 }
 
 #[test]
-fn waiting_for_a_dead_target_journals_at_most_once_per_probe_round() {
-    // A probe in flight is journaled so that its answer still counts after a restart; the
-    // answers that change nothing, the QP table polls and the session lists are not.
+fn waiting_for_a_dead_target_journals_its_probe_rounds_at_most_every_5_seconds() {
+    // The probe rounds in flight are journaled (a restart must not replay them), at most
+    // every 5 s; the answers that change nothing, the QP table polls and the session lists
+    // are not.
     let mut r = Rig::new(lab_policy());
     r.until(10.0);
     r.sessions(failed(1));
@@ -477,10 +488,12 @@ fn waiting_for_a_dead_target_journals_at_most_once_per_probe_round() {
         &err,
     );
     let writes = r.persists() - before;
-    let rounds = usize::try_from(240 / r.e().policy().probe_interval.as_secs()).unwrap_or(0);
+    // Rounds every 0.5 s (480 in 240 s) are journaled at most every 5 s.
+    let rounds = 240_000 / r.e().policy().probe_interval.as_millis();
+    assert!(rounds >= 480, "{rounds} probe rounds");
     assert!(
-        writes <= rounds,
-        "{writes} journal writes in {rounds} probe rounds"
+        writes <= 240 / 5,
+        "{writes} journal writes in {rounds} probe rounds over 240 s"
     );
 }
 

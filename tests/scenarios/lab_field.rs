@@ -1,7 +1,9 @@
-//! The lab's field incident on the simulated host (scenario `lab-field-incident`): Soft-RoCE,
-//! the target away, rxe_ini's CM path dead until the device is re-created (the lab's GSI
-//! stand-in), and iscsid's connect attempts under it lasting its login timer, which a
-//! re-creation does not shorten (measured in the lab on 6.1 and 6.12).
+//! The lab's in-kernel field incident on the simulated host (scenario `lab-field-incident`):
+//! Soft-RoCE whose rxe_ini has irdma's QP 1 (the lab's rdma_rxe, scripts/lab/kmod), as
+//! measured by the lab's field-kernel-alone and field-incident-kernel: QP 1 goes to ERR when
+//! the kernel notices the target's host is gone (no line is injected), attempts while it is
+//! away fail address resolution, and every attempt once it answers prints the pair until the
+//! device is re-created.
 
 use std::time::Duration;
 
@@ -11,11 +13,13 @@ use iser_guard::sim::{scenarios, Entry, Harness};
 
 use super::util::{assert_safety, first_recreate_secs, phase, MAX_STEPS};
 
-/// The target answers again at 95 s (the scenario's script).
-const TARGET_BACK_S: u64 = 95;
-/// The lab's bound for the daemon's share: poll.probe 5 s × probe-successes 3, plus the
-/// first probe's phase.
-const RECREATE_BOUND_S: u64 = 5 * 3 + 5;
+/// The target is powered off at 60 s and answers again at 100 s (the scenario's script).
+const TARGET_OFF_S: u64 = 60;
+const TARGET_BACK_S: u64 = 100;
+/// The daemon's share: 3 probes 0.5 s apart (1 s), the first one's phase, the re-creation.
+const RECREATE_BOUND_S: u64 = 3;
+/// iscsid's share after the re-creation: its 3 s reopen delay.
+const ISCSID_RETRY_S: u64 = 3;
 
 fn run_with(policy: impl FnOnce(&mut Policy)) -> Harness {
     let s = scenarios::find("lab-field-incident").unwrap();
@@ -40,6 +44,17 @@ fn session_back_after(h: &Harness, after_s: u64) -> Option<u64> {
     })
 }
 
+/// The seconds at which the kernel printed `line` (exactly).
+fn printed_at(h: &Harness, line: &str) -> Vec<u64> {
+    h.timeline
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Kernel { at, text, .. } if text == line => Some(at.as_millis() / 1000),
+            _ => None,
+        })
+        .collect()
+}
+
 fn logouts(h: &Harness) -> usize {
     h.count_actions(|k| matches!(k, ActionKind::IscsiLogout { .. }))
 }
@@ -47,12 +62,11 @@ fn logouts(h: &Harness) -> usize {
 #[test]
 fn one_recreation_after_the_target_answers_and_iscsid_brings_the_session_back() {
     let h = run_with(|_| {});
-    let recreations: Vec<_> = h
-        .actions
-        .iter()
-        .filter(|(_, a)| matches!(a.kind, ActionKind::RecreateDevice { .. }))
-        .collect();
-    assert_eq!(recreations.len(), 1, "exactly one re-creation");
+    assert_eq!(
+        h.count_actions(|k| matches!(k, ActionKind::RecreateDevice { .. })),
+        1,
+        "exactly one re-creation"
+    );
     let at = first_recreate_secs(&h, "rxe_ini").unwrap();
     assert!(
         at >= TARGET_BACK_S,
@@ -60,30 +74,54 @@ fn one_recreation_after_the_target_answers_and_iscsid_brings_the_session_back() 
     );
     assert!(
         at <= TARGET_BACK_S + RECREATE_BOUND_S,
-        "re-created at {at} s, later than the probes allow"
+        "re-created at {at} s, later than 3 probes 0.5 s apart allow"
     );
     assert_eq!(phase(&h, "rxe_ini", 1), Phase::Healthy);
     assert_eq!(logouts(&h), 0, "a session iscsid holds is never logged out");
     let back = session_back_after(&h, at).expect("iscsid reconnected the session");
-    // The attempt pending at the re-creation ends only at iscsid's login timer (15 s).
     assert!(
-        back <= at + 15,
+        back <= at + ISCSID_RETRY_S + 1,
         "session back at {back} s, re-created at {at} s"
     );
     assert!(h.storage_back_at().is_some());
 }
 
 #[test]
-fn a_grace_shorter_than_iscsids_login_timer_logs_in_nothing_out_and_ends_healthy() {
-    // With the grace below the pending attempt's timer the engine finds the session still
-    // held by iscsid: a login is answered "already present", nothing is logged out, and the
-    // verdict waits for iscsid's attempt.
-    let h = run_with(|p| p.iscsid_grace = Duration::from_secs(2));
+fn qp1_sticks_when_the_kernel_notices_and_the_pair_repeats_only_once_the_target_answers() {
+    let h = run_with(|_| {});
+    let refused = "rxe_ini: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3";
+    let mad = "infiniband rxe_ini: ib_mad_send_error - ib_modify_qp to RTS: -22";
+    let pairs = printed_at(&h, refused);
+    assert_eq!(pairs, printed_at(&h, mad), "the two lines come as a pair");
+    // The kernel notices 21 s after the power-off (the lab: 10-33 s).
+    assert_eq!(pairs.first(), Some(&(TARGET_OFF_S + 21)), "{pairs:?}");
+    // While the target is away nothing more (address resolution fails first) ...
+    assert!(
+        pairs
+            .iter()
+            .all(|&t| t == TARGET_OFF_S + 21 || t >= TARGET_BACK_S),
+        "{pairs:?}"
+    );
+    assert!(!printed_at(&h, "RDMA CM: ADDR_ERROR: failed to resolve IP. status -110").is_empty());
+    // ... and once it answers, until the re-creation, every attempt prints the pair.
+    assert!(pairs.iter().any(|&t| t >= TARGET_BACK_S), "{pairs:?}");
+    let at = first_recreate_secs(&h, "rxe_ini").unwrap();
+    assert!(
+        pairs.iter().all(|&t| t <= at),
+        "a pair after the re-creation: {pairs:?}"
+    );
+}
+
+#[test]
+fn a_grace_shorter_than_iscsids_retry_logs_in_nothing_out_and_ends_healthy() {
+    // With a grace below iscsid's reopen delay the engine finds the session still held by
+    // iscsid: a login is answered "already present", nothing is logged out.
+    let h = run_with(|p| p.iscsid_grace = Duration::from_secs(1));
     assert_eq!(logouts(&h), 0, "a session iscsid holds is never logged out");
     assert_eq!(phase(&h, "rxe_ini", 1), Phase::Healthy);
     assert_eq!(
         h.count_actions(|k| matches!(k, ActionKind::RecreateDevice { .. })),
         1,
-        "one re-creation: waiting for iscsid's timer is not a failed attempt"
+        "one re-creation"
     );
 }

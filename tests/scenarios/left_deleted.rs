@@ -113,10 +113,12 @@ fn a_gone_device_never_seen_is_refused_and_the_alert_says_what_to_run() {
     assert_eq!(phase(&h, DEV, 1), Phase::Quarantined);
     let a = alerts_with(&h, "cannot be re-created automatically");
     assert_eq!(a.len(), 1, "{:?}", h.alerts);
-    let remedy = a[0].remedy.clone().unwrap_or_default();
+    assert_eq!(a[0].remedy.as_deref(), Some("iser-guard recover rxe_ini/1"));
     assert!(
-        remedy.contains("rdma link add rxe_ini type rxe netdev"),
-        "{remedy}"
+        a[0].detail
+            .contains("rdma link add rxe_ini type rxe netdev"),
+        "{}",
+        a[0].detail
     );
     assert!(a[0].detail.contains("never saw it"), "{}", a[0].detail);
     // The operator's reset-device is refused the same way, with the command to run.

@@ -769,6 +769,17 @@ pub enum DumpReason {
     Resync,
 }
 
+impl std::fmt::Display for DumpReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DumpReason::Initial => "first dump",
+            DumpReason::Interval => "poll interval",
+            DumpReason::Event => "device event",
+            DumpReason::Resync => "device events were lost",
+        })
+    }
+}
+
 /// What the poller wants done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PollAction {

@@ -52,6 +52,16 @@ pub enum ListenerEnd {
     Failed(String),
 }
 
+impl std::fmt::Display for ListenerEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenerEnd::Stopped => f.write_str("stopped"),
+            ListenerEnd::DeviceFatal => f.write_str("the device reported a fatal error"),
+            ListenerEnd::Failed(why) => write!(f, "failed: {why}"),
+        }
+    }
+}
+
 /// One device's listener thread.
 pub struct AsyncEventListener {
     device: String,

@@ -321,6 +321,11 @@ iser_login() {
 	timeout 60 iscsiadm -m node -T $IQN -p $TGT_IP:$PORT -I iser --login > /tmp/login.txt 2>&1
 }
 iser_logout_all() { timeout 30 iscsiadm -m node -T $IQN -p $TGT_IP:$PORT -u > /dev/null 2>&1; }
+# gsi_state DEV: the state of DEV's QP 1 in the netlink QP table ("none" when absent)
+gsi_state() {
+	rdma resource show qp -j 2>/dev/null |
+		jq -r "[.[] | select(.ifname==\"$1\" and .lqpn==1)][0].state // \"none\""
+}
 # gsi_rts DEV: the GSI QP (lqpn 1) of DEV is in RTS in the netlink QP table
 gsi_rts() {
 	rdma resource show qp -j 2>/dev/null |
@@ -341,46 +346,8 @@ blackhole_off() {
 	tc qdisc del dev $INI_IF root 2>/dev/null
 	true
 }
-# The stand-in for the field defect's effect. Soft-RoCE's GSI QP never sticks in ERR (irdma's
-# defect is not reproducible with rxe), so the lab makes its effect real: every RoCEv2 packet
-# the initiator sends to a remote QP 1 (the RDMA CM handshakes, which travel as MADs between
-# GSI QPs) is dropped on ini0 (u32 match on UDP 4791 and the BTH destination QP), so no iSER
-# login can succeed from rxe_ini, exactly as with QP 1 stuck in ERR. gsi_stuck_watch clears it
-# the moment rxe_ini is re-created (a new RDMA device index), which is what re-creating the
-# device does to the real defect. Offsets: IPv4 header 20 + UDP 8 + BTH byte 4 = 32; the
-# 32-bit word at 32 is BTH reserved(8) + DestQP(24).
-gsi_stuck_on() {
-	modprobe sch_prio
-	modprobe cls_u32
-	modprobe act_gact 2>/dev/null
-	tc qdisc replace dev $INI_IF root handle 1: prio
-	tc filter add dev $INI_IF parent 1: protocol ip prio 1 u32 \
-		match ip protocol 17 0xff match ip dport 4791 0xffff \
-		match u32 0x00000001 0x00ffffff at 32 action drop
-}
-gsi_stuck_off() { tc qdisc del dev $INI_IF root 2>/dev/null; true; }
-# (A self-test's connect of two QPs of rxe_ini never reaches the wire: rxe loops a port's
-# packets to itself inside the driver, past tc, measured by verbs-tools. The stand-in cannot
-# model a stuck QP 1 for it; the selftest scenario records that instead of judging.)
-gsi_stuck_active() { tc filter show dev $INI_IF 2>/dev/null | grep -q u32; }
-# clears the stand-in when rxe_ini's index changes; logs when
-gsi_stuck_watch() {
-	local idx0
-	idx0=$(stat -L -c %i /sys/class/infiniband/$INI_RXE)
-	(
-		while gsi_stuck_active; do
-			idx=$(stat -L -c %i /sys/class/infiniband/$INI_RXE 2>/dev/null)
-			if [ -n "$idx" ] && [ "$idx" != "$idx0" ]; then
-				gsi_stuck_off
-				echo "$(now) gsi stand-in cleared: rxe_ini re-created (index $idx0 -> $idx)"
-				break
-			fi
-			sleep 0.1
-		done
-	) >> "$SOUT/gsi-standin.log" 2>&1 &
-	GSIW_PID=$!
-}
-# the field lines, naming rxe_ini, written into /dev/kmsg (userspace records: facility 1)
+# the field lines, naming rxe_ini, written into /dev/kmsg (userspace records: facility 1): only
+# field-default-trust does this, to check that forged records trigger nothing
 inject_field_lines() {
 	echo "<3>infiniband $INI_RXE: ib_mad_send_error - ib_modify_qp to RTS: -22" > /dev/kmsg
 }
@@ -457,15 +424,22 @@ daemon_alive() { [ -n "${DAEMON_PID:-}" ] && kill -0 $DAEMON_PID 2>/dev/null; }
 baseline() {
 	daemon_stop
 	io_stop
-	[ -n "${GSIW_PID:-}" ] && kill $GSIW_PID 2>/dev/null
-	GSIW_PID=
 	blackhole_off
-	gsi_stuck_off
 	ip link set $TGT_IF up
 	ip link set $INI_IF up
 	net_routes
 	dev_present $INI_RXE || rdma link add $INI_RXE type rxe netdev $INI_IF
 	dev_present $TGT_RXE || rdma link add $TGT_RXE type rxe netdev $TGT_IF
+	# a QP 1 left in ERR by an earlier scenario (the lab's irdma-like rdma_rxe) is what only
+	# a re-creation fixes
+	local d
+	for d in $INI_RXE $TGT_RXE; do
+		if [ "$(gsi_state $d)" != RTS ]; then
+			log "baseline: $d's QP 1 was $(gsi_state $d) (re-created)"
+			rdma link delete $d && rdma link add $d type rxe netdev $([ $d = $INI_RXE ] && echo $INI_IF || echo $TGT_IF)
+			sleep 1
+		fi
+	done
 	[ "$(cat $NP/iser 2>/dev/null)" = 1 ] || { echo 1 > $NP/iser; }
 	# a fresh state directory per scenario; under systemd the package's service owns it
 	[ "${LAB_INIT:-tiny}" = systemd ] || rm -rf $STATE /run/iser-guard

@@ -60,13 +60,12 @@ k612-verbs 6.12 tiny 600
 k61-verbs 6.1. tiny 600
 k612-verify 6.12 tiny 900
 k61-verify 6.1. tiny 900
-k612-standin 6.12 tiny 600
 kfield-probe 6.12 tiny 900
 EOT
 }
 # smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs, k61-verbs, k612-verify and k61-verify are run by name only (a second boot after a
 # stopped one, or one scenario on a fresh guest).
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="k612-standin" && $1!="kfield-probe"{print $1}'; }
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="kfield-probe"{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do

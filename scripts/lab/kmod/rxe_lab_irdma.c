@@ -7,6 +7,7 @@
  * named in the irdma_gsi_devs parameter, and every QP other than QP 1, behave
  * exactly as stock rxe. README.md says what is modelled and cites the lines.
  */
+#include <linux/ctype.h>
 #include <linux/module.h>
 #include <linux/etherdevice.h>
 #include <net/arp.h>
@@ -32,8 +33,12 @@ static bool modelled(struct rxe_qp *qp)
 		return false;
 	while (*list) {
 		const char *end = strchrnul(list, ',');
+		size_t n = end - list;
 
-		if (end - list == len && !strncmp(list, name, len))
+		/* a value written with echo ends in a newline */
+		while (n && isspace(list[n - 1]))
+			n--;
+		if (n == len && !strncmp(list, name, len))
 			return true;
 		list = *end ? end + 1 : end;
 	}

@@ -142,6 +142,9 @@ fn needs_restart(old: &crate::config::Config, new: &crate::config::Config) -> Ve
     if old.metrics != new.metrics {
         out.push("[metrics]");
     }
+    if old.kmsg.enabled != new.kmsg.enabled {
+        out.push("kmsg.enabled");
+    }
     if old.poll.netlink != new.poll.netlink {
         out.push("poll.netlink");
     }
@@ -371,4 +374,21 @@ pub fn parse_portal_arg(s: &str) -> Result<crate::core::recovery::Portal, String
     let addr = crate::io::probe::parse_portal(s, crate::io::probe::ISCSI_PORT)
         .map_err(|e| e.to_string())?;
     Ok(crate::core::recovery::Portal::from(addr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_restart;
+    use crate::config::Config;
+
+    #[test]
+    fn the_kernel_log_switch_needs_a_restart_and_the_probe_cadence_does_not() {
+        let old = Config::default();
+        let mut new = old.clone();
+        new.kmsg.enabled = false;
+        assert_eq!(needs_restart(&old, &new), ["kmsg.enabled"]);
+        let mut new = old.clone();
+        new.poll.probe = std::time::Duration::from_secs(2);
+        assert!(needs_restart(&old, &new).is_empty());
+    }
 }

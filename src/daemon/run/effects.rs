@@ -71,7 +71,7 @@ impl Loop {
                 tracing::info!(
                     action = %action,
                     id = %action.id,
-                    origin = ?action.origin,
+                    origin = %action.origin,
                     allowed_by = %authority,
                     why = %action.reason,
                     "decided"
@@ -79,7 +79,7 @@ impl Loop {
                 match &action.kind {
                     ActionKind::Alert(alert) => {
                         let cfg = &self.settings.config.alerts;
-                        crate::logging::alert(alert, port.as_ref(), cfg, self.ex.alerts.is_some());
+                        crate::logging::alert(alert, cfg, self.ex.alerts.is_some());
                         self.tell(port.as_ref(), &format!("alert: {}", alert.summary));
                         if let Some(sink) = self.ex.alerts.clone() {
                             // Never waits: a full queue coalesces (the sender reports the
@@ -224,12 +224,12 @@ impl Loop {
                 let port = self.inflight.remove(&f.id).flatten();
                 self.obs
                     .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
-                tracing::info!(id = %f.id, outcome = ?f.executed.outcome, "the blocked step returned: {}", f.executed.summary);
+                tracing::info!(id = %f.id, outcome = %f.executed.outcome, "the blocked step returned: {}", f.executed.summary);
                 self.tell(port.as_ref(), &f.executed.summary);
                 let result = match f.executed.outcome {
                     Outcome::Recreate(r) => r,
                     other => RecreateResult::Failed {
-                        reason: format!("{other:?}"),
+                        reason: other.to_string(),
                     },
                 };
                 let now = self.now();
@@ -252,7 +252,7 @@ impl Loop {
         };
         self.obs
             .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
-        tracing::info!(id = %f.id, outcome = ?f.executed.outcome, "{}", f.executed.summary);
+        tracing::info!(id = %f.id, outcome = %f.executed.outcome, "{}", f.executed.summary);
         self.tell(port.as_ref(), &f.executed.summary);
         self.metrics
             .executed(f.id, &f.executed.outcome, f.executed.method);

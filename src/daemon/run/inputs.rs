@@ -268,12 +268,20 @@ impl Loop {
                 next_seq,
                 overrun,
             } => {
-                tracing::warn!(
-                    ?count,
-                    next_seq,
-                    overrun,
-                    "kernel-log records were lost; re-checking devices and sessions"
-                );
+                match count {
+                    Some(count) => tracing::warn!(
+                        count,
+                        next_seq,
+                        overrun,
+                        "kernel-log records were lost; re-checking devices and sessions"
+                    ),
+                    None => tracing::warn!(
+                        next_seq,
+                        overrun,
+                        "kernel-log records were lost (how many cannot be told); re-checking \
+                         devices and sessions"
+                    ),
+                }
                 self.metrics.kmsg_lost(count);
                 self.refresh_topology.raise();
                 self.request_sessions();

@@ -275,7 +275,7 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
             Some((conn, req)) = ctrl_rx.recv() => {
                 // A client that gave up before its command was taken does not get it run.
                 if conn.client_gone() {
-                    tracing::info!(?req, "control client went away before its command was taken; not run");
+                    tracing::info!("control client went away before its request was taken; not run: {req}");
                 } else if let Request::Events { since_unix_ms, after_seq, follow } = req {
                     let now = lp.clock.now();
                     lp.obs.serve_events(conn, since_unix_ms, after_seq, follow, clocks(now));
@@ -374,15 +374,19 @@ impl Loop {
             s.push_str(" (paused)");
         }
         if let Some(mode) = &self.safe_mode {
-            let held = if self.driver.held_until_scan().is_some() {
-                "automatic destructive actions held until the first complete scan"
+            if self.driver.held_until_scan().is_some() {
+                s.push_str(&format!(
+                    " (safe mode: started without its journal, which was {}; automatic \
+                     destructive actions held until the first complete scan)",
+                    mode.kept_words()
+                ));
             } else {
-                "first complete scan done"
-            };
-            s.push_str(&format!(
-                " (safe mode: started without its journal, which was {}; {held})",
-                mode.kept_words()
-            ));
+                s.push_str(&format!(
+                    " (started without its journal, which was {}; safe mode ended at the \
+                     first complete scan)",
+                    mode.kept_words()
+                ));
+            }
         }
         if s != self.status {
             self.status = s;

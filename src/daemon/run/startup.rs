@@ -64,6 +64,8 @@ pub(super) struct SafeMode {
     pub(super) problem: String,
     /// Where the journal was kept, or why it could not be moved.
     pub(super) kept: Result<PathBuf, String>,
+    /// A newer release wrote it (else it is corrupt or unreadable): the advice differs.
+    pub(super) newer: bool,
 }
 
 impl SafeMode {
@@ -93,22 +95,34 @@ impl SafeMode {
                 self.problem,
                 self.kept_words()
             ),
-            todo: format!(
-                "inspect {look} (a newer release's journal: run that release again, or leave \
-                 it; this daemon carries on with a fresh journal); delete the kept file when \
-                 done, and check `iser-guard status`"
-            ),
+            todo: if self.newer {
+                format!(
+                    "inspect {look} (a newer release's journal: run that release again, or \
+                     leave it; this daemon carries on with a fresh journal); delete the kept \
+                     file when done, and check `iser-guard status`"
+                )
+            } else {
+                format!(
+                    "inspect {look} (a damaged journal: look for disk or file-system errors \
+                     in the kernel log; this daemon carries on with a fresh journal); delete \
+                     the kept file when done, and check `iser-guard status`"
+                )
+            },
         }
     }
 }
 
 /// Moves an unusable journal aside (UTC-stamped name, never deleted) and says what happened.
-fn keep_journal_aside(journal: &Journal, what: &str, problem: String) -> SafeMode {
+fn keep_journal_aside(journal: &Journal, what: &str, problem: String, newer: bool) -> SafeMode {
     let unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let kept = journal.keep_aside(what, unix).map_err(|e| e.to_string());
-    let mode = SafeMode { problem, kept };
+    let mode = SafeMode {
+        problem,
+        kept,
+        newer,
+    };
     tracing::error!(
         journal = %journal.path().display(),
         "the state journal is not usable: {}; the file was {}; starting in safe mode",
@@ -157,6 +171,7 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
                     &journal,
                     "corrupt",
                     format!("its state cannot be resumed ({e})"),
+                    false,
                 )),
             ),
         },
@@ -168,7 +183,12 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
         Err(_) if settings.read_only => (Engine::new(policy, seed), None),
         Err(e) => (
             Engine::new(policy, seed),
-            Some(keep_journal_aside(&journal, &e.kind_word(), e.problem())),
+            Some(keep_journal_aside(
+                &journal,
+                &e.kind_word(),
+                e.problem(),
+                matches!(e, crate::io::journal::JournalError::NewerFormat { .. }),
+            )),
         ),
     };
     let pool = WorkerPool::new("iser-guard-exec", EXECUTOR_THREADS, EXECUTOR_QUEUE)

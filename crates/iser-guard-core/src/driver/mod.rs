@@ -299,7 +299,7 @@ impl Driver {
                 }
                 EffectOutcome::Action(other) => self.fail_journal(
                     p.action,
-                    format!("unexpected outcome for a journal write: {other:?}"),
+                    format!("unexpected outcome for a journal write ({other})"),
                     now,
                 ),
             }
@@ -313,7 +313,13 @@ impl Driver {
         let outcome = match outcome {
             EffectOutcome::Action(o) => o,
             EffectOutcome::Journal(r) => Outcome::NotRun {
-                reason: format!("the executor answered a journal result ({r:?}) for an action"),
+                reason: format!(
+                    "the executor answered a journal result ({}) for an action",
+                    match r {
+                        Ok(()) => "written".to_string(),
+                        Err(e) => e,
+                    }
+                ),
             },
         };
         self.epoch += 1;

@@ -37,7 +37,10 @@ pub type Current = v2::JournalFile;
 #[derive(Debug, thiserror::Error)]
 pub enum JournalFormatError {
     /// Not JSON, no `version` field, or the fields do not match the version it names.
-    #[error("not a valid iser-guard journal (format version {version:?}): {source}")]
+    #[error(
+        "not a valid iser-guard journal{}: {source}",
+        version.map_or_else(String::new, |v| format!(" of format version {v}"))
+    )]
     Invalid {
         /// The version it claims, if it got that far.
         version: Option<u32>,
@@ -142,6 +145,20 @@ pub fn encode(snapshot: &EngineSnapshot) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_invalid_journal_is_named_in_words_with_its_version_when_known() {
+        let err = decode(b"{\"ports\": [tru").unwrap_err().to_string();
+        assert!(err.starts_with("not a valid iser-guard journal: "), "{err}");
+        assert!(!err.contains("None"), "{err}");
+        let err = decode(br#"{"version": 2, "ports": 7}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("not a valid iser-guard journal of format version 2: "),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_newer_version_is_refused_with_what_to_do() {

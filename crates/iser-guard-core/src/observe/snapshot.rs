@@ -318,7 +318,7 @@ impl DaemonSnapshot {
                         RecreationState::Failed => "failed",
                     };
                     format!(
-                        "attempt {} {state}, started at {} ({:?})",
+                        "attempt {} {state}, started at {} ({})",
                         r.attempt, r.started, r.origin
                     )
                 }),

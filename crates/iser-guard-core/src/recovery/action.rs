@@ -29,6 +29,15 @@ pub enum Origin {
     Operator,
 }
 
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Origin::Automatic => "automatic",
+            Origin::Operator => "operator",
+        })
+    }
+}
+
 /// How urgent an alert is (maps to syslog severities).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Severity {
@@ -62,12 +71,54 @@ pub struct Alert {
     pub summary: String,
     /// What happened and why, in operator words.
     pub detail: String,
-    /// What the operator can run, if anything (an exact command line).
+    /// What the operator can run, if anything: one command line, runnable as it stands (no
+    /// prose, no placeholder); advice in words belongs in `detail`.
     pub remedy: Option<String>,
     /// How many identical occurrences this alert stands for (storm deduplication).
     pub count: u64,
     /// Identical alerts share this key.
     pub key: String,
+}
+
+/// What an alert is about, for the fields of its log line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlertSubject {
+    /// One port (`fault:rocep2s0f0/1:gsi`).
+    Port(super::PortId),
+    /// One device (`recreate:rocep2s0f0:2`, `blocked:rocep2s0f0`, `renamed:old:new` names
+    /// the new one).
+    Device(String),
+    /// The host, a session or a kernel status (`paused`, `reconnect:[…]`, `cm-addr-error:…`).
+    Host,
+}
+
+impl Alert {
+    /// What the alert is about, read from its key (the key's kinds name their subject the
+    /// same way: `kind:subject[:more]`).
+    pub fn subject(&self) -> AlertSubject {
+        let mut parts = self.key.splitn(3, ':');
+        let kind = parts.next().unwrap_or_default();
+        let subject = super::alerts::subject_of(&self.key);
+        let port = |s: &str| {
+            let (d, n) = s.rsplit_once('/')?;
+            let n: u32 = n.parse().ok().filter(|n| *n > 0)?;
+            (!d.is_empty()).then(|| super::PortId::new(d, n))
+        };
+        match kind {
+            "fault" | "hold" | "listener" | "quarantine" | "quarantine-down" | "failed"
+            | "healthy" => port(subject).map_or(AlertSubject::Host, AlertSubject::Port),
+            "recreate" | "blocked" | "unblocked" => AlertSubject::Device(subject.to_string()),
+            "renamed" => match parts.nth(1) {
+                Some(to) => AlertSubject::Device(to.to_string()),
+                None => AlertSubject::Host,
+            },
+            "unknown-device" => port(subject).map_or_else(
+                || AlertSubject::Device(subject.to_string()),
+                AlertSubject::Port,
+            ),
+            _ => AlertSubject::Host,
+        }
+    }
 }
 
 /// A hint for the executor on how to re-create the device; it still picks the least

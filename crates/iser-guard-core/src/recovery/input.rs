@@ -287,6 +287,16 @@ pub enum IoErrorKind {
     Offline,
 }
 
+impl fmt::Display for IoErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoErrorKind::DidAbort => "aborted by the host (DID_ABORT)",
+            IoErrorKind::IoError => "I/O error",
+            IoErrorKind::Offline => "the disk is offline",
+        })
+    }
+}
+
 /// A fact from the kernel log or RDMA netlink, already classified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Observation {
@@ -500,7 +510,7 @@ impl Observation {
             Observation::SessionRecoveryTimedOut { sid } => {
                 format!("session {sid}: recovery timed out, its disks now fail I/O")
             }
-            Observation::IoError { disk, kind } => format!("{disk}: I/O failed ({kind:?})"),
+            Observation::IoError { disk, kind } => format!("{disk}: I/O failed ({kind})"),
             Observation::CmRejectedInvalidServiceId => {
                 "RDMA CM connection rejected by the target: invalid service ID".to_string()
             }
@@ -537,6 +547,16 @@ pub enum ProbeResult {
     Refused,
     /// No answer within the timeout (host down or path broken).
     Unreachable,
+}
+
+impl fmt::Display for ProbeResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProbeResult::Reachable => "reachable",
+            ProbeResult::Refused => "refused (host up, portal not listening)",
+            ProbeResult::Unreachable => "no answer",
+        })
+    }
 }
 
 /// Result of re-creating an RDMA device.
@@ -599,6 +619,23 @@ pub struct TaskId {
     pub start_time: Option<u64>,
 }
 
+impl fmt::Display for RecreateResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecreateResult::Recreated { name } => write!(f, "re-created as {name}"),
+            RecreateResult::Failed { reason } => write!(f, "failed: {reason}"),
+            RecreateResult::Unsupported { reason } => write!(f, "no method applies: {reason}"),
+            RecreateResult::Blocked(b) => write!(
+                f,
+                "blocked in the kernel: `{}` has not returned after {} s ({})",
+                b.step,
+                b.blocked_ms / 1000,
+                b.task
+            ),
+        }
+    }
+}
+
 /// What one iscsiadm invocation means to the engine; the exit codes themselves are given
 /// meaning in one table, [`crate::iscsi::IscsiadmStatus`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -630,6 +667,34 @@ impl IscsiadmStatus {
     /// [`iscsiadm_outcome`](super::iscsiadm_outcome)).
     pub fn from_exit_code(code: i32, message: &str) -> Self {
         super::adapter::iscsiadm_outcome(crate::iscsi::IscsiadmStatus::from_code(code), message)
+    }
+}
+
+impl fmt::Display for IscsiadmStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IscsiadmStatus::Success => f.write_str("succeeded"),
+            IscsiadmStatus::AlreadyLoggedIn => f.write_str("already logged in"),
+            IscsiadmStatus::NotFound => f.write_str("no such session"),
+            IscsiadmStatus::Timeout => f.write_str("timed out"),
+            IscsiadmStatus::AuthFailed => f.write_str("login refused (authentication)"),
+            IscsiadmStatus::Other {
+                code: Some(code),
+                message,
+            } if message.is_empty() => write!(f, "exit {code}"),
+            IscsiadmStatus::Other {
+                code: Some(code),
+                message,
+            } => write!(f, "exit {code}: {message}"),
+            IscsiadmStatus::Other {
+                code: None,
+                message,
+            } if message.is_empty() => f.write_str("killed by a signal"),
+            IscsiadmStatus::Other {
+                code: None,
+                message,
+            } => write!(f, "killed by a signal: {message}"),
+        }
     }
 }
 
@@ -666,6 +731,36 @@ pub enum Outcome {
         /// What would have been done, in operator words.
         plan: String,
     },
+}
+
+impl fmt::Display for Outcome {
+    /// A few words for the log line of a finished action (its summary says the rest).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Probe(p) => write!(f, "probe: {p}"),
+            Outcome::Recreate(RecreateResult::Recreated { .. }) => f.write_str("re-created"),
+            Outcome::Recreate(RecreateResult::Failed { .. }) => f.write_str("re-creation failed"),
+            Outcome::Recreate(RecreateResult::Unsupported { .. }) => {
+                f.write_str("no re-creation method")
+            }
+            Outcome::Recreate(RecreateResult::Blocked(_)) => {
+                f.write_str("re-creation blocked in the kernel")
+            }
+            Outcome::Iscsiadm(s) => write!(f, "iscsiadm {s}"),
+            Outcome::SelfTest(crate::selftest::SelfTestResult::Ran(r)) if r.passed() => {
+                f.write_str("self-test passed")
+            }
+            Outcome::SelfTest(crate::selftest::SelfTestResult::Ran(_)) => {
+                f.write_str("self-test failed")
+            }
+            Outcome::SelfTest(crate::selftest::SelfTestResult::Unavailable { .. }) => {
+                f.write_str("self-test unavailable")
+            }
+            Outcome::PersistFailed { .. } => f.write_str("journal write failed"),
+            Outcome::NotRun { .. } => f.write_str("not run"),
+            Outcome::Planned { .. } => f.write_str("planned, not run"),
+        }
+    }
 }
 
 /// What an operator asked for (CLI through the control socket).

@@ -4,8 +4,10 @@
 # (iscsit_build_pdu_and_seq_lists soft lockup) in the dead-listener scenario. The plain
 # dead-listener (rdma_cm's REJECTED line on) runs on 6.12 only: on 6.1 it is the same scenario
 # with more evidence, and its re-login once left the disk offlined for the next one.
+# The field incident happens inside the kernel (scripts/lab/kmod): the reference run, the
+# daemon on the default configuration, and the same with its kernel log off.
 source /lab/guest/lib.sh
 lab_up
-run_scenarios netlink-view field-incident dev-left-deleted dead-listener-no-dyndbg selftest \
-	lab-selftest
+run_scenarios netlink-view field-kernel-alone field-incident-kernel field-incident-qptable \
+	dev-left-deleted dead-listener-no-dyndbg selftest lab-selftest
 lab_down

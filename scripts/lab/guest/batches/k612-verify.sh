@@ -3,5 +3,5 @@
 # batch for checking a change to the verification path; `all` covers the same scenarios.
 source /lab/guest/lib.sh
 lab_up
-run_scenarios netlink-view field-incident dev-left-deleted selftest
+run_scenarios netlink-view field-incident-kernel dev-left-deleted selftest
 lab_down

@@ -1,8 +1,5 @@
-# Experiment (run by name): the in-kernel field incident on a fresh guest, with the probe
-# cadence under study.
+# Experiment (run by name): the in-kernel field incident scenarios on a fresh guest.
 source /lab/guest/lib.sh
 lab_up
-export EXTRA_CONFIG=$(printf '[poll]\nprobe = 0.5\n') EXTRA_RECOVERY='probe-timeout = 0.5'
-LAB_DAEMON_LOG=debug run_scenarios field-incident-kernel
-run_scenarios field-incident-kernel field-incident-flap
+run_scenarios ${KFIELD_SCENARIOS:-field-incident-kernel field-incident-qptable field-incident-flap field-kernel-alone}
 lab_down

@@ -17,7 +17,7 @@ scenario_control_socket() {
 	$c '{"cmd":"bogus"}' > "$SOUT/bogus.txt" 2>&1
 	check "an unknown request is refused without killing the daemon" daemon_alive
 	# SIGHUP with a valid, changed file
-	EXTRA_CONFIG=$'[poll]\nnetlink = 2' write_config 0
+	EXTRA_CONFIG=$'[poll]\nprobe = 2' write_config 0
 	kill -HUP $DAEMON_PID
 	sleep 3
 	check "SIGHUP: valid configuration reloaded" grep -qi 'configuration reloaded' "$SOUT/daemon.log"

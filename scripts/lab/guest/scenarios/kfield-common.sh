@@ -5,11 +5,6 @@
 # ERR->RTS request is refused with irdma's line, and nothing walks it back. No line is
 # injected and the daemon runs the shipped default configuration (plus the allow-list).
 
-# gsi_state DEV: the state of DEV's QP 1 in the netlink QP table ("none" when absent)
-gsi_state() {
-	rdma resource show qp -j 2>/dev/null |
-		jq -r "[.[] | select(.ifname==\"$1\" and .lqpn==1)][0].state // \"none\""
-}
 # kfield_watch_start: every 0.5 s "<epoch> qp1=<state> neigh=<state> session=<state>" into
 # $SOUT/qp1.log (one process: the timeline of the incident from the kernel's own view)
 kfield_watch_start() {
@@ -112,3 +107,38 @@ PY
 }
 # kernel_now: the printk clock now (seconds since boot), to compare with dmesg's stamps
 kernel_now() { cut -d' ' -f1 /proc/uptime; }
+# peer_trip: rxe_ini's QP 1 goes to ERR by the kernel's own doing while the iSCSI session
+# stays healthy: another RDMA peer of the port (192.0.2.9; the kernel still has its MAC from
+# an earlier exchange, as a STALE neighbour entry) has powered off, and a CM connection to it
+# (rping) is attempted. The REQ leaves (the entry is valid), the kernel's neighbour probes go
+# unanswered (FAILED), and the CM's next retransmission is the send that cannot reach its
+# destination: QP 1 in ERR, the field's lines, and the established iSER connection untouched.
+# Sets T_TRIP (empty when QP 1 did not go to ERR within MAX_S, default 60).
+PEER_IP=192.0.2.9
+peer_trip() {
+	local max=${1:-60}
+	ip route replace $PEER_IP/32 dev $INI_IF src $INI_IP table 200
+	ip neigh replace $PEER_IP lladdr 02:00:00:00:00:09 dev $INI_IF nud stale
+	local t0=$(now)
+	timeout $max rping -c -a $PEER_IP -I $INI_IP -C 1 -v > "$SOUT/rping-peer.txt" 2>&1 &
+	local end=$(deadline $max)
+	T_TRIP=
+	while before $end; do
+		[ "$(gsi_state $INI_RXE)" = ERR ] && { T_TRIP=$(now); break; }
+		sleep 0.5
+	done
+	[ -n "$T_TRIP" ] && figure qp1_err_after_peer_connect_s $(elapsed $t0 $T_TRIP)
+	ip route del $PEER_IP/32 table 200 2>/dev/null
+	true
+}
+# field_wait_recovered MAX_S: until rxe_ini was re-created after T_DOWN, the session is logged in
+# and an I/O round that started after the re-creation succeeded; prints nothing
+field_wait_recovered() {
+	local t0=$(now) r
+	while python3 -c "import sys; sys.exit(0 if $(now)-$t0 < $1 else 1)"; do
+		r=$(first_recreation_since $T_DOWN | cut -d' ' -f1)
+		if [ -n "$r" ] && session_logged_in && [ -n "$(io_ok_after $r)" ]; then return 0; fi
+		sleep 0.5
+	done
+	return 1
+}

@@ -1,9 +1,11 @@
+source /lab/guest/scenarios/kfield-common.sh
 # The lab checks its own instruments before any product verdict depends on them:
 #  - the blackhole makes the portal unreachable (TCP connect to 192.0.2.2:3260 fails) and
 #    lifting it makes it reachable again;
 #  - devwatch sees a re-creation of rxe_ini (the counts every verdict relies on);
-#  - the GSI stand-in blocks an iSER login from rxe_ini (as a stuck QP 1 does), and a
-#    re-creation of rxe_ini clears it, after which the login succeeds.
+#  - the irdma-like rdma_rxe (scripts/lab/kmod) is loaded for rxe_ini only, a CM attempt to a
+#    powered-off peer puts rxe_ini's QP 1 in ERR with the field's lines from the kernel, and a
+#    re-creation of rxe_ini gives it a fresh QP 1, after which the session is back.
 tcp_probe() { timeout 3 bash -c "exec 3<>/dev/tcp/$TGT_IP/$PORT" 2>/dev/null; }
 scenario_lab_selftest() {
 	check "portal answers TCP at baseline" tcp_probe
@@ -39,25 +41,27 @@ scenario_lab_selftest() {
 	fi
 	tc qdisc del dev $TGT_IF root
 	check "portal answers after the blackhole" tcp_probe
-	iser_logout_all
-	gsi_stuck_on
-	gsi_stuck_watch
-	local t0=$(now)
-	# 10 s: an iSER login takes 0.3-4 s here, also under load
-	if timeout 10 iscsiadm -m node -T $IQN -p $TGT_IP:$PORT -I iser --login > "$SOUT/login-standin.txt" 2>&1; then
-		fail "GSI stand-in: an iSER login succeeded through it"
+	# the lab's irdma-like rdma_rxe: modelled on rxe_ini only, and its QP 1 fails by itself
+	check "the lab's rdma_rxe models irdma's QP 1 on $INI_RXE" kmod_model_on
+	check "and on $INI_RXE only" [ "$(cat /sys/module/rdma_rxe/parameters/irdma_gsi_devs 2>/dev/null)" = "$INI_RXE" ]
+	local k0=$(cut -d' ' -f1 /proc/uptime)
+	peer_trip 60
+	if [ -n "$T_TRIP" ]; then
+		local lines=$(kfield_lines_since $k0)
+		check "the kernel printed irdma's refusal and the MAD layer's line (got $lines)" \
+			python3 -c "import sys; a, b = map(int, '$lines'.split()); sys.exit(0 if a >= 1 and b >= 1 else 1)"
+	else
+		fail "rxe_ini's QP 1 did not go to ERR after a CM attempt to a powered-off peer"
 	fi
-	log "  login under the stand-in failed after $(elapsed $t0) s (expected)"
 	local t1=$(now)
 	rdma link delete $INI_RXE
 	rdma link add $INI_RXE type rxe netdev $INI_IF
 	sleep 1
 	check "devwatch counts the re-creation (got $(recreations_since $t1))" [ "$(recreations_since $t1)" = 1 ]
-	local i
-	for i in $(seq 1 60); do gsi_stuck_active || break; sleep 0.25; done # the watcher polls; TCG under load is slow
-	check "re-creating rxe_ini clears the stand-in" not gsi_stuck_active
-	# the login killed by the timeout above is still retried by iscsid: it succeeds now, or
-	# (if iscsid gave up) a new login does
+	local end=$(deadline 15)
+	while before $end && [ "$(gsi_state $INI_RXE)" != RTS ]; do sleep 0.25; done
+	check "re-creating rxe_ini gives it a QP 1 in RTS" gsi_rts $INI_RXE
+	# the re-creation dropped the session's connection: iscsid logs it back in
 	wait_logged_in 30 > /dev/null || { iser_login; wait_logged_in 30 > /dev/null; }
 	check "the session logs in after the re-creation" session_logged_in
 	wait_disk > /dev/null

@@ -1,4 +1,3 @@
-source /lab/guest/scenarios/field-common.sh
 source /lab/guest/scenarios/kfield-common.sh
 # A re-creation that hangs in the kernel (issue 22, item 1). The field incident inside the
 # kernel (the lab's rdma_rxe, as field-incident-kernel), and a program holding a verbs context

@@ -1,14 +1,21 @@
-# Restart while holding. (a) With the trusted lab config and other-sessions = "wait" (default),
-# the field lines for rxe_ini while its session is healthy make the daemon hold for an operator
-# instead of re-creating; a restart must keep holding: no re-creation before, during or 30 s
-# after the restart, the session untouched. (b) A pause survives a restart.
+source /lab/guest/scenarios/kfield-common.sh
+# Restart while holding. (a) With the default configuration and other-sessions = "wait"
+# (default), rxe_ini's QP 1 goes to ERR by the kernel's own doing while its iSCSI session is
+# healthy (peer_trip in kfield-common.sh: another RDMA peer of the port powered off); the daemon
+# must hold for an operator instead of re-creating the device under a healthy session, and a
+# restart must keep holding: no re-creation before, during or 30 s after the restart, the
+# session untouched. (b) A pause survives a restart.
 scenario_restart_holding() {
-	write_config 1
+	kmod_model_on || { lab_error "the lab's irdma-like rdma_rxe is not loaded for $INI_RXE"; return; }
+	write_config 0
 	daemon_start || { fail "daemon did not start"; return; }
-	local t0=$(now) sid0=$(session_sid) i
-	for i in 1 2 3; do inject_field_lines; sleep 2; done
+	local t0=$(now) sid0=$(session_sid)
+	peer_trip 60
+	[ -n "$T_TRIP" ] || { lab_error "rxe_ini's QP 1 did not go to ERR within 60 s of the peer's CM attempt"; return; }
+	check "the session stayed LOGGED_IN while QP 1 went to ERR" session_logged_in
 	sleep 15
 	python3 /lab/guest/ctl.py $SOCK '{"cmd":"status"}' > "$SOUT/status-holding.txt" 2>&1
+	check "the daemon saw the stuck QP 1 (kernel records)" grep -q "kernel log: $INI_RXE: .* origin=kernel" "$SOUT/daemon.log"
 	check "held: no re-creation with a healthy session on the device" [ "$(recreations_since $t0)" = 0 ]
 	daemon_stop
 	daemon_start daemon-2 || { fail "daemon did not restart"; return; }
@@ -16,6 +23,7 @@ scenario_restart_holding() {
 	check "after restart: still no re-creation" [ "$(recreations_since $t0)" = 0 ]
 	check "after restart: session untouched (sid $sid0 -> $(session_sid))" [ "$(session_sid)" = "$sid0" ]
 	check "after restart: session LOGGED_IN" session_logged_in
+	check "QP 1 still in ERR (nothing re-created it)" [ "$(gsi_state $INI_RXE)" = ERR ]
 	# (b) pause, restart, still paused
 	$IG pause > "$SOUT/pause.txt" 2>&1
 	daemon_stop
@@ -23,4 +31,8 @@ scenario_restart_holding() {
 	python3 /lab/guest/ctl.py $SOCK '{"cmd":"status"}' > "$SOUT/status-after-restart.txt" 2>&1
 	check "a pause survives a restart" grep -q '"paused":true' "$SOUT/status-after-restart.txt"
 	$IG resume > /dev/null 2>&1
+	daemon_stop
+	# the next scenario's baseline needs a working QP 1: re-create rxe_ini by hand
+	rdma link delete $INI_RXE && rdma link add $INI_RXE type rxe netdev $INI_IF
+	wait_logged_in 60 > /dev/null
 }

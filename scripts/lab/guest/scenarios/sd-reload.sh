@@ -2,7 +2,7 @@ source /lab/guest/scenarios/sd-common.sh
 scenario_sd_reload() {
 	sd_wait_active 10 || { lab_error "service not active"; return; }
 	local t0=$(now) pid0=$(sd_pid)
-	EXTRA_CONFIG=$'[poll]\nnetlink = 2' write_config 0
+	EXTRA_CONFIG=$'[poll]\nprobe = 2' write_config 0
 	systemctl reload $UNIT
 	check "systemctl reload exit 0" [ $? = 0 ]
 	sleep 3

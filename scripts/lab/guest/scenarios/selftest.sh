@@ -1,3 +1,4 @@
+source /lab/guest/scenarios/kfield-common.sh
 source /lab/guest/scenarios/manual-common.sh
 # `iser-guard selftest DEVICE[/PORT] --json` on the real kernel (issue 11): two RC QPs
 # connected through rdma_cm on the port, then two QPs walked by hand RESET->INIT->RTR->RTS,
@@ -6,10 +7,10 @@ source /lab/guest/scenarios/manual-common.sh
 #  - a device that does not exist and a port that does not exist: exit 69, no report;
 #  - `iser-guard reset-device rxe_ini --yes` (no daemon): one re-creation, GSI in RTS, the
 #    session back; then selftest rxe_ini/1 passes on the new device;
-#  - under the GSI stand-in (every CM MAD rxe_ini sends to a QP 1 dropped, see gsi_stuck_on:
-#    the field defect's effect) selftest rxe_ini/1 fails (exit 1) at an rdma_cm step, within
-#    its --timeout: the self-test sees what the field failure breaks. Judged only when the
-#    stand-in stops rdma-core's rping bound to 192.0.2.1 on both ends (the instrument first).
+#  - with rxe_ini's QP 1 in ERR inside the kernel (the lab's irdma-like rdma_rxe, a CM attempt
+#    to a powered-off peer) selftest rxe_ini/1 fails (exit 1) at an rdma_cm step, within its
+#    --timeout: the self-test sees what the field failure breaks; reset-device re-creates the
+#    port and the self-test passes again.
 # Figures: every step's time (ms) of each run, the total, the wall time of the command.
 
 # st_run NAME TARGET [ARGS...]: selftest TARGET --json, output in $SOUT/NAME.json, rc in STRC,
@@ -70,31 +71,29 @@ scenario_selftest() {
 	st_run after_reset rxe_ini/1
 	check "selftest rxe_ini/1 passes after the re-creation (exit $STRC)" st_passed after_reset
 
-	# the stand-in: first proven on rdma-core's rping (client and server on rxe_ini). When it
-	# does not stop rping, the lab cannot model a stuck QP 1 for a connect of rxe_ini to
-	# itself (rxe may loop such packets back inside the driver, past tc), and the self-test's
-	# run under it is recorded, not judged.
-	gsi_stuck_on
-	timeout 20 rping -s -a $INI_IP -C 1 > "$SOUT/rping-standin-server.txt" 2>&1 &
-	local sp=$! blocks=yes
-	sleep 1.5
-	if timeout 10 rping -c -I $INI_IP -a $INI_IP -C 1 > "$SOUT/rping-standin-client.txt" 2>&1; then
-		blocks=no
-	fi
-	kill $sp 2>/dev/null
-	wait $sp 2>/dev/null
-	figure standin_blocks_self_connect $blocks
-	st_run standin rxe_ini/1 --timeout 10
-	if [ $blocks = yes ]; then
-		check "under the GSI stand-in selftest rxe_ini/1 fails with exit 1 (got $STRC)" [ "$STRC" = 1 ]
-		check "under the GSI stand-in the failing step is an rdma_cm one ($(grep -m1 ' FAIL ' "$SOUT/standin-steps.txt" | cut -c1-120))" \
-			grep -q '^STEP cm-[a-z-]* [0-9.]* FAIL ' "$SOUT/standin-steps.txt"
+	# QP 1 stuck in ERR inside the kernel (the lab's irdma-like rdma_rxe, peer_trip in
+	# kfield-common.sh: a CM attempt to a powered-off peer), the iSER session still up: the
+	# self-test must fail at an rdma_cm step, within its --timeout, and pass again once the
+	# device is re-created.
+	if kmod_model_on; then
+		peer_trip 60
+		if [ -n "$T_TRIP" ]; then
+			st_run stuck rxe_ini/1 --timeout 10
+			check "with QP 1 in ERR selftest rxe_ini/1 fails with exit 1 (got $STRC)" [ "$STRC" = 1 ]
+			check "with QP 1 in ERR the failing step is an rdma_cm one ($(grep -m1 ' FAIL ' "$SOUT/stuck-steps.txt" | cut -c1-120))" \
+				grep -q '^STEP cm-[a-z-]* [0-9.]* FAIL ' "$SOUT/stuck-steps.txt"
+			local t2=$(now)
+			mrun reset-device-stuck $IG reset-device $INI_RXE --yes
+			check "reset-device --yes on the stuck port exit 0 (got $MRC)" [ $MRC = 0 ]
+			after_recreate reset-device-stuck $t2
+			st_run after_stuck rxe_ini/1
+			check "selftest rxe_ini/1 passes after the stuck port's re-creation (exit $STRC)" st_passed after_stuck
+		else
+			lab_error "rxe_ini's QP 1 did not go to ERR after a CM attempt to a powered-off peer"
+		fi
 	else
-		log "  the stand-in does not stop rping between two rxe_ini ids: selftest under it (exit $STRC) recorded, not judged"
+		lab_error "the lab's irdma-like rdma_rxe is not loaded for $INI_RXE"
 	fi
-	gsi_stuck_off
-	st_run after_standin rxe_ini/1
-	check "selftest rxe_ini/1 passes once the stand-in is lifted (exit $STRC)" st_passed after_standin
 	check "the iSER session untouched by the self-tests: LOGGED_IN" session_logged_in
 	check "the iSER session untouched by the self-tests: direct I/O" direct_io_check
 }

@@ -12,6 +12,11 @@ use crate::recovery::state::{
 };
 use crate::time::Instant;
 
+/// How long without a `REJECTED` before a dead listener counts as probably back: several of
+/// iscsid's retries (every 3-4 s: open-iscsi's 3 s reopen delay plus the attempt), whatever
+/// the probe cadence; never less than 3 probe rounds.
+const LISTENER_QUIET: Duration = Duration::from_secs(15);
+
 impl Engine {
     /// AwaitingTarget: healthy again by itself, a dead listener, no portal to probe, the
     /// target back (re-create or reconnect), or the wait given up.
@@ -37,7 +42,11 @@ impl Engine {
             // Once no rejection came for a while, the listener is probably back.
             // While iscsid still holds a failed session it keeps retrying it; the port
             // stays here (no churn) until the sessions come back.
-            let quiet = self.policy.probe_interval.saturating_mul(3);
+            let quiet = self
+                .policy
+                .probe_interval
+                .saturating_mul(3)
+                .max(LISTENER_QUIET);
             let rejected = p.listener_rejected_at.is_some_and(|t| now.since(t) < quiet);
             let retrying = p
                 .sessions
@@ -230,8 +239,9 @@ impl Engine {
         if let Some(Stage::AwaitingTarget { timer, .. }) = self.stage_mut(pid) {
             *timer = Some((AwaitTimer::ProbeRound, now.plus(interval)));
         }
-        // Timers and probes in flight are journaled too: a restart must not replay them.
-        self.mark_dirty(format!("{pid}: probing"));
+        // Timers and probes in flight are journaled too (a restart must not replay them), at
+        // most every few seconds while the rounds go on.
+        self.mark_dirty_probe_round(format!("{pid}: probing"), now);
     }
 
     pub(super) fn on_probe(
@@ -349,10 +359,10 @@ impl Engine {
                 self.mark_dirty(format!("{pid}: target listener gone"));
                 let targets = self.targets_of(&pid);
                 let portals = reachable.iter().map(|p| p.to_string()).collect::<Vec<_>>();
-                let remedy = format!(
-                    "on the target, re-enable iSER on the portal, e.g. with LIO: \
-                     echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser; \
-                     echo 1 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser",
+                let on_target = format!(
+                    "On the target, re-enable iSER on the portal, e.g. with LIO: \
+                     echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser, then \
+                     echo 1 to the same file",
                     t = targets
                         .first()
                         .cloned()
@@ -373,11 +383,11 @@ impl Engine {
                          with 'invalid service ID': the target's iSER listener died (for \
                          example its RDMA device was re-created). Nothing on this host can fix \
                          it, so iser-guard will not re-create {}; it keeps probing and iscsid \
-                         keeps retrying. Sessions waiting: {}",
+                         keeps retrying. Sessions waiting: {}. {on_target}",
                         pid.device,
                         self.down_sessions_text(&pid)
                     ),
-                    Some(remedy),
+                    None,
                 );
             }
         }
@@ -432,10 +442,10 @@ impl Engine {
             .map(|p| p.to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        let remedy = format!(
-            "on the target, re-enable iSER on the portal, e.g. with LIO: \
-             echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser; \
-             echo 1 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser",
+        let on_target = format!(
+            "On the target, re-enable iSER on the portal, e.g. with LIO: \
+             echo 0 > /sys/kernel/config/target/iscsi/{t}/tpgt_1/np/{p}/iser, then echo 1 to \
+             the same file",
             t = targets
                 .first()
                 .cloned()
@@ -455,10 +465,11 @@ impl Engine {
             format!(
                 "{evidence}. The target's iSER listener is probably gone (for example its RDMA \
                  device was re-created). iser-guard will not re-create {} or log sessions out; \
-                 it keeps probing and iscsid keeps retrying. Sessions waiting: {down}",
+                 it keeps probing and iscsid keeps retrying. Sessions waiting: {down}. \
+                 {on_target}",
                 pid.device
             ),
-            Some(remedy),
+            None,
         );
         true
     }

@@ -310,7 +310,8 @@ impl Engine {
             blocked_key(device),
             format!("re-creation of {device} has been blocked in the kernel for {secs} s"),
             detail,
-            Some("rdma resource show cm_id; fuser -v /dev/infiniband/*".to_string()),
+            // Who holds the device; the detail names the other commands.
+            Some("rdma resource show cm_id".to_string()),
         );
     }
 }

@@ -186,12 +186,11 @@ impl Engine {
                 Severity::Warning,
                 format!("renamed:{from}:{to}"),
                 format!("RDMA device {from} is now named {to}, which is not in devices.allow"),
-                "udev normally renames a re-created device back; check the rdma-core naming \
-                 rules"
-                    .into(),
-                Some(format!(
-                    "add \"{to}\" to devices.allow if this name is permanent"
-                )),
+                format!(
+                    "udev normally renames a re-created device back; check the rdma-core \
+                     naming rules, and add \"{to}\" to devices.allow if this name is permanent"
+                ),
+                None,
             );
         }
     }

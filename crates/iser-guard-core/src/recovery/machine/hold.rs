@@ -45,29 +45,31 @@ impl Engine {
         }
         let down = self.down_sessions_text(pid);
         let device = &pid.device;
-        let (severity, kind, summary, remedy) = match &hold {
+        // `remedy` is one command line; what else the operator can do is `advice`, in words.
+        let recover = Some(format!("iser-guard recover {pid}"));
+        let (severity, kind, summary, remedy, advice) = match &hold {
             Hold::DryRun => (
                 Severity::Warning,
                 "dry-run",
                 format!("dry-run: would {what}"),
-                Some(format!(
-                    "set recovery.dry-run = false, or do it by hand: iser-guard recover {pid}"
-                )),
+                recover,
+                Some("or set recovery.dry-run = false to let iser-guard do it".to_string()),
             ),
             Hold::Paused => (
                 Severity::Info,
                 "paused",
                 format!("paused: would {what}"),
                 Some("iser-guard resume".to_string()),
+                None,
             ),
             Hold::NotAllowed => (
                 // An operator-action alert (alerts.severity-operator), not a fault.
                 Severity::Critical,
                 "not-allowed",
                 format!("{device} is not in devices.allow: will not {what}"),
+                recover,
                 Some(format!(
-                    "add \"{device}\" to devices.allow in the configuration, or run: \
-                     iser-guard recover {pid}"
+                    "or add \"{device}\" to devices.allow to let iser-guard do it on its own"
                 )),
             ),
             Hold::OtherSessionsHealthy { sessions } => (
@@ -78,14 +80,14 @@ impl Engine {
                      the operator",
                     sessions.len()
                 ),
-                Some(format!(
-                    "iser-guard recover {pid}   (or set recovery.other-sessions = \"proceed\")"
-                )),
+                recover,
+                Some("or set recovery.other-sessions = \"proceed\"".to_string()),
             ),
             Hold::WaitingForSlot { busy } => (
                 Severity::Info,
                 "slot",
                 format!("{pid}: waiting for the re-creation of {busy} to finish (one at a time)"),
+                None,
                 None,
             ),
             Hold::NoPortalKnown => (
@@ -95,10 +97,10 @@ impl Engine {
                     "{pid}: no target portal is known for this port, so iser-guard cannot tell \
                      when the target is back: will not {what} on its own"
                 ),
+                recover,
                 Some(format!(
-                    "check that the iSCSI sessions of {device} are placed on {pid} \
-                     (`iser-guard status`), or re-create it by hand once the target answers: \
-                     iser-guard recover {pid}"
+                    "once the target answers; first check that the iSCSI sessions of {device} \
+                     are placed on {pid} (iser-guard status shows them)"
                 )),
             ),
             Hold::KernelBug { report, .. } => (
@@ -109,10 +111,8 @@ impl Engine {
                     "{pid}: the kernel reported {report}: will not {what} on its own (a \
                      re-creation under a kernel bug can make it worse)"
                 ),
-                Some(format!(
-                    "iser-guard resume   (lifts every kernel-bug hold), or on one device: \
-                     iser-guard recover {pid}"
-                )),
+                recover,
+                Some("or iser-guard resume to lift every kernel-bug hold at once".to_string()),
             ),
         };
         if changed {
@@ -125,6 +125,9 @@ impl Engine {
                 ". Healthy sessions that would drop: {}",
                 list.join("; ")
             ));
+        }
+        if let Some(advice) = advice {
+            detail.push_str(&format!(". To act: the command below, {advice}"));
         }
         self.mark_reported(pid);
         self.alert(

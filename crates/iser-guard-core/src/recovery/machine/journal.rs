@@ -12,6 +12,10 @@ use crate::recovery::state::{
 };
 use crate::time::Instant;
 
+/// How often a run of probe rounds for an absent target is journaled at most
+/// (`Engine::mark_dirty_probe_round`).
+pub(super) const PROBE_ROUND_JOURNAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Ids skipped on resume (see [`Engine::resume`]).
 pub(super) const RESUME_ID_GAP: u64 = 1 << 20;
 
@@ -209,6 +213,22 @@ impl Engine {
             }
             same
         })
+    }
+
+    /// A probe round started (its timer and the probes in flight changed): journaled at most
+    /// every [`PROBE_ROUND_JOURNAL`]. With rounds every 0.5 s, journaling each one meant two
+    /// fsynced writes a second for as long as a target is away; what a restart loses instead
+    /// is at most one round's answer, which the next round (0.5 s later) gives again. An
+    /// outcome that changes a portal's run of successes is journaled as it comes.
+    pub(super) fn mark_dirty_probe_round(&mut self, reason: String, now: Instant) {
+        if self
+            .last_probe_round_journal
+            .is_some_and(|t| now.since(t) < PROBE_ROUND_JOURNAL)
+        {
+            return;
+        }
+        self.last_probe_round_journal = Some(now);
+        self.mark_dirty(reason);
     }
 
     pub(super) fn mark_dirty(&mut self, reason: String) {

@@ -207,6 +207,8 @@ pub struct Engine {
     last_sessions_at: Option<Instant>,
     last_sessions_request: Option<Instant>,
     last_topology_request: Option<Instant>,
+    /// When a probe round last marked the journal dirty (`journal::PROBE_ROUND_JOURNAL`).
+    last_probe_round_journal: Option<Instant>,
     actions: VecDeque<Action>,
     transitions: VecDeque<Transition>,
     gate: AlertGate,
@@ -258,6 +260,7 @@ impl Engine {
             last_sessions_at: None,
             last_sessions_request: None,
             last_topology_request: None,
+            last_probe_round_journal: None,
             actions: VecDeque::new(),
             transitions: VecDeque::new(),
             gate: AlertGate::default(),

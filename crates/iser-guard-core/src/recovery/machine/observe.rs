@@ -135,9 +135,10 @@ impl Engine {
                                 errno_name(status)
                             ),
                             "the kernel found no usable route or source address for a \
-                             portal; nothing is re-created for it"
+                             portal (`ip route get` with the portal's address shows the route \
+                             it would take); nothing is re-created for it"
                                 .to_string(),
-                            Some("ip route get <portal address>".to_string()),
+                            None,
                         );
                         self.finish();
                         return;

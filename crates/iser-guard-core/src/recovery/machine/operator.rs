@@ -221,7 +221,7 @@ impl Engine {
     ) {
         if !matches!(status, IscsiadmStatus::Success | IscsiadmStatus::NotFound) {
             self.operator_failures.push(format!(
-                "{}: iscsiadm --logout: {status:?}; the session was left as it was",
+                "{}: iscsiadm --logout: {status}; the session was left as it was",
                 node.key
             ));
             self.alert(
@@ -229,7 +229,7 @@ impl Engine {
                 Severity::Error,
                 format!("reconnect:{}", node.key),
                 format!("reconnect of {}: the logout failed", node.key),
-                format!("iscsiadm --logout: {status:?}; the session was left as it was"),
+                format!("iscsiadm --logout: {status}; the session was left as it was"),
                 None,
             );
             self.request_sessions(now, true);
@@ -275,7 +275,7 @@ impl Engine {
             return;
         }
         self.operator_failures.push(format!(
-            "{}: iscsiadm --login: {status:?}; the session is logged out now",
+            "{}: iscsiadm --login: {status}; the session is logged out now",
             node.key
         ));
         self.alert(
@@ -283,7 +283,7 @@ impl Engine {
             Severity::Critical,
             format!("reconnect:{}", node.key),
             format!("reconnect of {}: the login failed", node.key),
-            format!("iscsiadm --login: {status:?}; the session is logged out now"),
+            format!("iscsiadm --login: {status}; the session is logged out now"),
             Some(format!(
                 "iscsiadm -m node -T {} -p {} -I {} --login",
                 node.key.target, node.key.portal, node.key.iface

@@ -19,9 +19,10 @@ impl Engine {
                 "journal-failed".to_string(),
                 format!("cannot write the state journal: {reason}"),
                 "iser-guard journals its state before every destructive action; until the \
-                 journal can be written, those actions are skipped."
+                 journal can be written, those actions are skipped. Check the state \
+                 directory (paths.state-dir): free space, permissions"
                     .to_string(),
-                Some("check the state directory (paths.state-dir): space, permissions".into()),
+                None,
             );
             self.finish();
             return;
@@ -64,7 +65,7 @@ impl Engine {
             (InFlightKind::Recreate(device), other) => self.on_recreate_done(
                 &device,
                 RecreateResult::Failed {
-                    reason: format!("unexpected outcome {other:?}"),
+                    reason: format!("unexpected outcome ({other})"),
                 },
                 now,
             ),
@@ -89,7 +90,7 @@ impl Engine {
                 SelfTestResult::Unavailable {
                     reason: match other {
                         Outcome::NotRun { reason } => format!("not run: {reason}"),
-                        other => format!("unexpected outcome {other:?}"),
+                        other => format!("unexpected outcome ({other})"),
                     },
                 },
                 now,
@@ -159,7 +160,14 @@ impl Engine {
             })
             .map(|p| p.id.clone())
             .collect();
-        if !pids.is_empty() {
+        // A probe round's timer alone is journaled with the round (throttled); any other
+        // timer or deadline at once.
+        let only_probe_rounds = self.ports.values().all(|p| {
+            p.deadline().is_none_or(|d| d > now)
+                && p.wake()
+                    .is_none_or(|(k, at)| at > now || k == TimerKind::ProbeRound)
+        });
+        if !pids.is_empty() && !only_probe_rounds {
             self.mark_dirty("timers fired".into());
         }
         for pid in pids {
@@ -216,7 +224,7 @@ pub(super) fn iscsiadm_status(outcome: Outcome) -> IscsiadmStatus {
         },
         other => IscsiadmStatus::Other {
             code: None,
-            message: format!("unexpected outcome {other:?}"),
+            message: format!("unexpected outcome ({other})"),
         },
     }
 }

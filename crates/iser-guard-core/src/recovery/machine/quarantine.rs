@@ -89,13 +89,10 @@ impl Engine {
             format!("quarantine:{pid}"),
             format!("{pid}: RDMA device {device} is gone and cannot be re-created automatically"),
             format!(
-                "{reason}; {}. Sessions not restored: {down}",
+                "{reason}; {}, then run the command below. Sessions not restored: {down}",
                 crate::reset_plan::manual_recreate_hint(device)
             ),
-            Some(format!(
-                "rdma link add {device} type rxe netdev NETDEV   # Soft-RoCE; hardware: rebind \
-                 its RDMA driver; then: iser-guard recover {pid}"
-            )),
+            Some(format!("iser-guard recover {pid}")),
         );
     }
 

@@ -336,17 +336,19 @@ impl Engine {
                 return;
             }
             _ => {
-                rec.op = Some(SessionOp::Failed(format!("{what}: {status:?}")));
+                rec.op = Some(SessionOp::Failed(format!("{what}: {status}")));
                 let portal = rec.key.portal.clone();
                 let needs_recreate = self.ports.get(&pid).is_some_and(PortRecord::needs_recreate);
                 if !logout && !needs_recreate && self.answering_portals(&pid).contains(&portal) {
                     if let Some(rec) = self.sessions.get_mut(key) {
                         rec.op = None;
                     }
-                    self.mark_dirty(format!("{key}: {what} {status:?}"));
+                    self.mark_dirty(format!("{key}: {what} {status}"));
                     self.target_refuses_logins(
                         &pid,
-                        format!("the login to {portal} failed ({status:?}) while the portal answers TCP"),
+                        format!(
+                            "the login to {portal} failed ({status}) while the portal answers TCP"
+                        ),
                         now,
                     );
                     self.request_sessions(now, true);
@@ -354,7 +356,7 @@ impl Engine {
                 }
             }
         }
-        self.mark_dirty(format!("{key}: {what} {status:?}"));
+        self.mark_dirty(format!("{key}: {what} {status}"));
         if !logout {
             self.request_sessions(now, true);
         }

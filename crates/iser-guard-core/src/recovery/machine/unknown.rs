@@ -158,7 +158,7 @@ impl Engine {
                  into /dev/kmsg).",
                 UNKNOWN_SIGHTING_MEMORY.as_secs() / 60
             ),
-            Some("rdma link show; ls /sys/class/infiniband".to_string()),
+            Some("rdma link show".to_string()),
         );
     }
 
