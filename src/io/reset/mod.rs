@@ -167,6 +167,26 @@ pub struct Recreated {
     pub brought_back: bool,
 }
 
+/// One timed step of a re-creation (`doctor --active` reports them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepTiming {
+    /// What ran: the command or sysfs write, or the wait (`gone`, `back as NAME`).
+    pub step: String,
+    /// How long it took, milliseconds.
+    pub took_ms: u64,
+    /// It did what it should.
+    pub ok: bool,
+}
+
+/// A re-creation by one method, with each step's time ([`DeviceResetter::recreate_by`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimedRecreation {
+    /// The outcome, as [`DeviceResetter::recreate`] gives it.
+    pub recreated: Recreated,
+    /// Its steps in order.
+    pub steps: Vec<StepTiming>,
+}
+
 /// The result of [`DeviceResetter::recreate`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum ResetOutcome {
@@ -431,6 +451,17 @@ pub trait DeviceResetter: Send + Sync {
         let _ = on_blocked;
         self.recreate_from(device, remembered, false)
     }
+    /// Re-creates the present `device` by `method` alone, timing each step: the same steps
+    /// and verification as [`DeviceResetter::recreate`], with no fall-through to another
+    /// method (`doctor --active` proves each method on its own). A method that fails before
+    /// changing anything is [`ResetError::AllMethodsFailed`] with that one failure; a method
+    /// the device's plan does not offer is [`ResetError::NoMethod`].
+    fn recreate_by(
+        &self,
+        device: &str,
+        method: &ResetMethod,
+        steps: &mut Vec<StepTiming>,
+    ) -> Result<Recreated, ResetError>;
     /// [`DeviceResetter::plan_from`] with nothing remembered (a present device).
     fn plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
         self.plan_from(device, None)
@@ -862,11 +893,15 @@ impl SysfsResetter {
         m: &ResetMethod,
         id: &DeviceIdentity,
         on_blocked: OnBlocked<'_>,
+        t: &mut Vec<StepTiming>,
     ) -> Result<String, MethodError> {
         let fatal = MethodError::Fatal;
         let steps = self.steps(m);
         if let (Some(check), ResetMethod::DevlinkToggle { handle, param }) = (&steps.check, m) {
-            let json = self.run_inv(check, on_blocked).map_err(|e| {
+            let started = Instant::now();
+            let json = self.run_inv(check, on_blocked);
+            timed(t, check.display(), started, json.is_ok());
+            let json = json.map_err(|e| {
                 if e.was_blocked() {
                     fatal(ResetError::CheckBlocked {
                         device: id.name.clone(),
@@ -895,7 +930,10 @@ impl SysfsResetter {
                 }
             }
         }
-        if let Err(e) = self.do_step(&steps.down, on_blocked) {
+        let started = Instant::now();
+        let down = self.do_step(&steps.down, on_blocked);
+        timed(t, steps.down.describe(), started, down.is_ok());
+        if let Err(e) = down {
             // A refused step normally changed nothing; but if the device is gone anyway, the
             // step took effect and the method must be finished. A step that was blocked took
             // effect whatever its exit says.
@@ -904,9 +942,11 @@ impl SysfsResetter {
             }
         }
         let gone_timeout = self.cfg.verify.gone_timeout;
+        let started = Instant::now();
         let (_, gone) = self
             .poll_until(id, gone_timeout, |f| f.is_none())
             .map_err(fatal)?;
+        timed(t, "wait until the device is gone", started, gone);
         if !gone {
             // Restore the intended setting (e.g. enable_roce true) before reporting.
             let _ = self.do_step(&steps.up, on_blocked);
@@ -916,7 +956,10 @@ impl SysfsResetter {
                 waited: gone_timeout,
             }));
         }
-        match self.do_step(&steps.up, on_blocked) {
+        let started = Instant::now();
+        let up = self.do_step(&steps.up, on_blocked);
+        timed(t, steps.up.describe(), started, up.is_ok());
+        match up {
             // Blocked, then returned: whether it brought the device back, the wait below tells.
             Err(e) if !e.was_blocked() => {
                 return Err(fatal(ResetError::UpStepFailed {
@@ -928,9 +971,19 @@ impl SysfsResetter {
             _ => {}
         }
         let back_timeout = self.cfg.verify.back_timeout;
+        let started = Instant::now();
         let (found, back) = self
             .poll_until(id, back_timeout, |f| f.is_some())
             .map_err(fatal)?;
+        timed(
+            t,
+            match &found {
+                Some(f) if back => format!("wait until it is back (as {})", f.name),
+                _ => "wait until it is back".to_string(),
+            },
+            started,
+            back,
+        );
         let (Some(found), true) = (found, back) else {
             return Err(fatal(ResetError::DidNotReturn {
                 device: id.name.clone(),
@@ -938,7 +991,18 @@ impl SysfsResetter {
                 waited: back_timeout,
             }));
         };
-        self.settle_name(id, found)
+        if found.name == id.name {
+            return Ok(found.name);
+        }
+        let started = Instant::now();
+        let name = self.settle_name(id, found)?;
+        timed(
+            t,
+            format!("wait for udev to rename it (now {name})"),
+            started,
+            name == id.name,
+        );
+        Ok(name)
     }
 }
 
@@ -971,6 +1035,15 @@ fn blocked_step(step: &str, ran: Duration, snap: &TaskSnapshot) -> BlockedStep {
             start_time: snap.task.start_time,
         },
     }
+}
+
+/// Records one step's time.
+fn timed(t: &mut Vec<StepTiming>, step: impl Into<String>, started: Instant, ok: bool) {
+    t.push(StepTiming {
+        step: step.into(),
+        took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ok,
+    });
 }
 
 impl DeviceResetter for SysfsResetter {
@@ -1015,7 +1088,7 @@ impl DeviceResetter for SysfsResetter {
             let run = if plan.absent {
                 self.bring_back(&pm.method, &id, on_blocked)
             } else {
-                self.run_method(&pm.method, &id, on_blocked)
+                self.run_method(&pm.method, &id, on_blocked, &mut Vec::new())
             };
             match run {
                 Ok(new_name) => {
@@ -1039,6 +1112,48 @@ impl DeviceResetter for SysfsResetter {
             device: device.to_string(),
             failures,
         })
+    }
+
+    fn recreate_by(
+        &self,
+        device: &str,
+        method: &ResetMethod,
+        steps: &mut Vec<StepTiming>,
+    ) -> Result<Recreated, ResetError> {
+        let plan = self.plan_from(device, None)?;
+        if !plan.methods.iter().any(|pm| &pm.method == method) {
+            return Err(ResetError::NoMethod {
+                device: device.to_string(),
+                reasons: vec![format!("{method}: not among this device's methods now")],
+            });
+        }
+        let id = DeviceIdentity::of(&plan.facts);
+        let start = Instant::now();
+        let on_blocked = |step: BlockedStep| {
+            tracing::warn!(
+                "`{}` is blocked in the kernel ({}); waiting for it",
+                step.step,
+                step.task
+            );
+        };
+        match self.run_method(method, &id, &on_blocked, steps) {
+            Ok(new_name) => Ok(Recreated {
+                method: method.clone(),
+                old_name: device.to_string(),
+                new_name,
+                took_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                failed_before: Vec::new(),
+                brought_back: false,
+            }),
+            Err(MethodError::Skip(e)) => Err(ResetError::AllMethodsFailed {
+                device: device.to_string(),
+                failures: vec![MethodFailure {
+                    method: method.clone(),
+                    error: e.to_string(),
+                }],
+            }),
+            Err(MethodError::Fatal(e)) => Err(e),
+        }
     }
 }
 
@@ -1136,5 +1251,40 @@ impl DeviceResetter for ScriptedResetter {
                 brought_back: false,
             })),
         }
+    }
+
+    /// Answers from the same queue as `recreate` (a dry-run answer counts as refused); with
+    /// the queue empty, `method` worked in 0 ms. Each call is recorded as `(device, false)`
+    /// and gets one step named after the method.
+    fn recreate_by(
+        &self,
+        device: &str,
+        method: &ResetMethod,
+        steps: &mut Vec<StepTiming>,
+    ) -> Result<Recreated, ResetError> {
+        let queued = !self
+            .answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        let r = match self.recreate_from(device, None, false)? {
+            ResetOutcome::Recreated(r) if queued => r,
+            ResetOutcome::Recreated(r) => Recreated {
+                method: method.clone(),
+                ..r
+            },
+            ResetOutcome::DryRun(_) => {
+                return Err(ResetError::NoMethod {
+                    device: device.to_string(),
+                    reasons: vec!["scripted: dry run".into()],
+                })
+            }
+        };
+        steps.push(StepTiming {
+            step: format!("scripted {}", method.kind()),
+            took_ms: r.took_ms,
+            ok: true,
+        });
+        Ok(r)
     }
 }
