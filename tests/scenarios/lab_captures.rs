@@ -14,7 +14,7 @@ use iser_guard::sim::{scenarios, Entry, Harness};
 use super::util::MAX_STEPS;
 
 /// The kernels captured (folders under tests/fixtures/lab-kmod).
-const KERNELS: [&str; 1] = ["k612"];
+const KERNELS: [&str; 2] = ["k612", "k61"];
 const DEVICE: &str = "rxe_ini";
 
 fn dir(kernel: &str) -> PathBuf {

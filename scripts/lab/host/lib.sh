@@ -62,11 +62,12 @@ k612-verify 6.12 tiny 900
 k61-verify 6.1. tiny 900
 kfield-probe 6.12 tiny 900
 k612-references 6.12 tiny 600
+k612-drivers 6.12 tiny 600
 EOT
 }
-# smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs, k61-verbs, k612-verify, k61-verify, kfield-probe and k612-references are run by name only (a second boot after a
+# smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs, k61-verbs, k612-verify, k61-verify, kfield-probe, k612-references and k612-drivers are run by name only (a second boot after a
 # stopped one, or one scenario on a fresh guest).
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="kfield-probe" && $1!="k612-references"{print $1}'; }
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="kfield-probe" && $1!="k612-references" && $1!="k612-drivers"{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
