@@ -55,6 +55,12 @@ impl ExitStatus {
         ExitStatus::Config,
     ];
 
+    /// `doctor`'s "warnings only": warnings, or checks it could not make, and no problem.
+    /// The same number as a wrong command line (doctor's codes are 0, 1 and 2, as operators
+    /// asked for them); a script tells the two apart by doctor's report, which `--json`
+    /// always prints.
+    pub const DOCTOR_WARNINGS: ExitStatus = ExitStatus::CommandLine;
+
     /// The number the process exits with.
     pub const fn code(self) -> u8 {
         self as u8
@@ -73,9 +79,13 @@ impl ExitStatus {
             ExitStatus::Finding => {
                 "The command ran and found a problem (explain: a forbidden transition or a \
                  stuck GSI QP; status: a stuck port; selftest: a step failed; a manual recovery \
-                 that ended with a port quarantined, or was not confirmed)."
+                 that ended with a port quarantined, or was not confirmed; doctor: a check found \
+                 a problem; doctor --active: a step failed or hung)."
             }
-            ExitStatus::CommandLine => "Wrong command-line usage.",
+            ExitStatus::CommandLine => {
+                "Wrong command-line usage; doctor: warnings, or checks it could not make, and \
+                 no problem."
+            }
             ExitStatus::Usage => {
                 "Usage error found after parsing (a destructive command without a terminal and \
                  without --yes; the daemon's control socket is unusable)."
@@ -91,7 +101,7 @@ impl ExitStatus {
             ExitStatus::Unavailable => {
                 "A facility is unavailable (RDMA netlink on this kernel; no re-creation method; \
                  no daemon running for pause, resume, reload or events; selftest: no RDMA \
-                 device or a build without verbs)."
+                 device or a build without verbs; doctor: this host has no RDMA device)."
             }
             ExitStatus::Software => "Internal error.",
             ExitStatus::OsErr => "Operating-system error (a re-created device did not come back).",

@@ -25,6 +25,7 @@ pub mod config;
 /// The pure core, its own crate so that Cargo enforces its purity.
 pub use iser_guard_core as core;
 pub mod daemon;
+pub mod doctor;
 pub mod error;
 pub mod exit;
 pub mod io;

@@ -106,7 +106,7 @@ fn parse_target(s: &str) -> Result<(String, Option<u32>), Error> {
 }
 
 /// Asks on the terminal unless `--yes`.
-fn confirm(yes: bool) -> Result<bool, Error> {
+pub(crate) fn confirm(yes: bool) -> Result<bool, Error> {
     if yes {
         return Ok(true);
     }

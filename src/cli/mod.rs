@@ -11,6 +11,8 @@ use crate::error::Error;
 pub mod check_config;
 pub mod daemon;
 pub mod daemon_view;
+pub mod doctor;
+pub mod doctor_active;
 pub mod events;
 pub mod explain;
 mod explain_subsystem;
@@ -79,6 +81,8 @@ pub enum Command {
     Reload(reload::Args),
     /// Prove that new RDMA connections work on a port: rdma_cm connect, QP walk, reset and rewalk.
     Selftest(selftest::Args),
+    /// Audit this host: can iser-guard protect it, and what is in the way (`--active`: prove it).
+    Doctor(doctor::Args),
 }
 
 /// Options every subcommand may use.
@@ -123,6 +127,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
         Command::Resume(a) => manual::pause(a, globals, false),
         Command::Reload(a) => reload::run(a, globals),
         Command::Selftest(a) => selftest::run(a, globals),
+        Command::Doctor(a) => doctor::run(a, globals),
     }
 }
 

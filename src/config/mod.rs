@@ -88,6 +88,21 @@ pub struct Paths {
     pub rdma: PathBuf,
     /// The modprobe binary, used only when `recovery.allow-module-reload` is true.
     pub modprobe: PathBuf,
+    /// Root of procfs (`/proc`): `iser-guard doctor` reads the kernel release, devices and
+    /// modules there.
+    pub proc_root: PathBuf,
+    /// Root of the device nodes (`/dev`): `doctor` lists `infiniband/` and reads the
+    /// sessions' disks there.
+    pub dev_root: PathBuf,
+    /// Where the kernel's modules are installed (`/lib/modules`): `doctor` reads
+    /// `RELEASE/modules.dep` and `modules.builtin`.
+    pub modules_root: PathBuf,
+    /// open-iscsi's configuration (`/etc/iscsi`): `doctor` reads `iscsid.conf` and `nodes/`.
+    pub iscsi_dir: PathBuf,
+    /// The service's unit file, whose device sandbox `doctor` checks.
+    pub unit_file: PathBuf,
+    /// The folder of the unit's drop-ins (`systemctl edit iser-guard` writes there).
+    pub unit_dropins: PathBuf,
 }
 
 /// Poll intervals.
@@ -305,6 +320,12 @@ impl Default for Paths {
             devlink: PathBuf::from("/usr/sbin/devlink"),
             rdma: PathBuf::from("/usr/bin/rdma"),
             modprobe: PathBuf::from("/usr/sbin/modprobe"),
+            proc_root: PathBuf::from("/proc"),
+            dev_root: PathBuf::from("/dev"),
+            modules_root: PathBuf::from("/lib/modules"),
+            iscsi_dir: PathBuf::from("/etc/iscsi"),
+            unit_file: PathBuf::from("/usr/lib/systemd/system/iser-guard.service"),
+            unit_dropins: PathBuf::from("/etc/systemd/system/iser-guard.service.d"),
         }
     }
 }
@@ -929,6 +950,12 @@ impl Config {
             ("paths.devlink", &pa.devlink),
             ("paths.rdma", &pa.rdma),
             ("paths.modprobe", &pa.modprobe),
+            ("paths.proc-root", &pa.proc_root),
+            ("paths.dev-root", &pa.dev_root),
+            ("paths.modules-root", &pa.modules_root),
+            ("paths.iscsi-dir", &pa.iscsi_dir),
+            ("paths.unit-file", &pa.unit_file),
+            ("paths.unit-dropins", &pa.unit_dropins),
             ("alerts.syslog-socket", &self.alerts.syslog_socket),
             ("metrics.textfile", &self.metrics.textfile),
         ] {

@@ -4,10 +4,12 @@
 pub mod atomic;
 pub mod control;
 pub mod cursor;
+pub mod direct_read;
 pub mod executors;
 pub mod iscsiadm;
 pub mod journal;
 pub mod kmsg;
+pub mod kmsg_tail;
 pub mod lines;
 pub mod lock;
 pub mod netif;

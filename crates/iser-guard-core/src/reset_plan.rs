@@ -517,7 +517,7 @@ pub fn plan_gone(
 /// rxe/siw detection. Software devices have no bus parent (`devices/virtual/infiniband`), and
 /// rxe has its own `parent` attribute; `node_desc` ("rxe", "Software iWARP stack") breaks ties
 /// on kernels where siw still set a parent device.
-fn soft_type(facts: &DeviceFacts) -> Option<SoftType> {
+pub fn soft_type(facts: &DeviceFacts) -> Option<SoftType> {
     let desc = facts.node_desc.as_deref().unwrap_or("").trim();
     if facts.soft_netdev.is_some() || desc == "rxe" {
         return Some(SoftType::Rxe);

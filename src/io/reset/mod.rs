@@ -149,6 +149,26 @@ pub struct Recreated {
     pub brought_back: bool,
 }
 
+/// One timed step of a re-creation (`doctor --active` reports them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepTiming {
+    /// What ran: the command or sysfs write, or the wait (`gone`, `back as NAME`).
+    pub step: String,
+    /// How long it took, milliseconds.
+    pub took_ms: u64,
+    /// It did what it should.
+    pub ok: bool,
+}
+
+/// A re-creation by one method, with each step's time ([`DeviceResetter::recreate_by`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimedRecreation {
+    /// The outcome, as [`DeviceResetter::recreate`] gives it.
+    pub recreated: Recreated,
+    /// Its steps in order.
+    pub steps: Vec<StepTiming>,
+}
+
 /// The result of [`DeviceResetter::recreate`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum ResetOutcome {
@@ -362,6 +382,17 @@ pub trait DeviceResetter: Send + Sync {
         remembered: Option<&RecreateFrom>,
         dry_run: bool,
     ) -> Result<ResetOutcome, ResetError>;
+    /// Re-creates the present `device` by `method` alone, timing each step: the same steps
+    /// and verification as [`DeviceResetter::recreate`], with no fall-through to another
+    /// method (`doctor --active` proves each method on its own). A method that fails before
+    /// changing anything is [`ResetError::AllMethodsFailed`] with that one failure; a method
+    /// the device's plan does not offer is [`ResetError::NoMethod`].
+    fn recreate_by(
+        &self,
+        device: &str,
+        method: &ResetMethod,
+        steps: &mut Vec<StepTiming>,
+    ) -> Result<Recreated, ResetError>;
     /// [`DeviceResetter::plan_from`] with nothing remembered (a present device).
     fn plan(&self, device: &str) -> Result<ResetPlan, ResetError> {
         self.plan_from(device, None)
@@ -711,11 +742,19 @@ impl SysfsResetter {
         Ok(renamed.map(|f| f.name).unwrap_or(found.name))
     }
 
-    fn run_method(&self, m: &ResetMethod, id: &DeviceIdentity) -> Result<String, MethodError> {
+    fn run_method(
+        &self,
+        m: &ResetMethod,
+        id: &DeviceIdentity,
+        t: &mut Vec<StepTiming>,
+    ) -> Result<String, MethodError> {
         let fatal = MethodError::Fatal;
         let steps = self.steps(m);
         if let (Some(check), ResetMethod::DevlinkToggle { handle, param }) = (&steps.check, m) {
-            let json = self.run_inv(check).map_err(MethodError::Skip)?;
+            let started = Instant::now();
+            let json = self.run_inv(check);
+            timed(t, check.display(), started, json.is_ok());
+            let json = json.map_err(MethodError::Skip)?;
             match reset_plan::parse_devlink_param(&json, param.name()) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -734,7 +773,10 @@ impl SysfsResetter {
                 }
             }
         }
-        if let Err(e) = self.do_step(&steps.down) {
+        let started = Instant::now();
+        let down = self.do_step(&steps.down);
+        timed(t, steps.down.describe(), started, down.is_ok());
+        if let Err(e) = down {
             // A refused step normally changed nothing; but if the device is gone anyway, the
             // step took effect and the method must be finished.
             if self.find(id).map_err(fatal)?.is_some() {
@@ -742,9 +784,11 @@ impl SysfsResetter {
             }
         }
         let gone_timeout = self.cfg.verify.gone_timeout;
+        let started = Instant::now();
         let (_, gone) = self
             .poll_until(id, gone_timeout, |f| f.is_none())
             .map_err(fatal)?;
+        timed(t, "wait until the device is gone", started, gone);
         if !gone {
             // Restore the intended setting (e.g. enable_roce true) before reporting.
             let _ = self.do_step(&steps.up);
@@ -754,7 +798,10 @@ impl SysfsResetter {
                 waited: gone_timeout,
             }));
         }
-        if let Err(e) = self.do_step(&steps.up) {
+        let started = Instant::now();
+        let up = self.do_step(&steps.up);
+        timed(t, steps.up.describe(), started, up.is_ok());
+        if let Err(e) = up {
             return Err(fatal(ResetError::UpStepFailed {
                 device: id.name.clone(),
                 method: m.clone(),
@@ -762,9 +809,19 @@ impl SysfsResetter {
             }));
         }
         let back_timeout = self.cfg.verify.back_timeout;
+        let started = Instant::now();
         let (found, back) = self
             .poll_until(id, back_timeout, |f| f.is_some())
             .map_err(fatal)?;
+        timed(
+            t,
+            match &found {
+                Some(f) if back => format!("wait until it is back (as {})", f.name),
+                _ => "wait until it is back".to_string(),
+            },
+            started,
+            back,
+        );
         let (Some(found), true) = (found, back) else {
             return Err(fatal(ResetError::DidNotReturn {
                 device: id.name.clone(),
@@ -772,8 +829,28 @@ impl SysfsResetter {
                 waited: back_timeout,
             }));
         };
-        self.settle_name(id, found)
+        if found.name == id.name {
+            return Ok(found.name);
+        }
+        let started = Instant::now();
+        let name = self.settle_name(id, found)?;
+        timed(
+            t,
+            format!("wait for udev to rename it (now {name})"),
+            started,
+            name == id.name,
+        );
+        Ok(name)
     }
+}
+
+/// Records one step's time.
+fn timed(t: &mut Vec<StepTiming>, step: impl Into<String>, started: Instant, ok: bool) {
+    t.push(StepTiming {
+        step: step.into(),
+        took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ok,
+    });
 }
 
 impl DeviceResetter for SysfsResetter {
@@ -802,7 +879,7 @@ impl DeviceResetter for SysfsResetter {
             let run = if plan.absent {
                 self.bring_back(&pm.method, &id)
             } else {
-                self.run_method(&pm.method, &id)
+                self.run_method(&pm.method, &id, &mut Vec::new())
             };
             match run {
                 Ok(new_name) => {
@@ -826,6 +903,41 @@ impl DeviceResetter for SysfsResetter {
             device: device.to_string(),
             failures,
         })
+    }
+
+    fn recreate_by(
+        &self,
+        device: &str,
+        method: &ResetMethod,
+        steps: &mut Vec<StepTiming>,
+    ) -> Result<Recreated, ResetError> {
+        let plan = self.plan_from(device, None)?;
+        if !plan.methods.iter().any(|pm| &pm.method == method) {
+            return Err(ResetError::NoMethod {
+                device: device.to_string(),
+                reasons: vec![format!("{method}: not among this device's methods now")],
+            });
+        }
+        let id = DeviceIdentity::of(&plan.facts);
+        let start = Instant::now();
+        match self.run_method(method, &id, steps) {
+            Ok(new_name) => Ok(Recreated {
+                method: method.clone(),
+                old_name: device.to_string(),
+                new_name,
+                took_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                failed_before: Vec::new(),
+                brought_back: false,
+            }),
+            Err(MethodError::Skip(e)) => Err(ResetError::AllMethodsFailed {
+                device: device.to_string(),
+                failures: vec![MethodFailure {
+                    method: method.clone(),
+                    error: e.to_string(),
+                }],
+            }),
+            Err(MethodError::Fatal(e)) => Err(e),
+        }
     }
 }
 
@@ -893,5 +1005,40 @@ impl DeviceResetter for ScriptedResetter {
                 brought_back: false,
             })),
         }
+    }
+
+    /// Answers from the same queue as `recreate` (a dry-run answer counts as refused); with
+    /// the queue empty, `method` worked in 0 ms. Each call is recorded as `(device, false)`
+    /// and gets one step named after the method.
+    fn recreate_by(
+        &self,
+        device: &str,
+        method: &ResetMethod,
+        steps: &mut Vec<StepTiming>,
+    ) -> Result<Recreated, ResetError> {
+        let queued = !self
+            .answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        let r = match self.recreate_from(device, None, false)? {
+            ResetOutcome::Recreated(r) if queued => r,
+            ResetOutcome::Recreated(r) => Recreated {
+                method: method.clone(),
+                ..r
+            },
+            ResetOutcome::DryRun(_) => {
+                return Err(ResetError::NoMethod {
+                    device: device.to_string(),
+                    reasons: vec!["scripted: dry run".into()],
+                })
+            }
+        };
+        steps.push(StepTiming {
+            step: format!("scripted {}", method.kind()),
+            took_ms: r.took_ms,
+            ok: true,
+        });
+        Ok(r)
     }
 }

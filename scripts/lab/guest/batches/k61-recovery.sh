@@ -5,9 +5,10 @@
 # dead-listener (rdma_cm's REJECTED line on) runs on 6.12 only: on 6.1 it is the same scenario
 # with more evidence, and its re-login once left the disk offlined for the next one.
 # The field incident happens inside the kernel (scripts/lab/kmod): the reference run, the
-# daemon on the default configuration, and the same with its kernel log off.
+# daemon on the default configuration, and the same with its kernel log off. doctor and
+# doctor-active (issue 24): the audit, and one re-creation by `doctor --active rxe_ini`.
 source /lab/guest/lib.sh
 lab_up
 run_scenarios netlink-view field-kernel-alone field-incident-kernel field-incident-qptable \
-	dev-left-deleted dead-listener-no-dyndbg selftest lab-selftest
+	dev-left-deleted dead-listener-no-dyndbg selftest lab-selftest doctor doctor-active
 lab_down
