@@ -108,7 +108,8 @@ impl ExitStatus {
             ExitStatus::IoErr => "I/O error.",
             ExitStatus::TempFail => {
                 "Temporary failure, try again (another recovery holds the recovery lock; the \
-                 daemon is running but not answering; a timeout)."
+                 device's re-creation is blocked in the kernel; the daemon is running but not \
+                 answering; a timeout)."
             }
             ExitStatus::NoPerm => {
                 "Permission denied: not root (the configuration, the kernel log or the control \

@@ -363,3 +363,106 @@ async fn reload_refuses_a_new_control_socket_with_the_reason() {
     d.status().await;
     assert_eq!(d.stop().await, ExitStatus::Ok.code());
 }
+
+/// A re-creation step blocked in the kernel (issue 22): the executor reports it at once and
+/// its thread keeps waiting; the daemon answers status meanwhile, shows the port in
+/// RecreationBlocked, alerts with the task and its stack, refuses an operator re-creation of
+/// the device, and resumes verification when the step returns, with no second writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recreation_blocked_in_the_kernel_leaves_the_daemon_answering_and_resumes_when_it_returns(
+) {
+    use iser_guard::core::recovery::{BlockedStep, TaskId};
+    let dir = tempfile::tempdir().unwrap();
+    let d = LoopTest::new(config(dir.path(), false))
+        .portal_reachable(50)
+        .start();
+    let release = d.doubles.resetter.block_next(BlockedStep {
+        step: "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime"
+            .into(),
+        blocked_ms: 32_000,
+        task: "devlink (pid 4242) in D (uninterruptible sleep), waiting in ib_uverbs_remove_one"
+            .into(),
+        uninterruptible: true,
+        stack: vec![
+            "ib_uverbs_remove_one+0x9c/0x1c0 [ib_uverbs]".into(),
+            "__ib_unregister_device+0x5c/0x110 [ib_core]".into(),
+        ],
+        id: TaskId {
+            pid: 4242,
+            tid: None,
+            start_time: Some(1),
+        },
+    });
+    d.host.set("FAILED");
+    d.feed(record(0, STUCK_GSI));
+    // Blocked: the status shows it while the executor thread still waits.
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let st = d.status().await;
+        if st["detail"]["ports"][0]["phase"] == "RecreationBlocked" {
+            let text = st.to_string();
+            assert!(
+                text.contains("has been blocked in the kernel for"),
+                "{st:#}"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "never blocked: {st:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let alerts = alerts_once(&d.doubles.alerts, |a| {
+        a.what
+            .contains("re-creation of rocep2s0f0 has been blocked in the kernel for")
+    })
+    .await;
+    let a = alerts
+        .iter()
+        .find(|a| a.what.contains("has been blocked in the kernel"))
+        .unwrap();
+    assert!(a.why.contains("ib_uverbs_remove_one"), "{a:?}");
+    assert!(a.why.contains("uninterruptible sleep"), "{a:?}");
+    // A second writer is refused while it is blocked (exit 75: try again later).
+    let path = d.cfg.paths.control_socket.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        iser_guard::io::control::request(
+            &path,
+            &Request::Run {
+                command: iser_guard::core::recovery::OperatorCommand::Recover {
+                    device: "rocep2s0f0".into(),
+                    port: None,
+                },
+            },
+            Duration::from_secs(10),
+            |_| {},
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let Reply::Done {
+        exit_code, message, ..
+    } = &done
+    else {
+        panic!("{done:?}")
+    };
+    assert_eq!(*exit_code, 75, "{done:?}");
+    assert!(message.contains("blocked in the kernel"), "{done:?}");
+    // (The scripted resetter records a call when it answers: none has yet.)
+    assert_eq!(d.doubles.resetter.calls(), vec![]);
+    // The kernel lets go: the re-creation finishes and verification resumes.
+    release.send(()).unwrap();
+    d.host.set("LOGGED_IN");
+    alerts_once(&d.doubles.alerts, |a| a.what.contains("storage is back")).await;
+    let unblocked = d.doubles.alerts.alerts();
+    assert!(
+        unblocked
+            .iter()
+            .any(|a| a.what.contains("is no longer blocked")),
+        "{unblocked:#?}"
+    );
+    assert_eq!(
+        d.doubles.resetter.calls(),
+        vec![("rocep2s0f0".to_string(), false)]
+    );
+    d.stop().await;
+}

@@ -16,9 +16,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use iser_guard::core::recovery::BlockedStep;
 use iser_guard::core::reset_plan::{
     DevlinkParam, ParentFacts, RecreateFrom, ResetMethod, SoftType,
 };
+use iser_guard::io::process::{Invocation, Output, RunError, Runner, StuckChild, SystemRunner};
 use iser_guard::io::reset::{
     DeviceResetter, ResetConfig, ResetError, ResetOutcome, Sysfs, SysfsResetter, VerifyPolicy,
 };
@@ -155,6 +157,7 @@ impl Fake {
                 rename_grace: Duration::from_secs(5),
                 poll_interval: Duration::from_millis(5),
             },
+            proc_root: PathBuf::from("/proc"),
         }
     }
 
@@ -905,4 +908,199 @@ fn a_gone_device_whose_parent_function_is_gone_too_is_a_typed_error() {
         .unwrap_err();
     assert!(matches!(err, ResetError::ParentGone { .. }), "{err:?}");
     assert!(err.to_string().contains("0000:09:00.0"), "{err}");
+}
+
+/// A runner whose commands containing `blocks` play a task the kernel holds: the child waits
+/// until the test creates `release`, then runs the real stub; the call returns at once with
+/// [`RunError::Stuck`], as the real runner does once a killed child has not died.
+struct BlockingRunner {
+    blocks: &'static str,
+    release: PathBuf,
+}
+
+impl Runner for BlockingRunner {
+    fn run(&self, inv: &Invocation) -> Result<Output, RunError> {
+        if !inv.display().contains(self.blocks) {
+            return SystemRunner.run(inv);
+        }
+        let child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("while [ ! -e \"$0\" ]; do sleep 0.02; done; shift; exec \"$@\"")
+            .arg(&self.release)
+            .arg("--")
+            .arg(&inv.program)
+            .args(&inv.args)
+            .spawn()
+            .unwrap();
+        Err(RunError::Stuck {
+            command: inv.display(),
+            timeout: inv.timeout,
+            stdout: String::new(),
+            stderr: String::new(),
+            child: StuckChild::adopt(child),
+        })
+    }
+}
+
+/// Runs `recreate_watched` on a thread; returns the first blocked step reported and the
+/// thread (still running: the step has not returned).
+fn recreate_blocked(
+    r: SysfsResetter,
+    device: &'static str,
+) -> (
+    BlockedStep,
+    thread::JoinHandle<Result<ResetOutcome, ResetError>>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = thread::spawn(move || {
+        r.recreate_watched(device, None, &|step| {
+            let _ = tx.send(step);
+        })
+    });
+    let step = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("no step reported blocked");
+    (step, t)
+}
+
+#[test]
+fn a_devlink_step_blocked_in_the_kernel_is_reported_waited_for_and_never_followed_by_another_method(
+) {
+    let f = Fake::new();
+    let (pf0, _) = e810(&f, "irdma");
+    // An aux rebind would be the next method: it must never run.
+    let _w = Watcher::start(f.sys(), "ice.roce.0", "irdma", pf0, None, false);
+    let release = f.t.path().join("release");
+    let runner = Arc::new(BlockingRunner {
+        blocks: "enable_roce value false",
+        release: release.clone(),
+    });
+    let r = SysfsResetter::with_runner(f.config(&["rocep2s0f0"]), runner);
+    let (step, t) = recreate_blocked(r, "rocep2s0f0");
+    assert!(
+        step.step.ends_with(
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime"
+        ),
+        "{step:?}"
+    );
+    // The blocked task as /proc shows it (here a shell waiting; in the field devlink in D).
+    assert!(
+        step.task.contains(&format!("pid {}", step.id.pid)),
+        "{step:?}"
+    );
+    assert!(step.id.start_time.is_some(), "{step:?}");
+    assert!(!step.stack.is_empty());
+    assert_eq!(
+        step.blocked_ms, 22_000,
+        "the deadline (20 s) and the kill grace (2 s)"
+    );
+    // Still waiting for it: no result, and nothing else started.
+    assert!(!t.is_finished());
+    assert_eq!(
+        f.argv(),
+        ["devlink dev param show pci/0000:02:00.0 name enable_roce -j"]
+    );
+    // The kernel lets go: the step completes, the method is finished, nothing else ran.
+    fs::write(&release, "").unwrap();
+    let out = recreated(t.join().unwrap().unwrap());
+    assert_eq!(
+        out.method,
+        ResetMethod::DevlinkToggle {
+            handle: "pci/0000:02:00.0".into(),
+            param: DevlinkParam::EnableRoce
+        }
+    );
+    assert!(out.failed_before.is_empty());
+    assert_eq!(
+        f.argv(),
+        [
+            "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime",
+            "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime",
+        ]
+    );
+    assert_eq!(
+        fs::read_to_string(f.sys().join("bus/auxiliary/drivers/irdma/unbind")).unwrap(),
+        ""
+    );
+}
+
+#[test]
+fn a_blocked_step_that_changed_nothing_is_reported_not_followed_by_the_next_method() {
+    let f = Fake::new();
+    let (pf0, _) = e810(&f, "irdma");
+    let _w = Watcher::start(f.sys(), "ice.roce.0", "irdma", pf0, None, false);
+    // When it returns, the set is refused and the device stayed.
+    f.scenario("refuse");
+    let release = f.t.path().join("release");
+    fs::write(&release, "").unwrap();
+    let runner = Arc::new(BlockingRunner {
+        blocks: "enable_roce value false",
+        release,
+    });
+    let r = SysfsResetter::with_runner(f.config(&["rocep2s0f0"]), runner);
+    let (_, t) = recreate_blocked(r, "rocep2s0f0");
+    let err = t.join().unwrap().unwrap_err();
+    assert!(matches!(err, ResetError::DidNotDisappear { .. }), "{err:?}");
+    // No aux unbind followed: the device was never handed to a second writer.
+    assert_eq!(
+        fs::read_to_string(f.sys().join("bus/auxiliary/drivers/irdma/unbind")).unwrap(),
+        ""
+    );
+    assert!(f.sys().join("class/infiniband/rocep2s0f0").exists());
+}
+
+#[test]
+fn a_sysfs_unbind_that_does_not_return_is_reported_by_the_watchdog_then_finished() {
+    // X722 (no devlink): aux rebind. Its `unbind` is a FIFO here: the write blocks in the
+    // kernel until the test reads it, as a real unbind blocks until the device's removal
+    // returns.
+    let f = Fake::new();
+    let pf = f.pci("0000:3d:00.0", "i40e");
+    f.aux(&pf, "i40e.iwarp.0", "irdma.gen_1", "irdma", false, true);
+    f.ib(Some(&pf), "iwp61s0f0", "eno1", "4: RNIC", "");
+    let drv = f.sys().join("bus/auxiliary/drivers/irdma.gen_1");
+    fs::remove_file(drv.join("unbind")).unwrap();
+    nix::unistd::mkfifo(
+        &drv.join("unbind"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let mut cfg = f.config(&["iwp61s0f0"]);
+    cfg.devlink = f.bin().join("no-devlink-here");
+    cfg.command_timeout = Duration::from_millis(200);
+    let (step, t) = recreate_blocked(SysfsResetter::new(cfg), "iwp61s0f0");
+    assert!(
+        step.step.starts_with("echo i40e.iwarp.0 > ") && step.step.ends_with("irdma.gen_1/unbind"),
+        "{step:?}"
+    );
+    // The writer is the resetter's own thread: a thread of this process.
+    assert_eq!(step.id.pid, std::process::id() as i32);
+    assert!(
+        step.id.tid.is_some_and(|tid| tid != step.id.pid),
+        "{step:?}"
+    );
+    assert!(step.task.contains("interruptible sleep"), "{step:?}");
+    assert!(step.blocked_ms >= 2_200, "{step:?}");
+    assert!(!t.is_finished());
+    // The kernel lets go: the write completes, the device goes; then bind brings it back.
+    let written = fs::read_to_string(drv.join("unbind")).unwrap();
+    assert_eq!(written, "i40e.iwarp.0");
+    fs::remove_file(drv.join("unbind")).unwrap();
+    fs::write(drv.join("unbind"), "").unwrap();
+    let stash = f.t.path().join("watcher-stash");
+    fs::create_dir_all(&stash).unwrap();
+    fs::rename(pf.join("infiniband/iwp61s0f0"), stash.join("iwp61s0f0")).unwrap();
+    fs::remove_file(f.sys().join("class/infiniband/iwp61s0f0")).unwrap();
+    let _ = fs::remove_file(drv.join("i40e.iwarp.0"));
+    let _w = Watcher::start(f.sys(), "i40e.iwarp.0", "irdma.gen_1", pf, None, false);
+    let out = recreated(t.join().unwrap().unwrap());
+    assert_eq!(
+        out.method,
+        ResetMethod::AuxRebind {
+            device: "i40e.iwarp.0".into(),
+            driver: "irdma.gen_1".into()
+        }
+    );
+    assert!(f.sys().join("class/infiniband/iwp61s0f0").exists());
 }

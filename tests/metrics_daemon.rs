@@ -191,6 +191,16 @@ async fn a_simulated_incident_moves_the_counters_and_observes_the_recovery_time(
             .any(|a| a.what.contains("fatal device error on 0000:08:00.0"))
     })
     .await;
+    // The alert comes with the first of the two records; the second is counted when it is
+    // read, which may be after the alert (the final textfile below asserts both).
+    wait_until("both fatal records to be counted", || async {
+        get(port, "/metrics").await.is_ok_and(|(_, _, body)| {
+            samples(&body)
+                .get("iser_guard_kernel_events_total{device=\"0000:08:00.0\",level=\"crit\",subsystem=\"nic\"}")
+                .is_some_and(|v| *v >= 2.0)
+        })
+    })
+    .await;
     // The textfile is rewritten every second while the daemon runs: the recovery shows up
     // in it without a stop.
     wait_until("the recovery in the running textfile", || async {

@@ -32,6 +32,9 @@ mod unknown_device;
 #[path = "scenarios/operator_path.rs"]
 mod operator_path;
 
+#[path = "scenarios/drivers.rs"]
+mod drivers;
+
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase, Policy, PortId,
     Severity, StuckEvidence, Trust,
@@ -627,13 +630,19 @@ fn every_alert_carries_what_it_promises() {
                 assert!(command && !prose, "{}: {kind}: next = {r:?}", s.name);
             }
             match (kind.as_str(), a.subject()) {
-                ("recreate", AlertSubject::Device(d)) => assert!(!d.is_empty()),
+                ("recreate" | "blocked" | "unblocked", AlertSubject::Device(d)) => {
+                    assert!(!d.is_empty())
+                }
                 ("fault" | "hold" | "quarantine" | "healthy" | "failed", AlertSubject::Port(p)) => {
                     assert!(a.summary.contains(&p.device) || a.detail.contains(&p.device))
                 }
                 // A batch of several subjects (`fault:coalesced`) names them in its text.
                 (_, AlertSubject::Host) if a.key.ends_with(":coalesced") => {}
-                ("recreate" | "fault" | "hold" | "quarantine" | "healthy" | "failed", other) => {
+                (
+                    "recreate" | "blocked" | "unblocked" | "fault" | "hold" | "quarantine"
+                    | "healthy" | "failed",
+                    other,
+                ) => {
                     panic!("{}: {}: subject {other:?}", s.name, a.key)
                 }
                 _ => {}
@@ -641,7 +650,15 @@ fn every_alert_carries_what_it_promises() {
             kinds.insert(kind);
         }
     }
-    for k in ["recreate", "fault", "hold", "quarantine", "healthy"] {
+    for k in [
+        "recreate",
+        "fault",
+        "hold",
+        "quarantine",
+        "healthy",
+        "blocked",
+        "unblocked",
+    ] {
         assert!(
             kinds.contains(k),
             "no scenario raised a {k} alert: {kinds:?}"

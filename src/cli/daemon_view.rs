@@ -113,7 +113,7 @@ fn until(now: Stamp, then: Stamp) -> String {
 pub fn phase_colour(p: Phase) -> Colour {
     match p {
         Phase::Healthy => Colour::Green,
-        Phase::Quarantined => Colour::Red,
+        Phase::Quarantined | Phase::RecreationBlocked => Colour::Red,
         _ => Colour::Yellow,
     }
 }

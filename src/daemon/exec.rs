@@ -13,7 +13,7 @@ use crate::io::executors::Executors;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::lock::RecoveryLock;
 use crate::io::probe::{verdict_of, ProbeSource};
-use crate::io::reset::ResetOutcome;
+use crate::io::reset::{OnBlocked, ResetOutcome};
 
 /// The result of one executed action: the outcome for the engine and what happened, in
 /// words.
@@ -78,12 +78,15 @@ fn parent_recipe(parent: Option<&str>) -> Option<RecreateFrom> {
 /// the caller holds it already).
 /// Returns `None` for actions that have no outcome (the caller handles those itself).
 /// `probe_from`: the local address of the sessions to that portal (their iface IP), so the
-/// probe leaves through the iSER interface; `None` lets routing choose.
+/// probe leaves through the iSER interface; `None` lets routing choose. `on_blocked`: told
+/// when a re-creation step is blocked in the kernel (the call itself returns only once the
+/// step has returned and the re-creation is finished: the executor thread waits with it).
 pub fn execute(
     ex: &Executors,
     action: &Action,
     lock_dir: Option<&std::path::Path>,
     probe_from: Option<std::net::IpAddr>,
+    on_blocked: OnBlocked<'_>,
 ) -> Option<Executed> {
     let done = |outcome, summary: String| {
         Some(Executed {
@@ -129,7 +132,7 @@ pub fn execute(
                 .or_else(|| parent_recipe(parent.as_deref()));
             let result = ex
                 .resetter
-                .recreate_from(device, remembered.as_ref(), false);
+                .recreate_watched(device, remembered.as_ref(), on_blocked);
             let method = reset_method(&result);
             let executed = match result {
                 Ok(ResetOutcome::Recreated(r)) => done(
@@ -247,7 +250,11 @@ fn reset_method(r: &Result<ResetOutcome, crate::io::reset::ResetError>) -> Optio
     match r {
         Ok(ResetOutcome::Recreated(r)) => Some(r.method.kind()),
         Ok(ResetOutcome::DryRun(_)) => None,
-        Err(E::DidNotDisappear { method, .. } | E::UpStepFailed { method, .. })
+        Err(
+            E::DidNotDisappear { method, .. }
+            | E::UpStepFailed { method, .. }
+            | E::CheckBlocked { method, .. },
+        )
         | Err(E::DidNotReturn { method, .. } | E::NotBroughtBack { method, .. }) => {
             Some(method.kind())
         }

@@ -278,9 +278,14 @@ impl Iscsiadm {
             Err(RunError::Spawn { program, source }) => {
                 Err(IscsiadmError::NotRunnable { program, source })
             }
-            Err(RunError::Timeout {
-                command, timeout, ..
-            }) => Err(IscsiadmError::Hung { command, timeout }),
+            Err(
+                RunError::Timeout {
+                    command, timeout, ..
+                }
+                | RunError::Stuck {
+                    command, timeout, ..
+                },
+            ) => Err(IscsiadmError::Hung { command, timeout }),
             Err(e) => Err(IscsiadmError::Run(e)),
         }
     }

@@ -91,3 +91,51 @@ impl KmsgTail {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A FIFO stands in for /dev/kmsg: one small write drained before the next is one read,
+    /// as one record is there. (It cannot seek: `mark` accepts that, as on a pipe.)
+    #[test]
+    fn takes_what_was_printed_since_the_mark_one_record_per_line_and_marks_user_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("kmsg");
+        nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
+        let mut tail = KmsgTail::open(&fifo).unwrap();
+        let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        assert!(tail.take().is_empty(), "nothing printed yet, and no wait");
+
+        w.write_all(b"6,101,5012345,-; connection1:0: detected conn error (1011)\n")
+            .unwrap();
+        assert_eq!(
+            tail.take(),
+            ["[    5.012345]  connection1:0: detected conn error (1011)"]
+        );
+        // Facility 1 (user space), as `echo ... > /dev/kmsg` writes: kept, and said so.
+        w.write_all(b"12,102,6000000,-;infiniband rxe_ini: forged\n")
+            .unwrap();
+        assert_eq!(
+            tail.take(),
+            ["[    6.000000] infiniband rxe_ini: forged (user space)"]
+        );
+        // A record that cannot be read is a line that says so, never a failed take.
+        w.write_all(b"not a record\n").unwrap();
+        let lines = tail.take();
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("(a record that could not be read: "),
+            "{lines:?}"
+        );
+        tail.mark().unwrap();
+        assert!(tail.take().is_empty());
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_opened_is_an_error_not_a_panic() {
+        let e = KmsgTail::open(Path::new("/nonexistent/kmsg")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+}

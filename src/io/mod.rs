@@ -27,3 +27,4 @@ pub mod selftest_scripted;
 pub mod selftest_verbs;
 pub mod sysfs;
 pub mod syslog;
+pub mod task;

@@ -6,6 +6,14 @@
 //! wrapper script would otherwise leave its `sleep` behind holding our pipes). The child is
 //! always reaped (`wait`), so no zombie is left, whatever happens.
 //!
+//! Never waited for past its deadline: a child that does not die within
+//! [`Invocation::kill_grace`] of the SIGKILL is in the kernel, in uninterruptible sleep (a
+//! `devlink` or `rdma link delete` blocked in `ib_unregister_device`, which waits for every
+//! user of the RDMA device to let go), where no signal reaches it. Waiting for it would block
+//! the caller for as long as the kernel does, possibly forever. It is handed to a reaper
+//! thread instead ([`StuckChild`]: the caller can ask whether and how it ended) and the call
+//! returns [`RunError::Stuck`].
+//!
 //! The calling thread does all the waiting in one `poll(2)` on the two output pipes and a
 //! pidfd of the child: it wakes when the child writes, closes its output or exits, or when
 //! the deadline passes, and for nothing else. No reader threads are started and nothing is
@@ -22,6 +30,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -38,6 +47,11 @@ pub const DEFAULT_CAPTURE_LIMIT: usize = 256 * 1024;
 const FIRST_POLL: Duration = Duration::from_micros(250);
 const MAX_POLL: Duration = Duration::from_millis(10);
 
+/// After the deadline's SIGKILL, how long the child may take to die before it is taken for
+/// stuck in the kernel ([`RunError::Stuck`]). A killed process normally exits within
+/// milliseconds; one in uninterruptible sleep does not exit at all.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
 /// After a kill, how long the output readers may take to see end-of-file. A grandchild that
 /// escaped our process group (setsid) could hold the pipes forever; we do not wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
@@ -53,6 +67,9 @@ pub struct Invocation {
     pub timeout: Duration,
     /// Bytes kept per output stream.
     pub capture_limit: usize,
+    /// After the deadline's SIGKILL, how long to wait for the child to die before it is left
+    /// to a reaper ([`RunError::Stuck`]).
+    pub kill_grace: Duration,
 }
 
 impl Invocation {
@@ -67,6 +84,7 @@ impl Invocation {
             args: args.into_iter().map(Into::into).collect(),
             timeout,
             capture_limit: DEFAULT_CAPTURE_LIMIT,
+            kill_grace: KILL_GRACE,
         }
     }
 
@@ -155,6 +173,26 @@ pub enum RunError {
         /// What it printed to stderr before being killed.
         stderr: String,
     },
+    /// The program did not finish in time and did not die when killed: it is blocked in the
+    /// kernel (uninterruptible sleep). It was left to a reaper thread, never waited for.
+    #[error(
+        "{command} did not finish within {:.1} s and did not die when killed ({}): it is \
+         blocked in the kernel; it was left running and is reaped when the kernel lets it go",
+        timeout.as_secs_f64(),
+        child.describe()
+    )]
+    Stuck {
+        /// The command line.
+        command: String,
+        /// The deadline that passed.
+        timeout: Duration,
+        /// What it printed to stdout before the deadline.
+        stdout: String,
+        /// What it printed to stderr before the deadline.
+        stderr: String,
+        /// The child, as the reaper holds it.
+        child: StuckChild,
+    },
     /// Waiting for the child failed (should not happen; reported rather than ignored).
     #[error("waiting for {program} failed: {source}")]
     Wait {
@@ -204,11 +242,16 @@ fn spawn_retrying_busy(cmd: &mut Command) -> std::io::Result<std::process::Child
 
 /// Spawns `inv`, captures its output, and enforces its deadline. See the module doc.
 pub fn run(inv: &Invocation) -> Result<Output, RunError> {
-    run_with(inv, true)
+    run_with(inv, true, kill_group)
 }
 
-/// [`run`]; `use_pidfd = false` forces the waitid fallback (tests).
-fn run_with(inv: &Invocation, use_pidfd: bool) -> Result<Output, RunError> {
+/// [`run`]; `use_pidfd = false` forces the waitid fallback, `kill` replaces the group kill
+/// (tests: a kill that does nothing plays a child the kernel does not let die).
+fn run_with(
+    inv: &Invocation,
+    use_pidfd: bool,
+    kill: fn(nix::unistd::Pid),
+) -> Result<Output, RunError> {
     let start = Instant::now();
     let mut cmd = Command::new(&inv.program);
     cmd.args(&inv.args)
@@ -235,9 +278,9 @@ fn run_with(inv: &Invocation, use_pidfd: bool) -> Result<Output, RunError> {
     let pidfd = if use_pidfd { pidfd_open(pid) } else { None };
     let deadline = start + inv.timeout;
     let mut backoff = FIRST_POLL;
-    let wait_error = |e: std::io::Error, child: &mut std::process::Child| {
-        kill_group(pid);
-        let _ = child.wait();
+    let wait_error = |e: std::io::Error, child: std::process::Child| {
+        // Killed and given its grace; a child that does not die is left to the reaper.
+        let _ = kill_and_reap(child, pid, pidfd.as_ref(), inv.kill_grace, kill);
         RunError::Wait {
             program: inv.program.clone(),
             source: e,
@@ -248,25 +291,32 @@ fn run_with(inv: &Invocation, use_pidfd: bool) -> Result<Output, RunError> {
             match exited_nowait(pid) {
                 Ok(true) => break,
                 Ok(false) => {}
-                Err(e) => return Err(wait_error(e, &mut child)),
+                Err(e) => return Err(wait_error(e, child)),
             }
         }
         let now = Instant::now();
         if now >= deadline {
-            kill_group(pid);
-            // Reap it: no zombie, whatever the pipes do.
-            let _ = child.wait();
+            let reaped = kill_and_reap(child, pid, pidfd.as_ref(), inv.kill_grace, kill);
             drain(
                 &mut streams,
                 inv.capture_limit,
                 Instant::now() + DRAIN_GRACE,
             );
             let [stdout, stderr] = streams.map(Capture::text);
-            return Err(RunError::Timeout {
-                command: inv.display(),
-                timeout: inv.timeout,
-                stdout: stdout.0,
-                stderr: stderr.0,
+            return Err(match reaped {
+                Ok(()) => RunError::Timeout {
+                    command: inv.display(),
+                    timeout: inv.timeout,
+                    stdout: stdout.0,
+                    stderr: stderr.0,
+                },
+                Err(stuck) => RunError::Stuck {
+                    command: inv.display(),
+                    timeout: inv.timeout,
+                    stdout: stdout.0,
+                    stderr: stderr.0,
+                    child: stuck,
+                },
             });
         }
         let limit = match pidfd {
@@ -280,7 +330,7 @@ fn run_with(inv: &Invocation, use_pidfd: bool) -> Result<Output, RunError> {
         match wait_any(&mut streams, pidfd.as_ref(), inv.capture_limit, limit) {
             Ok(true) => break,
             Ok(false) => {}
-            Err(e) => return Err(wait_error(e, &mut child)),
+            Err(e) => return Err(wait_error(e, child)),
         }
     }
     let took = start.elapsed();
@@ -314,6 +364,135 @@ fn run_with(inv: &Invocation, use_pidfd: bool) -> Result<Output, RunError> {
 /// SIGKILL to the child's process group. ESRCH (already gone) is the normal case after exit.
 fn kill_group(pid: nix::unistd::Pid) {
     let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+}
+
+/// Kills the child's group and reaps the child if it dies within `grace`. One that does not
+/// (uninterruptible sleep in the kernel: SIGKILL stays pending until the kernel lets go) is
+/// handed to a reaper thread, never waited for here.
+fn kill_and_reap(
+    mut child: std::process::Child,
+    pid: nix::unistd::Pid,
+    pidfd: Option<&OwnedFd>,
+    grace: Duration,
+    kill: fn(nix::unistd::Pid),
+) -> Result<(), StuckChild> {
+    kill(pid);
+    if exits_within(pid, pidfd, grace) {
+        // Exited: this wait returns at once. No zombie, whatever the pipes do.
+        let _ = child.wait();
+        return Ok(());
+    }
+    Err(StuckChild::reap_in_background(child, pid.as_raw()))
+}
+
+/// Whether `pid` exits (without being reaped) within `grace`.
+fn exits_within(pid: nix::unistd::Pid, pidfd: Option<&OwnedFd>, grace: Duration) -> bool {
+    let until = Instant::now() + grace;
+    loop {
+        if exited_nowait(pid).unwrap_or(false) {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return false;
+        }
+        match pidfd {
+            Some(fd) => {
+                let mut p = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                let ms = (until - now).as_micros().div_ceil(1000);
+                let timeout = libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX);
+                // SAFETY: one valid pollfd for the duration of the call.
+                let _ = unsafe { libc::poll(&mut p, 1, timeout) };
+            }
+            None => thread::sleep(MAX_POLL.min(until - now)),
+        }
+    }
+}
+
+/// A child that did not die when killed (uninterruptible sleep in the kernel), left to a
+/// reaper thread that waits for it as long as the kernel keeps it. Clones share the one
+/// reaper: any of them can ask whether it has ended.
+#[derive(Debug, Clone)]
+pub struct StuckChild {
+    /// Its process id (its kernel stack is `/proc/PID/stack`).
+    pub pid: i32,
+    reaped: Arc<(Mutex<Option<Exit>>, Condvar)>,
+}
+
+impl StuckChild {
+    fn reap_in_background(mut child: std::process::Child, pid: i32) -> StuckChild {
+        let reaped: Arc<(Mutex<Option<Exit>>, Condvar)> = Arc::default();
+        let slot = reaped.clone();
+        let reaper = move || {
+            let exit = match child.wait() {
+                Ok(status) => match (status.code(), status.signal()) {
+                    (Some(c), _) => Exit::Code(c),
+                    (None, Some(s)) => Exit::Signal(s),
+                    (None, None) => Exit::Code(-1),
+                },
+                Err(_) => Exit::Code(-1),
+            };
+            let (lock, cv) = &*slot;
+            *lock.lock().unwrap_or_else(|p| p.into_inner()) = Some(exit);
+            cv.notify_all();
+        };
+        if let Err(e) = thread::Builder::new()
+            .name(format!("reap-{pid}"))
+            .spawn(reaper)
+        {
+            // No thread: the child stays a zombie once it ends, until this process exits;
+            // nobody waits for it either way.
+            tracing::warn!(pid, "no reaper thread for a stuck child: {e}");
+        }
+        StuckChild { pid, reaped }
+    }
+
+    /// Hands a child that did not die when killed to a reaper thread: what a [`Runner`]
+    /// other than [`SystemRunner`] does with one of its own (a double in tests).
+    pub fn adopt(child: std::process::Child) -> StuckChild {
+        let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+        StuckChild::reap_in_background(child, pid)
+    }
+
+    /// How it ended, once the kernel let it go and it was reaped; `None` while it is stuck.
+    pub fn ended(&self) -> Option<Exit> {
+        *self.reaped.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for its end at most `timeout` (`None`: as long as it takes; only ever on a
+    /// thread that may block for as long as the kernel does).
+    pub fn wait_ended(&self, timeout: Option<Duration>) -> Option<Exit> {
+        let (lock, cv) = &*self.reaped;
+        let mut g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let until = timeout.map(|t| Instant::now() + t);
+        loop {
+            if let Some(exit) = *g {
+                return Some(exit);
+            }
+            match until {
+                None => g = cv.wait(g).unwrap_or_else(|p| p.into_inner()),
+                Some(until) => {
+                    let now = Instant::now();
+                    if now >= until {
+                        return None;
+                    }
+                    g = cv
+                        .wait_timeout(g, until - now)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|p| p.into_inner().0);
+                }
+            }
+        }
+    }
+
+    /// `pid N`.
+    pub fn describe(&self) -> String {
+        format!("pid {}", self.pid)
+    }
 }
 
 /// A pidfd for `pid` (Linux ≥ 5.3), `None` when the kernel refuses one.
@@ -531,6 +710,7 @@ mod tests {
             let out = run_with(
                 &sh("echo out; echo err >&2; exit 3", Duration::from_secs(10)),
                 pidfd,
+                kill_group,
             )
             .unwrap();
             assert_eq!(out.exit, Exit::Code(3));
@@ -544,6 +724,7 @@ mod tests {
             let err = run_with(
                 &sh("echo started; sleep 600", Duration::from_secs(3)),
                 pidfd,
+                kill_group,
             )
             .unwrap_err();
             assert!(
@@ -552,10 +733,55 @@ mod tests {
             );
             // A helper holding the pipes is killed with the group, not waited for.
             let started = Instant::now();
-            let out =
-                run_with(&sh("sleep 600 & echo bye", Duration::from_secs(20)), pidfd).unwrap();
+            let out = run_with(
+                &sh("sleep 600 & echo bye", Duration::from_secs(20)),
+                pidfd,
+                kill_group,
+            )
+            .unwrap();
             assert_eq!(out.stdout, "bye\n");
             assert!(started.elapsed() < Duration::from_secs(5));
         }
+    }
+    /// A kill that does nothing: the child plays one the kernel does not let die.
+    fn kill_ignored(_: nix::unistd::Pid) {}
+
+    #[test]
+    fn a_child_that_does_not_die_when_killed_is_left_to_a_reaper_not_waited_for() {
+        for pidfd in [true, false] {
+            let mut inv = sh("echo started; exec sleep 600", Duration::from_secs(2));
+            inv.kill_grace = Duration::from_millis(300);
+            let started = Instant::now();
+            let err = run_with(&inv, pidfd, kill_ignored).unwrap_err();
+            // Returned after the deadline and the grace, not after the 600 s.
+            assert!(started.elapsed() < Duration::from_secs(60));
+            let RunError::Stuck { child, stdout, .. } = err else {
+                panic!("{err:?}");
+            };
+            assert_eq!(stdout, "started\n");
+            assert_eq!(child.ended(), None, "still running: nobody killed it");
+            assert!(err_text_names_the_kernel(&child));
+            // The kernel lets it go (here: the test kills it): the reaper reports the end.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            assert_eq!(
+                child.wait_ended(Some(Duration::from_secs(60))),
+                Some(Exit::Signal(9))
+            );
+            assert_eq!(child.ended(), Some(Exit::Signal(9)));
+        }
+    }
+
+    fn err_text_names_the_kernel(child: &StuckChild) -> bool {
+        let e = RunError::Stuck {
+            command: "devlink dev param set".into(),
+            timeout: Duration::from_secs(2),
+            stdout: String::new(),
+            stderr: String::new(),
+            child: child.clone(),
+        };
+        e.to_string().contains("blocked in the kernel") && e.to_string().contains("pid ")
     }
 }

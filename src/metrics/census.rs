@@ -50,7 +50,7 @@ const PHYS_STATES: [&str; 11] = [
 ];
 
 /// Engine phases.
-pub const PHASES: [Phase; 8] = [
+pub const PHASES: [Phase; 9] = [
     Phase::Healthy,
     Phase::Faulted,
     Phase::AwaitingTarget,
@@ -59,6 +59,7 @@ pub const PHASES: [Phase; 8] = [
     Phase::Reconnecting,
     Phase::Verifying,
     Phase::Quarantined,
+    Phase::RecreationBlocked,
 ];
 
 /// Session states (iscsiadm's words, as the engine keeps them) and `missing`.

@@ -403,6 +403,14 @@ impl Harness {
                 code,
             }),
             Delivery::Note(text) => self.timeline.push(Entry::Note { at: now, text }),
+            Delivery::RecreationReturned { device, result } => {
+                self.timeline.push(Entry::Note {
+                    at: now,
+                    text: format!("the blocked re-creation of {device} returned: {result}"),
+                });
+                self.driver
+                    .handle_recreation_returned(&device, Some(result), now);
+            }
             Delivery::AsyncEvent(ev) => {
                 self.timeline.push(Entry::Note {
                     at: now,

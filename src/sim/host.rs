@@ -108,6 +108,11 @@ pub enum RecreatePlan {
     Fail(String),
     /// Works, but the executor's outcome is lost (daemon crash): the engine must verify.
     LoseOutcome,
+    /// The step that takes the device down blocks in the kernel for this long (its
+    /// unregistration waits for a user of the device to let go), then the re-creation
+    /// completes. The executor reports it blocked once the step has outlived its deadline
+    /// and the kill grace ([`SimHost::reset_step_deadline`]) and the final result later.
+    Blocked(Duration),
     /// No method applies.
     Unsupported(String),
 }
@@ -255,6 +260,13 @@ pub enum Delivery {
     Note(String),
     /// An event from a device's async event channel (the agent's verbs listener).
     AsyncEvent(crate::core::selftest::AsyncEvent),
+    /// A re-creation reported blocked has returned: its final result.
+    RecreationReturned {
+        /// The device.
+        device: String,
+        /// The re-creation's result.
+        result: RecreateResult,
+    },
 }
 
 /// Something scheduled on the host.
@@ -333,8 +345,8 @@ pub enum HostEvent {
         device: String,
         /// Action.
         id: ActionId,
-        /// Report the outcome.
-        report: bool,
+        /// How the result reaches the agent.
+        report: Report,
     },
     /// Internal: deliver to the agent.
     Deliver(Box<Delivery>),
@@ -355,6 +367,17 @@ pub enum HostEvent {
         /// RDMA port of the iface.
         port: PortId,
     },
+}
+
+/// How a re-creation's result reaches the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// As the action's outcome.
+    Outcome,
+    /// Not at all (the executor's outcome is lost).
+    Lost,
+    /// After the executor reported it blocked: as the blocked re-creation's late result.
+    Late,
 }
 
 /// The whole simulated host.
@@ -378,6 +401,9 @@ pub struct SimHost {
     pub iscsi_poll: Duration,
     /// Kill a hung iscsiadm after this long (the daemon's timeout).
     pub iscsiadm_timeout: Duration,
+    /// How long a re-creation step may run before the executor reports it blocked (the
+    /// resetter's step deadline plus the kill grace: `io::reset` with its defaults).
+    pub reset_step_deadline: Duration,
     next_sid: u32,
     seq: u64,
     queue: BinaryHeap<Reverse<(Instant, u64)>>,
@@ -449,6 +475,7 @@ impl SimHost {
             netlink_poll: Duration::from_secs(5),
             iscsi_poll: Duration::from_secs(10),
             iscsiadm_timeout: Duration::from_secs(30),
+            reset_step_deadline: Duration::from_secs(32),
             next_sid: 1,
             seq: 0,
             queue: BinaryHeap::new(),
@@ -778,11 +805,16 @@ impl SimHost {
                     "{device} re-registered: MAD layer opened its ports, new QP 1 walked RESET->INIT->RTR->RTS"
                 )));
                 self.set_device_present(&device, true, now, out);
-                if report {
-                    out.push(Delivery::Outcome {
+                let result = RecreateResult::Recreated {
+                    name: device.clone(),
+                };
+                match report {
+                    Report::Outcome => out.push(Delivery::Outcome {
                         id,
-                        outcome: Outcome::Recreate(RecreateResult::Recreated { name: device }),
-                    });
+                        outcome: Outcome::Recreate(result),
+                    }),
+                    Report::Late => out.push(Delivery::RecreationReturned { device, result }),
+                    Report::Lost => {}
                 }
             }
             HostEvent::Deliver(d) => out.push(*d),
@@ -1524,9 +1556,12 @@ impl SimHost {
                 fail(&mut out, RecreateResult::Unsupported { reason });
                 return out;
             }
-            RecreatePlan::Ok | RecreatePlan::LoseOutcome => {}
+            RecreatePlan::Ok | RecreatePlan::LoseOutcome | RecreatePlan::Blocked(_) => {}
         }
-        let report = scripted == RecreatePlan::Ok;
+        let mut report = match scripted {
+            RecreatePlan::LoseOutcome => Report::Lost,
+            _ => Report::Outcome,
+        };
         let commands = method_commands(&method, absent);
         // `rdma link add` needs the netdev; the kernel answers ENODEV without it.
         if let ResetMethod::RdmaLinkReadd { netdev, .. } = &method {
@@ -1551,8 +1586,23 @@ impl SimHost {
                 }
             }
         }
-        for c in &commands {
+        // A blocked step is the last one run until it returns.
+        let (now_run, later) = match scripted {
+            RecreatePlan::Blocked(held) if !commands.is_empty() => {
+                (&commands[..1], Some((&commands[1..], held)))
+            }
+            _ => (&commands[..], None),
+        };
+        for c in now_run {
             out.push(Delivery::Note(format!("{device}: {c}")));
+        }
+        if let Some((rest, held)) = later {
+            for c in rest {
+                self.schedule(
+                    now.plus(held),
+                    HostEvent::Deliver(Box::new(Delivery::Note(format!("{device}: {c}")))),
+                );
+            }
         }
         self.commands.extend(commands);
         let Some(d) = self.devices.get_mut(device) else {
@@ -1572,10 +1622,26 @@ impl SimHost {
         self.set_device_present(device, false, now, &mut out);
         // Lab: `rdma link add` took 0.09 s; a hardware function's RDMA driver probes for
         // seconds.
-        let back_after = match method {
+        let mut back_after = match method {
             ResetMethod::RdmaLinkReadd { .. } => Duration::from_millis(200),
             _ => RECREATE_TIME,
         };
+        if let RecreatePlan::Blocked(held) = scripted {
+            // The device is disabled at once (unregistration starts: netlink no longer
+            // lists it), and its removal waits for the holder: the down step does not return.
+            back_after += held;
+            if held > self.reset_step_deadline {
+                let step = blocked_step(&method, self.reset_step_deadline);
+                self.schedule(
+                    now.plus(self.reset_step_deadline),
+                    HostEvent::Deliver(Box::new(Delivery::Outcome {
+                        id,
+                        outcome: Outcome::Recreate(RecreateResult::Blocked(step)),
+                    })),
+                );
+                report = Report::Late;
+            }
+        }
         self.schedule(
             now.plus(back_after),
             HostEvent::RecreateDone {
@@ -1763,6 +1829,68 @@ fn irdma_aux(d: &SimDevice) -> AuxFacts {
 
 /// The commands a method runs, as the resetter runs them (only the "up" step when the device
 /// is gone).
+/// What the executor reports for a re-creation whose down step is blocked in the kernel:
+/// the step, and the task as `/proc` shows it, its stack the path a device removal takes in
+/// the kernel sources (drivers/infiniband/core/device.c `disable_device`,
+/// `remove_client_context`; a client whose users have not let go waits there).
+fn blocked_step(method: &ResetMethod, after: Duration) -> crate::core::recovery::BlockedStep {
+    let (tool, driver_frames): (&str, &[&str]) = match method {
+        ResetMethod::DevlinkToggle { .. } => (
+            "devlink",
+            &[
+                "irdma_ib_unregister_device [irdma]",
+                "icrdma_remove [irdma]",
+                "auxiliary_bus_remove",
+                "device_release_driver_internal",
+                "bus_remove_device",
+                "device_del",
+                "ice_unplug_aux_dev [ice]",
+                "ice_devlink_enable_roce_set [ice]",
+                "devlink_nl_param_set_doit",
+            ],
+        ),
+        ResetMethod::AuxRebind { .. } => (
+            "iser-guard",
+            &[
+                "irdma_ib_unregister_device [irdma]",
+                "auxiliary_bus_remove",
+                "device_release_driver_internal",
+                "unbind_store",
+                "kernfs_fop_write_iter",
+            ],
+        ),
+        ResetMethod::RdmaLinkReadd { .. } => (
+            "rdma",
+            &[
+                "ib_unregister_device_and_put [ib_core]",
+                "nldev_dellink [ib_core]",
+            ],
+        ),
+        ResetMethod::ModuleReload { .. } => ("modprobe", &["delete_module"]),
+    };
+    let mut stack = vec![
+        "ib_uverbs_remove_one [ib_uverbs]".to_string(),
+        "remove_client_context [ib_core]".to_string(),
+        "disable_device [ib_core]".to_string(),
+        "__ib_unregister_device [ib_core]".to_string(),
+    ];
+    stack.extend(driver_frames.iter().map(|f| f.to_string()));
+    crate::core::recovery::BlockedStep {
+        step: method.down_command(),
+        blocked_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+        task: format!(
+            "{tool} (pid 4242) in D (uninterruptible sleep), waiting in ib_uverbs_remove_one"
+        ),
+        uninterruptible: true,
+        stack,
+        id: crate::core::recovery::TaskId {
+            pid: 4242,
+            tid: None,
+            start_time: Some(1),
+        },
+    }
+}
+
 fn method_commands(m: &ResetMethod, absent: bool) -> Vec<String> {
     if absent {
         vec![m.up_command()]

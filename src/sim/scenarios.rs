@@ -553,6 +553,26 @@ fn device_fatal_not_allowed() -> (SimHost, Policy) {
     (h, Policy::default())
 }
 
+/// The field incident, and the re-creation's first step (`devlink ... enable_roce false`)
+/// blocks in the kernel for 7 minutes: unregistering the device waits for a user that does
+/// not let go (a verbs context or a CM id on the device). An operator asks for `recover`
+/// meanwhile.
+fn recreate_hang() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.plans
+            .push_back(RecreatePlan::Blocked(Duration::from_secs(420)));
+    }
+    h.schedule(
+        at(420),
+        HostEvent::Command(OperatorCommand::Recover {
+            device: FIELD_DEVICE.into(),
+            port: Some(1),
+        }),
+    );
+    (h, p)
+}
+
 /// Every scenario, the default first.
 pub fn all() -> Vec<Scenario> {
     let s = |name, about, secs, build| Scenario {
@@ -657,6 +677,13 @@ pub fn all() -> Vec<Scenario> {
             "no re-creation method applies: quarantine at once",
             600,
             unsupported,
+        ),
+        s(
+            "recreate-hang",
+            "the re-creation's first step blocks in the kernel for 7 minutes; nothing else is \
+             tried on the device, verification resumes when it returns",
+            1200,
+            recreate_hang,
         ),
         s(
             "recreate-outcome-lost",

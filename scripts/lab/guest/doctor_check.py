@@ -168,8 +168,10 @@ def active(path, secret):
         steps = m.get("steps", [])
         bad = [s["name"] for s in steps if not s.get("ok")]
         out(steps and not bad, "method %d: every step ok (%s)" % (i, bad or [s["name"] for s in steps]))
-        for s in steps:
-            figure("m%d_step_%s_ms" % (i, re.sub(r"[^a-z0-9]+", "_", s["name"].lower()).strip("_")[:48]), s.get("took_ms"))
+        for n, s in enumerate(steps, 1):
+            # "/usr/sbin/rdma link delete rxe_ini" -> m1_s1_rdma_link_delete_rxe_ini_ms
+            short = re.sub(r"[^a-z0-9]+", "_", re.sub(r"\S*/", "", s["name"]).lower())[:40].strip("_")
+            figure("m%d_s%d_%s_ms" % (i, n, short), s.get("took_ms"))
         rec = next((s for s in steps if s["name"].startswith("re-create ")), None)
         out(rec is not None, "method %d: the re-creation is a timed step" % i)
         if rec:

@@ -99,6 +99,8 @@ fn refused(e: &crate::core::recovery::CommandError) -> ExitStatus {
             ExitStatus::NoInput
         }
         E::NothingToRecreateFrom(_) => ExitStatus::Unavailable,
+        // Try again once the kernel has let the blocked step go.
+        E::RecreationBlocked { .. } => ExitStatus::TempFail,
     }
 }
 

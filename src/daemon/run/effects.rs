@@ -4,7 +4,7 @@
 
 use super::{Finished, Loop};
 use crate::core::driver::{Effect, EffectId, EffectKind, EffectOutcome, Refusal};
-use crate::core::recovery::{ActionKind, EngineSnapshot, Outcome};
+use crate::core::recovery::{ActionKind, EngineSnapshot, Outcome, RecreateResult};
 use crate::daemon::exec::{execute, syslog_alert, Executed};
 use crate::daemon::observe::clocks;
 
@@ -100,6 +100,9 @@ impl Loop {
                             w.release(device);
                         }
                         self.tell(port.as_ref(), &format!("running: {action}"));
+                        if let ActionKind::RecreateDevice { device, .. } = &action.kind {
+                            self.recreations.insert(id, (device.clone(), false));
+                        }
                         self.inflight.insert(id, port);
                         let ex = self.ex.clone();
                         let lock_dir = self
@@ -114,9 +117,30 @@ impl Loop {
                             _ => None,
                         };
                         let refused_tx = tx.clone();
+                        let blocked_tx = tx.clone();
                         let what = action.to_string();
                         let job = move || {
-                            let executed = execute(&ex, &action, lock_dir.as_deref(), probe_from);
+                            // Sent at once, from this thread or the resetter's watchdog; the
+                            // re-creation's final result follows when the step returns.
+                            let on_blocked = |step: crate::core::recovery::BlockedStep| {
+                                let summary = format!(
+                                    "{action}: blocked in the kernel: `{}` has not returned \
+                                     after {} s ({})",
+                                    step.step,
+                                    step.blocked_ms / 1000,
+                                    step.task
+                                );
+                                let _ = blocked_tx.send(Finished {
+                                    id,
+                                    executed: Executed {
+                                        outcome: Outcome::Recreate(RecreateResult::Blocked(step)),
+                                        summary,
+                                        method: None,
+                                    },
+                                });
+                            };
+                            let executed =
+                                execute(&ex, &action, lock_dir.as_deref(), probe_from, &on_blocked);
                             if let Some(executed) = executed {
                                 let _ = tx.send(Finished { id, executed });
                             }
@@ -187,7 +211,45 @@ impl Loop {
     }
 
     pub(super) fn on_finished(&mut self, f: Finished) {
-        let port = self.inflight.remove(&f.id).flatten();
+        let blocked_now = matches!(
+            f.executed.outcome,
+            Outcome::Recreate(RecreateResult::Blocked(_))
+        );
+        match self.recreations.get_mut(&f.id) {
+            // Reported blocked earlier: this is the re-creation's final result, for the
+            // blocked record (the action's own outcome was the block).
+            Some((device, true)) if !blocked_now => {
+                let device = device.clone();
+                self.recreations.remove(&f.id);
+                let port = self.inflight.remove(&f.id).flatten();
+                self.obs
+                    .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
+                tracing::info!(id = %f.id, outcome = %f.executed.outcome, "the blocked step returned: {}", f.executed.summary);
+                self.tell(port.as_ref(), &f.executed.summary);
+                let result = match f.executed.outcome {
+                    Outcome::Recreate(r) => r,
+                    other => RecreateResult::Failed {
+                        reason: other.to_string(),
+                    },
+                };
+                let now = self.now();
+                self.driver
+                    .handle_recreation_returned(&device, Some(result), now);
+                return;
+            }
+            // A second report of the same block (never sent twice today): nothing new.
+            Some((_, true)) => return,
+            Some((_, blocked)) if blocked_now => *blocked = true,
+            Some(_) => {
+                self.recreations.remove(&f.id);
+            }
+            None => {}
+        }
+        let port = if blocked_now {
+            self.inflight.get(&f.id).cloned().flatten()
+        } else {
+            self.inflight.remove(&f.id).flatten()
+        };
         self.obs
             .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
         tracing::info!(id = %f.id, outcome = %f.executed.outcome, "{}", f.executed.summary);

@@ -96,6 +96,10 @@ struct Loop {
     last_sessions_error: Option<String>,
     refresh_topology: Arc<Signal>,
     inflight: BTreeMap<EffectId, Option<PortId>>,
+    /// Re-creations running on an executor thread, by effect: the device, and whether a
+    /// step was reported blocked in the kernel (its final result then goes to the blocked
+    /// record, not to the action).
+    recreations: BTreeMap<EffectId, (String, bool)>,
     /// Each portal's local address, from the last session snapshot (probe source).
     probe_from: BTreeMap<Portal, std::net::IpAddr>,
     pendings: Pendings,
@@ -284,7 +288,10 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
                 let now = lp.clock.now();
                 lp.driver.handle_timeout(now);
             }
-            _ = session_tick.tick() => lp.request_sessions(),
+            _ = session_tick.tick() => {
+                lp.request_sessions();
+                lp.check_blocked_tasks();
+            }
             _ = watchdog_tick.tick(), if watchdog.is_some() => lp.notifier.watchdog(),
         }
     }
@@ -294,6 +301,40 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
 impl Loop {
     fn now(&self) -> crate::core::time::Instant {
         self.clock.now()
+    }
+
+    /// A blocked re-creation this daemon is not running (journaled by a previous one: its
+    /// task outlived that daemon): once the task is gone, its result is unknown and the
+    /// engine verifies the device as after a lost outcome.
+    fn check_blocked_tasks(&mut self) {
+        let ours: Vec<&str> = self
+            .recreations
+            .values()
+            .filter(|(_, blocked)| *blocked)
+            .map(|(d, _)| d.as_str())
+            .collect();
+        let proc_root = crate::compose::reset_config(&self.settings.config).proc_root;
+        let gone: Vec<String> = self
+            .driver
+            .engine()
+            .blocked_recreations()
+            .filter(|(device, _)| !ours.contains(device))
+            .filter(|(_, b)| {
+                let id = b.step.id;
+                !crate::io::task::TaskRef {
+                    pid: id.pid,
+                    tid: id.tid,
+                    start_time: id.start_time,
+                }
+                .alive(&proc_root)
+            })
+            .map(|(device, _)| device.to_string())
+            .collect();
+        for device in gone {
+            tracing::info!(%device, "the blocked re-creation's task of a previous daemon is gone");
+            let now = self.now();
+            self.driver.handle_recreation_returned(&device, None, now);
+        }
     }
 
     /// Tells the operators following `port` (or all, for port-less events).

@@ -263,6 +263,7 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
         last_sessions_error: None,
         refresh_topology: refresh,
         inflight: BTreeMap::new(),
+        recreations: BTreeMap::new(),
         probe_from: BTreeMap::new(),
         pendings: Default::default(),
         answering: 0,

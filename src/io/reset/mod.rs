@@ -23,7 +23,17 @@
 //! recovery, so a process spawn costs nothing that matters. The same goes for `rdma link`
 //! (RDMA netlink NEWLINK/DELLINK in our nldev codec is the future path for rxe/siw).
 //!
-//! Blocking code: the daemon runs it in `spawn_blocking`.
+//! A step blocked in the kernel: removing an RDMA device (`enable_roce false`, an aux
+//! `unbind`, `rdma link delete`) ends in `ib_unregister_device`, which waits, uninterruptibly,
+//! for every user of the device to let go. A command that outlives its deadline and does not
+//! die when killed ([`RunError::Stuck`]), or a sysfs write that has not returned after the
+//! same time (watched from a second thread), is reported through the caller's `on_blocked`
+//! ([`DeviceResetter::recreate_watched`]) with the task's state and kernel stack; the
+//! resetter then waits for it on this thread (nothing else can end it), never starts another
+//! method on the device meanwhile, and finishes the method once it returns.
+//!
+//! Blocking code: the daemon runs it on an executor thread, which a blocked step holds for
+//! as long as the kernel does.
 
 pub mod sysfs;
 
@@ -36,10 +46,14 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::core::recovery::{BlockedStep, TaskId};
 use crate::core::reset_plan::{
     self, DeviceFacts, DeviceIdentity, PlanOptions, RecreateFrom, ResetMethod,
 };
-use crate::io::process::{is_executable, Exit, Invocation, RunError, Runner, SystemRunner};
+use crate::io::process::{
+    is_executable, Exit, Invocation, RunError, Runner, SystemRunner, KILL_GRACE,
+};
+use crate::io::task::{TaskRef, TaskSnapshot};
 
 pub use sysfs::Sysfs;
 
@@ -80,10 +94,13 @@ pub struct ResetConfig {
     pub modprobe: PathBuf,
     /// `recovery.allow-module-reload`.
     pub allow_module_reload: bool,
-    /// Deadline of one devlink/rdma/modprobe invocation.
+    /// Deadline of one devlink/rdma/modprobe invocation; a sysfs `unbind`/`bind` write that
+    /// has not returned after it and the kill grace is reported blocked too.
     pub command_timeout: Duration,
     /// Verification timing.
     pub verify: VerifyPolicy,
+    /// Where `/proc` is: a blocked step's task state and kernel stack are read there.
+    pub proc_root: PathBuf,
 }
 
 impl ResetConfig {
@@ -103,6 +120,7 @@ impl ResetConfig {
             allow_module_reload,
             command_timeout: Duration::from_secs(30),
             verify: VerifyPolicy::default(),
+            proc_root: PathBuf::from("/proc"),
         }
     }
 }
@@ -214,6 +232,18 @@ pub enum StepError {
         #[source]
         source: std::io::Error,
     },
+    /// The step was blocked in the kernel and has since returned (a command that was
+    /// killed while blocked dies of that signal as it returns: what it did in the kernel
+    /// is done; the device's state tells).
+    #[error("`{step}` was blocked in the kernel for {:.0} s before it returned ({outcome})", blocked.as_secs_f64())]
+    ReturnedAfterBlock {
+        /// The step as typed.
+        step: String,
+        /// How long it had run when it returned.
+        blocked: Duration,
+        /// How it ended.
+        outcome: String,
+    },
     /// The devlink parameter is not on, so toggling it would not re-create anything.
     #[error("devlink parameter {param} of {handle} is {state}, not true: RDMA on this function is off or in the other mode")]
     ParamNotOn {
@@ -224,6 +254,14 @@ pub enum StepError {
         /// What was read.
         state: String,
     },
+}
+
+impl StepError {
+    /// The step was blocked in the kernel before it returned: whatever it did is done, so
+    /// no other method may follow it.
+    pub fn was_blocked(&self) -> bool {
+        matches!(self, StepError::ReturnedAfterBlock { .. })
+    }
 }
 
 /// Why a device could not be re-created.
@@ -314,6 +352,19 @@ pub enum ResetError {
         /// The step's error.
         error: String,
     },
+    /// A read-only check of a method was blocked in the kernel: the device's driver is busy
+    /// with something that does not return, so no method was run on it.
+    #[error(
+        "{method}: its check was blocked in the kernel, so nothing was run on {device}: {error}"
+    )]
+    CheckBlocked {
+        /// The device.
+        device: String,
+        /// The method.
+        method: ResetMethod,
+        /// The check's error.
+        error: String,
+    },
     /// The device went away and did not come back in time.
     #[error("{device} was removed by {method} and did not come back within {:.1} s; check `dmesg` and `rdma dev`", waited.as_secs_f64())]
     DidNotReturn {
@@ -336,7 +387,9 @@ impl ResetError {
             ResetError::NoMethod { .. } | ResetError::AllMethodsFailed { .. } => {
                 ExitStatus::Unavailable
             }
-            ResetError::DidNotDisappear { .. } => ExitStatus::TempFail,
+            ResetError::DidNotDisappear { .. } | ResetError::CheckBlocked { .. } => {
+                ExitStatus::TempFail
+            }
             ResetError::UpStepFailed { .. } | ResetError::DidNotReturn { .. } => ExitStatus::OsErr,
         }
     }
@@ -363,6 +416,9 @@ impl ResetError {
     }
 }
 
+/// Told, from the resetter's thread or its watchdog, that a step is blocked in the kernel.
+pub type OnBlocked<'a> = &'a (dyn Fn(BlockedStep) + Sync);
+
 /// Re-creates RDMA devices. The real one is [`SysfsResetter`]; [`ScriptedResetter`] is the
 /// double for the daemon's tests and the simulator.
 pub trait DeviceResetter: Send + Sync {
@@ -382,6 +438,19 @@ pub trait DeviceResetter: Send + Sync {
         remembered: Option<&RecreateFrom>,
         dry_run: bool,
     ) -> Result<ResetOutcome, ResetError>;
+    /// [`DeviceResetter::recreate_from`] (never a dry run), calling `on_blocked` when a step
+    /// is blocked in the kernel (see the module doc); the call returns once the step has
+    /// returned and the re-creation is finished. A resetter whose steps cannot block does
+    /// not call it.
+    fn recreate_watched(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+        on_blocked: OnBlocked<'_>,
+    ) -> Result<ResetOutcome, ResetError> {
+        let _ = on_blocked;
+        self.recreate_from(device, remembered, false)
+    }
     /// Re-creates the present `device` by `method` alone, timing each step: the same steps
     /// and verification as [`DeviceResetter::recreate`], with no fall-through to another
     /// method (`doctor --active` proves each method on its own). A method that fails before
@@ -634,8 +703,38 @@ impl SysfsResetter {
         }
     }
 
-    fn run_inv(&self, inv: &Invocation) -> Result<String, StepError> {
-        let out = self.runner.run(inv)?;
+    /// Runs `inv`; a command blocked in the kernel is reported through `on_blocked`, then
+    /// waited for here (as long as the kernel holds it), never given up on by starting
+    /// another.
+    fn run_inv(&self, inv: &Invocation, on_blocked: OnBlocked<'_>) -> Result<String, StepError> {
+        let out = match self.runner.run(inv) {
+            Err(RunError::Stuck {
+                command,
+                timeout,
+                child,
+                ..
+            }) => {
+                let task = TaskRef::process(child.pid, &self.cfg.proc_root);
+                let ran = timeout + inv.kill_grace;
+                on_blocked(blocked_step(
+                    &command,
+                    ran,
+                    &task.snapshot(&self.cfg.proc_root),
+                ));
+                let started = Instant::now();
+                let exit = child.wait_ended(None);
+                return Err(StepError::ReturnedAfterBlock {
+                    step: command,
+                    blocked: ran + started.elapsed(),
+                    outcome: match exit {
+                        Some(Exit::Code(c)) => format!("exit code {c}"),
+                        Some(Exit::Signal(s)) => format!("ended by signal {s}"),
+                        None => "its end is unknown".into(),
+                    },
+                });
+            }
+            other => other?,
+        };
         if out.success() {
             return Ok(out.stdout);
         }
@@ -649,24 +748,63 @@ impl SysfsResetter {
         })
     }
 
-    fn do_step(&self, step: &Step) -> Result<(), StepError> {
+    fn do_step(&self, step: &Step, on_blocked: OnBlocked<'_>) -> Result<(), StepError> {
         match step {
-            Step::Run(inv) => self.run_inv(inv).map(drop),
-            Step::Write { path, value } => {
-                let werr = |source| StepError::Write {
-                    path: path.clone(),
-                    value: value.clone(),
-                    source,
-                };
-                // Never create: a missing sysfs file means a wrong driver folder, not a file
-                // to make.
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(werr)?;
-                f.write_all(value.as_bytes()).map_err(werr)
-            }
+            Step::Run(inv) => self.run_inv(inv, on_blocked).map(drop),
+            Step::Write { path, value } => self.write_watched(step, path, value, on_blocked),
         }
+    }
+
+    /// A sysfs write has no timeout (an `unbind` waits in the kernel for as long as the
+    /// device's removal does): a watchdog thread reports it blocked after the commands'
+    /// deadline and kill grace, with this thread's state and kernel stack.
+    fn write_watched(
+        &self,
+        step: &Step,
+        path: &std::path::Path,
+        value: &str,
+        on_blocked: OnBlocked<'_>,
+    ) -> Result<(), StepError> {
+        let proc_root = &self.cfg.proc_root;
+        let me = TaskRef::current_thread(proc_root);
+        let limit = self.cfg.command_timeout + KILL_GRACE;
+        let started = Instant::now();
+        let blocked = std::sync::atomic::AtomicBool::new(false);
+        let flag = &blocked;
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let written = std::thread::scope(|s| {
+            let watchdog = std::thread::Builder::new()
+                .name("reset-watch".into())
+                .spawn_scoped(s, move || {
+                    if wait.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                        on_blocked(blocked_step(
+                            &step.describe(),
+                            started.elapsed(),
+                            &me.snapshot(proc_root),
+                        ));
+                    }
+                });
+            if let Err(e) = watchdog {
+                // Written unwatched: a block is then only seen as the re-creation's own
+                // deadline passing.
+                tracing::warn!("no watchdog thread for `{}`: {e}", step.describe());
+            }
+            let r = write_sysfs(path, value);
+            drop(done);
+            r
+        });
+        if blocked.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StepError::ReturnedAfterBlock {
+                step: step.describe(),
+                blocked: started.elapsed(),
+                outcome: match &written {
+                    Ok(()) => "written".into(),
+                    Err(e) => e.to_string(),
+                },
+            });
+        }
+        written
     }
 
     /// The device matching `id`, if present now.
@@ -706,11 +844,17 @@ impl SysfsResetter {
     /// Brings back an absent device: the method's "up" step alone (`rdma link add`, `bind`,
     /// `enable_roce` true, `modprobe`). A refused step changed nothing (the device is still
     /// gone): the next method is tried.
-    fn bring_back(&self, m: &ResetMethod, id: &DeviceIdentity) -> Result<String, MethodError> {
+    /// A step that was blocked in the kernel did what it did: the device's return decides.
+    fn bring_back(
+        &self,
+        m: &ResetMethod,
+        id: &DeviceIdentity,
+        on_blocked: OnBlocked<'_>,
+    ) -> Result<String, MethodError> {
         let fatal = MethodError::Fatal;
         let steps = self.steps(m);
-        if let Err(e) = self.do_step(&steps.up) {
-            if self.find(id).map_err(fatal)?.is_none() {
+        if let Err(e) = self.do_step(&steps.up, on_blocked) {
+            if !e.was_blocked() && self.find(id).map_err(fatal)?.is_none() {
                 return Err(MethodError::Skip(e));
             }
         }
@@ -742,19 +886,32 @@ impl SysfsResetter {
         Ok(renamed.map(|f| f.name).unwrap_or(found.name))
     }
 
+    /// A step that was blocked in the kernel and returned is never followed by another
+    /// method: what it did is done, and the device's state decides.
     fn run_method(
         &self,
         m: &ResetMethod,
         id: &DeviceIdentity,
+        on_blocked: OnBlocked<'_>,
         t: &mut Vec<StepTiming>,
     ) -> Result<String, MethodError> {
         let fatal = MethodError::Fatal;
         let steps = self.steps(m);
         if let (Some(check), ResetMethod::DevlinkToggle { handle, param }) = (&steps.check, m) {
             let started = Instant::now();
-            let json = self.run_inv(check);
+            let json = self.run_inv(check, on_blocked);
             timed(t, check.display(), started, json.is_ok());
-            let json = json.map_err(MethodError::Skip)?;
+            let json = json.map_err(|e| {
+                if e.was_blocked() {
+                    fatal(ResetError::CheckBlocked {
+                        device: id.name.clone(),
+                        method: m.clone(),
+                        error: e.to_string(),
+                    })
+                } else {
+                    MethodError::Skip(e)
+                }
+            })?;
             match reset_plan::parse_devlink_param(&json, param.name()) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -774,12 +931,13 @@ impl SysfsResetter {
             }
         }
         let started = Instant::now();
-        let down = self.do_step(&steps.down);
+        let down = self.do_step(&steps.down, on_blocked);
         timed(t, steps.down.describe(), started, down.is_ok());
         if let Err(e) = down {
             // A refused step normally changed nothing; but if the device is gone anyway, the
-            // step took effect and the method must be finished.
-            if self.find(id).map_err(fatal)?.is_some() {
+            // step took effect and the method must be finished. A step that was blocked took
+            // effect whatever its exit says.
+            if !e.was_blocked() && self.find(id).map_err(fatal)?.is_some() {
                 return Err(MethodError::Skip(e));
             }
         }
@@ -791,7 +949,7 @@ impl SysfsResetter {
         timed(t, "wait until the device is gone", started, gone);
         if !gone {
             // Restore the intended setting (e.g. enable_roce true) before reporting.
-            let _ = self.do_step(&steps.up);
+            let _ = self.do_step(&steps.up, on_blocked);
             return Err(fatal(ResetError::DidNotDisappear {
                 device: id.name.clone(),
                 method: m.clone(),
@@ -799,14 +957,18 @@ impl SysfsResetter {
             }));
         }
         let started = Instant::now();
-        let up = self.do_step(&steps.up);
+        let up = self.do_step(&steps.up, on_blocked);
         timed(t, steps.up.describe(), started, up.is_ok());
-        if let Err(e) = up {
-            return Err(fatal(ResetError::UpStepFailed {
-                device: id.name.clone(),
-                method: m.clone(),
-                error: e.to_string(),
-            }));
+        match up {
+            // Blocked, then returned: whether it brought the device back, the wait below tells.
+            Err(e) if !e.was_blocked() => {
+                return Err(fatal(ResetError::UpStepFailed {
+                    device: id.name.clone(),
+                    method: m.clone(),
+                    error: e.to_string(),
+                }));
+            }
+            _ => {}
         }
         let back_timeout = self.cfg.verify.back_timeout;
         let started = Instant::now();
@@ -844,6 +1006,37 @@ impl SysfsResetter {
     }
 }
 
+/// Writes `value` to an existing sysfs file (never creates one: a missing file means a
+/// wrong driver folder, not a file to make).
+fn write_sysfs(path: &std::path::Path, value: &str) -> Result<(), StepError> {
+    let werr = |source| StepError::Write {
+        path: path.to_path_buf(),
+        value: value.to_string(),
+        source,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(werr)?;
+    f.write_all(value.as_bytes()).map_err(werr)
+}
+
+/// What `on_blocked` is told: the step, how long it has run, the task as `/proc` shows it.
+fn blocked_step(step: &str, ran: Duration, snap: &TaskSnapshot) -> BlockedStep {
+    BlockedStep {
+        step: step.to_string(),
+        blocked_ms: u64::try_from(ran.as_millis()).unwrap_or(u64::MAX),
+        task: snap.summary(),
+        uninterruptible: snap.uninterruptible(),
+        stack: snap.stack_lines(),
+        id: TaskId {
+            pid: snap.task.pid,
+            tid: snap.task.tid,
+            start_time: snap.task.start_time,
+        },
+    }
+}
+
 /// Records one step's time.
 fn timed(t: &mut Vec<StepTiming>, step: impl Into<String>, started: Instant, ok: bool) {
     t.push(StepTiming {
@@ -868,18 +1061,34 @@ impl DeviceResetter for SysfsResetter {
         remembered: Option<&RecreateFrom>,
         dry_run: bool,
     ) -> Result<ResetOutcome, ResetError> {
-        let plan = self.plan_from(device, remembered)?;
         if dry_run {
-            return Ok(ResetOutcome::DryRun(plan));
+            return self.plan_from(device, remembered).map(ResetOutcome::DryRun);
         }
+        // Nobody to tell: the step is still waited for, and no other method follows it.
+        self.recreate_watched(device, remembered, &|step| {
+            tracing::warn!(
+                "`{}` is blocked in the kernel ({}); waiting for it",
+                step.step,
+                step.task
+            );
+        })
+    }
+
+    fn recreate_watched(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+        on_blocked: OnBlocked<'_>,
+    ) -> Result<ResetOutcome, ResetError> {
+        let plan = self.plan_from(device, remembered)?;
         let id = DeviceIdentity::of(&plan.facts);
         let start = Instant::now();
         let mut failures = Vec::new();
         for pm in plan.methods {
             let run = if plan.absent {
-                self.bring_back(&pm.method, &id)
+                self.bring_back(&pm.method, &id, on_blocked)
             } else {
-                self.run_method(&pm.method, &id, &mut Vec::new())
+                self.run_method(&pm.method, &id, on_blocked, &mut Vec::new())
             };
             match run {
                 Ok(new_name) => {
@@ -920,7 +1129,14 @@ impl DeviceResetter for SysfsResetter {
         }
         let id = DeviceIdentity::of(&plan.facts);
         let start = Instant::now();
-        match self.run_method(method, &id, steps) {
+        let on_blocked = |step: BlockedStep| {
+            tracing::warn!(
+                "`{}` is blocked in the kernel ({}); waiting for it",
+                step.step,
+                step.task
+            );
+        };
+        match self.run_method(method, &id, &on_blocked, steps) {
             Ok(new_name) => Ok(Recreated {
                 method: method.clone(),
                 old_name: device.to_string(),
@@ -947,6 +1163,7 @@ impl DeviceResetter for SysfsResetter {
 pub struct ScriptedResetter {
     calls: Mutex<Vec<(String, bool)>>,
     answers: Mutex<std::collections::VecDeque<Result<ResetOutcome, String>>>,
+    blocks: Mutex<std::collections::VecDeque<(BlockedStep, std::sync::mpsc::Receiver<()>)>>,
 }
 
 impl ScriptedResetter {
@@ -958,6 +1175,17 @@ impl ScriptedResetter {
             .push_back(answer);
     }
 
+    /// The next watched re-creation reports `step` blocked, then waits until the returned
+    /// sender sends (or is dropped) before it answers: a step the kernel holds.
+    pub fn block_next(&self, step: BlockedStep) -> std::sync::mpsc::Sender<()> {
+        let (release, wait) = std::sync::mpsc::channel();
+        self.blocks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back((step, wait));
+        release
+    }
+
     /// Every `(device, dry_run)` passed to `recreate`, in order.
     pub fn calls(&self) -> Vec<(String, bool)> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -965,6 +1193,24 @@ impl ScriptedResetter {
 }
 
 impl DeviceResetter for ScriptedResetter {
+    fn recreate_watched(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+        on_blocked: OnBlocked<'_>,
+    ) -> Result<ResetOutcome, ResetError> {
+        let block = self
+            .blocks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        if let Some((step, wait)) = block {
+            on_blocked(step);
+            let _ = wait.recv();
+        }
+        self.recreate_from(device, remembered, false)
+    }
+
     fn plan_from(&self, device: &str, _: Option<&RecreateFrom>) -> Result<ResetPlan, ResetError> {
         Err(ResetError::NoMethod {
             device: device.to_string(),

@@ -27,9 +27,13 @@ pub const OPERATOR_DEADLINE: Duration = Duration::from_secs(15 * 60);
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(OPERATOR_DEADLINE.as_secs() + 60);
 
 /// The one "settled" rule: a port has settled when it is healthy, quarantined (nothing more
-/// is tried without the operator) or no longer known.
+/// is tried without the operator), held by a re-creation blocked in the kernel (nothing more
+/// is tried until the kernel lets go) or no longer known.
 pub fn settled(phase: Option<Phase>) -> bool {
-    matches!(phase, Some(Phase::Healthy | Phase::Quarantined) | None)
+    matches!(
+        phase,
+        Some(Phase::Healthy | Phase::Quarantined | Phase::RecreationBlocked) | None
+    )
 }
 
 /// One way to re-create a device, with its steps as they would run.
@@ -516,7 +520,7 @@ impl Driver {
                 .ports
                 .iter()
                 .filter_map(|id| self.engine.port(id))
-                .filter(|p| p.phase() == Phase::Quarantined)
+                .filter(|p| matches!(p.phase(), Phase::Quarantined | Phase::RecreationBlocked))
                 .map(|p| format!("{}: {}", p.id, p.reason))
                 .collect();
             if r.session_ops {

@@ -41,7 +41,7 @@ pub use effect::{Authority, CommandId, Effect, EffectId, EffectKind, EffectOutco
 
 use crate::recovery::{
     Action, ActionId, CommandError, Engine, Input, Observation, OperatorCommand, Origin, Outcome,
-    Phase, Policy, SessionInfo, Transition, Trust,
+    Policy, SessionInfo, Transition, Trust,
 };
 use crate::time::Instant;
 
@@ -273,6 +273,20 @@ impl Driver {
         Ok((command, msg))
     }
 
+    /// The blocked step of `device`'s re-creation returned (an executor reported
+    /// [`crate::recovery::RecreateResult::Blocked`] earlier): `result` is the re-creation's
+    /// final result, `None` when it ended unseen (a restarted daemon found its task gone).
+    /// See [`Engine::handle_recreation_returned`].
+    pub fn handle_recreation_returned(
+        &mut self,
+        device: &str,
+        result: Option<crate::recovery::RecreateResult>,
+        now: Instant,
+    ) {
+        self.input();
+        self.engine.handle_recreation_returned(device, result, now);
+    }
+
     /// The outcome of an effect handed out by [`Driver::poll_effect`].
     pub fn handle_effect_outcome(&mut self, id: EffectId, outcome: EffectOutcome, now: Instant) {
         if let Some(p) = self.journal_pending.clone().filter(|p| p.effect == id) {
@@ -356,7 +370,7 @@ impl Driver {
     /// once every port of its device has settled (healthy or quarantined).
     pub fn poll_transition(&mut self) -> Option<Transition> {
         let t = self.engine.poll_transition()?;
-        if matches!(t.to, Phase::Healthy | Phase::Quarantined) {
+        if settled(Some(t.to)) {
             let engine = &self.engine;
             // A grant for sessions on no RDMA port ("") has no port to settle: it lasts
             // until the next reconnect replaces it, and only ever covers operator-origin

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use super::*;
 use crate::recovery::{
-    ActionKind, DiskInfo, Hold, PortId, Portal, ProbeMethod, ResetWhen, SessionKey, SessionState,
-    StuckEvidence,
+    ActionKind, DiskInfo, Hold, Phase, PortId, Portal, ProbeMethod, ResetWhen, SessionKey,
+    SessionState, StuckEvidence,
 };
 
 fn policy(allow: &[&str]) -> Policy {

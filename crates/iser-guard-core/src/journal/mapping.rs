@@ -4,11 +4,11 @@
 use super::{v2, JournalFormatError};
 use crate::observe::{Incident, IncidentAction, IncidentOutcome, Stamp};
 use crate::recovery::{
-    ActionId, AwaitTimer, DeviceRecord, DiskInfo, EngineSnapshot, Episode, Fault, FreshQp, Hold,
-    InFlight, InFlightKind, IscsiNode, KernelBugHold, Origin, Phase, PortId, PortRecord, PortState,
-    Portal, PortalRecord, ReconnectTimer, Recreation, RecreationState, SelfTestProgress,
-    SelfTestRecord, SelfTestVerdict, SessionKey, SessionOp, SessionRecord, SessionState, Stage,
-    StuckEvidence, TimerKind,
+    ActionId, AwaitTimer, BlockedRecreation, BlockedStep, DeviceRecord, DiskInfo, EngineSnapshot,
+    Episode, Fault, FreshQp, Hold, InFlight, InFlightKind, IscsiNode, KernelBugHold, Origin, Phase,
+    PortId, PortRecord, PortState, Portal, PortalRecord, ReconnectTimer, Recreation,
+    RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict, SessionKey, SessionOp,
+    SessionRecord, SessionState, Stage, StuckEvidence, TaskId, TimerKind,
 };
 use crate::reset_plan::{AuxFacts, ParentFacts, RecreateFrom, SoftType};
 use crate::time::Instant;
@@ -253,6 +253,7 @@ fn phase_out(p: Phase) -> v2::Phase {
         Phase::Reconnecting => v2::Phase::Reconnecting,
         Phase::Verifying => v2::Phase::Verifying,
         Phase::Quarantined => v2::Phase::Quarantined,
+        Phase::RecreationBlocked => v2::Phase::RecreationBlocked,
     }
 }
 
@@ -266,6 +267,7 @@ fn phase_in(p: v2::Phase) -> Phase {
         v2::Phase::Reconnecting => Phase::Reconnecting,
         v2::Phase::Verifying => Phase::Verifying,
         v2::Phase::Quarantined => Phase::Quarantined,
+        v2::Phase::RecreationBlocked => Phase::RecreationBlocked,
     }
 }
 
@@ -505,6 +507,9 @@ fn port_in(p: v2::Port) -> Result<PortRecord, JournalFormatError> {
             list_asked_at: ops_not_before,
         }),
         Phase::Quarantined => Some(Stage::Quarantined),
+        Phase::RecreationBlocked => Some(Stage::RecreationBlocked {
+            next_report: deadline,
+        }),
     };
     let since = Instant(p.since);
     let state = match stage {
@@ -665,6 +670,20 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
             origin: origin_out(r.origin),
         }),
         completed_recreations: d.completed_recreations,
+        blocked: d.blocked.as_ref().map(|b| v2::BlockedRecreation {
+            action: b.action.0,
+            attempt: b.attempt,
+            origin: origin_out(b.origin),
+            since: b.since.0,
+            step: b.step.step.clone(),
+            blocked_ms: b.step.blocked_ms,
+            task: b.step.task.clone(),
+            uninterruptible: b.step.uninterruptible,
+            stack: b.step.stack.clone(),
+            pid: b.step.id.pid,
+            tid: b.step.id.tid,
+            start_time: b.step.id.start_time,
+        }),
     }
 }
 
@@ -741,6 +760,24 @@ fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
             origin: origin_in(r.origin),
         }),
         completed_recreations: d.completed_recreations,
+        blocked: d.blocked.map(|b| BlockedRecreation {
+            action: ActionId(b.action),
+            attempt: b.attempt,
+            origin: origin_in(b.origin),
+            since: Instant(b.since),
+            step: BlockedStep {
+                step: b.step,
+                blocked_ms: b.blocked_ms,
+                task: b.task,
+                uninterruptible: b.uninterruptible,
+                stack: b.stack,
+                id: TaskId {
+                    pid: b.pid,
+                    tid: b.tid,
+                    start_time: b.start_time,
+                },
+            },
+        }),
     })
 }
 

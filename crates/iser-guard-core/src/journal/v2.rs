@@ -98,6 +98,9 @@ pub enum Phase {
     Verifying,
     /// Quarantined.
     Quarantined,
+    /// A re-creation step blocked in the kernel (added without a format bump: older
+    /// journals never hold it).
+    RecreationBlocked,
 }
 
 /// How a stuck GSI QP was seen.
@@ -436,6 +439,40 @@ pub struct Device {
     pub recreation: Option<Recreation>,
     /// Completed re-creations.
     pub completed_recreations: u64,
+    /// A re-creation blocked in the kernel (added without a format bump: older journals
+    /// never hold it, and it is written only while one is blocked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<BlockedRecreation>,
+}
+
+/// A re-creation whose step is blocked in the kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockedRecreation {
+    /// Action id.
+    pub action: u64,
+    /// Attempt.
+    pub attempt: u32,
+    /// Who asked.
+    pub origin: Origin,
+    /// The blocked step started at (ms).
+    pub since: u64,
+    /// The step as typed.
+    pub step: String,
+    /// How long it had run when reported (ms).
+    pub blocked_ms: u64,
+    /// The task in words.
+    pub task: String,
+    /// In uninterruptible sleep.
+    pub uninterruptible: bool,
+    /// Its kernel stack.
+    pub stack: Vec<String>,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: Option<i32>,
+    /// Start time (clock ticks since boot).
+    pub start_time: Option<u64>,
 }
 
 /// What re-creating a device needs once it is gone (v2).

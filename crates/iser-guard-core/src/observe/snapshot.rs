@@ -437,6 +437,7 @@ fn deadline_words(phase: Phase) -> &'static str {
         Phase::ResettingDevice => "the re-creation times out",
         Phase::Verifying => "the verification times out",
         Phase::Reconnecting => "the reconnect times out",
+        Phase::RecreationBlocked => "report again how long the re-creation has been blocked",
         Phase::Healthy | Phase::Faulted | Phase::Quarantined => "the phase times out",
     }
 }

@@ -29,6 +29,7 @@ fn record(phase: Phase, fault: Option<Fault>, since: u64, fault_since: u64) -> P
         Phase::Reconnecting => Some(Stage::reconnecting()),
         Phase::Verifying => Some(Stage::verifying()),
         Phase::Quarantined => Some(Stage::Quarantined),
+        Phase::RecreationBlocked => Some(Stage::RecreationBlocked { next_report: None }),
     };
     if let Some(stage) = stage {
         let fault = fault.unwrap_or(Fault::SessionsDown);

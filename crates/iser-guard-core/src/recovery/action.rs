@@ -85,7 +85,8 @@ pub struct Alert {
 pub enum AlertSubject {
     /// One port (`fault:rocep2s0f0/1:gsi`).
     Port(super::PortId),
-    /// One device (`recreate:rocep2s0f0:2`, `renamed:old:new` names the new one).
+    /// One device (`recreate:rocep2s0f0:2`, `blocked:rocep2s0f0`, `renamed:old:new` names
+    /// the new one).
     Device(String),
     /// The host, a session or a kernel status (`paused`, `reconnect:[…]`, `cm-addr-error:…`).
     Host,
@@ -106,7 +107,7 @@ impl Alert {
         match kind {
             "fault" | "hold" | "listener" | "quarantine" | "quarantine-down" | "failed"
             | "healthy" => port(subject).map_or(AlertSubject::Host, AlertSubject::Port),
-            "recreate" => AlertSubject::Device(subject.to_string()),
+            "recreate" | "blocked" | "unblocked" => AlertSubject::Device(subject.to_string()),
             "renamed" => match parts.nth(1) {
                 Some(to) => AlertSubject::Device(to.to_string()),
                 None => AlertSubject::Host,

@@ -579,6 +579,44 @@ pub enum RecreateResult {
         /// Why.
         reason: String,
     },
+    /// A step of the re-creation did not return: it is blocked in the kernel (a `devlink`
+    /// or an `unbind` that ends in `ib_unregister_device`, which waits uninterruptibly for
+    /// every user of the device to let go). The executor gave up waiting for it without
+    /// ending it (nothing can) and without starting another writer on the device; its
+    /// final result comes later ([`crate::driver::Driver::handle_recreation_returned`]).
+    Blocked(BlockedStep),
+}
+
+/// A re-creation step blocked in the kernel, as the executor saw it when it gave up
+/// waiting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockedStep {
+    /// The step as an operator would type it (`rdma link delete rxe_ini`,
+    /// `echo ice.roce.0 > /sys/bus/auxiliary/drivers/irdma/unbind`).
+    pub step: String,
+    /// How long the step had been running when reported (milliseconds).
+    pub blocked_ms: u64,
+    /// The blocked task in words (`rdma (pid 4242) in D (uninterruptible sleep), waiting
+    /// in ib_uverbs_remove_one`).
+    pub task: String,
+    /// The task is in uninterruptible sleep: no signal ends it, only the kernel.
+    pub uninterruptible: bool,
+    /// Its kernel stack, innermost frame first, or one line saying why it is unreadable.
+    pub stack: Vec<String>,
+    /// Which task it is, so that a restarted daemon can tell whether it is still there.
+    pub id: TaskId,
+}
+
+/// A kernel task (a process, or one thread of one), with its start time: the same pid with
+/// another start time is another task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskId {
+    /// Process id.
+    pub pid: i32,
+    /// Thread id, for a thread that is not its process's main thread.
+    pub tid: Option<i32>,
+    /// Start time (clock ticks since boot, `/proc/PID/stat` field 22), when read.
+    pub start_time: Option<u64>,
 }
 
 impl fmt::Display for RecreateResult {
@@ -587,6 +625,13 @@ impl fmt::Display for RecreateResult {
             RecreateResult::Recreated { name } => write!(f, "re-created as {name}"),
             RecreateResult::Failed { reason } => write!(f, "failed: {reason}"),
             RecreateResult::Unsupported { reason } => write!(f, "no method applies: {reason}"),
+            RecreateResult::Blocked(b) => write!(
+                f,
+                "blocked in the kernel: `{}` has not returned after {} s ({})",
+                b.step,
+                b.blocked_ms / 1000,
+                b.task
+            ),
         }
     }
 }
@@ -697,6 +742,9 @@ impl fmt::Display for Outcome {
             Outcome::Recreate(RecreateResult::Failed { .. }) => f.write_str("re-creation failed"),
             Outcome::Recreate(RecreateResult::Unsupported { .. }) => {
                 f.write_str("no re-creation method")
+            }
+            Outcome::Recreate(RecreateResult::Blocked(_)) => {
+                f.write_str("re-creation blocked in the kernel")
             }
             Outcome::Iscsiadm(s) => write!(f, "iscsiadm {s}"),
             Outcome::SelfTest(crate::selftest::SelfTestResult::Ran(r)) if r.passed() => {

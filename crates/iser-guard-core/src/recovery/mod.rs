@@ -6,8 +6,10 @@
 //! a seed stored in its own state, so every incident can be replayed exactly.
 //!
 //! Per port: Healthy → Faulted → AwaitingTarget → ResettingDevice → Reconnecting → Verifying
-//! → Healthy, with AwaitingDevice (the local device vanished) and Quarantined (attempts
-//! exhausted; an operator must act). See [`Engine`] for the call order.
+//! → Healthy, with AwaitingDevice (the local device vanished), Quarantined (attempts
+//! exhausted; an operator must act) and RecreationBlocked (a re-creation step blocked in the
+//! kernel; nothing else touches the device until it returns). See [`Engine`] for the call
+//! order.
 
 mod action;
 mod adapter;
@@ -25,15 +27,15 @@ pub use adapter::{
     KernelReading,
 };
 pub use input::{
-    CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation, OperatorCommand,
-    Outcome, PortId, Portal, PortalError, ProbeResult, RecreateResult, ScanComplete, SessionInfo,
-    SessionKey, SessionState, StuckEvidence, Trust,
+    BlockedStep, CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation,
+    OperatorCommand, Outcome, PortId, Portal, PortalError, ProbeResult, RecreateResult,
+    ScanComplete, SessionInfo, SessionKey, SessionState, StuckEvidence, TaskId, Trust,
 };
 pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};
 pub use state::{
-    AwaitTimer, DeviceRecord, EngineSnapshot, Episode, Fault, FreshQp, Hold, InFlight,
-    InFlightKind, KernelBugHold, Phase, PortRecord, PortState, PortalRecord, ReconnectTimer,
-    Recreation, RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict, SessionOp,
-    SessionRecord, Stage, TimerKind, Transition,
+    AwaitTimer, BlockedRecreation, DeviceRecord, EngineSnapshot, Episode, Fault, FreshQp, Hold,
+    InFlight, InFlightKind, KernelBugHold, Phase, PortRecord, PortState, PortalRecord,
+    ReconnectTimer, Recreation, RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict,
+    SessionOp, SessionRecord, Stage, TimerKind, Transition,
 };

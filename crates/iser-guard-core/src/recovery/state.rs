@@ -6,7 +6,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::action::{ActionId, IscsiNode, Origin};
-use super::input::{DiskInfo, PortId, Portal, SessionKey, SessionState, StuckEvidence};
+use super::input::{
+    BlockedStep, DiskInfo, PortId, Portal, SessionKey, SessionState, StuckEvidence,
+};
 use crate::time::Instant;
 
 /// The name of a port's state ([`PortState::phase`]): what transitions, the log and the
@@ -29,6 +31,9 @@ pub enum Phase {
     Verifying,
     /// Attempts exhausted or retrying cannot help: automatic actions stopped for this port.
     Quarantined,
+    /// A step of the device's re-creation is blocked in the kernel: nothing else is tried on
+    /// the device (no second writer) until it returns; then verification resumes.
+    RecreationBlocked,
 }
 
 impl fmt::Display for Phase {
@@ -42,6 +47,7 @@ impl fmt::Display for Phase {
             Phase::Reconnecting => "Reconnecting",
             Phase::Verifying => "Verifying",
             Phase::Quarantined => "Quarantined",
+            Phase::RecreationBlocked => "RecreationBlocked",
         })
     }
 }
@@ -597,6 +603,12 @@ pub enum Stage {
     },
     /// Attempts exhausted or retrying cannot help: automatic actions stopped for this port.
     Quarantined,
+    /// The device's re-creation is blocked in the kernel ([`DeviceRecord::blocked`]): the
+    /// port waits for it to return, reporting how long it has been blocked.
+    RecreationBlocked {
+        /// When the report is repeated (with the time blocked so far).
+        next_report: Option<Instant>,
+    },
 }
 
 impl Stage {
@@ -644,6 +656,7 @@ impl Stage {
             Stage::Reconnecting { .. } => Phase::Reconnecting,
             Stage::Verifying { .. } => Phase::Verifying,
             Stage::Quarantined => Phase::Quarantined,
+            Stage::RecreationBlocked { .. } => Phase::RecreationBlocked,
         }
     }
 
@@ -677,13 +690,15 @@ impl Stage {
         }
     }
 
-    /// When the stage gives up (target wait, device wait, verification, lost re-creation).
+    /// When the stage gives up (target wait, device wait, verification, lost re-creation),
+    /// or, blocked, when it reports again.
     pub fn deadline(&self) -> Option<Instant> {
         match self {
             Stage::AwaitingTarget { deadline, .. }
             | Stage::AwaitingDevice { deadline }
             | Stage::Verifying { deadline, .. } => *deadline,
             Stage::ResettingDevice { verify_until } => *verify_until,
+            Stage::RecreationBlocked { next_report } => *next_report,
             Stage::Faulted | Stage::Reconnecting { .. } | Stage::Quarantined => None,
         }
     }
@@ -695,6 +710,7 @@ impl Stage {
             | Stage::AwaitingDevice { deadline }
             | Stage::Verifying { deadline, .. } => *deadline = at,
             Stage::ResettingDevice { verify_until } => *verify_until = at,
+            Stage::RecreationBlocked { next_report } => *next_report = at,
             Stage::Faulted | Stage::Reconnecting { .. } | Stage::Quarantined => {}
         }
     }
@@ -787,6 +803,26 @@ pub struct DeviceRecord {
     pub recreation: Option<Recreation>,
     /// Completed re-creations since the journal began.
     pub completed_recreations: u64,
+    /// A re-creation whose step is blocked in the kernel: no other writer touches the
+    /// device until it returns.
+    #[serde(default)]
+    pub blocked: Option<BlockedRecreation>,
+}
+
+/// A device re-creation blocked in the kernel (journaled: a restarted daemon still knows
+/// that a writer it cannot see may hold the device).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockedRecreation {
+    /// The re-creation action.
+    pub action: ActionId,
+    /// Its attempt number.
+    pub attempt: u32,
+    /// Who asked for it.
+    pub origin: Origin,
+    /// When the blocked step started.
+    pub since: Instant,
+    /// What the executor saw.
+    pub step: BlockedStep,
 }
 
 /// What a portal's probes said.

@@ -46,7 +46,12 @@ impl Engine {
         };
         e.evidence = e.evidence.saturating_add(1);
         match phase {
-            Phase::Healthy | Phase::Quarantined | Phase::ResettingDevice => {}
+            // Nothing escalates a port whose device is being re-created (or whose
+            // re-creation is blocked in the kernel: no second writer).
+            Phase::Healthy
+            | Phase::Quarantined
+            | Phase::ResettingDevice
+            | Phase::RecreationBlocked => {}
             _ => match fault {
                 Fault::GsiStuck { evidence } if !e.needs_recreate => {
                     e.fault = Fault::GsiStuck { evidence };
@@ -124,6 +129,7 @@ impl Engine {
         };
         match p.phase() {
             Phase::Healthy | Phase::Quarantined => false,
+            Phase::RecreationBlocked => self.step_blocked(pid, now),
             Phase::ResettingDevice => self.step_resetting(pid, now),
             Phase::Faulted => {
                 self.decide(pid, now);

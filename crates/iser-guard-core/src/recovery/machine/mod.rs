@@ -15,6 +15,7 @@
 //! | `await_target.rs` | stage `AwaitingTarget`: probes, hysteresis, dead listener |
 //! | `device.rs` | the device going and coming back, stage `AwaitingDevice`, renames |
 //! | `reset.rs` | stage `ResettingDevice`: deciding a re-creation, its outcome |
+//! | `blocked.rs` | stage `RecreationBlocked`: a re-creation step held by the kernel, no second writer |
 //! | `reconnect.rs` | stage `Reconnecting`: grace period, logins, iscsiadm outcomes |
 //! | `verify.rs` | stage `Verifying` and the way back to `Healthy` |
 //! | `selftest.rs` | the port self-test after a re-creation, async events as witnesses |
@@ -29,6 +30,7 @@
 //! | `unknown.rs` | records about devices never shown: no port, counted, kept bounded |
 
 mod await_target;
+mod blocked;
 mod device;
 mod emit;
 mod fault;
@@ -107,6 +109,21 @@ pub enum CommandError {
         hint = crate::reset_plan::manual_recreate_hint(.0)
     )]
     NothingToRecreateFrom(String),
+    /// The device's re-creation is blocked in the kernel: another would block behind it.
+    #[error(
+        "the re-creation of {device} has been blocked in the kernel for {secs} s (`{step}` has \
+         not returned): another re-creation would block behind it. Free the device (`rdma \
+         resource show cm_id`, `fuser -v /dev/infiniband/*`: stop what holds it); iser-guard \
+         resumes by itself when the step returns"
+    )]
+    RecreationBlocked {
+        /// The device.
+        device: String,
+        /// The blocked step.
+        step: String,
+        /// Seconds blocked so far.
+        secs: u64,
+    },
 }
 
 fn known_devices(known: &[String]) -> String {

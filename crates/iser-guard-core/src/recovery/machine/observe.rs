@@ -145,10 +145,10 @@ impl Engine {
                     }
                 }
                 let explained = self.recreating.is_some()
-                    || self
-                        .ports
-                        .values()
-                        .any(|p| p.phase() == Phase::AwaitingDevice);
+                    || self.blocked_recreations().next().is_some()
+                    || self.ports.values().any(|p| {
+                        matches!(p.phase(), Phase::AwaitingDevice | Phase::RecreationBlocked)
+                    });
                 if explained {
                     // Expected while a device is being re-created or known to be gone.
                     self.finish();

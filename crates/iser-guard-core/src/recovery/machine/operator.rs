@@ -60,6 +60,7 @@ impl Engine {
             OperatorCommand::Recover { device, port } => {
                 let pids = self.command_ports(&device, port)?;
                 self.recreatable(&device)?;
+                self.refuse_if_blocked(&device)?;
                 self.lift_kernel_bugs_for(&device);
                 for pid in &pids {
                     self.operator_episode(pid, true, false, now);
@@ -72,6 +73,7 @@ impl Engine {
             OperatorCommand::ResetDevice { device } => {
                 let pids = self.command_ports(&device, None)?;
                 self.recreatable(&device)?;
+                self.refuse_if_blocked(&device)?;
                 self.lift_kernel_bugs_for(&device);
                 for pid in &pids {
                     self.operator_episode(pid, true, true, now);

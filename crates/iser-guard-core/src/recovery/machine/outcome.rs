@@ -28,6 +28,16 @@ impl Engine {
             return;
         }
         let Some(inf) = self.inflight.remove(&id) else {
+            // A blocked step reported after the re-creation's own deadline (its outcome was
+            // taken for lost and is being verified): it is still the one writer on the
+            // device, and the block must be known.
+            if let Outcome::Recreate(RecreateResult::Blocked(step)) = outcome {
+                if let Some(device) = self.recreation_of(id) {
+                    self.on_recreate_blocked(&device, step, now);
+                    self.finish();
+                    return;
+                }
+            }
             self.stats.stale_outcomes += 1;
             self.finish();
             return;

@@ -32,6 +32,13 @@ impl Engine {
             // stale, so nothing destructive until the first complete scan.
             return false;
         }
+        if self.join_blocked(pid, now) {
+            // Its device's re-creation is blocked in the kernel: no second writer.
+            return true;
+        }
+        let Some(p) = self.ports.get(pid) else {
+            return false;
+        };
         let device = pid.device.clone();
         let origin = p.origin();
         let attempt = p.attempts() + 1;
@@ -234,6 +241,10 @@ impl Engine {
     }
 
     pub(super) fn on_recreate_done(&mut self, device: &str, result: RecreateResult, now: Instant) {
+        let result = match result {
+            RecreateResult::Blocked(step) => return self.on_recreate_blocked(device, step, now),
+            other => other,
+        };
         if self.recreating.as_deref() == Some(device) {
             self.recreating = None;
         }
@@ -315,6 +326,7 @@ impl Engine {
                     );
                 }
             }
+            RecreateResult::Blocked(_) => {} // Handled above.
             RecreateResult::Unsupported { reason } => {
                 self.mark_recreation_failed(device);
                 for pid in self.ports_resetting(device) {

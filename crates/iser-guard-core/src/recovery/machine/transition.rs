@@ -129,6 +129,7 @@ impl Engine {
                 remembered: None,
                 recreation: None,
                 completed_recreations: 0,
+                blocked: None,
             })
     }
 }

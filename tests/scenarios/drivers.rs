@@ -1,0 +1,119 @@
+//! What real RDMA drivers do that Soft-RoCE does not (issue 22), on the simulated host.
+//!
+//! - `recreate-hang`: the re-creation's first step blocks in the kernel (device removal
+//!   waits, uninterruptibly, for every user of the device): the daemon reports it with the
+//!   blocked task's state and stack, starts no second writer, refuses the operator's
+//!   `recover` meanwhile, and resumes verification when the step returns.
+
+use iser_guard::core::recovery::{Phase, Severity};
+use iser_guard::sim::scenarios::FIELD_DEVICE;
+use iser_guard::sim::Entry;
+
+use super::util::*;
+
+#[test]
+fn a_recreation_blocked_in_the_kernel_is_reported_never_doubled_and_resumed() {
+    let h = run("recreate-hang");
+    assert_safety(&h);
+    // One writer, ever: nothing else was started on the device while its step was blocked.
+    assert_eq!(h.recreations(), vec![FIELD_DEVICE.to_string()]);
+    assert_eq!(h.host.devices[FIELD_DEVICE].recreations_started, 1);
+    let started = first_recreate_secs(&h, FIELD_DEVICE).expect("re-created");
+    // Reported once the step outlived its deadline and the kill grace (32 s), with the
+    // blocked task's state and kernel stack.
+    let blocked = h
+        .transitions
+        .iter()
+        .find(|t| t.to == Phase::RecreationBlocked)
+        .expect("never reported blocked");
+    assert_eq!(blocked.at.as_millis() / 1000, started + 32, "{blocked}");
+    assert!(
+        blocked
+            .reason
+            .contains("has been blocked in the kernel for 32 s")
+            && blocked.reason.contains("enable_roce value false"),
+        "{}",
+        blocked.reason
+    );
+    let first = alerts_with(
+        &h,
+        "re-creation of rocep2s0f0 has been blocked in the kernel for 32 s",
+    );
+    assert_eq!(first.len(), 1, "{:#?}", h.alerts);
+    assert_eq!(first[0].severity, Severity::Critical);
+    for needle in [
+        "D (uninterruptible sleep)",
+        "ice_devlink_enable_roce_set [ice]",
+        "__ib_unregister_device [ib_core]",
+        "fuser -v /dev/infiniband",
+        "only a reboot",
+    ] {
+        assert!(
+            first[0].detail.contains(needle),
+            "{needle}: {}",
+            first[0].detail
+        );
+    }
+    // Reported again with the time so far (every alerts.repeat-interval, 300 s).
+    assert_eq!(
+        alerts_with(&h, "has been blocked in the kernel for 332 s").len(),
+        1,
+        "{:#?}",
+        h.alerts
+    );
+    // The operator's `recover` during the block was refused: it would be a second writer.
+    assert!(
+        h.timeline
+            .iter()
+            .any(|e| matches!(e, Entry::Note { text, .. }
+            if text.contains("recover rocep2s0f0/1: refused: the re-creation of rocep2s0f0 has \
+                been blocked in the kernel for"))),
+        "{}",
+        h.render()
+    );
+    // When the step returned (420 s after it started; the device is back 3 s later),
+    // verification resumed and storage came back with no second re-creation.
+    let unblocked = alerts_with(&h, "is no longer blocked (after 423 s)");
+    assert_eq!(unblocked.len(), 1, "{:#?}", h.alerts);
+    let phases: Vec<Phase> = h
+        .transitions
+        .iter()
+        .skip_while(|t| t.to != Phase::RecreationBlocked)
+        .map(|t| t.to)
+        .collect();
+    assert_eq!(
+        phases.get(..3),
+        Some(
+            &[
+                Phase::RecreationBlocked,
+                Phase::ResettingDevice,
+                Phase::Reconnecting
+            ][..]
+        ),
+        "{phases:?}"
+    );
+    // Nothing else alarmed the operator meanwhile: iscsid's failed reconnects to the
+    // disabled device are explained by the block.
+    assert!(alerts_with(&h, "cannot acquire a local RDMA device").is_empty());
+    assert!(h.host.storage_ok());
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+    let back = h.storage_back_at().expect("storage back").as_millis() / 1000;
+    assert!(
+        back > started + 420,
+        "storage back at {back}s, before the step returned"
+    );
+}
+
+#[test]
+fn a_blocked_recreation_survives_restarts_without_a_second_writer() {
+    let h = run_restarting("recreate-hang");
+    assert!(h.restarts > 100, "only {} restarts", h.restarts);
+    assert_eq!(h.host.devices[FIELD_DEVICE].recreations_started, 1);
+    assert!(h
+        .transitions
+        .iter()
+        .any(|t| t.to == Phase::RecreationBlocked));
+    assert!(h.host.storage_ok());
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+    assert_safety(&h);
+}
