@@ -164,12 +164,25 @@ fn unit_service_contract() {
     assert_eq!(one(&u, "Service", "User"), "root");
     assert_eq!(one(&u, "Install", "WantedBy"), "multi-user.target");
     let after = one(&u, "Unit", "After");
-    for dep in ["network-online.target", "iscsid.service", "rdma-hw.target"] {
+    for dep in [
+        "network-online.target",
+        "iscsid.service",
+        "rdma-hw.target",
+        "rdma-load-modules@rdma.service",
+    ] {
         assert!(
             after.split_whitespace().any(|a| a == dep),
             "After lacks {dep}: {after}"
         );
     }
+    // The verbs and rdma_cm modules load before DeviceAllow= is resolved (issue 22).
+    let wants = one(&u, "Unit", "Wants");
+    assert!(
+        wants
+            .split_whitespace()
+            .any(|w| w == "rdma-load-modules@rdma.service"),
+        "Wants lacks rdma-load-modules@rdma.service: {wants}"
+    );
 }
 
 #[test]
