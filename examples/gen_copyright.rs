@@ -337,6 +337,28 @@ pub fn classify(text: &str) -> Vec<(String, String)> {
     if flat.contains("This is free and unencumbered software released into the public domain") {
         out.push(("Unlicense".to_string(), text.to_string()));
     }
+    // 0BSD: ISC's grant without its one condition (keeping the notice).
+    if flat.contains(
+        "Permission to use, copy, modify, and/or distribute this software for any purpose \
+         with or without fee is hereby granted.",
+    ) && !flat.contains("provided that the above copyright notice")
+    {
+        let body: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.contains("Permission to use, copy, modify"))
+            .collect();
+        out.push(("0BSD".to_string(), body.join("\n")));
+    }
+    if flat.contains(
+        "Permission is granted to anyone to use this software for any purpose, including \
+         commercial applications, and to alter it and redistribute it freely",
+    ) {
+        let body: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.contains("This software is provided 'as-is'"))
+            .collect();
+        out.push(("Zlib".to_string(), body.join("\n")));
+    }
     if flat.contains("UNICODE LICENSE V3") {
         out.push(("Unicode-3.0".to_string(), text.to_string()));
     }

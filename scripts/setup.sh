@@ -10,8 +10,9 @@ pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "insta
 # C and C++ toolchains for crates with build scripts (libFuzzer in the fuzz crate);
 # iproute2 for devlink/rdma; util-linux for flock(1) in the lock tests; man-db, bash, zsh
 # and fish to check the packaged man pages and shell completions (tests/man_pages.rs,
-# tests/completions.rs).
-for p in gcc g++ libc6-dev pkg-config iproute2 grep util-linux man-db bash zsh fish; do
+# tests/completions.rs); gzip and zstd to make rotated logs as logrotate does (explain's
+# tests).
+for p in gcc g++ libc6-dev pkg-config iproute2 grep util-linux man-db bash zsh fish gzip zstd; do
     pkg_installed "$p" || need+=("$p")
 done
 # The `verbs` feature (default): rdma-sys links libibverbs and librdmacm and runs bindgen,

@@ -47,6 +47,9 @@ pub enum Error {
     /// The recovery lock is held or unusable.
     #[error(transparent)]
     Lock(#[from] crate::io::lock::LockError),
+    /// A saved kernel log that is not text, is damaged, or cannot be read.
+    #[error(transparent)]
+    SavedLog(#[from] crate::io::saved_log::SavedLogError),
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -78,6 +81,13 @@ impl Error {
             Error::Config(_) => ExitStatus::Config,
             Error::Usage(_) => ExitStatus::Usage,
             Error::Data(_) => ExitStatus::DataErr,
+            Error::SavedLog(e) => {
+                use crate::io::saved_log::SavedLogError as S;
+                match e {
+                    S::NotText { .. } | S::Damaged { .. } => ExitStatus::DataErr,
+                    S::Read { source, .. } => io_status(source),
+                }
+            }
             Error::NoPermission(_) => ExitStatus::NoPerm,
             Error::Journal(
                 crate::io::journal::JournalError::Corrupt { .. }

@@ -91,7 +91,8 @@ impl ExitStatus {
                  without --yes; the daemon's control socket is unusable)."
             }
             ExitStatus::DataErr => {
-                "Input that cannot be parsed (a log, a netlink reply, iscsiadm output)."
+                "Input that cannot be parsed (explain: a log that is not text, or a damaged .gz or \
+                 .zst file; a netlink reply, iscsiadm output)."
             }
             ExitStatus::NoInput => {
                 "A file, RDMA device, port or iSCSI session does not exist (the message lists \

@@ -163,4 +163,21 @@ fn license_texts_are_recognised_by_their_wording() {
     )
     .is_empty());
     assert!(gen_copyright::classify("no license here").is_empty());
+    // 0BSD (adler2) is ISC's grant without its condition; Zlib (miniz_oxide) has its own.
+    let zero_bsd = "Copyright (C) X\n\nPermission to use, copy, modify, and/or distribute this \
+                    software for\nany purpose with or without fee is hereby granted.\n\nTHE \
+                    SOFTWARE IS PROVIDED \"AS IS\"";
+    let isc = format!("{zero_bsd}, provided that the above copyright notice and this");
+    let kinds = |t: &str| -> Vec<String> {
+        gen_copyright::classify(t)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    };
+    assert_eq!(kinds(zero_bsd), ["0BSD"]);
+    assert!(kinds(&isc).is_empty());
+    let zlib = "This software is provided 'as-is', without any express or implied warranty.\n\n\
+                Permission is granted to anyone to use this software for any purpose, including \
+                commercial applications, and to alter it and redistribute it freely, subject to";
+    assert_eq!(kinds(zlib), ["Zlib"]);
 }

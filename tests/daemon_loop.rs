@@ -405,6 +405,13 @@ async fn a_recreation_blocked_in_the_kernel_leaves_the_daemon_answering_and_resu
                 text.contains("has been blocked in the kernel for"),
                 "{st:#}"
             );
+            assert_eq!(
+                st["detail"]["devices"][0]["last_recreation"]
+                    .as_str()
+                    .map(|s| s.starts_with("attempt 1 blocked in the kernel")),
+                Some(true),
+                "{st:#}"
+            );
             break;
         }
         assert!(std::time::Instant::now() < end, "never blocked: {st:#}");

@@ -316,11 +316,12 @@ fn malformed_and_binary_input_is_skipped_not_fatal() {
 }
 
 /// A line without a newline no longer grows memory: lines are cut at 64 KiB, the rest is
-/// counted and skipped with a warning, and what follows is still explained. (`/dev/zero`
-/// itself never ends, so a bounded stand-in: 32 MiB of NULs.)
+/// counted and skipped with a warning, and what follows is still explained. (A bounded
+/// stand-in for an endless line: 32 MiB of one letter. `/dev/zero` itself is not text and is
+/// refused at its first bytes.)
 #[test]
 fn an_endless_line_is_cut_and_the_log_still_explained() {
-    let mut input = vec![0u8; 32 << 20];
+    let mut input = vec![b'x'; 32 << 20];
     input.extend_from_slice(format!("\n[ 5.000000] {MAD}\n").as_bytes());
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path().join("zeros.log");
@@ -400,4 +401,77 @@ fn subsystem_events_and_reports_are_explained_and_never_a_finding() {
         .expect("fatal device error");
     assert_eq!(fatal["event"]["device"]["pci"], "0000:08:00.0");
     assert_eq!(fatal["first_line"], 10);
+}
+
+/// Issue item: on a gzip-compressed rotated kernel log of the field incident
+/// (kern.log.2.gz) explain said "no forbidden QP transition … in this input", exit 0. A
+/// rotated log is read as it is, gzip or zstd, and gives the verdict the plain log gives.
+#[test]
+fn a_rotated_gzip_or_zstd_log_is_read_as_it_is() {
+    let plain = std::fs::read(fixture("field-incident.dmesg")).expect("fixture");
+    let want = run(&["--file", &fixture("field-incident.dmesg")]);
+    assert_eq!(want.status.code(), Some(1), "{}", stdout(&want));
+    assert_field_verdict(&stdout(&want));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).expect("gzip");
+    let gz = gz.finish().expect("gzip");
+    // As logrotate's `compresscmd zstd` leaves it (scripts/setup.sh installs zstd).
+    let zst = Command::new("zstd")
+        .args(["-q", "-c", &fixture("field-incident.dmesg")])
+        .output()
+        .expect("zstd(1) runs")
+        .stdout;
+    assert!(
+        zst.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]),
+        "not zstd output"
+    );
+    for (name, bytes) in [("kern.log.2.gz", &gz), ("kern.log.3.zst", &zst)] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).expect("write");
+        let o = run(&["--file", p.to_str().expect("utf-8")]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stdout(&o));
+        assert_field_verdict(&stdout(&o));
+        // The same input on stdin (`cat kern.log.2.gz | iser-guard explain -`).
+        let o = run_stdin(&["-"], bytes);
+        assert_eq!(o.status.code(), Some(1), "{name} on stdin: {}", stdout(&o));
+        assert_field_verdict(&stdout(&o));
+    }
+    // A cut .gz (a rotation caught mid-write) is named damaged, exit 65, not an all-clear.
+    let p = dir.path().join("kern.log.1.gz");
+    std::fs::write(&p, &gz[..gz.len() / 2]).expect("write");
+    let o = run(&["--file", p.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(65), "{}{err}", stdout(&o));
+    assert!(err.contains("a damaged gzip file"), "{err}");
+    assert!(!stdout(&o).contains("no forbidden"), "{}", stdout(&o));
+}
+
+/// Issue item: on random bytes explain gave the same all-clear, exit 0. Input that is not
+/// text is said to be so, with a distinct exit code (65) and what to run instead.
+#[test]
+fn binary_input_is_not_text_with_its_own_exit_code() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let random: Vec<u8> = (0..65536)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32).to_le_bytes()[0]
+        })
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("system.journal");
+    std::fs::write(&p, &random).expect("write");
+    for o in [
+        run(&["--file", p.to_str().expect("utf-8")]),
+        run_stdin(&["-"], &random),
+        run(&["--file", "/dev/zero"]),
+    ] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(65), "{}{err}", stdout(&o));
+        assert!(err.contains("is not text"), "{err}");
+        assert!(err.contains("journalctl -k --file"), "{err}");
+        assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    }
 }

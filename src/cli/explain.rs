@@ -11,9 +11,13 @@
 //! classified once (a cache keyed by text and `DEVICE=`). Repeats are summarised per
 //! signature and device, never printed one by one. Output is buffered.
 //!
+//! A saved log may be gzip or zstd compressed (rotated logs: `kern.log.2.gz`); input that is
+//! not text is refused ([`crate::io::saved_log`]).
+//!
 //! Exit codes ([`crate::error`]): 0 nothing forbidden found, 1 a forbidden transition or a
 //! stuck GSI QP found (or, with `--transition`, the transition is not allowed), 64 bad
-//! arguments, 66 file not found, 74 read error.
+//! arguments, 65 input that is not text or a damaged compressed file, 66 file not found, 74
+//! read error.
 
 use crate::exit::ExitStatus;
 use std::collections::HashMap;
@@ -40,15 +44,18 @@ use crate::error::Error;
     iser-guard explain 'ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, new_state=0x3'\n  \
     dmesg -r | iser-guard explain -\n  \
     iser-guard explain --file /var/log/kern.log --json\n  \
+    iser-guard explain --file /var/log/kern.log.2.gz\n  \
     iser-guard explain --transition ERR:RTS --type GSI --mask STATE,CUR_STATE\n\n\
-    Exit status: 0 nothing forbidden found, 1 a forbidden transition or stuck GSI QP found.")]
+    Exit status: 0 nothing forbidden found, 1 a forbidden transition or stuck GSI QP found, \
+    65 the input is not text (or a damaged .gz/.zst).")]
 pub struct Args {
     /// Kernel log lines to explain (quote each one); a single `-` reads a saved log from
     /// standard input.
     #[arg(value_name = "LINE", conflicts_with_all = ["file", "transition"])]
     pub lines: Vec<String>,
 
-    /// A saved kernel log: `cat /dev/kmsg`, `dmesg -r` or `dmesg` output (`-` for stdin).
+    /// A saved kernel log: `cat /dev/kmsg`, `dmesg -r` or `dmesg` output, or kern.log; gzip
+    /// or zstd compressed (rotated logs) is read as it is (`-` for stdin).
     #[arg(long, short = 'f', value_name = "PATH", conflicts_with = "transition")]
     pub file: Option<PathBuf>,
 
@@ -97,7 +104,7 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
                 let ctx = || format!("cannot read {}", p.display());
                 let f = std::fs::File::open(p).map_err(|e| Error::io(ctx(), e))?;
                 let name = p.display().to_string();
-                (scan_input(f, &name, ctx)?, name)
+                (scan_input(f, &name)?, name)
             }
             (None, [one]) if one == "-" => (scan_stdin()?, "stdin".to_string()),
             (None, []) => {
@@ -132,16 +139,17 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
 }
 
 fn scan_stdin() -> Result<Report, Error> {
-    scan_input(std::io::stdin().lock(), "standard input", || {
-        "cannot read standard input".to_string()
-    })
+    scan_input(std::io::stdin().lock(), "standard input")
 }
 
-/// Reads a saved log with its lines capped; what the cap cut is the command's to say (on
-/// stderr), not only the diagnostic log's.
-fn scan_input<R: Read>(src: R, name: &str, ctx: impl Fn() -> String) -> Result<Report, Error> {
-    let mut capped = crate::io::lines::CappedLines::new(src, name);
-    let report = Report::scan_reader(&mut capped).map_err(|e| Error::io(ctx(), e))?;
+/// Reads a saved log: decompressed if it is gzip or zstd, refused if it is not text (exit
+/// 65, never an all-clear about input that was not read), its lines capped. What the cap
+/// cut is the command's to say (on stderr), not only the diagnostic log's.
+fn scan_input<R: Read>(src: R, name: &str) -> Result<Report, Error> {
+    use crate::io::saved_log;
+    let (text, _) = saved_log::open(src, name)?;
+    let mut capped = crate::io::lines::CappedLines::new(text, name);
+    let report = Report::scan_reader(&mut capped).map_err(|e| saved_log::read_error(e, name))?;
     let cut = capped.stats();
     if cut.lines_cut > 0 {
         eprintln!(

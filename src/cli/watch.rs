@@ -480,7 +480,9 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
     } else {
         Box::new(std::fs::File::open(path).map_err(read_err)?)
     };
-    let mut src = crate::io::lines::CappedLines::new(input, name.clone());
+    // Rotated logs (.gz, .zst) are read as they are; input that is not text is refused.
+    let (text, _) = crate::io::saved_log::open(input, &name)?;
+    let mut src = crate::io::lines::CappedLines::new(text, name.clone());
     let mut bad = 0u64;
     let mut first_bad: Option<String> = None;
     let mut records = 0u64;
@@ -499,7 +501,7 @@ fn replay<W: Write>(path: &Path, printer: &mut Printer<W>) -> Result<(), Error> 
                 }
                 Ok(n) => buf.truncate(len + n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
-                Err(e) => return Err(read_err(e)),
+                Err(e) => return Err(crate::io::saved_log::read_error(e, &name).into()),
             }
         }
         let mut cut = if eof {

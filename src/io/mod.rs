@@ -19,6 +19,7 @@ pub mod probe;
 pub mod process;
 pub mod reset;
 pub mod route;
+pub mod saved_log;
 pub mod selftest;
 pub mod selftest_process;
 pub mod selftest_scripted;

@@ -313,6 +313,8 @@ impl DaemonSnapshot {
                 allowed: policy.allows(&d.name),
                 last_recreation: d.recreation.as_ref().map(|r| {
                     let state = match r.state {
+                        // Its step has not returned: the kernel holds it.
+                        RecreationState::InFlight if d.blocked.is_some() => "blocked in the kernel",
                         RecreationState::InFlight => "in flight",
                         RecreationState::Completed => "completed",
                         RecreationState::Failed => "failed",
