@@ -1426,6 +1426,37 @@ impl SimHost {
         mapped.sessions
     }
 
+    /// The resetter's planner on this host: from what sysfs shows of `device`, or, for a gone
+    /// device, from what was remembered (with irdma's current aux device); `None` when there
+    /// is neither. The flag says the device is absent.
+    fn reset_plan(
+        &self,
+        device: &str,
+        remembered: Option<&RecreateFrom>,
+    ) -> Option<(reset_plan::Plan, bool)> {
+        let opts = PlanOptions {
+            allow_module_reload: false,
+            devlink_available: true,
+            rdma_available: true,
+            same_module_devices: Vec::new(),
+        };
+        match (self.sysfs_facts(device), remembered) {
+            (Some(facts), _) => Some((reset_plan::plan(&facts, &opts), false)),
+            (None, Some(r)) => {
+                let current_aux = self
+                    .devices
+                    .get(device)
+                    .filter(|d| d.driver == Driver::Irdma)
+                    .map(irdma_aux);
+                Some((
+                    reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts),
+                    true,
+                ))
+            }
+            (None, None) => None,
+        }
+    }
+
     /// What the resetter's planner would try for `device` on this host (the plan an operator
     /// command shows), or why it can do nothing.
     pub fn recreate_methods(
@@ -1433,25 +1464,8 @@ impl SimHost {
         device: &str,
         remembered: Option<&RecreateFrom>,
     ) -> Result<crate::core::driver::RecreateMethods, String> {
-        let opts = PlanOptions {
-            allow_module_reload: false,
-            devlink_available: true,
-            rdma_available: true,
-            same_module_devices: Vec::new(),
-        };
-        let present = self.sysfs_facts(device);
-        let absent = present.is_none();
-        let plan = match (&present, remembered) {
-            (Some(facts), _) => reset_plan::plan(facts, &opts),
-            (None, Some(r)) => {
-                let current_aux = self
-                    .devices
-                    .get(device)
-                    .filter(|d| d.driver == Driver::Irdma)
-                    .map(irdma_aux);
-                reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts)
-            }
-            (None, None) => return Err(format!("no RDMA device {device} in sysfs")),
+        let Some((plan, absent)) = self.reset_plan(device, remembered) else {
+            return Err(format!("no RDMA device {device} in sysfs"));
         };
         Ok(crate::core::driver::RecreateMethods {
             methods: plan
@@ -1489,25 +1503,9 @@ impl SimHost {
             .get_mut(device)
             .and_then(|d| d.plans.pop_front())
             .unwrap_or(RecreatePlan::Ok);
-        let opts = PlanOptions {
-            allow_module_reload: false,
-            devlink_available: true,
-            rdma_available: true,
-            same_module_devices: Vec::new(),
-        };
-        let present = self.sysfs_facts(device);
-        let absent = present.is_none();
-        let plan = match (&present, remembered) {
-            (Some(facts), _) => reset_plan::plan(facts, &opts),
-            (None, Some(r)) => {
-                let current_aux = self
-                    .devices
-                    .get(device)
-                    .filter(|d| d.driver == Driver::Irdma)
-                    .map(irdma_aux);
-                reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts)
-            }
-            (None, None) => {
+        let (plan, absent) = match self.reset_plan(device, remembered) {
+            Some(p) => p,
+            None => {
                 let e = crate::io::reset::ResetError::NoSuchDevice {
                     device: device.to_string(),
                     root: "/sys".into(),
