@@ -310,6 +310,12 @@ session_state() {
 	cat /sys/class/iscsi_session/session$sid/state 2>/dev/null || echo none
 }
 session_logged_in() { [ "$(session_state)" = LOGGED_IN ]; }
+# wait_log FILE REGEX MAX: waits until FILE has a line matching REGEX (grep -E), at most MAX s;
+# what a scenario waits for is evidence, not time (false when it never came)
+wait_log() {
+	local end=$(deadline $3)
+	until grep -qE "$2" "$1" 2>/dev/null; do before $end || return 1; sleep 0.25; done
+}
 # wait_logged_in MAX: seconds until the session is LOGGED_IN, or "timeout"
 wait_logged_in() {
 	local t0=$(now)

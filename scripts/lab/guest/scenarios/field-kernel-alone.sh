@@ -13,7 +13,7 @@ scenario_field_kernel_alone() {
 	local k0=$(kernel_now)
 	kfield_outage 120
 	[ -n "$T_ERR" ] || { lab_error "rxe_ini's QP 1 did not go to ERR within 120 s of the target going away"; kfield_watch_stop; cm_trace_stop; return; }
-	sleep 15
+	sleep 5
 	T_UP=$(now)
 	local ku=$(kernel_now)
 	target_on
