@@ -596,3 +596,67 @@ fn a_stuck_port_is_coloured_only_when_the_style_says_terminal() {
     };
     assert_eq!(col(&plain), col(&coloured));
 }
+
+/// A target away for hours is probed every `poll.probe`: two records a second. Only the
+/// first answer and each change are entered in the ring (and logged at info), so the fault,
+/// the alert and the transitions stay in `events` however long the outage lasts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_outage_s_probes_do_not_push_the_fault_out_of_the_ring() {
+    let (_h, config, cfg) = setup();
+    // The portal never answers (nothing scripted: every probe is "no answer").
+    let d = LoopTest::new(cfg.clone()).start();
+    status_until(&config, "healthy", |st| {
+        port_of(st).is_some_and(|p| p["phase"] == "Healthy")
+    })
+    .await;
+    d.host.set("FAILED");
+    let rec = Record::parse(format!("3,10,100,-;{FIELD}").as_bytes()).unwrap();
+    d.log.send(KmsgEvent::Record(rec)).unwrap();
+    // Thirty unanswered probes (the test's poll.probe is 0.1 s).
+    wait_until("30 probes", || d.doubles.prober.calls().len() >= 30).await;
+    let ev = json(&cli_async(&config, &["events", "--json"]).await);
+    let events = ev["events"].as_array().unwrap();
+    let probes: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["message"].as_str().unwrap_or("").contains("probe portal"))
+        .collect();
+    assert_eq!(
+        probes.len(),
+        1,
+        "one entry: the first answer (none of the others changed): {probes:#?}"
+    );
+    assert!(
+        probes[0]["message"].as_str().unwrap().contains("no answer"),
+        "{probes:#?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "transition" && e["from"] == "Healthy"),
+        "the fault is still in the ring: {ev:#}"
+    );
+    // The target answers: the change is news.
+    d.doubles.prober.push(
+        "192.0.2.2:3260".parse().unwrap(),
+        std::iter::repeat_n(
+            iser_guard::io::probe::TcpAnswer::Reachable {
+                rtt: Duration::from_millis(1),
+            },
+            100,
+        ),
+    );
+    wait_until("the re-creation", || !d.doubles.resetter.calls().is_empty()).await;
+    let ev = json(&cli_async(&config, &["events", "--json"]).await);
+    let answers: Vec<String> = ev["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .filter(|m| m.contains("probe portal"))
+        .map(String::from)
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:#?}");
+    assert!(answers[1].contains("reachable"), "{answers:#?}");
+    d.host.set("LOGGED_IN");
+    d.stop().await;
+}

@@ -65,17 +65,24 @@ impl Loop {
             }
             EffectKind::Run { action, authority } => {
                 let port = action.port.clone();
-                if !matches!(action.kind, ActionKind::PersistState { .. }) {
-                    self.obs.decided(&action, &authority, clocks(self.now()));
+                // A probe's decision is routine (every poll.probe while a target is away):
+                // only its answer can be news (core::observe::probes).
+                let routine = self.probe_news.started(id, &action);
+                if routine {
+                    tracing::debug!(action = %action, id = %action.id, "decided");
+                } else {
+                    if !matches!(action.kind, ActionKind::PersistState { .. }) {
+                        self.obs.decided(&action, &authority, clocks(self.now()));
+                    }
+                    tracing::info!(
+                        action = %action,
+                        id = %action.id,
+                        origin = %action.origin,
+                        allowed_by = %authority,
+                        why = %action.reason,
+                        "decided"
+                    );
                 }
-                tracing::info!(
-                    action = %action,
-                    id = %action.id,
-                    origin = %action.origin,
-                    allowed_by = %authority,
-                    why = %action.reason,
-                    "decided"
-                );
                 match &action.kind {
                     ActionKind::Alert(alert) => {
                         let cfg = &self.settings.config.alerts;
@@ -99,7 +106,9 @@ impl Loop {
                             // Our own listener's open context would hold the deletion up.
                             w.release(device);
                         }
-                        self.tell(port.as_ref(), &format!("running: {action}"));
+                        if !routine {
+                            self.tell(port.as_ref(), &format!("running: {action}"));
+                        }
                         if let ActionKind::RecreateDevice { device, .. } = &action.kind {
                             self.recreations.insert(id, (device.clone(), false));
                         }
@@ -250,10 +259,14 @@ impl Loop {
         } else {
             self.inflight.remove(&f.id).flatten()
         };
-        self.obs
-            .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
-        tracing::info!(id = %f.id, outcome = %f.executed.outcome, "{}", f.executed.summary);
-        self.tell(port.as_ref(), &f.executed.summary);
+        if self.probe_news.finished(f.id, &f.executed.outcome) {
+            self.obs
+                .finished(port.as_ref(), &f.executed.summary, clocks(self.now()));
+            tracing::info!(id = %f.id, outcome = %f.executed.outcome, "{}", f.executed.summary);
+            self.tell(port.as_ref(), &f.executed.summary);
+        } else {
+            tracing::debug!(id = %f.id, outcome = %f.executed.outcome, "{}", f.executed.summary);
+        }
         self.metrics
             .executed(f.id, &f.executed.outcome, f.executed.method);
         let now = self.now();

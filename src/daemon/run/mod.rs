@@ -100,6 +100,8 @@ struct Loop {
     /// step was reported blocked in the kernel (its final result then goes to the blocked
     /// record, not to the action).
     recreations: BTreeMap<EffectId, (String, bool)>,
+    /// Which probe answers are news (entered and logged at info) and which are routine.
+    probe_news: crate::core::observe::ProbeNews,
     /// Each portal's local address, from the last session snapshot (probe source).
     probe_from: BTreeMap<Portal, std::net::IpAddr>,
     pendings: Pendings,

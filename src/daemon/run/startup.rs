@@ -264,6 +264,7 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
         refresh_topology: refresh,
         inflight: BTreeMap::new(),
         recreations: BTreeMap::new(),
+        probe_news: Default::default(),
         probe_from: BTreeMap::new(),
         pendings: Default::default(),
         answering: 0,

@@ -10,6 +10,8 @@
 //! - [`events`]: [`EventRing`], the bounded ring of recent decisions and transitions.
 //! - [`incidents`]: [`IncidentLog`], the bounded list of incidents the journal keeps
 //!   (start, detection, first action, recovery, outcome).
+//! - [`probes`]: [`ProbeNews`], which target-back probes are news (the first answer and
+//!   each change), so a long outage's probes do not push everything else out of the ring.
 //! - `read`: the only place that reads the engine's per-port records field by field, so a
 //!   change of the engine's state types changes one small file here.
 //!
@@ -17,6 +19,7 @@
 
 pub mod events;
 pub mod incidents;
+pub mod probes;
 mod read;
 pub mod snapshot;
 #[cfg(test)]
@@ -28,6 +31,7 @@ use crate::time::Instant;
 
 pub use events::{Event, EventKind, EventRing, EVENT_RING_CAPACITY};
 pub use incidents::{Incident, IncidentAction, IncidentLog, IncidentOutcome, INCIDENTS_KEPT};
+pub use probes::ProbeNews;
 pub use snapshot::{
     DaemonFacts, DaemonSnapshot, DeviceView, HoldView, NextStep, PortView, PortalView,
     SafeModeView, SelfTestView, SessionView, SourceState, SourceView, SNAPSHOT_FORMAT,
