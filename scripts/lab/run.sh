@@ -1,11 +1,11 @@
 #!/bin/bash
-# iser-guard's real-kernel lab: Debian guest kernels (6.1 and 6.12) under QEMU/TCG, Soft-RoCE
+# iser-guard's real-kernel lab: Debian guest kernels (12's 6.1 and 6.12; 13's 6.12) under QEMU/TCG, Soft-RoCE
 # (rdma_rxe) on both ends of a veth pair, a LIO iSER target and an open-iscsi iSER initiator in
 # one guest, and iser-guard's release binary as the daemon with its real paths.
 #
 #   scripts/lab/run.sh setup          host prerequisites (apt-get; QEMU extracted into LAB_WORK)
-#   scripts/lab/run.sh build          guest image; rebuilt only when its recipe changes
-#   scripts/lab/run.sh kmod           the irdma-like rdma_rxe per guest kernel (kmod/README.md)
+#   scripts/lab/run.sh build [DIST]   guest image (bookworm, or trixie); rebuilt only when its recipe changes
+#   scripts/lab/run.sh kmod [DIST]    the irdma-like rdma_rxe per guest kernel (kmod/README.md)
 #   scripts/lab/run.sh binary         cargo build --release, copy the binary (and .deb) into the share
 #   scripts/lab/run.sh all            setup + build + binary + every batch + summary
 #   scripts/lab/run.sh batch NAME     one guest boot running one batch (see guest/batches/)
@@ -55,12 +55,15 @@ case $cmd in setup | build | kmod | binary | batch | all) lab_lock "$@" ;; esac
 
 case $cmd in
 setup) "$LAB_SRC/host/setup.sh" ;;
-build) lab_build_image ;;
-kmod) lab_build_kmod ;;
+build) lab_build_image "${1:-bookworm}" ;;
+kmod) lab_build_kmod "${1:-bookworm}" ;;
 binary) lab_stage_binary ;;
 batch)
 	[ $# -ge 1 ] || { echo "usage: run.sh batch NAME" >&2; exit 64; }
-	lab_build_kmod
+	# another suite's image and modules are built (or found cached) for its batch
+	DIST=$(lab_batch_table | awk -v b="$1" '$1==b{print ($5 == "" ? "bookworm" : $5)}')
+	[ "${DIST:-bookworm}" = bookworm ] || lab_build_image "$DIST"
+	lab_build_kmod "${DIST:-bookworm}"
 	lab_stage_guest
 	export RESULTS=${RESULTS:-$LAB_WORK/results/$(date -u +%Y%m%dT%H%M%SZ)}
 	lab_run_batch "$1"

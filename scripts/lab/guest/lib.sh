@@ -166,7 +166,8 @@ iscsid_start() {
 	if [ "${LAB_INIT:-tiny}" = systemd ]; then
 		systemctl start iscsid.service
 	else
-		iscsid -f > "$OUT/iscsid.log" 2>&1 &
+		# each line with its arrival time (stamp.py): iscsid -f prints none
+		iscsid -f > >(python3 /lab/guest/stamp.py > "$OUT/iscsid.log") 2>&1 &
 		ISCSID_PID=$!
 		sleep 0.5
 	fi

@@ -1,10 +1,12 @@
 #!/bin/bash
-# The lab's private apt configuration (sourced): the host's own mirror and keyring, bookworm
-# and bookworm-backports, with lists and archives under $LAB_WORK/apt. The host's own apt
-# state is never touched. Used by the image build and the kernel-module build.
+# The lab's private apt configuration (sourced): the host's own mirror and keyring, a suite
+# (LAB_APT_SUITE: bookworm, the default, or trixie) and its backports, with lists and archives
+# under $LAB_WORK/apt (bookworm) or $LAB_WORK/apt-<suite>. The host's own apt state is never
+# touched. Used by the image build and the kernel-module build.
 : "${LAB_WORK:?}"
-LAB_APT=$LAB_WORK/apt
 LAB_APT_SUITE=${LAB_APT_SUITE:-bookworm}
+LAB_APT=$LAB_WORK/apt
+[ "$LAB_APT_SUITE" = bookworm ] || LAB_APT=$LAB_WORK/apt-$LAB_APT_SUITE
 _lab_apt_src=/etc/apt/sources.list.d/debian.sources
 MIRROR=${MIRROR:-$(awk '/^URIs:/{print $2; exit}' "$_lab_apt_src" 2>/dev/null)}
 KEYRING=$(awk '/^Signed-By:/{print $2; exit}' "$_lab_apt_src" 2>/dev/null)

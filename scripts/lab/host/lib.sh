@@ -1,51 +1,67 @@
 #!/bin/bash
 # Host-side helpers of scripts/lab/run.sh (sourced). LAB_SRC, REPO and LAB_WORK are set.
 
-# The image recipe: every file under image/. Its hash names the image that is cached in
-# $LAB_WORK/image; another hash means another recipe, and the image is rebuilt.
+# Guest images, one per Debian suite (DIST): bookworm (Debian 12: 6.1 and backports' 6.12, the
+# default) in $LAB_WORK/image, trixie (Debian 13, the stand-in for Ubuntu 24.04) in
+# $LAB_WORK/image-trixie.
+lab_image_dir() { if [ "${1:-bookworm}" = bookworm ]; then echo "$LAB_WORK/image"; else echo "$LAB_WORK/image-$1"; fi; }
+lab_log_suffix() { [ "${1:-bookworm}" = bookworm ] || echo "-$1"; }
+
+# The image recipe: every file under image/, and the suite. Its hash names the image that is
+# cached in the suite's image folder; another hash means another recipe, and it is rebuilt.
 lab_recipe_hash() {
-	(cd "$LAB_SRC/image" && find . -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16
+	local dist=${1:-bookworm}
+	{
+		(cd "$LAB_SRC/image" && find . -type f | LC_ALL=C sort | xargs sha256sum)
+		# bookworm's hash stays what it was before suites were named
+		[ "$dist" = bookworm ] || echo "suite $dist"
+	} | sha256sum | cut -c1-16
 }
 
+# lab_build_image [DIST]
 lab_build_image() {
-	local want have
-	want=$(lab_recipe_hash)
-	have=$(cat "$LAB_WORK/image/recipe.sha" 2>/dev/null || true)
-	if [ "$want" = "$have" ] && [ -f "$LAB_WORK/image/rootfs.img" ]; then
-		echo "lab: image cached (recipe $want): $(tr '\n' ' ' < "$LAB_WORK/image/kernels.txt")"
+	local dist=${1:-bookworm} want have img log
+	img=$(lab_image_dir "$dist")
+	log=$LAB_WORK/image-build$(lab_log_suffix "$dist").log
+	want=$(lab_recipe_hash "$dist")
+	have=$(cat "$img/recipe.sha" 2>/dev/null || true)
+	if [ "$want" = "$have" ] && [ -f "$img/rootfs.img" ]; then
+		echo "lab: $dist image cached (recipe $want): $(tr '\n' ' ' < "$img/kernels.txt")"
 		return 0
 	fi
-	echo "lab: building the guest image (recipe $want; was ${have:-none})"
-	rm -f "$LAB_WORK/image/recipe.sha"
+	echo "lab: building the $dist guest image (recipe $want; was ${have:-none})"
+	rm -f "$img/recipe.sha"
 	local t0=$(date +%s)
-	"$LAB_SRC/image/build.sh" > "$LAB_WORK/image-build.log" 2>&1 || {
-		echo "lab: image build failed, see $LAB_WORK/image-build.log" >&2
-		tail -20 "$LAB_WORK/image-build.log" >&2
+	LAB_DIST=$dist "$LAB_SRC/image/build.sh" > "$log" 2>&1 || {
+		echo "lab: image build failed, see $log" >&2
+		tail -20 "$log" >&2
 		return 1
 	}
-	echo "$want" > "$LAB_WORK/image/recipe.sha"
-	echo "lab: image built in $(($(date +%s) - t0)) s: $(tr '\n' ' ' < "$LAB_WORK/image/kernels.txt")"
+	echo "$want" > "$img/recipe.sha"
+	echo "lab: $dist image built in $(($(date +%s) - t0)) s: $(tr '\n' ' ' < "$img/kernels.txt")"
 }
 
-# The lab's irdma-like rdma_rxe (kmod/README.md), one per kernel of the image; cached in
-# $LAB_WORK/kmod and rebuilt only when its patch, model or kernel package changes.
+# The lab's irdma-like rdma_rxe (kmod/README.md), one per kernel of a suite's image; cached
+# in $LAB_WORK/kmod and rebuilt only when its patch, model or kernel package changes.
+# lab_build_kmod [DIST]
 lab_build_kmod() {
-	local t0=$(date +%s)
-	if ! "$LAB_SRC/kmod/build.sh" > "$LAB_WORK/kmod-build.log" 2>&1; then
-		tail -20 "$LAB_WORK/kmod-build.log" >&2
-		echo "lab: kernel module build failed, see $LAB_WORK/kmod-build.log" >&2
+	local dist=${1:-bookworm} t0=$(date +%s) log
+	log=$LAB_WORK/kmod-build$(lab_log_suffix "$dist").log
+	if ! LAB_DIST=$dist "$LAB_SRC/kmod/build.sh" > "$log" 2>&1; then
+		tail -20 "$log" >&2
+		echo "lab: kernel module build failed, see $log" >&2
 		return 1
 	fi
-	grep '^kmod:' "$LAB_WORK/kmod-build.log"
+	grep '^kmod:' "$log"
 	echo "lab: kernel modules ready in $(($(date +%s) - t0)) s"
 }
 
 # The 9p share the guest mounts on /lab: guest scripts, the binary, the .debs, the results.
 SHARE=$LAB_WORK/share
 
-# Batches: NAME KERNEL(prefix of the kernel release) INIT(tiny|systemd) TIMEOUT_S, in run order.
-# Each batch is one guest boot running guest/batches/NAME.sh (tiny init) or
-# guest/batches/NAME.sh under systemd (systemd init).
+# Batches: NAME KERNEL(prefix of the kernel release) INIT(tiny|systemd) TIMEOUT_S [DIST], in
+# run order. Each batch is one guest boot of DIST's image (default bookworm) running
+# guest/batches/NAME.sh (tiny init) or guest/batches/NAME.sh under systemd (systemd init).
 lab_batch_table() {
 	cat <<'EOT'
 k612-recovery 6.12 tiny 1800
@@ -62,12 +78,15 @@ k612-verify 6.12 tiny 900
 k61-verify 6.1. tiny 900
 kfield-probe 6.12 tiny 900
 k612-references 6.12 tiny 600
-k612-drivers 6.12 tiny 600
+k612-drivers 6.12 tiny 900
+trixie-systemd 6.12 systemd 1500 trixie
+trixie-recovery 6.12 tiny 1200 trixie
 EOT
 }
-# smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs, k61-verbs, k612-verify, k61-verify, kfield-probe, k612-references and k612-drivers are run by name only (a second boot after a
-# stopped one, or one scenario on a fresh guest).
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="kfield-probe" && $1!="k612-references" && $1!="k612-drivers"{print $1}'; }
+# smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs, k61-verbs, k612-verify, k61-verify, kfield-probe, k612-references, k612-drivers and the batches of another suite (trixie-*) are
+# run by name only (a second boot after a stopped one, one scenario on a fresh guest, or
+# another distribution).
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="kfield-probe" && $1!="k612-references" && $1!="k612-drivers" && $5==""{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
@@ -212,12 +231,14 @@ lab_stage_binary() {
 
 # The prefix is literal (its dots escaped): as a regular expression "6.1." also matched
 # 6.12.95, and the 6.1 batch booted 6.12 (lab run of 2026-12-01).
-lab_kernel() { grep "^$(printf '%s' "$1" | sed 's/[.]/[.]/g')" "$LAB_WORK/image/kernels.txt" | sort -V | tail -1; }
+# lab_kernel PREFIX [DIST]
+lab_kernel() { grep "^$(printf '%s' "$1" | sed 's/[.]/[.]/g')" "$(lab_image_dir "${2:-bookworm}")/kernels.txt" | sort -V | tail -1; }
 
-# lab_boot KVER INIT BATCH OUTDIR_IN_SHARE TIMEOUT: one guest boot. TCG: KVM does not work on
+# lab_boot KVER INIT BATCH OUTDIR_IN_SHARE TIMEOUT [DIST]: one guest boot. TCG: KVM does not work on
 # these machines (MSR 0x10a, then a guest that never boots).
 lab_boot() {
-	local kver=$1 init=$2 batch=$3 out=$4 tmo=$5 img=$LAB_WORK/image
+	local kver=$1 init=$2 batch=$3 out=$4 tmo=$5 img
+	img=$(lab_image_dir "${6:-bookworm}")
 	# softlockup_panic: a CPU stuck in the kernel for 60 s (watchdog_thresh 30: 2 × 30 s, high
 	# enough for a starved TCG vCPU) ends the boot with a panic instead of a hung batch
 	local append="root=/dev/vda rw console=ttyS0 panic=-1 log_buf_len=16M watchdog_thresh=30 softlockup_panic=1"
@@ -233,30 +254,32 @@ lab_boot() {
 }
 
 lab_run_batch() {
-	local b=$1 row kpre init tmo kver rel out t0 rc
+	local b=$1 row kpre init tmo dist kver rel out t0 rc
 	row=$(lab_batch_table | awk -v b="$b" '$1==b')
 	[ -n "$row" ] || { echo "lab: no batch $b (run.sh list)" >&2; return 64; }
-	read -r _ kpre init tmo <<< "$row"
-	kver=${KVER:-$(lab_kernel "$kpre")}
-	[ -n "$kver" ] || { echo "lab: no $kpre kernel in the image" >&2; return 1; }
+	read -r _ kpre init tmo dist <<< "$row"
+	dist=${dist:-bookworm}
+	kver=${KVER:-$(lab_kernel "$kpre" "$dist")}
+	[ -n "$kver" ] || { echo "lab: no $kpre kernel in the $dist image" >&2; return 1; }
 	[ -x "$SHARE/bin/iser-guard" ] || { echo "lab: no binary staged (run.sh binary)" >&2; return 1; }
 	rel=${RESULTS#"$LAB_WORK"/results/}
 	out=results/$rel/$b
 	mkdir -p "$SHARE/$out"
 	cp "$SHARE/bin/build.txt" "$SHARE/$out/binary.txt"
-	echo "lab: batch $b on $kver ($init init), timeout $tmo s"
+	echo "lab: batch $b on $kver ($dist, $init init), timeout $tmo s"
+	echo "$dist" > "$SHARE/$out/dist.txt"
 	t0=$(date +%s)
 	# the host's load average every 30 s while the guest runs: TCG's speed follows it
 	local l0 sampler
 	l0=$(cut -d' ' -f1 /proc/loadavg)
 	(while sleep 30; do echo "$(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; done) > "$SHARE/$out/host-load.txt" 2>&1 &
 	sampler=$!
-	lab_boot "$kver" "$init" "$b" "$out" "$tmo"
+	lab_boot "$kver" "$init" "$b" "$out" "$tmo" "$dist"
 	rc=$?
 	kill $sampler 2>/dev/null
 	local lmax
 	lmax=$(awk -v m="$l0" '$2>m{m=$2} END{print m}' "$SHARE/$out/host-load.txt")
-	echo "batch $b kernel $kver init $init wall_s $(($(date +%s) - t0)) qemu_rc $rc load1_start $l0 load1_max $lmax" | tee -a "$RESULTS/timing.txt"
+	echo "batch $b kernel $kver dist $dist init $init wall_s $(($(date +%s) - t0)) qemu_rc $rc load1_start $l0 load1_max $lmax" | tee -a "$RESULTS/timing.txt"
 	grep -h '^VERDICT' "$SHARE/$out/verdicts.txt" 2>/dev/null || true
 	# soft lockups are counted, not judged: under TCG on a loaded host the guest's vCPUs starve
 	# and its watchdog reports "BUG: soft lockup" for code that is merely not scheduled

@@ -1,56 +1,47 @@
 #!/bin/bash
-# Builds the guest image from Debian's packages into $LAB_WORK/image:
-#   rootfs.img (ext4), vmlinuz-<kver>, initrd.img-<kver> for every kernel in the image:
-#   bookworm's 6.1 (linux-image-amd64) and the newest linux-image-6.12.*+deb12-amd64 of
-#   bookworm-backports (downloaded with a private apt configuration: the host's own URI and
-#   keyring, plus the backports suite; the host's apt state is not touched).
+# Builds a guest image from Debian's packages: rootfs.img (ext4), vmlinuz-<kver> and
+# initrd.img-<kver> for every kernel in the image, in $LAB_WORK/image (LAB_DIST=bookworm, the
+# default) or $LAB_WORK/image-<dist> (LAB_DIST=trixie).
+#   bookworm: its own 6.1 (linux-image-amd64) and the newest linux-image-6.12.*+deb12-amd64
+#   of bookworm-backports;
+#   trixie (Debian 13, the stand-in for Ubuntu 24.04: systemd 257, rdma-core with
+#   librdmacm1t64): its own 6.12 (linux-image-amd64 of trixie itself, not its backports).
+# Packages come through the lab's private apt configuration (host/apt.sh: the host's mirror
+# and keyring; the host's apt state is not touched).
 # The same image boots two ways: tiny init (init=/usr/local/sbin/lab-init) or systemd.
-# The mirror is read from the host's apt sources.
 set -euo pipefail
 : "${LAB_WORK:?}"
 HERE=$(cd "$(dirname "$0")" && pwd)
+LAB_DIST=${LAB_DIST:-bookworm}
+SUITE=$LAB_DIST
 IMG_DIR=$LAB_WORK/image
+[ "$LAB_DIST" = bookworm ] || IMG_DIR=$LAB_WORK/image-$LAB_DIST
 ROOT=$IMG_DIR/rootfs
-SUITE=bookworm
-src=/etc/apt/sources.list.d/debian.sources
-MIRROR=${MIRROR:-$(awk '/^URIs:/{print $2; exit}' "$src" 2>/dev/null)}
-KEYRING=$(awk '/^Signed-By:/{print $2; exit}' "$src" 2>/dev/null)
-KEYRING=${KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
-[ -n "$MIRROR" ] || { echo "build: cannot read the Debian mirror from $src (set MIRROR=)" >&2; exit 1; }
+export LAB_APT_SUITE=$SUITE
+source "$HERE/../host/apt.sh"
 mkdir -p "$IMG_DIR" "$LAB_WORK/debs"
 
-# 1. the 6.12 kernel package from bookworm-backports, via a private apt configuration
-APT=$LAB_WORK/apt
-mkdir -p "$APT"/{lists/partial,archives/partial,etc/preferences.d,etc/apt.conf.d}
-cat > "$APT/etc/sources.list" <<EOS
-deb [signed-by=$KEYRING] $MIRROR $SUITE main
-deb [signed-by=$KEYRING] $MIRROR $SUITE-backports main
-EOS
-aptq() {
-	apt-get -q -o Dir::Etc::SourceList="$APT/etc/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
-		-o Dir::State::Lists="$APT/lists" -o Dir::Cache::Archives="$APT/archives" \
-		-o Dir::Etc::Preferences="$APT/etc/preferences" -o Dir::Etc::PreferencesParts="$APT/etc/preferences.d" \
-		-o Dir::Cache::pkgcache="" -o Dir::Cache::srcpkgcache="" "$@"
-}
-aptc() {
-	apt-cache -o Dir::Etc::SourceList="$APT/etc/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
-		-o Dir::State::Lists="$APT/lists" -o Dir::Cache::pkgcache="" -o Dir::Cache::srcpkgcache="" "$@"
-}
-aptq update
-K612=${K612_PKG:-$(aptc search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64$' | awk '{print $1}' | sort -V | tail -1)}
-[ -n "$K612" ] || { echo "build: no linux-image-6.12.*+deb12-amd64 in $SUITE-backports" >&2; exit 1; }
-echo "build: 6.12 kernel package $K612"
-rm -f "$LAB_WORK"/debs/linux-image-*.deb
-(cd "$LAB_WORK/debs" && aptq download "$K612")
+# 1. bookworm: the 6.12 kernel package from bookworm-backports (unpacked into the image in
+#    step 3; kmod/build.sh reads its version from the .deb)
+lab_apt update
+if [ "$LAB_DIST" = bookworm ]; then
+	K612=${K612_PKG:-$(lab_apt_cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64$' | awk '{print $1}' | sort -V | tail -1)}
+	[ -n "$K612" ] || { echo "build: no linux-image-6.12.*+deb12-amd64 in $SUITE-backports" >&2; exit 1; }
+	echo "build: 6.12 kernel package $K612"
+	rm -f "$LAB_WORK"/debs/linux-image-*.deb
+	(cd "$LAB_WORK/debs" && lab_apt download "$K612")
+fi
 
 # 2. debootstrap (minbase + the package list)
-PKGS=$(grep -v '^#' "$HERE/packages.txt" | grep . | paste -sd, -)
+# a line "NAME" is for every suite, "NAME SUITE..." only for those named
+PKGS=$(grep -v '^#' "$HERE/packages.txt" | awk -v s="$SUITE" 'NF==1{print $1; next} NF>1{for(i=2;i<=NF;i++) if($i==s) print $1}' | paste -sd, -)
 rm -rf "$ROOT"
-debootstrap --variant=minbase --include="$PKGS" "$SUITE" "$ROOT" "$MIRROR"
+debootstrap --variant=minbase --keyring="$KEYRING" --include="$PKGS" "$SUITE" "$ROOT" "$MIRROR"
 
 # 3. extra kernels: unpack, copy modules and /boot, depmod (bookworm's kmod and mkinitramfs
 #    handle 6.12's .ko.xz modules)
-for deb in "$LAB_WORK"/debs/linux-image-*.deb; do
+[ "$LAB_DIST" = bookworm ] && extra=$(ls "$LAB_WORK"/debs/linux-image-*.deb) || extra=
+for deb in $extra; do
 	tmp=$(mktemp -d)
 	dpkg -x "$deb" "$tmp"
 	for kv in $(ls "$tmp/lib/modules"); do

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Builds the lab's irdma-like rdma_rxe (README.md beside this file) for every kernel of the
-# guest image, from Debian's own packages of that exact kernel version:
+# Builds the lab's irdma-like rdma_rxe (README.md beside this file) for every kernel of a
+# guest image (LAB_DIST: bookworm, the default, or trixie), from Debian's own packages of that
+# exact kernel version:
 #   linux-source-<series> (the rxe sources), linux-headers-<kver> and what it depends on
 #   (linux-headers-<...>-common, linux-kbuild-<...>), fetched with the lab's private apt
 #   configuration ($LAB_WORK/apt, written by the image build) and unpacked, never installed.
@@ -11,14 +12,21 @@
 set -euo pipefail
 : "${LAB_WORK:?}"
 HERE=$(cd "$(dirname "$0")" && pwd)
+LAB_DIST=${LAB_DIST:-bookworm}
+IMG_DIR=$LAB_WORK/image
+[ "$LAB_DIST" = bookworm ] || IMG_DIR=$LAB_WORK/image-$LAB_DIST
+export LAB_APT_SUITE=$LAB_DIST
 source "$HERE/../host/apt.sh"
 KM=$LAB_WORK/kmod
-mkdir -p "$KM/debs"
+# the kernel packages each suite's kmod is built from (one suite's 6.12 is not the other's)
+DEBS=$KM/debs
+[ "$LAB_DIST" = bookworm ] || DEBS=$KM/debs-$LAB_DIST
+mkdir -p "$DEBS"
 
 # the Debian version of the package that carries kernel KVER in the image
 kernel_pkg_version() {
 	local kv=$1 v deb
-	v=$(awk -v p="linux-image-$kv" '$1==p{print $2}' "$LAB_WORK/image/packages-installed.txt" 2>/dev/null)
+	v=$(awk -v p="linux-image-$kv" '$1==p{print $2}' "$IMG_DIR/packages-installed.txt" 2>/dev/null)
 	if [ -z "$v" ]; then
 		# the backports kernel is unpacked into the image, not installed: its .deb says
 		deb=$(ls "$LAB_WORK"/debs/linux-image-"$kv"_*.deb 2>/dev/null | head -1)
@@ -49,17 +57,17 @@ build_one() {
 	deps=$(lab_apt_cache show "linux-headers-$kv=$v" | awk -F': ' '/^Depends:/{print $2; exit}' |
 		tr ',' '\n' | sed 's/^ *//; s/ .*//' | grep -E '^linux-(headers|kbuild)-' || true)
 	for pkg in "linux-source-$series" "linux-headers-$kv" $deps; do
-		ls "$KM/debs/${pkg}_"*.deb > /dev/null 2>&1 && [ "$(dpkg-deb -f "$(ls "$KM/debs/${pkg}_"*.deb | head -1)" Version)" = "$v" ] && continue
-		rm -f "$KM/debs/${pkg}_"*.deb
-		(cd "$KM/debs" && lab_apt download "$pkg=$v") > "$w/apt.log" 2>&1 || {
+		ls "$DEBS/${pkg}_"*.deb > /dev/null 2>&1 && [ "$(dpkg-deb -f "$(ls "$DEBS/${pkg}_"*.deb | head -1)" Version)" = "$v" ] && continue
+		rm -f "$DEBS/${pkg}_"*.deb
+		(cd "$DEBS" && lab_apt download "$pkg=$v") > "$w/apt.log" 2>&1 || {
 			echo "kmod: cannot download $pkg=$v (see $w/apt.log)" >&2; return 1; }
 	done
-	for pkg in "linux-headers-$kv" $deps; do dpkg -x "$KM/debs/${pkg}_"*.deb "$w/root"; done
+	for pkg in "linux-headers-$kv" $deps; do dpkg -x "$DEBS/${pkg}_"*.deb "$w/root"; done
 	hdr=$w/root/usr/src/linux-headers-$kv
 	# the per-flavour Makefile includes the common one by its installed path
 	sed -i "s#^include /usr/src/#include $w/root/usr/src/#" "$hdr/Makefile"
 	# only the rxe folder of the source tarball
-	dpkg-deb --fsys-tarfile "$KM/debs/linux-source-${series}_"*.deb |
+	dpkg-deb --fsys-tarfile "$DEBS/linux-source-${series}_"*.deb |
 		tar -x -C "$w" "./usr/src/linux-source-$series.tar.xz"
 	src=$w/src
 	mkdir -p "$src"
@@ -84,6 +92,6 @@ build_one() {
 	echo "kmod: $kv built: $(tr '\n' ' ' < "$KM/$kv/modinfo.txt")"
 }
 
-for kv in ${KVERS:-$(cat "$LAB_WORK/image/kernels.txt")}; do
+for kv in ${KVERS:-$(cat "$IMG_DIR/kernels.txt")}; do
 	build_one "$kv"
 done
