@@ -6,7 +6,11 @@
 #   (linux-headers-<...>-common, linux-kbuild-<...>), fetched with the lab's private apt
 #   configuration ($LAB_WORK/apt, written by the image build) and unpacked, never installed.
 # The rxe folder gets hooks-<series>.patch and rxe_lab_irdma.[ch], and is built out of tree
-# against the unpacked headers with the host's gcc-12 (Debian's kernels are built with it).
+# against the unpacked headers with the compiler the kernel was built with: the host's gcc-12
+# for Debian 12's kernels; for a kernel built with a compiler the host does not have (Debian
+# 13's: gcc-14, and its kbuild tools need trixie's glibc) inside a build chroot of that suite
+# ($LAB_WORK/kmod/chroot-<suite>: debootstrap minbase with the compiler, make and the kbuild
+# tools' libraries, made once), the work folder bind-mounted at the same path.
 # Cached in $LAB_WORK/kmod/<kver>/: rebuilt only when the patch, the model, this script or the
 # kernel package's version changes (key.txt).
 set -euo pipefail
@@ -34,6 +38,21 @@ kernel_pkg_version() {
 	fi
 	[ -n "$v" ] || { echo "kmod: cannot tell the package version of kernel $kv" >&2; return 1; }
 	echo "$v"
+}
+
+# build_chroot CC: a chroot of this suite that has the compiler CC (e.g. x86_64-linux-gnu-gcc-14),
+# made once; prints its path
+build_chroot() {
+	local cc=$1 root=$KM/chroot-$LAB_DIST
+	if [ ! -x "$root/usr/bin/$cc" ]; then
+		rm -rf "$root"
+		echo "kmod: making the $LAB_DIST build chroot for $cc" >&2
+		debootstrap --variant=minbase --keyring="$KEYRING" \
+			--include="gcc-${cc##*-},make,libc6-dev,libelf1t64,libssl3t64,zlib1g" \
+			"$LAB_APT_SUITE" "$root" "$MIRROR" > "$KM/chroot-$LAB_DIST.log" 2>&1 || {
+			echo "kmod: debootstrap of the build chroot failed (see $KM/chroot-$LAB_DIST.log)" >&2; return 1; }
+	fi
+	echo "$root"
 }
 
 build_one() {
@@ -78,8 +97,21 @@ build_one() {
 	cp "$HERE/rxe_lab_irdma.c" "$HERE/rxe_lab_irdma.h" "$src/drivers/infiniband/sw/rxe/"
 	sed -i 's/^obj-$(CONFIG_RDMA_RXE)/obj-m/' "$src/drivers/infiniband/sw/rxe/Makefile"
 	# BTF for modules needs pahole and the kernel's vmlinux; the module loads without it
-	make -C "$hdr" M="$src/drivers/infiniband/sw/rxe" modules -j"$(nproc)" \
-		CONFIG_DEBUG_INFO_BTF_MODULES= > "$w/make.log" 2>&1 || {
+	local cc make_in=()
+	cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\{0,1\}\([^ "]*\).*/\1/p' "$hdr/include/config/auto.conf")
+	if [ -n "$cc" ] && ! command -v "$cc" > /dev/null; then
+		local root
+		root=$(build_chroot "$cc") || return 1
+		make_in=(chroot "$root")
+		mkdir -p "${make_in[1]}$w"
+		mount --bind "$w" "${make_in[1]}$w"
+		echo "kmod: $kv needs $cc: building in ${make_in[1]}"
+	fi
+	local rc=0
+	"${make_in[@]}" make -C "$hdr" M="$src/drivers/infiniband/sw/rxe" modules -j"$(nproc)" \
+		CONFIG_DEBUG_INFO_BTF_MODULES= > "$w/make.log" 2>&1 || rc=$?
+	[ ${#make_in[@]} = 0 ] || umount "${make_in[1]}$w"
+	[ $rc = 0 ] || {
 		tail -30 "$w/make.log" >&2; echo "kmod: build failed for $kv (see $w/make.log)" >&2; return 1; }
 	mkdir -p "$KM/$kv"
 	cp "$src/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$KM/$kv/"
