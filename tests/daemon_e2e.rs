@@ -60,7 +60,11 @@ struct Daemon {
     child: Child,
     log: Receiver<String>,
     seen: Vec<String>,
-    notify: UnixDatagram,
+    /// The notify socket's datagrams, read as they come by a thread: a socket left unread
+    /// while a CLI command runs fills its queue (10 datagrams) with WATCHDOG=1 every 200 ms
+    /// on a loaded machine, and the daemon's next STATUS= is dropped (red CI on a loaded
+    /// host, 2026-12-02).
+    notify: Receiver<String>,
     syslog: UnixDatagram,
     /// Every syslog datagram read so far (reading drains the socket).
     alerts: Vec<String>,
@@ -82,7 +86,17 @@ impl Daemon {
         args: &[&str],
     ) -> Daemon {
         let notify_path = h.path("notify.sock");
-        let notify = UnixDatagram::bind(&notify_path).unwrap();
+        let notify_socket = UnixDatagram::bind(&notify_path).unwrap();
+        let (notify_tx, notify) = channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = notify_socket.recv(&mut buf) {
+                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+                if notify_tx.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
         let syslog = UnixDatagram::bind(h.path("syslog.sock")).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
             .arg("--config")
@@ -124,17 +138,12 @@ impl Daemon {
 
     /// Waits for a notify datagram with a line satisfying `pred`; returns that datagram.
     fn wait_notify(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        self.notify
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
         let end = Instant::now() + WAIT;
-        let mut buf = [0u8; 4096];
-        while Instant::now() < end {
-            if let Ok(n) = self.notify.recv(&mut buf) {
-                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
-                if msg.lines().any(&pred) {
-                    return msg;
-                }
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.notify.recv_timeout(left) {
+                Ok(msg) if msg.lines().any(&pred) => return msg,
+                Ok(_) => {}
+                Err(_) => break,
             }
         }
         panic!("the daemon never sent {what}");
@@ -142,20 +151,7 @@ impl Daemon {
 
     /// Waits for READY=1 on the notify socket.
     fn wait_ready(&self) {
-        self.notify
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let end = Instant::now() + WAIT;
-        let mut buf = [0u8; 4096];
-        while Instant::now() < end {
-            if let Ok(n) = self.notify.recv(&mut buf) {
-                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
-                if msg.lines().any(|l| l == "READY=1") {
-                    return;
-                }
-            }
-        }
-        panic!("the daemon never sent READY=1");
+        self.wait_notify("READY=1", |l| l == "READY=1");
     }
 
     /// Every syslog message the daemon has sent so far (the socket is drained into
