@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use iser_guard::config::{Config, DEFAULT_CONFIG_PATH};
 
+/// Each key and value of the unit against the first systemd version that understands it.
+#[path = "packaging/systemd_versions.rs"]
+mod systemd_versions;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
