@@ -203,7 +203,15 @@ impl Observer {
         status: &str,
         safe_mode: Option<(String, Result<String, String>)>,
         clocks: Clocks,
+        probes: &crate::io::probe_choice::PortalProbes,
     ) -> DaemonSnapshot {
+        let portal_probes = driver
+            .engine()
+            .snapshot()
+            .portals
+            .iter()
+            .map(|r| (r.portal.to_string(), probes.view(r.portal.socket_addr())))
+            .collect();
         DaemonSnapshot::build(
             driver,
             Context {
@@ -216,6 +224,7 @@ impl Observer {
                 sources: self.sources.values().cloned().collect(),
                 events_kept: self.ring.len(),
                 events_dropped: self.ring.dropped(),
+                portal_probes,
             },
         )
     }

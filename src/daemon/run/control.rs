@@ -248,7 +248,7 @@ impl Loop {
                 });
                 let doc = self
                     .obs
-                    .snapshot(&self.driver, &self.status, safe, clocks(now));
+                    .snapshot(&self.driver, &self.status, safe, clocks(now), &self.ex.probes);
                 let _ = sink.send(Reply::Done {
                     ok: true,
                     message: self.status.clone(),

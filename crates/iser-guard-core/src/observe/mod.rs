@@ -29,7 +29,7 @@ use crate::time::Instant;
 pub use events::{Event, EventKind, EventRing, EVENT_RING_CAPACITY};
 pub use incidents::{Incident, IncidentAction, IncidentLog, IncidentOutcome, INCIDENTS_KEPT};
 pub use snapshot::{
-    DaemonFacts, DaemonSnapshot, DeviceView, HoldView, NextStep, PortView, PortalView,
+    DaemonFacts, DaemonSnapshot, DeviceView, HoldView, NextStep, PortView, PortalProbeView, PortalView,
     SafeModeView, SelfTestView, SessionView, SourceState, SourceView, SNAPSHOT_FORMAT,
 };
 

@@ -102,6 +102,12 @@ pub enum ResetWhen {
 pub enum ProbeMethod {
     /// TCP connect to the portal's port.
     Tcp,
+    /// The target host's ARP/ND answer on the port's netdev (no TCP listener needed: iSER-only
+    /// portals).
+    Neighbour,
+    /// TCP, and per portal the neighbour probe once TCP is refused (no listener) while the
+    /// host answers ARP/ND, unless that portal has accepted TCP before.
+    Auto,
     /// Never probe; treat the target as present.
     None,
 }
