@@ -112,7 +112,9 @@ pub fn summary(cfg: &Config, source: &Source) -> String {
     let how = |m: ProbeMethod| match m {
         ProbeMethod::Tcp => "tcp",
         ProbeMethod::Neighbour => "neighbour (ARP/ND on the portal's netdev)",
-        ProbeMethod::Auto => "auto (tcp; ARP/ND per portal once TCP is refused while the host answers)",
+        ProbeMethod::Auto => {
+            "auto (tcp; ARP/ND per portal once TCP is refused while the host answers)"
+        }
         ProbeMethod::None => "none",
     };
     let mut probe = match r.probe_method {

@@ -26,8 +26,8 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::socket::{bind, sendto, socket, AddressFamily, MsgFlags, SockFlag, SockType};
 use nix::sys::socket::SockaddrStorage;
+use nix::sys::socket::{bind, sendto, socket, AddressFamily, MsgFlags, SockFlag, SockType};
 
 use super::probe::{ProbeError, ProbeSource};
 use super::route::{self, RouteError};
@@ -592,7 +592,9 @@ mod tests {
             confirmed_ago: Some(Duration::from_millis(ms)),
         };
         let w = Duration::from_millis(100);
-        assert!(judge(Some(&e(NUD_REACHABLE, 30)), w, "ini0").unwrap().answered());
+        assert!(judge(Some(&e(NUD_REACHABLE, 30)), w, "ini0")
+            .unwrap()
+            .answered());
         // Confirmed before the window: the kernel has not asked again yet.
         assert_eq!(judge(Some(&e(NUD_REACHABLE, 5200)), w, "ini0"), None);
         // STALE, DELAY, PROBE, INCOMPLETE, FAILED: not (yet) an answer.

@@ -40,7 +40,6 @@ impl Default for ProbeMethods {
     }
 }
 
-
 /// What `auto` learned about one portal.
 #[derive(Debug, Clone, Default)]
 struct Learned {
@@ -99,11 +98,7 @@ impl PortalProbes {
 
     /// The same methods and what `auto` learned so far, probing through `tcp` and
     /// `neighbour` (the simulator's copy of a host takes its copy of the probes this way).
-    pub fn rewired(
-        &self,
-        tcp: Arc<dyn PortalProber>,
-        neighbour: Arc<dyn NeighbourProber>,
-    ) -> Self {
+    pub fn rewired(&self, tcp: Arc<dyn PortalProber>, neighbour: Arc<dyn NeighbourProber>) -> Self {
         PortalProbes {
             tcp,
             neighbour,
@@ -156,7 +151,10 @@ impl PortalProbes {
                 },
                 format!("{before}neighbour probe: {a}"),
             ),
-            Err(e) => (ProbeResult::Unreachable, format!("{before}neighbour probe: {e}")),
+            Err(e) => (
+                ProbeResult::Unreachable,
+                format!("{before}neighbour probe: {e}"),
+            ),
         }
     }
 
@@ -275,7 +273,10 @@ mod tests {
         nb.push(portal(), [answered_on("ini0"), answered_on("ini0")]);
         let (v, words) = p.probe(portal(), &ProbeSource::default(), T);
         assert_eq!(v, ProbeResult::Reachable, "{words}");
-        assert!(words.contains("tcp refused") && words.contains("ini0"), "{words}");
+        assert!(
+            words.contains("tcp refused") && words.contains("ini0"),
+            "{words}"
+        );
         let view = p.view(portal());
         assert_eq!(view.method, "neighbour");
         assert!(view.why.contains("no TCP listener"), "{}", view.why);
@@ -292,9 +293,15 @@ mod tests {
         let rtt = Duration::from_millis(1);
         tcp.push(portal(), [TcpAnswer::Reachable { rtt }, TcpAnswer::Refused]);
         nb.push(portal(), [answered_on("ini0")]);
-        assert_eq!(p.probe(portal(), &ProbeSource::default(), T).0, ProbeResult::Reachable);
+        assert_eq!(
+            p.probe(portal(), &ProbeSource::default(), T).0,
+            ProbeResult::Reachable
+        );
         // The target service went down: the host still answers ARP, but that is not "back".
-        assert_eq!(p.probe(portal(), &ProbeSource::default(), T).0, ProbeResult::Refused);
+        assert_eq!(
+            p.probe(portal(), &ProbeSource::default(), T).0,
+            ProbeResult::Refused
+        );
         assert!(nb.calls().is_empty());
         assert_eq!(p.view(portal()).method, "tcp");
     }
@@ -321,13 +328,19 @@ mod tests {
         m.per_portal.insert(portal(), ProbeMethod::Neighbour);
         let (tcp, nb, p) = setup(m);
         nb.push(portal(), [answered_on("ini0")]);
-        assert_eq!(p.probe(portal(), &ProbeSource::default(), T).0, ProbeResult::Reachable);
+        assert_eq!(
+            p.probe(portal(), &ProbeSource::default(), T).0,
+            ProbeResult::Reachable
+        );
         assert!(tcp.calls().is_empty());
         let v = p.view(portal());
         assert_eq!(v.method, "neighbour");
         assert_eq!(v.why, "recovery.portal-probe-method = \"neighbour\"");
         let other: SocketAddr = "192.0.2.3:3260".parse().unwrap();
         assert_eq!(p.view(other).method, "tcp");
-        assert_eq!(p.probe(other, &ProbeSource::default(), T).0, ProbeResult::Unreachable);
+        assert_eq!(
+            p.probe(other, &ProbeSource::default(), T).0,
+            ProbeResult::Unreachable
+        );
     }
 }

@@ -87,8 +87,7 @@ impl SimProbes {
         timeout: Duration,
     ) -> (crate::io::probe::ProbeResult, String) {
         self.net.set(portal, tcp, neighbour);
-        self.probes
-            .probe(portal, &ProbeSource::default(), timeout)
+        self.probes.probe(portal, &ProbeSource::default(), timeout)
     }
 
     /// The probe choice, for `status`.
