@@ -36,6 +36,8 @@ pub const KERNEL_LOG: &str = "kernel-log";
 pub const RDMA_NETLINK: &str = "rdma-netlink";
 /// `iscsiadm -m session -P 3`.
 pub const ISCSIADM: &str = "iscsiadm";
+/// The verbs devices (`/dev/infiniband`): can the daemon open them?
+pub const VERBS_DEVICES: &str = "verbs-devices";
 
 /// The wall clock now, in milliseconds since the Unix epoch (0 if the clock is before it).
 pub fn unix_ms_now() -> u64 {
@@ -170,6 +172,16 @@ impl Observer {
             .push(clocks.now(), None, kind, message, None)
             .clone();
         self.publish(ev);
+    }
+
+    /// Shows `name` among the sources from now on (not polled yet).
+    pub fn watch_source(&mut self, name: &'static str) {
+        self.sources.entry(name).or_insert_with(|| SourceView {
+            name: name.to_string(),
+            state: SourceState::Never,
+            last_ok: None,
+            last_error: None,
+        });
     }
 
     /// A source answered.

@@ -30,3 +30,4 @@ pub mod selftest_verbs;
 pub mod sysfs;
 pub mod syslog;
 pub mod task;
+pub mod verbs_access;
