@@ -1180,8 +1180,9 @@ impl Config {
         if self.recovery.allow_module_reload {
             w.push(
                 "recovery.allow-module-reload is on: the last resort reloads the driver module, \
-                 which re-creates every device of that driver; the packaged service also \
-                 needs a drop-in with ProtectKernelModules=no and CAP_SYS_MODULE for it"
+                 which re-creates every device of that driver; the packaged service needs the \
+                 drop-in /usr/share/doc/iser-guard/examples/module-reload.conf for it \
+                 (ProtectKernelModules=no, CAP_SYS_MODULE), else the daemon refuses to start"
                     .into(),
             );
         }

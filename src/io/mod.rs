@@ -2,6 +2,7 @@
 //! does no deciding: it turns the OS into typed inputs for the core and executes its actions.
 
 pub mod atomic;
+pub mod caps;
 pub mod control;
 pub mod cursor;
 pub mod direct_read;
