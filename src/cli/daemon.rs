@@ -41,6 +41,22 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     for w in config.warnings() {
         tracing::warn!("configuration: {w}");
     }
+    // A module reload the process cannot do is refused now, not in the middle of a recovery
+    // (src/io/caps.rs says why the setting is not simply refused under systemd).
+    if config.recovery.allow_module_reload {
+        if let Some(why) = crate::io::caps::module_reload_refusal(&config.paths.proc_root) {
+            return Err(Error::Config(crate::config::ConfigError::Invalid {
+                path: match &source {
+                    crate::config::Source::File(p) => p.clone(),
+                    crate::config::Source::Defaults => crate::config::DEFAULT_CONFIG_PATH.into(),
+                },
+                problems: vec![crate::config::Problem::new(
+                    "recovery.allow-module-reload",
+                    why,
+                )],
+            }));
+        }
+    }
     // Never beside a standalone manual recovery (one device, one journal), nor beside
     // another daemon; held until the process exits.
     std::fs::create_dir_all(&config.paths.state_dir)

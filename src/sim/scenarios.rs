@@ -598,6 +598,17 @@ fn recreate_hang() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on an iSER-only portal: the target has no TCP listener (TCP to its
+/// portal is refused), its host answers ARP/ND. The default `auto` probe switches that
+/// portal to the neighbour probe and recovers; TCP alone would wait forever.
+fn iser_only_portal() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(t) = h.targets.get_mut(&portal_a()) {
+        t.tcp_listener = false;
+    }
+    (h, p)
+}
+
 /// Every scenario, the default first.
 pub fn all() -> Vec<Scenario> {
     let s = |name, about, secs, build| Scenario {
@@ -714,6 +725,13 @@ pub fn all() -> Vec<Scenario> {
             "no re-creation method applies: quarantine at once",
             600,
             unsupported,
+        ),
+        s(
+            "iser-only-portal",
+            "the field incident on an iSER-only portal (no TCP listener): probed by ARP/ND \
+             once TCP is refused while the host answers",
+            600,
+            iser_only_portal,
         ),
         s(
             "recreate-hang",
