@@ -78,7 +78,7 @@ k612-verify 6.12 tiny 900
 k61-verify 6.1. tiny 900
 kfield-probe 6.12 tiny 900
 k612-references 6.12 tiny 600
-k612-drivers 6.12 tiny 900
+k612-drivers 6.12 tiny 1200
 trixie-systemd 6.12 systemd 1500 trixie
 trixie-recovery 6.12 tiny 1200 trixie
 EOT

@@ -7,5 +7,5 @@ source /lab/guest/lib.sh
 lab_up
 run_scenarios sd-install sd-reset-device doctor sd-dev-left-deleted sd-reload \
 	sd-reload-refused sd-nonroot sd-write-access sd-observe sd-restart sd-config-error \
-	sd-upgrade sd-stop-purge
+	late-modules sd-upgrade sd-stop-purge
 lab_down
