@@ -21,6 +21,22 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let (config, source) = crate::config::load_or_default(globals.config.as_deref())?;
+    // The first line says what this kernel offers: on 6.1 and 6.8 no device events (the
+    // daemon polls every `poll.netlink`), on 6.12 subscribed; the watcher acts on the same
+    // SYS_GET answer and warns if subscribing fails later.
+    let mut nldev = crate::io::netlink::NldevClient::open();
+    let caps = crate::io::kernel_caps::detect(
+        nldev.as_mut().map_err(|e| &*e),
+        &config.paths.sysfs_root,
+        &config.paths.proc_root,
+    );
+    drop(nldev);
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        poll_netlink = ?config.poll.netlink,
+        "starting on {}",
+        caps.summary()
+    );
     tracing::info!(%source, "configuration loaded");
     for w in config.warnings() {
         tracing::warn!("configuration: {w}");

@@ -9,6 +9,7 @@ pub mod direct_read;
 pub mod executors;
 pub mod iscsiadm;
 pub mod journal;
+pub mod kernel_caps;
 pub mod kmsg;
 pub mod kmsg_tail;
 pub mod lines;

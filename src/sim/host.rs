@@ -425,6 +425,10 @@ pub struct SimHost {
     /// RDMA netlink answers RES_CM_ID_GET (false: the agent runs on sysfs alone and sees no
     /// CM id).
     pub cm_id_table: bool,
+    /// The kernel sends RDMA netlink device events (6.12): a device that comes or goes is
+    /// reported at once. False (6.1, 6.8): only the next dump shows it (`netlink_poll`, or a
+    /// dump the agent asks for).
+    pub device_events: bool,
     /// The netdev the kernel routes each portal address through (`ip route get`).
     pub routes: BTreeMap<IpAddr, String>,
     /// Each netdev's address.
@@ -492,6 +496,7 @@ impl SimHost {
             overlapping_recreations: 0,
             cm_debug: false,
             cm_id_table: true,
+            device_events: true,
             routes: BTreeMap::new(),
             netdev_addrs: BTreeMap::new(),
             placer: Placer::new(),
@@ -1097,12 +1102,14 @@ impl SimHost {
             for g in &mut d.gsi {
                 *g = QpState::Rts;
             }
-            out.push(Delivery::Netlink(Observation::DeviceAppeared {
-                device: device.to_string(),
-                parent: pci_parent(d),
-                driver: Some(driver_name(d.driver).to_string()),
-                ports: u32::try_from(d.gsi.len()).unwrap_or(1),
-            }));
+            if self.device_events {
+                out.push(Delivery::Netlink(Observation::DeviceAppeared {
+                    device: device.to_string(),
+                    parent: pci_parent(d),
+                    driver: Some(driver_name(d.driver).to_string()),
+                    ports: u32::try_from(d.gsi.len()).unwrap_or(1),
+                }));
+            }
         }
         if !present && was {
             if self.async_events {
@@ -1114,9 +1121,11 @@ impl SimHost {
                     kind: crate::core::selftest::AsyncEventKind::DeviceFatal,
                 }));
             }
-            out.push(Delivery::Netlink(Observation::DeviceGone {
-                device: device.to_string(),
-            }));
+            if self.device_events {
+                out.push(Delivery::Netlink(Observation::DeviceGone {
+                    device: device.to_string(),
+                }));
+            }
             // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL).
             let sids = self.logged_in_sessions(|s| s.port.device == device);
             for sid in sids {

@@ -264,6 +264,31 @@ fn field_incident_unplaced() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on a 6.8-like kernel (Ubuntu 24.04): no RDMA netlink device events,
+/// the same QP and CM id dumps; the re-created device is seen at the next dump.
+fn field_incident_6_8() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.device_events = false;
+    (h, p)
+}
+
+/// The initiator's device deleted at 62 s and back at 83 s on a 6.8-like kernel: both only
+/// in the dumps (every 5 s from 0 s: at 65 s and 85 s).
+fn device_vanishes_6_8() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    h.device_events = false;
+    for (secs, present) in [(62, false), (83, true)] {
+        h.schedule(
+            at(secs),
+            HostEvent::InitiatorDevice {
+                device: "rxe_ini".into(),
+                present,
+            },
+        );
+    }
+    (h, rxe_policy())
+}
+
 fn target_blip() -> (SimHost, Policy) {
     let mut h = field_host();
     power(&mut h, 60, false);
@@ -652,6 +677,18 @@ pub fn all() -> Vec<Scenario> {
             "field incident, but nothing places the session (no CM ids, no route)",
             600,
             field_incident_unplaced,
+        ),
+        s(
+            "field-incident-6.8",
+            "field incident on a 6.8-like kernel: no device events, the daemon polls",
+            600,
+            field_incident_6_8,
+        ),
+        s(
+            "device-vanishes-6.8",
+            "device deleted at 62 s, back at 83 s on a 6.8-like kernel: seen at the dumps only",
+            300,
+            device_vanishes_6_8,
         ),
         s(
             "target-blip",
