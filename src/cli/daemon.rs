@@ -25,6 +25,9 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     for w in config.warnings() {
         tracing::warn!("configuration: {w}");
     }
+    for w in crate::config::host_warnings(&config) {
+        tracing::warn!("host: {w}");
+    }
     // Never beside a standalone manual recovery (one device, one journal), nor beside
     // another daemon; held until the process exits.
     std::fs::create_dir_all(&config.paths.state_dir)
