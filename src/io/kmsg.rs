@@ -755,6 +755,50 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn an_open_that_fails_says_its_real_cause_and_the_root_hint_only_when_refused() {
+        let p = Path::new("/x/kmsg");
+        for errno in [libc::EACCES, libc::EPERM] {
+            let e = KmsgError::opening(p, io::Error::from_raw_os_error(errno));
+            assert!(matches!(e, KmsgError::Denied { .. }), "{e}");
+            assert!(e.to_string().contains("needs root or CAP_SYSLOG"), "{e}");
+        }
+        let e = KmsgError::opening(p, io::Error::from_raw_os_error(libc::ENOENT));
+        assert_eq!(
+            e.to_string(),
+            "kernel log /x/kmsg does not exist (the path is paths.kmsg in the configuration; \
+             the kernel's is /dev/kmsg)"
+        );
+        let e = KmsgError::opening(p, io::Error::from_raw_os_error(libc::EIO));
+        assert!(!e.to_string().contains("CAP_SYSLOG"), "{e}");
+        // What can be the kernel log, and what cannot.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kern.log");
+        std::fs::write(&file, "").unwrap();
+        let e = check_source(&file).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                KmsgError::NotALog {
+                    kind: "regular file",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(matches!(
+            check_source(dir.path()),
+            Err(KmsgError::NotALog {
+                kind: "directory",
+                ..
+            })
+        ));
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
+        check_source(&fifo).unwrap();
+        check_source(Path::new("/dev/null")).unwrap();
+    }
+
     /// An in-memory ring: `log` holds what the kernel retains; reads return what is queued
     /// in `injected` (raw bytes or errors) first.
     #[derive(Default)]
