@@ -70,21 +70,25 @@ impl Parsed {
 const ANCHORS: &[AnchorDef] = &[
     // irdma, qedr, hns and the MAD layer's RTS failure: MODIFY_SUBS.
     AnchorDef { text: "modify", distinctive: false, rank: 9, parse: p_modify },
-    AnchorDef { text: "MAD QP (", distinctive: true, rank: 7, parse: p_mad_fatal },
+    // ib_mad `… on MAD QP (`, mlx5_ib/mlx4_ib `Unexpected event type … on QP `: p_on_qp.
+    AnchorDef { text: " QP ", distinctive: false, rank: 7, parse: p_on_qp },
     // MAD port start-up: COULDNT_SUBS.
     AnchorDef { text: "Couldn't ", distinctive: false, rank: 7, parse: p_couldnt },
     AnchorDef { text: "abnormal ae_id = ", distinctive: true, rank: 7, parse: p_irdma_ae },
     // bnxt_re `Invalid attribute mask: `, rdma_rxe `invalid mask or state`: NVALID_SUBS.
     AnchorDef { text: "nvalid ", distinctive: false, rank: 6, parse: p_nvalid },
-    // bnxt_re `for qpn: `, `curr_qp_state=`, qedr `old_qp_state=`: p_qp and QP_STATE_SUBS.
-    AnchorDef { text: "qp", distinctive: false, rank: 9, parse: p_qp },
+    AnchorDef { text: "qpn: ", distinctive: false, rank: 6, parse: p_qpn },
+    // bnxt_re `curr_qp_state=`, qedr `old_qp_state=`: QP_STATE_SUBS.
+    AnchorDef { text: "qp_state=", distinctive: false, rank: 9, parse: p_qp_state },
     // rdma_rxe `qp#N [func:] state -> X` / `qp#N [func:] moved to error state`.
     AnchorDef { text: " state -> ", distinctive: false, rank: 5, parse: p_rxe_state },
     AnchorDef { text: "moved to error state", distinctive: false, rank: 5, parse: p_rxe_moved_to_error },
     // libiscsi / scsi_transport_iscsi on the connection device (` connectionS:C: …`):
     // CONNECTION_SUBS.
     AnchorDef { text: "connection", distinctive: false, rank: 5, parse: p_connection },
-    AnchorDef { text: "session recovery timed out after ", distinctive: true, rank: 5, parse: p_recovery_timeout },
+    // iSCSI `session recovery timed out after `, SCSI `Device offlined - not ready after
+    // error recovery`: RECOVERY_SUBS.
+    AnchorDef { text: "recovery", distinctive: false, rank: 5, parse: p_recovery },
     // ib_iser (PFX "iser: " then `__func__`): ISER_SUBS and ISER_FAILURES.
     AnchorDef { text: "iser: iser_", distinctive: false, rank: 5, parse: p_iser },
     // "Failed to init task" (ib_iser), bnxt_re's HW QP failures: FAILED_TO_SUBS.
@@ -102,15 +106,13 @@ const ANCHORS: &[AnchorDef] = &[
     AnchorDef { text: "Link ", distinctive: false, rank: 3, parse: p_link },
     // mlx5_ib `…:(pid N): WC error: …` / `dump error cqe` (cq.c dump_cqe).
     AnchorDef { text: ":(pid ", distinctive: false, rank: 6, parse: p_mlx5_log },
-    AnchorDef { text: "Unexpected event type ", distinctive: false, rank: 5, parse: p_unexpected_event },
     // SCSI error handling (scsi_error.c, scsi_lib.c) and buffer I/O (fs/buffer.c).
-    AnchorDef { text: "Device offlined - not ready after error recovery", distinctive: true, rank: 4, parse: p_scsi_offlined },
     AnchorDef { text: "timing out command, waited ", distinctive: true, rank: 4, parse: p_scsi_timing_out },
     // Kernel bug reports (arch/x86 dumpstack, kernel/panic.c, lib/bug.c, mm/kasan, hung_task).
     AnchorDef { text: "RIP: ", distinctive: false, rank: 2, parse: p_bug_rip },
     AnchorDef { text: "WARNING: CPU: ", distinctive: false, rank: 2, parse: p_bug_warning },
-    // lib/bug.c `kernel BUG at `, mm/kasan `BUG: KASAN: `: p_bug.
-    AnchorDef { text: "BUG", distinctive: false, rank: 2, parse: p_bug },
+    AnchorDef { text: " BUG at ", distinctive: false, rank: 2, parse: p_bug_at },
+    AnchorDef { text: "BUG: KASAN: ", distinctive: false, rank: 2, parse: p_bug_kasan },
     AnchorDef { text: "Kernel panic - not syncing: ", distinctive: false, rank: 2, parse: p_bug_panic },
     AnchorDef { text: "blocked for more than ", distinctive: false, rank: 2, parse: p_bug_hung_task },
     // irdma utils.c irdma_handle_cqp_op: `[%s Error][op_code=%d] status=%d …`.
@@ -225,10 +227,13 @@ const IO_SUBS: &[SubDef] = &[
     SubDef { text: "Buffer I/O error on dev ", distinctive: true, rank: 4, parse: p_buffer_io_error },
 ];
 
+/// Messages around the word `recovery`.
 #[rustfmt::skip]
-const BUG_SUBS: &[SubDef] = &[
-    SubDef { text: " BUG at ", distinctive: false, rank: 2, parse: p_bug_at },
-    SubDef { text: "BUG: KASAN: ", distinctive: false, rank: 2, parse: p_bug_kasan },
+const RECOVERY_SUBS: &[SubDef] = &[
+    // scsi_transport_iscsi.c session_recovery_timedout.
+    SubDef { text: "session recovery timed out after ", distinctive: true, rank: 5, parse: p_recovery_timeout },
+    // scsi_error.c scsi_eh_offline_sdevs.
+    SubDef { text: "Device offlined - not ready after error recovery", distinctive: true, rank: 4, parse: p_scsi_offlined },
 ];
 
 #[rustfmt::skip]
@@ -314,16 +319,17 @@ fn p_modify(s: &str, start: usize, _end: usize) -> Option<Parsed> {
     dispatch(MODIFY_SUBS, "modify", s, start)
 }
 
-fn p_qp(s: &str, start: usize, _end: usize) -> Option<Parsed> {
-    // bnxt_re: "for qpn: %#x type: %#x"; bnxt_re/qedr `…_qp_state=`.
-    if s.get(start..)?.starts_with("qpn: ") {
-        let sub_start = start.checked_sub("for ".len())?;
-        if !s.get(sub_start..start)?.eq("for ") {
-            return None;
-        }
-        return p_bnxt_qpn(s, sub_start, start + "qpn: ".len());
+fn p_qp_state(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(QP_STATE_SUBS, "qp_state=", s, start)
+}
+
+fn p_qpn(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // bnxt_re: "for qpn: %#x type: %#x".
+    let sub_start = start.checked_sub("for ".len())?;
+    if !s.get(sub_start..start)?.eq("for ") {
+        return None;
     }
-    dispatch(QP_STATE_SUBS, "qp", s, start)
+    p_bnxt_qpn(s, sub_start, end)
 }
 
 fn p_nvalid(s: &str, start: usize, _end: usize) -> Option<Parsed> {
@@ -334,8 +340,22 @@ fn p_io(s: &str, start: usize, _end: usize) -> Option<Parsed> {
     dispatch(IO_SUBS, "I/O ", s, start)
 }
 
-fn p_bug(s: &str, start: usize, _end: usize) -> Option<Parsed> {
-    dispatch(BUG_SUBS, "BUG", s, start)
+fn p_recovery(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(RECOVERY_SUBS, "recovery", s, start)
+}
+
+fn p_on_qp(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // ib_mad "Fatal error (%d) on MAD QP (%d)"; mlx5_ib/mlx4_ib "Unexpected event type %d
+    // on QP %06x".
+    if let Some(mad) = start.checked_sub("MAD".len()) {
+        if s.get(mad..)?.starts_with("MAD QP (") {
+            return p_mad_fatal(s, mad, mad + "MAD QP (".len());
+        }
+    }
+    let ue = "Unexpected event type ";
+    let at = s.get(..start)?.rfind(ue)?;
+    let _ = end;
+    p_unexpected_event(s, at, at + ue.len())
 }
 
 fn p_result(s: &str, start: usize, _end: usize) -> Option<Parsed> {
@@ -1880,79 +1900,6 @@ fn p_bug_hung_task(s: &str, start: usize, end: usize) -> Option<Parsed> {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn number_scanners() {
-        assert_eq!(hex_u32("0x6,"), Some((6, ",")));
-        assert_eq!(hex_u32("0"), Some((0, "")));
-        assert_eq!(hex_u32("0x"), None);
-        assert_eq!(hex_u32("0x123456789"), None);
-        assert_eq!(dec_i32("-22"), Some((-22, "")));
-        assert_eq!(dec_i32("-"), None);
-        assert_eq!(dec_u32("99999999999"), None);
-        assert_eq!(dec_u32("12ab"), Some((12, "ab")));
-    }
-
-    #[test]
-    fn decode_escapes() {
-        assert_eq!(decode(b"a\\x09b"), "a\tb");
-        assert_eq!(decode(b"plain"), "plain");
-        assert_eq!(decode(b"bad\\xZZ"), "bad\\xZZ");
-        assert_eq!(decode(b"end\\x4"), "end\\x4");
-        assert_eq!(decode(b"back\\x5cslash"), "back\\slash");
-    }
-
-    #[test]
-    fn anchors_have_no_escapable_bytes() {
-        for a in anchors() {
-            assert!(a.bytes().all(|b| b.is_ascii_graphic() || b == b' '), "{a}");
-            assert!(!a.contains('\\'));
-        }
-    }
-
-    #[test]
-    fn anchors_keep_the_fast_prefilter() {
-        // aho-corasick uses Slim Teddy up to 32 patterns and fingerprints the first
-        // min(4, shortest) bytes: more patterns or a shorter one slow every line down.
-        assert!(ANCHORS.len() <= 32, "{} anchors", ANCHORS.len());
-        for a in ANCHORS {
-            assert!(a.text.len() >= 4, "{:?}", a.text);
-        }
-    }
-
-    #[test]
-    fn sub_tables_contain_their_anchor() {
-        for (subs, anchor) in [
-            (MODIFY_SUBS, "modify"),
-            (QP_STATE_SUBS, "qp_state="),
-            (COULDNT_SUBS, "Couldn't "),
-            (COULD_NOT_SEND_SUBS, "Could not send "),
-            (FAILED_TO_SUBS, "Failed to "),
-            (RESULT_SUBS, "Result: hostbyte="),
-            (ERROR_DEV_SUBS, "error, dev "),
-            (REJECTING_SUBS, "rejecting I/O to "),
-            (SET_SUBS, ": set "),
-            (LINK_SUBS, ": Link "),
-            (ISER_SUBS, "iser_"),
-        ] {
-            for d in subs {
-                assert!(d.text.contains(anchor), "{:?} lacks {anchor:?}", d.text);
-            }
-        }
-    }
-
-    #[test]
-    fn every_anchor_parser_refuses_an_empty_tail() {
-        for a in ANCHORS {
-            // Must not panic whatever it returns.
-            let _ = (a.parse)(a.text, 0, a.text.len());
-        }
-    }
-}
-
 // ---- driver resets, driver stacks, dm-multipath -------------------------------------------
 
 fn p_irdma_cqp(s: &str, start: usize, end: usize) -> Option<Parsed> {
@@ -2074,3 +2021,80 @@ fn p_multipath(s: &str, _start: usize, end: usize) -> Option<Parsed> {
         NameRole::Auto,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_scanners() {
+        assert_eq!(hex_u32("0x6,"), Some((6, ",")));
+        assert_eq!(hex_u32("0"), Some((0, "")));
+        assert_eq!(hex_u32("0x"), None);
+        assert_eq!(hex_u32("0x123456789"), None);
+        assert_eq!(dec_i32("-22"), Some((-22, "")));
+        assert_eq!(dec_i32("-"), None);
+        assert_eq!(dec_u32("99999999999"), None);
+        assert_eq!(dec_u32("12ab"), Some((12, "ab")));
+    }
+
+    #[test]
+    fn decode_escapes() {
+        assert_eq!(decode(b"a\\x09b"), "a\tb");
+        assert_eq!(decode(b"plain"), "plain");
+        assert_eq!(decode(b"bad\\xZZ"), "bad\\xZZ");
+        assert_eq!(decode(b"end\\x4"), "end\\x4");
+        assert_eq!(decode(b"back\\x5cslash"), "back\\slash");
+    }
+
+    #[test]
+    fn anchors_have_no_escapable_bytes() {
+        for a in anchors() {
+            assert!(a.bytes().all(|b| b.is_ascii_graphic() || b == b' '), "{a}");
+            assert!(!a.contains('\\'));
+        }
+    }
+
+    #[test]
+    fn anchors_keep_the_fast_prefilter() {
+        // aho-corasick uses Slim Teddy up to 32 patterns and fingerprints the first
+        // min(4, shortest) bytes: more patterns or a shorter one slow every line down.
+        assert!(ANCHORS.len() <= 32, "{} anchors", ANCHORS.len());
+        for a in ANCHORS {
+            assert!(a.text.len() >= 4, "{:?}", a.text);
+        }
+    }
+
+    #[test]
+    fn sub_tables_contain_their_anchor() {
+        for (subs, anchor) in [
+            (MODIFY_SUBS, "modify"),
+            (QP_STATE_SUBS, "qp_state="),
+            (COULDNT_SUBS, "Couldn't "),
+            (COULD_NOT_SEND_SUBS, "Could not send "),
+            (FAILED_TO_SUBS, "Failed to "),
+            (RESULT_SUBS, "Result: hostbyte="),
+            (ERROR_DEV_SUBS, "error, dev "),
+            (REJECTING_SUBS, "rejecting I/O to "),
+            (SET_SUBS, ": set "),
+            (LINK_SUBS, "Link "),
+            (NVALID_SUBS, "nvalid "),
+            (IO_SUBS, "I/O "),
+            (RECOVERY_SUBS, "recovery"),
+            (ISER_SUBS, "iser_"),
+        ] {
+            for d in subs {
+                assert!(d.text.contains(anchor), "{:?} lacks {anchor:?}", d.text);
+            }
+        }
+    }
+
+    #[test]
+    fn every_anchor_parser_refuses_an_empty_tail() {
+        for a in ANCHORS {
+            // Must not panic whatever it returns.
+            let _ = (a.parse)(a.text, 0, a.text.len());
+        }
+    }
+}
+
