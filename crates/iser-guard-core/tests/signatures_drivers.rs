@@ -14,8 +14,10 @@ fn irdma_cqp_command_failure() {
     // [op_code=%d] status=%d waiting=%d completion_err=%d maj=0x%x min=0x%x\n",
     // irdma_cqp_cmd_names[cmd], …); ibdev_err prefixes the parent's driver, the PCI
     // function and the RDMA device.
-    let s = sig("ice 0000:02:00.0 rocep2s0f0: [Modify QP Cmd Error][op_code=6] status=-110 \
-                 waiting=1 completion_err=0 maj=0x0 min=0x0");
+    let s = sig(
+        "ice 0000:02:00.0 rocep2s0f0: [Modify QP Cmd Error][op_code=6] status=-110 \
+                 waiting=1 completion_err=0 maj=0x0 min=0x0",
+    );
     assert_eq!(
         s.kind,
         SignatureKind::IrdmaCqpFailed {
@@ -30,26 +32,39 @@ fn irdma_cqp_command_failure() {
     assert_eq!(s.device.rdma_dev.as_deref(), Some("rocep2s0f0"));
     assert_eq!(s.device.pci.as_deref(), Some("0000:02:00.0"));
     // A completion error with codes.
-    let s = sig("ice 0000:02:00.0 rocep2s0f0: [Destroy QP Cmd Error][op_code=8] status=-5 \
-                 waiting=1 completion_err=1 maj=0x8029 min=0x8003");
+    let s = sig(
+        "ice 0000:02:00.0 rocep2s0f0: [Destroy QP Cmd Error][op_code=8] status=-5 \
+                 waiting=1 completion_err=1 maj=0x8029 min=0x8003",
+    );
     assert!(matches!(
         s.kind,
-        SignatureKind::IrdmaCqpFailed { op_code: 8, status: -5, maj: 0x8029, min: 0x8003, .. }
+        SignatureKind::IrdmaCqpFailed {
+            op_code: 8,
+            status: -5,
+            maj: 0x8029,
+            min: 0x8003,
+            ..
+        }
     ));
 }
 
 #[test]
 fn irdma_cqp_drifted_format_is_reported_as_drift() {
     let s = sig("ice 0000:02:00.0 rocep2s0f0: [Modify QP Cmd Error][op_code=6] status=timeout");
-    assert!(matches!(s.kind, SignatureKind::UnknownVariant { .. }), "{s:?}");
+    assert!(
+        matches!(s.kind, SignatureKind::UnknownVariant { .. }),
+        "{s:?}"
+    );
 }
 
 #[test]
 fn irdma_modify_qp_suspend_timeout() {
     // drivers/infiniband/hw/irdma/verbs.c irdma_wait_for_suspend: ibdev_warn(…,
     // "modify_qp timed out waiting for suspend. qp_id = %d, last_ae = 0x%x\n", …).
-    let s = sig("ice 0000:02:00.0 rocep2s0f0: modify_qp timed out waiting for suspend. \
-                 qp_id = 17, last_ae = 0x503");
+    let s = sig(
+        "ice 0000:02:00.0 rocep2s0f0: modify_qp timed out waiting for suspend. \
+                 qp_id = 17, last_ae = 0x503",
+    );
     assert_eq!(
         s.kind,
         SignatureKind::IrdmaSuspendTimeout {
@@ -76,7 +91,10 @@ fn irdma_requests_a_reset() {
     // Not a reset request: other drivers' words, or the phrase inside another message.
     assert_eq!(classify("usb 1-1: Requesting a reset", None), None);
     assert_eq!(
-        classify("ice 0000:02:00.0 rocep2s0f0: Requesting a reset of the PHY later", None),
+        classify(
+            "ice 0000:02:00.0 rocep2s0f0: Requesting a reset of the PHY later",
+            None
+        ),
         None
     );
 }
@@ -142,7 +160,10 @@ fn dm_multipath_path_failed_and_reinstated() {
     );
     // Other multipath messages are not path events.
     assert_eq!(
-        classify("device-mapper: multipath: 253:0: queue_if_no_path enabled", None),
+        classify(
+            "device-mapper: multipath: 253:0: queue_if_no_path enabled",
+            None
+        ),
         None
     );
 }
@@ -152,9 +173,15 @@ fn merged_anchors_still_find_their_messages() {
     // The prefilter's anchors were shared to keep at most 32 (classify.rs): each message
     // under a shared anchor still classifies.
     let kasan = sig("BUG: KASAN: use-after-free in iser_conn_terminate+0x1c/0x90 [ib_iser]");
-    assert!(matches!(kasan.kind, SignatureKind::KernelBug { .. }), "{kasan:?}");
+    assert!(
+        matches!(kasan.kind, SignatureKind::KernelBug { .. }),
+        "{kasan:?}"
+    );
     let bug = sig("kernel BUG at drivers/infiniband/core/cq.c:345!");
-    assert!(matches!(bug.kind, SignatureKind::KernelBug { .. }), "{bug:?}");
+    assert!(
+        matches!(bug.kind, SignatureKind::KernelBug { .. }),
+        "{bug:?}"
+    );
     assert!(matches!(
         sig("ice 0000:02:00.0 ens1f0: NIC Link is Down").kind,
         SignatureKind::NetdevLinkDown

@@ -919,7 +919,10 @@ pub fn explain(sig: &Signature) -> Explanation {
             )
         }
         SignatureKind::MultipathPath { map, path, failed } => {
-            let map = map.as_deref().map(|m| format!(" of map {m}")).unwrap_or_default();
+            let map = map
+                .as_deref()
+                .map(|m| format!(" of map {m}"))
+                .unwrap_or_default();
             if *failed {
                 meaning.push(format!(
                     "dm-multipath failed path {path}{map}: its I/O goes to the other paths, \

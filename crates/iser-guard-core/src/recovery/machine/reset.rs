@@ -36,6 +36,15 @@ impl Engine {
             // Its device's re-creation is blocked in the kernel: no second writer.
             return true;
         }
+        if self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.origin() == Origin::Automatic)
+            && self.hold_for_driver_reset(pid, now)
+        {
+            // Its driver is re-creating it: no second writer either.
+            return false;
+        }
         let Some(p) = self.ports.get(pid) else {
             return false;
         };
