@@ -608,6 +608,16 @@ fn driver_reset() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident, and the re-creation's devlink toggle is overtaken by a reset of the
+/// function: ice re-plugs the device as iWARP; the executor restores RoCE.
+fn iwarp_flip() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.plans.push_back(RecreatePlan::IwarpFlip);
+    }
+    (h, p)
+}
+
 /// Every scenario, the default first.
 pub fn all() -> Vec<Scenario> {
     let s = |name, about, secs, build| Scenario {
@@ -726,6 +736,13 @@ pub fn all() -> Vec<Scenario> {
              later: no re-creation of our own meanwhile, verified afterwards",
             700,
             driver_reset,
+        ),
+        s(
+            "iwarp-flip",
+            "a reset of the function between the two devlink calls re-plugs the device as \
+             iWARP: the mode is checked, RoCE restored, the operator told",
+            700,
+            iwarp_flip,
         ),
         s(
             "recreate-outcome-lost",

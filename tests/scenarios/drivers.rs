@@ -7,6 +7,9 @@
 //! - `driver-reset`: irdma asks ice for a reset while the target is away and the device is
 //!   gone for 3 minutes (longer than `recovery.device-wait`): the engine starts no
 //!   re-creation of its own, and verifies the port when the driver brings the device back.
+//! - `iwarp-flip`: a reset of the function lands between the re-creation's two devlink
+//!   calls and ice re-plugs the device as iWARP: the executor's mode check restores RoCE,
+//!   the operator is told once, verification goes on as usual.
 
 use iser_guard::core::recovery::{Phase, Severity};
 use iser_guard::sim::scenarios::FIELD_DEVICE;
@@ -152,6 +155,28 @@ fn a_reset_by_the_driver_is_waited_for_and_verified_like_our_own() {
             if text.contains("self-test of rocep2s0f0/1 passed"))),
         "{}",
         h.render()
+    );
+    assert!(h.host.storage_ok());
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+}
+
+#[test]
+fn a_device_replugged_as_iwarp_is_restored_and_the_operator_told() {
+    let h = run("iwarp-flip");
+    assert_safety(&h);
+    // One re-creation: the restoring toggle is part of it, not a second attempt.
+    assert_eq!(h.recreations(), vec![FIELD_DEVICE.to_string()]);
+    assert_eq!(h.host.devices[FIELD_DEVICE].recreations_started, 1);
+    let alert = alerts_with(&h, "came back from its re-creation in the wrong RDMA mode");
+    assert_eq!(alert.len(), 1, "{:#?}", h.alerts);
+    assert_eq!(alert[0].severity, Severity::Error);
+    assert!(
+        alert[0].detail.contains("ice.iwarp.0 (not roce)")
+            && alert[0]
+                .detail
+                .contains("restored by toggling enable_roce once more"),
+        "{}",
+        alert[0].detail
     );
     assert!(h.host.storage_ok());
     assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);

@@ -589,6 +589,10 @@ pub enum RecreateResult {
     Recreated {
         /// The device name after re-creation.
         name: String,
+        /// The device came back in the wrong RDMA mode (re-plugged as iWARP by a reset of
+        /// the function during the toggle) and the executor restored RoCE: what it found.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode_restored: Option<String>,
     },
     /// The re-creation failed; the device state is whatever the executor saw.
     Failed {
@@ -644,7 +648,7 @@ pub struct TaskId {
 impl fmt::Display for RecreateResult {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RecreateResult::Recreated { name } => write!(f, "re-created as {name}"),
+            RecreateResult::Recreated { name, .. } => write!(f, "re-created as {name}"),
             RecreateResult::Failed { reason } => write!(f, "failed: {reason}"),
             RecreateResult::Unsupported { reason } => write!(f, "no method applies: {reason}"),
             RecreateResult::Blocked(b) => write!(

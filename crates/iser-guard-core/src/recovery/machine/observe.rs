@@ -254,6 +254,7 @@ impl Engine {
                 &device,
                 RecreateResult::Recreated {
                     name: device.clone(),
+                    mode_restored: None,
                 },
                 now,
             );

@@ -269,7 +269,30 @@ impl Engine {
             .get(device)
             .and_then(|d| d.recreation.as_ref().map(|r| r.started));
         match result {
-            RecreateResult::Recreated { name } => {
+            RecreateResult::Recreated {
+                name,
+                mode_restored,
+            } => {
+                if let Some(found) = mode_restored {
+                    self.alert(
+                        now,
+                        Severity::Error,
+                        format!("mode:{device}"),
+                        format!(
+                            "{device} came back from its re-creation in the wrong RDMA mode; \
+                             RoCE was restored"
+                        ),
+                        format!(
+                            "after the devlink toggle: {found}. ice names the RDMA device it \
+                             plugs from its mode bit, so a reset of the function while \
+                             enable_roce was off re-plugs it as iWARP, over which iSER never \
+                             connects. Verification continues as usual; if it happens again, \
+                             look for the reset's cause in the kernel log (irdma `Requesting a \
+                             reset`, ice reset messages)"
+                        ),
+                        None,
+                    );
+                }
                 if let Some(d) = self.devices.get_mut(device) {
                     d.present = true;
                     d.completed_recreations += 1;
