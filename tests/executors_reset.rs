@@ -337,6 +337,8 @@ fn ice_uses_devlink_enable_roce_and_touches_only_that_pf() {
             "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
             "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime",
             "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime",
+            // The mode check after the toggle (enable_roce on, aux named roce).
+            "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
         ]
     );
     assert!(f
@@ -1017,6 +1019,8 @@ fn a_devlink_step_blocked_in_the_kernel_is_reported_waited_for_and_never_followe
             "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
             "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime",
             "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime",
+            // The mode check after the toggle (enable_roce on, aux named roce).
+            "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
         ]
     );
     assert_eq!(

@@ -1050,7 +1050,7 @@ impl SysfsResetter {
         else {
             return Ok((name, None));
         };
-        let Some(found) = self.wrong_mode(m, handle, on_blocked)? else {
+        let Some(found) = self.wrong_mode(m, id, on_blocked)? else {
             return Ok((name, None));
         };
         tracing::warn!("after the devlink toggle of {handle}: {found}; restoring RoCE");
@@ -1065,7 +1065,7 @@ impl SysfsResetter {
                 })
             }
         };
-        match self.wrong_mode(m, handle, on_blocked)? {
+        match self.wrong_mode(m, id, on_blocked)? {
             None => Ok((
                 name,
                 Some(format!(
@@ -1085,7 +1085,7 @@ impl SysfsResetter {
     fn wrong_mode(
         &self,
         m: &ResetMethod,
-        handle: &str,
+        id: &DeviceIdentity,
         on_blocked: OnBlocked<'_>,
     ) -> Result<Option<String>, ResetError> {
         let steps = self.steps(m);
@@ -1100,15 +1100,13 @@ impl SysfsResetter {
                 Err(e) => wrong.push(format!("`{}` failed: {e}", check.display())),
             }
         }
-        let bdf = handle.strip_prefix("pci/").unwrap_or(handle);
-        match self.sysfs.pci_rdma_aux(bdf) {
-            Ok(Some(aux)) if aux.name.contains(".roce.") => {}
-            Ok(Some(aux)) => wrong.push(format!(
+        // The device as it is back: its parent function's RDMA auxiliary device.
+        match self.find(id)?.and_then(|f| f.aux) {
+            Some(aux) if !aux.name.contains(".roce.") => wrong.push(format!(
                 "its RDMA auxiliary device is {} (not roce)",
                 aux.name
             )),
-            Ok(None) => {}
-            Err(source) => return Err(self.sysfs_err(source)),
+            _ => {}
         }
         Ok((!wrong.is_empty()).then(|| wrong.join(", ")))
     }

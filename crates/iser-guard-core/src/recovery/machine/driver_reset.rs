@@ -152,7 +152,7 @@ impl Engine {
         self.alert(
             now,
             Severity::Critical,
-            format!("nic-no-rdma:{pci}"),
+            format!("nic-no-rdma:[{pci}]"),
             format!("{pci}: {what}"),
             format!(
                 "no re-creation repairs this, so iser-guard does not try; the iSER sessions \
