@@ -8,6 +8,7 @@
 pub mod harness;
 pub mod host;
 pub mod kernel;
+pub mod probe;
 pub mod scenarios;
 pub mod selftest;
 

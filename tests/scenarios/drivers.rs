@@ -10,6 +10,9 @@
 //! - `iwarp-flip`: a reset of the function lands between the re-creation's two devlink
 //!   calls and ice re-plugs the device as iWARP: the executor's mode check restores RoCE,
 //!   the operator is told once, verification goes on as usual.
+//! - `iser-only-portal`: the target's portal has no TCP listener (refused) while its host
+//!   answers ARP/ND: the portal is probed by the neighbour probe and the port recovers only
+//!   once the target is back.
 
 use iser_guard::core::recovery::{Phase, Severity};
 use iser_guard::sim::scenarios::FIELD_DEVICE;
@@ -180,4 +183,33 @@ fn a_device_replugged_as_iwarp_is_restored_and_the_operator_told() {
     );
     assert!(h.host.storage_ok());
     assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+}
+
+#[test]
+fn an_iser_only_portal_is_probed_by_arp_and_recovers_only_after_the_target_returns() {
+    let h = run("iser-only-portal");
+    assert_safety(&h);
+    assert!(h.host.storage_ok());
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+    // Target powered off at 60 s, back at 240 s: no re-creation while it was away.
+    let started = first_recreate_secs(&h, FIELD_DEVICE).expect("re-created");
+    assert!((240..260).contains(&started), "re-created at {started} s");
+    assert_eq!(h.recreations(), vec![FIELD_DEVICE.to_string()]);
+    // status says how the portal is probed, and why.
+    let probes = h.host.portal_probes();
+    let view = probes.values().next().expect("the portal");
+    assert_eq!(view.method, "neighbour", "{view:?}");
+    assert!(
+        view.why.contains("refused") && view.why.contains("answers ARP/ND on "),
+        "{}",
+        view.why
+    );
+}
+
+#[test]
+fn the_same_host_with_a_tcp_listener_keeps_the_tcp_probe() {
+    let h = run("field-incident");
+    assert!(h.host.storage_ok());
+    let probes = h.host.portal_probes();
+    assert_eq!(probes.values().next().expect("the portal").method, "tcp");
 }
