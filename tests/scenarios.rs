@@ -633,7 +633,10 @@ fn every_alert_carries_what_it_promises() {
                 assert!(command && !prose, "{}: {kind}: next = {r:?}", s.name);
             }
             match (kind.as_str(), a.subject()) {
-                ("recreate" | "blocked" | "unblocked", AlertSubject::Device(d)) => {
+                (
+                    "recreate" | "blocked" | "unblocked" | "driver-reset" | "mode",
+                    AlertSubject::Device(d),
+                ) => {
                     assert!(!d.is_empty())
                 }
                 ("fault" | "hold" | "quarantine" | "healthy" | "failed", AlertSubject::Port(p)) => {
@@ -642,8 +645,8 @@ fn every_alert_carries_what_it_promises() {
                 // A batch of several subjects (`fault:coalesced`) names them in its text.
                 (_, AlertSubject::Host) if a.key.ends_with(":coalesced") => {}
                 (
-                    "recreate" | "blocked" | "unblocked" | "fault" | "hold" | "quarantine"
-                    | "healthy" | "failed",
+                    "recreate" | "blocked" | "unblocked" | "driver-reset" | "mode" | "fault"
+                    | "hold" | "quarantine" | "healthy" | "failed",
                     other,
                 ) => {
                     panic!("{}: {}: subject {other:?}", s.name, a.key)
@@ -661,6 +664,8 @@ fn every_alert_carries_what_it_promises() {
         "healthy",
         "blocked",
         "unblocked",
+        "driver-reset",
+        "mode",
     ] {
         assert!(
             kinds.contains(k),

@@ -117,6 +117,11 @@ pub enum RecreatePlan {
     Blocked(Duration),
     /// No method applies.
     Unsupported(String),
+    /// A reset of the function lands between the two devlink calls: ice re-plugs the RDMA
+    /// device as `ice.iwarp.0` (its mode bit says RoCE is off). The executor's mode check
+    /// finds it and toggles `enable_roce` once more; the device is back as RoCE one
+    /// re-creation time later, and the outcome says what was restored.
+    IwarpFlip,
 }
 
 /// How iscsiadm behaves.
@@ -165,6 +170,8 @@ pub struct SimDevice {
     pub recreations_completed: u32,
     /// Re-creation in progress.
     pub recreating: bool,
+    /// What the executor's RDMA-mode check will report with this re-creation's outcome.
+    pub mode_restored: Option<String>,
     /// Registrations still to come whose CM path is silently dead: QP 1 reaches RTS (the
     /// QP table shows it), yet no connection request gets an answer and nothing is logged,
     /// as a Soft-RoCE connect whose requests are lost times out (scenario fault).
@@ -551,6 +558,7 @@ impl SimHost {
                 plans: VecDeque::new(),
                 recreations_started: 0,
                 recreations_completed: 0,
+                mode_restored: None,
                 recreating: false,
                 cm_silent_registrations: 0,
                 cm_silent: false,
@@ -819,8 +827,13 @@ impl SimHost {
                     "{device} re-registered: MAD layer opened its ports, new QP 1 walked RESET->INIT->RTR->RTS"
                 )));
                 self.set_device_present(&device, true, now, out);
+                let mode_restored = self
+                    .devices
+                    .get_mut(&device)
+                    .and_then(|d| d.mode_restored.take());
                 let result = RecreateResult::Recreated {
                     name: device.clone(),
+                    mode_restored,
                 };
                 match report {
                     Report::Outcome => out.push(Delivery::Outcome {
@@ -1572,7 +1585,10 @@ impl SimHost {
                 fail(&mut out, RecreateResult::Unsupported { reason });
                 return out;
             }
-            RecreatePlan::Ok | RecreatePlan::LoseOutcome | RecreatePlan::Blocked(_) => {}
+            RecreatePlan::Ok
+            | RecreatePlan::LoseOutcome
+            | RecreatePlan::Blocked(_)
+            | RecreatePlan::IwarpFlip => {}
         }
         let mut report = match scripted {
             RecreatePlan::LoseOutcome => Report::Lost,
@@ -1642,6 +1658,25 @@ impl SimHost {
             ResetMethod::RdmaLinkReadd { .. } => Duration::from_millis(200),
             _ => RECREATE_TIME,
         };
+        if let (RecreatePlan::IwarpFlip, ResetMethod::DevlinkToggle { handle, .. }) =
+            (&scripted, &method)
+        {
+            // The check after the toggle, and the toggle that restores RoCE.
+            let bdf = handle.trim_start_matches("pci/");
+            let n = bdf.rsplit('.').next().unwrap_or("0");
+            out.push(Delivery::Note(format!(
+                "a reset of {bdf} between the two devlink calls: ice re-plugged the RDMA \
+                 device as ice.iwarp.{n}"
+            )));
+            self.commands.extend(method_commands(&method, false));
+            if let Some(d) = self.devices.get_mut(device) {
+                d.mode_restored = Some(format!(
+                    "its RDMA auxiliary device is ice.iwarp.{n} (not roce); restored by \
+                     toggling enable_roce once more (the RDMA device is back as RoCE)"
+                ));
+            }
+            back_after += RECREATE_TIME;
+        }
         if let RecreatePlan::Blocked(held) = scripted {
             // The device is disabled at once (unregistration starts: netlink no longer
             // lists it), and its removal waits for the holder: the down step does not return.

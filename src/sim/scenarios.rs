@@ -598,6 +598,51 @@ fn recreate_hang() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// irdma's control QP times out while the target is away; irdma asks ice for a reset, ice
+/// unplugs the device and plugs it back in 3 minutes later (after the target is back).
+fn driver_reset() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.schedule(
+        at(120),
+        HostEvent::Lines {
+            facility: 0,
+            lines: vec![
+                // irdma utils.c irdma_handle_cqp_op, then main.c irdma_request_reset.
+                format!(
+                    "ice 0000:02:00.0 {FIELD_DEVICE}: [Modify QP Cmd Error][op_code=6] \
+                     status=-110 waiting=1 completion_err=0 maj=0x0 min=0x0"
+                ),
+                format!("ice 0000:02:00.0 {FIELD_DEVICE}: Requesting a reset"),
+            ],
+        },
+    );
+    h.schedule(
+        at(121),
+        HostEvent::InitiatorDevice {
+            device: FIELD_DEVICE.into(),
+            present: false,
+        },
+    );
+    h.schedule(
+        at(300),
+        HostEvent::InitiatorDevice {
+            device: FIELD_DEVICE.into(),
+            present: true,
+        },
+    );
+    (h, p)
+}
+
+/// The field incident, and the re-creation's devlink toggle is overtaken by a reset of the
+/// function: ice re-plugs the device as iWARP; the executor restores RoCE.
+fn iwarp_flip() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.plans.push_back(RecreatePlan::IwarpFlip);
+    }
+    (h, p)
+}
+
 /// The field incident on an iSER-only portal: the target has no TCP listener (TCP to its
 /// portal is refused), its host answers ARP/ND. The default `auto` probe switches that
 /// portal to the neighbour probe and recovers; TCP alone would wait forever.
@@ -739,6 +784,20 @@ pub fn all() -> Vec<Scenario> {
              tried on the device, verification resumes when it returns",
             1200,
             recreate_hang,
+        ),
+        s(
+            "driver-reset",
+            "irdma asks ice for a reset while the target is away; the device is back 3 minutes \
+             later: no re-creation of our own meanwhile, verified afterwards",
+            700,
+            driver_reset,
+        ),
+        s(
+            "iwarp-flip",
+            "a reset of the function between the two devlink calls re-plugs the device as \
+             iWARP: the mode is checked, RoCE restored, the operator told",
+            700,
+            iwarp_flip,
         ),
         s(
             "recreate-outcome-lost",

@@ -4,11 +4,11 @@
 use super::{v2, JournalFormatError};
 use crate::observe::{Incident, IncidentAction, IncidentOutcome, Stamp};
 use crate::recovery::{
-    ActionId, AwaitTimer, BlockedRecreation, BlockedStep, DeviceRecord, DiskInfo, EngineSnapshot,
-    Episode, Fault, FreshQp, Hold, InFlight, InFlightKind, IscsiNode, KernelBugHold, Origin, Phase,
-    PortId, PortRecord, PortState, Portal, PortalRecord, ReconnectTimer, Recreation,
-    RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict, SessionKey, SessionOp,
-    SessionRecord, SessionState, Stage, StuckEvidence, TaskId, TimerKind,
+    ActionId, AwaitTimer, BlockedRecreation, BlockedStep, DeviceRecord, DiskInfo, DriverReset,
+    EngineSnapshot, Episode, Fault, FreshQp, Hold, InFlight, InFlightKind, IscsiNode,
+    KernelBugHold, Origin, Phase, PortId, PortRecord, PortState, Portal, PortalRecord,
+    ReconnectTimer, Recreation, RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict,
+    SessionKey, SessionOp, SessionRecord, SessionState, Stage, StuckEvidence, TaskId, TimerKind,
 };
 use crate::reset_plan::{AuxFacts, ParentFacts, RecreateFrom, SoftType};
 use crate::time::Instant;
@@ -684,6 +684,10 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
             tid: b.step.id.tid,
             start_time: b.step.id.start_time,
         }),
+        driver_reset: d.driver_reset.map(|r| v2::DriverReset {
+            since: r.since.0,
+            requested: r.requested,
+        }),
     }
 }
 
@@ -747,6 +751,10 @@ fn recipe_in(r: v2::Recipe) -> Result<RecreateFrom, JournalFormatError> {
 
 fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
     Ok(DeviceRecord {
+        driver_reset: d.driver_reset.map(|r| DriverReset {
+            since: Instant(r.since),
+            requested: r.requested,
+        }),
         name: d.name,
         present: d.present,
         parent: d.parent,

@@ -443,6 +443,20 @@ pub struct Device {
     /// never hold it, and it is written only while one is blocked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<BlockedRecreation>,
+    /// A re-creation by the device's own driver in progress (added without a format bump,
+    /// like `blocked`: written only while one is in progress).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_reset: Option<DriverReset>,
+}
+
+/// A re-creation by the device's own driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverReset {
+    /// First seen at (ms).
+    pub since: u64,
+    /// The driver asked for it (`Requesting a reset`).
+    pub requested: bool,
 }
 
 /// A re-creation whose step is blocked in the kernel.

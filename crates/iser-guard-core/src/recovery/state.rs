@@ -807,6 +807,20 @@ pub struct DeviceRecord {
     /// device until it returns.
     #[serde(default)]
     pub blocked: Option<BlockedRecreation>,
+    /// The device's own driver is re-creating it (it asked its NIC driver for a reset, or
+    /// the device left without the engine's doing): the engine starts no re-creation of its
+    /// own meanwhile.
+    #[serde(default)]
+    pub driver_reset: Option<DriverReset>,
+}
+
+/// A re-creation of a device by its own driver, in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverReset {
+    /// When it was first seen (the reset request, or the device's departure).
+    pub since: Instant,
+    /// The driver said so (`Requesting a reset`); otherwise the device just left.
+    pub requested: bool,
 }
 
 /// A device re-creation blocked in the kernel (journaled: a restarted daemon still knows

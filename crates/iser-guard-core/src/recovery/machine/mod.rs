@@ -32,6 +32,7 @@
 mod await_target;
 mod blocked;
 mod device;
+mod driver_reset;
 mod emit;
 mod fault;
 mod hold;

@@ -36,6 +36,15 @@ impl Engine {
             // Its device's re-creation is blocked in the kernel: no second writer.
             return true;
         }
+        if self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.origin() == Origin::Automatic)
+            && self.hold_for_driver_reset(pid, now)
+        {
+            // Its driver is re-creating it: no second writer either.
+            return false;
+        }
         let Some(p) = self.ports.get(pid) else {
             return false;
         };
@@ -260,7 +269,30 @@ impl Engine {
             .get(device)
             .and_then(|d| d.recreation.as_ref().map(|r| r.started));
         match result {
-            RecreateResult::Recreated { name } => {
+            RecreateResult::Recreated {
+                name,
+                mode_restored,
+            } => {
+                if let Some(found) = mode_restored {
+                    self.alert(
+                        now,
+                        Severity::Error,
+                        format!("mode:{device}"),
+                        format!(
+                            "{device} came back from its re-creation in the wrong RDMA mode; \
+                             RoCE was restored"
+                        ),
+                        format!(
+                            "after the devlink toggle: {found}. ice names the RDMA device it \
+                             plugs from its mode bit, so a reset of the function while \
+                             enable_roce was off re-plugs it as iWARP, over which iSER never \
+                             connects. Verification continues as usual; if it happens again, \
+                             look for the reset's cause in the kernel log (irdma `Requesting a \
+                             reset`, ice reset messages)"
+                        ),
+                        None,
+                    );
+                }
                 if let Some(d) = self.devices.get_mut(device) {
                     d.present = true;
                     d.completed_recreations += 1;
