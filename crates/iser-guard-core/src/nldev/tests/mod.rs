@@ -6,3 +6,4 @@ mod equivalence;
 mod fixture;
 mod roundtrip;
 mod synthetic;
+pub(crate) mod derived;
