@@ -22,7 +22,7 @@
 //!
 //! Pure: tables in, a model out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -136,16 +136,14 @@ pub enum Owner {
 }
 
 impl Owner {
-    /// The owner a CM id or QP entry names: its module, else its pid (with `comm`).
-    pub fn of(kern_name: Option<&str>, pid: Option<u32>, comm: &BTreeMap<u32, String>) -> Self {
+    /// The owner a CM id or QP entry names: its module, else its pid (`comm` unknown until
+    /// [`name_processes`]).
+    pub fn of(kern_name: Option<&str>, pid: Option<u32>) -> Self {
         match (kern_name, pid) {
             (Some(k), _) if !k.is_empty() => Owner::Kernel {
                 module: k.to_string(),
             },
-            (_, Some(pid)) => Owner::Process {
-                pid,
-                comm: comm.get(&pid).cloned(),
-            },
+            (_, Some(pid)) => Owner::Process { pid, comm: None },
             _ => Owner::Unknown,
         }
     }
@@ -254,25 +252,22 @@ const INFRASTRUCTURE: [&str; 3] = ["ib_core", "rdma_cm", "ib_ipoib"];
 const CM_CONNECT: u8 = 5;
 const CM_LISTEN: u8 = 8;
 
-/// The consumers of every port named by the tables. `cm_ids` and `qps` may span devices;
-/// `comm` maps pids to their `comm`. Entries without a port are left out (a CM id not yet
-/// bound to a port holds nothing there). Sorted by device, port, then owner.
-pub fn per_port(
-    cm_ids: &[CmIdEntry],
-    qps: &[QpEntry],
-    comm: &BTreeMap<u32, String>,
-) -> Vec<PortConsumers> {
+/// The consumers of every port named by the tables. `cm_ids` and `qps` may span devices.
+/// Entries without a port are left out (a CM id not yet bound to a port holds nothing
+/// there). Sorted by device, port, then owner.
+pub fn per_port(cm_ids: &[CmIdEntry], qps: &[QpEntry]) -> Vec<PortConsumers> {
     type Key = (String, u32);
     let mut by: BTreeMap<Key, BTreeMap<Owner, Consumer>> = BTreeMap::new();
-    let qp_of = |dev: &str, lqpn: u32| {
-        qps.iter()
-            .find(|q| q.dev_name == dev && q.lqpn == lqpn)
-            .map(|q| q.state)
-    };
-    let mut explained: Vec<(String, u32)> = Vec::new();
+    // Indexed once: a QP table can hold 100 000 QPs.
+    let states: BTreeMap<(&str, u32), QpState> = qps
+        .iter()
+        .map(|q| ((q.dev_name.as_str(), q.lqpn), q.state))
+        .collect();
+    let qp_of = |dev: &str, lqpn: u32| states.get(&(dev, lqpn)).copied();
+    let mut explained: BTreeSet<(&str, u32)> = BTreeSet::new();
     for id in cm_ids {
         let Some(port) = id.port else { continue };
-        let owner = Owner::of(id.kern_name.as_deref(), id.pid, comm);
+        let owner = Owner::of(id.kern_name.as_deref(), id.pid);
         let c = by
             .entry((id.dev_name.clone(), port))
             .or_default()
@@ -287,7 +282,7 @@ pub fn per_port(
         c.connections += 1;
         let qp = id.lqpn.map(|n| (n, qp_of(&id.dev_name, n)));
         if let Some(n) = id.lqpn {
-            explained.push((id.dev_name.clone(), n));
+            explained.insert((id.dev_name.as_str(), n));
         }
         let live = id.state == CM_CONNECT && qp.is_none_or(|(_, s)| s.is_none_or(qp_live));
         if live {
@@ -304,12 +299,12 @@ pub fn per_port(
     for q in qps {
         let Some(port) = q.port else { continue };
         if matches!(q.qp_type, QpTypeOrRaw::Known(QpType::Smi | QpType::Gsi))
-            || explained.contains(&(q.dev_name.clone(), q.lqpn))
+            || explained.contains(&(q.dev_name.as_str(), q.lqpn))
             || q.kern_name.as_deref().is_some_and(|k| INFRASTRUCTURE.contains(&k))
         {
             continue;
         }
-        let owner = Owner::of(q.kern_name.as_deref(), q.pid, comm);
+        let owner = Owner::of(q.kern_name.as_deref(), q.pid);
         let c = by
             .entry((q.dev_name.clone(), port))
             .or_default()
@@ -328,6 +323,18 @@ pub fn per_port(
             consumers: owners.into_values().collect(),
         })
         .collect()
+}
+
+/// Names every process owner that has no `comm` yet by `comm` (the daemon reads
+/// `/proc/PID/comm`; a process gone meanwhile stays a pid).
+pub fn name_processes(ports: &mut [PortConsumers], comm: impl Fn(u32) -> Option<String>) {
+    for c in ports.iter_mut().flat_map(|p| p.consumers.iter_mut()) {
+        if let Owner::Process { pid, comm: slot } = &mut c.owner {
+            if slot.is_none() {
+                *slot = comm(*pid);
+            }
+        }
+    }
 }
 
 fn idn(id: &CmIdEntry) -> String {

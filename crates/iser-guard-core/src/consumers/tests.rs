@@ -1,14 +1,8 @@
 //! The consumer model on the derived NVMe-over-RDMA dumps (a real capture with nvme_rdma
 //! entries added, see nldev/tests/derived.rs) and on hand-made user-space rows.
 
-use std::collections::BTreeMap;
-
 use super::*;
 use crate::nldev::tests::derived::{nvme_cm_ids, nvme_qps};
-
-fn no_comm() -> BTreeMap<u32, String> {
-    BTreeMap::new()
-}
 
 fn kinds(p: &PortConsumers) -> Vec<ConsumerKind> {
     p.consumers.iter().map(|c| c.kind).collect()
@@ -16,7 +10,7 @@ fn kinds(p: &PortConsumers) -> Vec<ConsumerKind> {
 
 #[test]
 fn iser_and_a_healthy_nvme_controller_share_the_port_and_nvme_holds() {
-    let ports = per_port(&nvme_cm_ids(), &nvme_qps(), &no_comm());
+    let ports = per_port(&nvme_cm_ids(), &nvme_qps());
     assert_eq!(ports.len(), 1);
     let p = &ports[0];
     assert_eq!((p.device.as_str(), p.port), ("rxe_ini", 1));
@@ -49,7 +43,7 @@ fn nvme_queues_whose_qps_are_in_err_are_broken_and_hold_nothing() {
     for q in qps.iter_mut().filter(|q| q.lqpn >= 19) {
         q.state = QpState::Err;
     }
-    let ports = per_port(&nvme_cm_ids(), &qps, &no_comm());
+    let ports = per_port(&nvme_cm_ids(), &qps);
     let nvme = &ports[0].consumers[1];
     assert_eq!((nvme.connections, nvme.live_connections), (2, 0));
     assert!(!nvme.live());
@@ -68,7 +62,7 @@ fn a_cm_id_in_disconnect_or_still_resolving_has_no_connection_to_lose() {
         for id in ids.iter_mut().skip(1) {
             id.state = state;
         }
-        let ports = per_port(&ids, &[], &no_comm());
+        let ports = per_port(&ids, &[]);
         assert!(
             !ports[0].consumers[1].live(),
             "{}",
@@ -76,13 +70,13 @@ fn a_cm_id_in_disconnect_or_still_resolving_has_no_connection_to_lose() {
         );
     }
     // CONNECT without a QP table: nothing says it is broken, so it is live.
-    let ports = per_port(&nvme_cm_ids(), &[], &no_comm());
+    let ports = per_port(&nvme_cm_ids(), &[]);
     assert!(ports[0].consumers[1].live());
 }
 
 #[test]
 fn the_policy_lets_a_kind_proceed_and_never_holds_for_iser() {
-    let ports = per_port(&nvme_cm_ids(), &nvme_qps(), &no_comm());
+    let ports = per_port(&nvme_cm_ids(), &nvme_qps());
     let mut policy = ConsumerPolicy::default();
     policy
         .kinds
@@ -116,8 +110,8 @@ fn user_space(qp_state: QpState) -> (Vec<CmIdEntry>, Vec<QpEntry>) {
 #[test]
 fn user_space_consumers_come_from_cm_ids_and_qp_owners_with_their_comm() {
     let (ids, qps) = user_space(QpState::Rts);
-    let comm = BTreeMap::from([(4242, "spdk_tgt".to_string())]);
-    let ports = per_port(&ids, &qps, &comm);
+    let mut ports = per_port(&ids, &qps);
+    name_processes(&mut ports, |pid| (pid == 4242).then(|| "spdk_tgt".to_string()));
     let p = &ports[0];
     assert_eq!(
         kinds(p),
@@ -128,7 +122,7 @@ fn user_space_consumers_come_from_cm_ids_and_qp_owners_with_their_comm() {
     let held = in_the_way("rxe_ini", &ports, &ConsumerPolicy::default());
     assert_eq!(held.len(), 2);
     let (ids, qps) = user_space(QpState::Err);
-    let ports = per_port(&ids, &qps, &comm);
+    let ports = per_port(&ids, &qps);
     assert_eq!(ports[0].consumers[2].describe(), "pid 4243 (1 QP, broken)");
 }
 
@@ -157,5 +151,5 @@ fn entries_without_a_port_are_left_out() {
     for id in &mut ids {
         id.port = None;
     }
-    assert!(per_port(&ids, &[], &no_comm()).is_empty());
+    assert!(per_port(&ids, &[]).is_empty());
 }

@@ -417,6 +417,13 @@ pub enum Observation {
     /// `ibv_get_async_event`, delivered by the kernel through uverbs): trusted like RDMA
     /// netlink. What each kind means to the engine: docs/history/engine.md "Async events".
     AsyncEvent(crate::selftest::AsyncEvent),
+    /// The RDMA consumers of every port (RDMA netlink: the CM id table and the QP table's
+    /// owners, [`crate::consumers::per_port`]), whole: it replaces the last one. Sent when
+    /// it changes; never from the kernel log.
+    Consumers {
+        /// Every port with a consumer.
+        ports: Vec<crate::consumers::PortConsumers>,
+    },
 }
 
 /// What the status of an `RDMA CM: ADDR_ERROR` line says. The kernel logs the line for any
@@ -477,6 +484,7 @@ impl Observation {
                 e.port.unwrap_or(0),
                 e.kind
             ),
+            Observation::Consumers { .. } => "consumers".to_string(),
         }
     }
 
@@ -534,6 +542,14 @@ impl Observation {
                 format!("ib_iser: QP event on an iSER connection: {name} ({event})")
             }
             Observation::AsyncEvent(e) => format!("async event {e}"),
+            Observation::Consumers { ports } => format!(
+                "RDMA consumers: {}",
+                ports
+                    .iter()
+                    .map(|p| format!("{}/{} {}", p.device, p.port, p.consumers.len()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }

@@ -115,6 +115,13 @@ impl Engine {
             Observation::IserQpEvent { .. } => self.request_sessions(now, false),
             Observation::CmRejectedInvalidServiceId => self.on_cm_rejected(now),
             Observation::AsyncEvent(ev) => self.on_async_event(ev, now),
+            Observation::Consumers { ports } => {
+                if self.consumers.as_ref() != Some(&ports) {
+                    self.consumers = Some(ports);
+                    // A consumer that went away or broke may lift a hold.
+                    self.evaluate_all(now);
+                }
+            }
             Observation::CmAddrError { status } => {
                 match CmAddrCause::of(status) {
                     CmAddrCause::LocalDeviceMissing => {}
