@@ -576,6 +576,7 @@ fn a_stuck_port_is_coloured_only_when_the_style_says_terminal() {
             qp,
             explanation: "stuck".into(),
         }],
+        consumers: None,
     };
     let plain = r.render_text();
     assert!(

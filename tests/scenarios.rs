@@ -35,11 +35,11 @@ mod operator_path;
 #[path = "scenarios/drivers.rs"]
 mod drivers;
 
+use iser_guard::core::consumers::ConsumerKind;
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase, Policy, PortId,
     Severity, StuckEvidence, Trust,
 };
-use iser_guard::core::consumers::ConsumerKind;
 use iser_guard::core::time::Instant;
 use iser_guard::sim::scenarios::{self, field_port, FIELD_DEVICE};
 use iser_guard::sim::Entry;
@@ -818,12 +818,15 @@ fn a_healthy_nvme_controller_on_the_device_holds_the_recreation_until_the_operat
     let a = alerts_with(&h, "would drop the connections of nvme_rdma");
     assert_eq!(a.len(), 1, "one hold alert");
     assert!(
-        a[0].detail
-            .contains("Live RDMA consumers iser-guard cannot bring back: nvme_rdma on port 1 (live)"),
+        a[0].detail.contains(
+            "Live RDMA consumers iser-guard cannot bring back: nvme_rdma on port 1 (live)"
+        ),
         "{}",
         a[0].detail
     );
-    assert!(a[0].detail.contains("[recovery.consumers] nvme-rdma = \"proceed\""));
+    assert!(a[0]
+        .detail
+        .contains("[recovery.consumers] nvme-rdma = \"proceed\""));
     let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
     assert!(t >= 400, "re-created at {t}s, before the operator asked");
     let (_, act) = h
@@ -855,7 +858,9 @@ fn a_user_space_consumer_on_the_device_is_named_by_pid_and_comm_and_holds() {
     assert_safety(&h);
     let a = alerts_with(&h, "would drop the connections of pid 4242 (spdk_tgt)");
     assert_eq!(a.len(), 1);
-    assert!(a[0].detail.contains("[recovery.consumers] user-space = \"proceed\""));
+    assert!(a[0]
+        .detail
+        .contains("[recovery.consumers] user-space = \"proceed\""));
     let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
     assert!(t >= 400, "re-created at {t}s, before the operator asked");
     assert!(h.host.storage_ok());

@@ -321,19 +321,7 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
 fn consumers_of<T: AsyncTransport, M: AsyncTransport>(
     w: &NldevWatcher<T, M>,
 ) -> Vec<PortConsumers> {
-    // Device by device, so a big QP table is read in place, not copied.
-    let mut out = Vec::new();
-    for d in w.topology().devices() {
-        let ids: Vec<CmIdEntry> = w
-            .cm_ids()
-            .iter()
-            .filter(|c| c.dev_name == d.info.name)
-            .cloned()
-            .collect();
-        let qps = d.qps.as_deref().unwrap_or_default();
-        out.extend(crate::core::consumers::per_port(&ids, qps));
-    }
-    out
+    crate::core::consumers::of_topology(w.topology(), w.cm_ids())
 }
 
 /// Sysfs alone: devices appearing and disappearing, port netdevs, scanned every `interval`

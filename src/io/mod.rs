@@ -16,6 +16,7 @@ pub mod netif;
 pub mod netlink;
 pub mod path_trust;
 pub mod probe;
+pub mod proc_comm;
 pub mod process;
 pub mod reset;
 pub mod route;

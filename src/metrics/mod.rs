@@ -581,7 +581,10 @@ impl Metrics {
                         ("device", p.device.clone()),
                         ("port", p.port.to_string()),
                         ("kind", c.kind.key().to_string()),
-                        ("state", if c.live() { "live" } else { "broken" }.to_string()),
+                        (
+                            "state",
+                            if c.live() { "live" } else { "broken" }.to_string(),
+                        ),
                     ];
                     i.f.rdma_consumers.get_or_create(&labels).inc();
                 }

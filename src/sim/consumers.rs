@@ -135,12 +135,10 @@ pub fn rows(
         }
         let live = !c.broken;
         for n in 0..c.connections {
-            let dst = c
-                .target
-                .as_ref()
-                .map_or_else(|| ([192, 0, 2, 99], 4420).into(), |t| {
-                    std::net::SocketAddr::new(t.ip(), 4420)
-                });
+            let dst = c.target.as_ref().map_or_else(
+                || ([192, 0, 2, 99], 4420).into(),
+                |t| std::net::SocketAddr::new(t.ip(), 4420),
+            );
             ids.push(CmIdEntry {
                 dev_index,
                 dev_name: c.device.clone(),

@@ -1117,7 +1117,11 @@ impl SimHost {
             }));
             // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL); the
             // others are destroyed (nvme_rdma deletes its controllers).
-            for c in self.rdma_consumers.iter_mut().filter(|c| c.device == device) {
+            for c in self
+                .rdma_consumers
+                .iter_mut()
+                .filter(|c| c.device == device)
+            {
                 c.gone = true;
             }
             let sids = self.logged_in_sessions(|s| s.port.device == device);

@@ -300,7 +300,9 @@ pub fn per_port(cm_ids: &[CmIdEntry], qps: &[QpEntry]) -> Vec<PortConsumers> {
         let Some(port) = q.port else { continue };
         if matches!(q.qp_type, QpTypeOrRaw::Known(QpType::Smi | QpType::Gsi))
             || explained.contains(&(q.dev_name.as_str(), q.lqpn))
-            || q.kern_name.as_deref().is_some_and(|k| INFRASTRUCTURE.contains(&k))
+            || q.kern_name
+                .as_deref()
+                .is_some_and(|k| INFRASTRUCTURE.contains(&k))
         {
             continue;
         }
@@ -323,6 +325,24 @@ pub fn per_port(cm_ids: &[CmIdEntry], qps: &[QpEntry]) -> Vec<PortConsumers> {
             consumers: owners.into_values().collect(),
         })
         .collect()
+}
+
+/// The consumers of every device of `topology` (its QP tables) with `cm_ids`, device by
+/// device, so a big QP table is read in place, not copied.
+pub fn of_topology(
+    topology: &crate::topology::Topology,
+    cm_ids: &[CmIdEntry],
+) -> Vec<PortConsumers> {
+    let mut out = Vec::new();
+    for d in topology.devices() {
+        let ids: Vec<CmIdEntry> = cm_ids
+            .iter()
+            .filter(|c| c.dev_name == d.info.name)
+            .cloned()
+            .collect();
+        out.extend(per_port(&ids, d.qps.as_deref().unwrap_or_default()));
+    }
+    out
 }
 
 /// Names every process owner that has no `comm` yet by `comm` (the daemon reads
@@ -423,9 +443,15 @@ impl fmt::Display for ConsumerRef {
 /// The consumers of a device (its ports' entries in `ports`) that hold an automatic
 /// re-creation under `policy`: live, not brought back by iser-guard, and of a kind that
 /// waits.
-pub fn in_the_way(device: &str, ports: &[PortConsumers], policy: &ConsumerPolicy) -> Vec<ConsumerRef> {
+pub fn in_the_way(
+    device: &str,
+    ports: &[PortConsumers],
+    policy: &ConsumerPolicy,
+) -> Vec<ConsumerRef> {
     affected(device, ports)
-        .filter(|r| r.live && !r.kind.brought_back() && policy.action(r.kind) == ConsumerAction::Wait)
+        .filter(|r| {
+            r.live && !r.kind.brought_back() && policy.action(r.kind) == ConsumerAction::Wait
+        })
         .collect()
 }
 

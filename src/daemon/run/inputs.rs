@@ -146,12 +146,9 @@ impl Loop {
                 let now = self.now();
                 for mut obs in observations {
                     if let crate::core::recovery::Observation::Consumers { ports } = &mut obs {
-                        let proc_root = crate::compose::reset_config(&self.settings.config).proc_root;
-                        crate::core::consumers::name_processes(ports, |pid| {
-                            crate::io::sysfs::attr::read_attr(&proc_root.join(pid.to_string()).join("comm"))
-                                .ok()
-                                .flatten()
-                        });
+                        let proc_root =
+                            crate::compose::reset_config(&self.settings.config).proc_root;
+                        crate::io::proc_comm::name_processes(ports, &proc_root);
                         self.metrics.consumers(ports);
                     }
                     tracing::info!(observation = %obs.describe(), "RDMA topology");

@@ -18,7 +18,10 @@ fn iser_and_a_healthy_nvme_controller_share_the_port_and_nvme_holds() {
     let nvme = &p.consumers[1];
     assert_eq!((nvme.connections, nvme.live_connections), (2, 2));
     assert!(nvme.live());
-    assert_eq!(nvme.evidence, ["cm-idn 3 CONNECT qp 19 RTS", "cm-idn 4 CONNECT qp 20 RTS"]);
+    assert_eq!(
+        nvme.evidence,
+        ["cm-idn 3 CONNECT qp 19 RTS", "cm-idn 4 CONNECT qp 20 RTS"]
+    );
     assert_eq!(nvme.describe(), "nvme_rdma (2 connections, live)");
     // QP 1 (ib_core) and the CM ids' rdma_cm QPs are not consumers of their own.
     assert!(p.consumers.iter().all(|c| c.qps == 0));
@@ -63,11 +66,7 @@ fn a_cm_id_in_disconnect_or_still_resolving_has_no_connection_to_lose() {
             id.state = state;
         }
         let ports = per_port(&ids, &[]);
-        assert!(
-            !ports[0].consumers[1].live(),
-            "{}",
-            cm_state_name(state)
-        );
+        assert!(!ports[0].consumers[1].live(), "{}", cm_state_name(state));
     }
     // CONNECT without a QP table: nothing says it is broken, so it is live.
     let ports = per_port(&nvme_cm_ids(), &[]);
@@ -111,13 +110,22 @@ fn user_space(qp_state: QpState) -> (Vec<CmIdEntry>, Vec<QpEntry>) {
 fn user_space_consumers_come_from_cm_ids_and_qp_owners_with_their_comm() {
     let (ids, qps) = user_space(QpState::Rts);
     let mut ports = per_port(&ids, &qps);
-    name_processes(&mut ports, |pid| (pid == 4242).then(|| "spdk_tgt".to_string()));
+    name_processes(&mut ports, |pid| {
+        (pid == 4242).then(|| "spdk_tgt".to_string())
+    });
     let p = &ports[0];
     assert_eq!(
         kinds(p),
-        [ConsumerKind::Iser, ConsumerKind::UserSpace, ConsumerKind::UserSpace]
+        [
+            ConsumerKind::Iser,
+            ConsumerKind::UserSpace,
+            ConsumerKind::UserSpace
+        ]
     );
-    assert_eq!(p.consumers[1].describe(), "pid 4242 (spdk_tgt) (1 listener, live)");
+    assert_eq!(
+        p.consumers[1].describe(),
+        "pid 4242 (spdk_tgt) (1 listener, live)"
+    );
     assert_eq!(p.consumers[2].describe(), "pid 4243 (1 QP, live)");
     let held = in_the_way("rxe_ini", &ports, &ConsumerPolicy::default());
     assert_eq!(held.len(), 2);

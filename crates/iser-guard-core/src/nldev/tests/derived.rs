@@ -64,9 +64,9 @@ fn add_nvme_cm_ids(m: &mut NldevMessage) {
                 NldevAttribute::ResSrcAddr(_) => NldevAttribute::ResSrcAddr(
                     SockAddr::from_socket_addr(addr(&format!("192.0.2.1:{sport}"))),
                 ),
-                NldevAttribute::ResDstAddr(_) => NldevAttribute::ResDstAddr(
-                    SockAddr::from_socket_addr(addr("192.0.2.2:4420")),
-                ),
+                NldevAttribute::ResDstAddr(_) => {
+                    NldevAttribute::ResDstAddr(SockAddr::from_socket_addr(addr("192.0.2.2:4420")))
+                }
                 other => other.clone(),
             })
             .collect();
@@ -99,7 +99,12 @@ fn addr(s: &str) -> SocketAddr {
 }
 
 /// (derived file, capture it starts from, recipe, what it adds).
-type Recipe = (&'static str, &'static str, fn(&mut NldevMessage), &'static str);
+type Recipe = (
+    &'static str,
+    &'static str,
+    fn(&mut NldevMessage),
+    &'static str,
+);
 
 const RECIPES: [Recipe; 2] = [
     (

@@ -2,8 +2,8 @@
 //! from the uapi layout (`synthetic`), and property tests (`roundtrip`).
 
 mod captures;
+pub(crate) mod derived;
 mod equivalence;
 mod fixture;
 mod roundtrip;
 mod synthetic;
-pub(crate) mod derived;

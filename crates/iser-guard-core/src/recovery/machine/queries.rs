@@ -1,8 +1,8 @@
 //! Read-only views of the engine's records: a port's sessions, portals, targets, the
 //! sessions down in operator words.
 
-use crate::consumers::ConsumerRef;
 use super::Engine;
+use crate::consumers::ConsumerRef;
 use crate::recovery::input::{PortId, Portal, SessionKey};
 use crate::recovery::state::SessionRecord;
 
@@ -63,12 +63,12 @@ impl Engine {
         })
     }
 
-    /// Every consumer of `device` other than iSER, live or broken: what its re-creation
-    /// takes down.
-    pub(super) fn consumers_of_device(&self, device: &str) -> Vec<ConsumerRef> {
-        self.consumers.as_deref().map_or_else(Vec::new, |ports| {
-            crate::consumers::affected(device, ports).collect()
-        })
+    /// Every consumer of `device` other than iSER (what its re-creation takes down), or
+    /// `None` while the consumers are not known.
+    pub fn consumers_of(&self, device: &str) -> Option<Vec<ConsumerRef>> {
+        self.consumers
+            .as_deref()
+            .map(|ports| crate::consumers::affected(device, ports).collect())
     }
 
     /// The RDMA consumers per port as last reported, if ever.

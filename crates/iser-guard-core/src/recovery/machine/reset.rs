@@ -88,7 +88,7 @@ impl Engine {
                 return false;
             }
         }
-        let dropped = self.consumers_of_device(&device);
+        let dropped = self.consumers_of(&device).unwrap_or_default();
         if let Some(busy) = self.recreating.clone() {
             if busy == device {
                 if let Some(p) = self.ports.get_mut(pid) {
