@@ -9,7 +9,10 @@
 # of policy: DEBIAN/md5sums (dpkg --verify, debsums), and for the .ddeb Priority optional
 # (cargo-deb writes the obsolete "extra"), Depends on the exact iser-guard version and
 # /usr/share/doc/iser-guard-dbgsym as a symlink to iser-guard's documentation (copyright and
-# changelog), as debhelper's dbgsym packages have.
+# changelog), as debhelper's dbgsym packages have. In the .deb's Depends, a library the 64-bit
+# time_t transition renamed gets the new name as an alternative (scripts/deb-t64-alternatives.sh:
+# `librdmacm1t64 (>= V) | librdmacm1 (>= V)`), so the package built here on Debian 12 names
+# what Ubuntu 24.04 and Debian 13 ship.
 # Not part of scripts/test.sh (a release build is too slow for CI); tests/packaging.rs,
 # tests/copyright.rs, tests/man_pages.rs and tests/completions.rs check the inputs in CI.
 set -euo pipefail
@@ -52,6 +55,8 @@ finish() {
 		grep -q '^Depends: ' "$ctl" || sed -i "/^Architecture: /a Depends: $name (= $version)" "$ctl"
 		mkdir -p "$tmp/p/usr/share/doc"
 		ln -sfn "$name" "$tmp/p/usr/share/doc/$name-dbgsym"
+	else
+		scripts/deb-t64-alternatives.sh "$tmp/p/DEBIAN/control"
 	fi
 	(cd "$tmp/p" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
 		xargs -0 md5sum) >"$tmp/p/DEBIAN/md5sums"

@@ -53,6 +53,8 @@ depends="$(field Depends)"
 for d in open-iscsi iproute2 libc6 libibverbs1 librdmacm1; do
 	if grep -q "\b$d\b" <<<"$depends"; then ok "Depends has $d"; else bad "Depends lacks $d: $depends"; fi
 done
+# Built on Debian 12; Ubuntu 24.04 and Debian 13 name the library librdmacm1t64.
+if grep -Eq 'librdmacm1t64( \([^)]*\))? \| librdmacm1\b' <<<"$depends"; then ok "Depends has librdmacm1t64 | librdmacm1"; else bad "Depends lacks the librdmacm1t64 alternative: $depends"; fi
 if grep -q rdma-core <<<"$(field Recommends)"; then ok "Recommends rdma-core"; else bad "Recommends lacks rdma-core"; fi
 if grep -q ibverbs-providers <<<"$(field Recommends)"; then ok "Recommends ibverbs-providers"; else bad "Recommends lacks ibverbs-providers"; fi
 [ "$(field Section)" = admin ] && ok "Section admin" || bad "Section is $(field Section)"

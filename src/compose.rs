@@ -5,6 +5,8 @@
 use crate::config::{Alerts, Config, Paths};
 use crate::io::executors::{ExecutorOptions, Executors, ProbeOptions};
 use crate::io::kmsg::OpenOptions;
+use crate::io::probe::parse_portal;
+use crate::io::probe_choice::ProbeMethods;
 use crate::io::reset::ResetConfig;
 use crate::io::syslog::SyslogSink;
 
@@ -35,11 +37,21 @@ pub fn reset_config(cfg: &Config) -> ResetConfig {
     )
 }
 
-/// `recovery.probe-timeout` and `recovery.probe-port`.
+/// `recovery.probe-timeout`, `recovery.probe-port` and the probe methods.
 pub fn probe_options(cfg: &Config) -> ProbeOptions {
+    let r = &cfg.recovery;
     ProbeOptions {
-        timeout: cfg.recovery.probe_timeout,
-        port: cfg.recovery.probe_port,
+        timeout: r.probe_timeout,
+        port: r.probe_port,
+        methods: ProbeMethods {
+            global: r.probe_method,
+            // Checked by `Config::validate`: a key that does not parse never gets here.
+            per_portal: r
+                .portal_probe_method
+                .iter()
+                .filter_map(|(k, m)| Some((parse_portal(k, r.probe_port).ok()?, *m)))
+                .collect(),
+        },
     }
 }
 

@@ -473,3 +473,59 @@ async fn a_recreation_blocked_in_the_kernel_leaves_the_daemon_answering_and_resu
     );
     d.stop().await;
 }
+
+/// The verbs devices locked out by the service's sandbox (systemd resolved DeviceAllow=
+/// before ib_uverbs loaded: the device cgroup answers EPERM): said in one alert and in
+/// status's sources, with what it is and the restart that fixes it; never a port fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_lockout_of_the_verbs_devices_is_named_with_its_fix() {
+    use iser_guard::io::verbs_access::{open_close, LockoutWatch};
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("dev");
+    std::fs::create_dir_all(dev.join("infiniband")).unwrap();
+    for n in ["uverbs0", "rdma_cm"] {
+        std::fs::write(dev.join("infiniband").join(n), "").unwrap();
+    }
+    // The device cgroup's answer: the files exist, the open is denied.
+    let denied = std::sync::Arc::new(|p: &std::path::Path| {
+        open_close(p)?;
+        Err(nix::errno::Errno::EPERM)
+    });
+    let d = LoopTest::new(config(dir.path(), false))
+        .verbs_access(LockoutWatch::with_opener(dev, denied))
+        .start();
+    let alerts = alerts_once(&d.doubles.alerts, |a| a.what.contains("locked out")).await;
+    let lock: Vec<&Alert> = alerts
+        .iter()
+        .filter(|a| a.what.contains("locked out"))
+        .collect();
+    assert_eq!(lock.len(), 1, "{alerts:#?}");
+    assert!(lock[0].what.contains("not a port fault"), "{:?}", lock[0]);
+    for needle in ["DeviceAllow=", "uverbs0", "Operation not permitted"] {
+        assert!(lock[0].why.contains(needle), "{needle}: {:?}", lock[0]);
+    }
+    assert!(
+        lock[0].todo.contains("systemctl restart iser-guard"),
+        "{:?}",
+        lock[0]
+    );
+    let st = d.status().await;
+    let sources = st["detail"]["daemon"]["sources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let verbs = sources
+        .iter()
+        .find(|s| s["name"] == "verbs-devices")
+        .unwrap_or_else(|| panic!("{st:#}"));
+    assert_eq!(verbs["state"], "failing", "{st:#}");
+    assert!(
+        verbs["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("systemctl restart iser-guard")),
+        "{st:#}"
+    );
+    // Not a port fault: the port stays healthy.
+    assert_eq!(st["detail"]["ports"][0]["phase"], "Healthy", "{st:#}");
+    d.stop().await;
+}

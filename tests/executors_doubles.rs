@@ -9,7 +9,7 @@ use iser_guard::error::{self, Error};
 use iser_guard::io::executors::Doubles;
 use iser_guard::io::iscsiadm::{IscsiCall, LoginOutcome, NodeId, SessionListing, StatusClass};
 use iser_guard::io::lock::RecoveryLock;
-use iser_guard::io::probe::{ProbeSource, TcpAnswer};
+use iser_guard::io::probe::{ProbeResult, ProbeSource, TcpAnswer};
 use iser_guard::io::reset::ResetOutcome;
 use iser_guard::io::syslog::Alert;
 
@@ -22,15 +22,11 @@ fn scripted_executors_answer_in_order_and_record_calls() {
     d.prober.push(portal, [TcpAnswer::Refused]);
     let src = ProbeSource::default();
     let t = ex.probe_timeout;
-    assert_eq!(
-        ex.prober.probe(portal, &src, t).unwrap(),
-        TcpAnswer::Refused
-    );
-    assert_eq!(
-        ex.prober.probe(portal, &src, t).unwrap(),
-        TcpAnswer::Timeout
-    );
+    // Refused, and the host does not answer ARP/ND either (nothing queued): refused.
+    assert_eq!(ex.probes.probe(portal, &src, t).0, ProbeResult::Refused);
+    assert_eq!(ex.probes.probe(portal, &src, t).0, ProbeResult::Unreachable);
     assert_eq!(d.prober.calls().len(), 2);
+    assert_eq!(d.neighbour.calls(), vec![portal]);
 
     let node = NodeId {
         target: "iqn.2003-01.org.example.lab:tgt0".into(),

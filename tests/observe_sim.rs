@@ -39,6 +39,7 @@ fn doc(h: &Harness) -> DaemonSnapshot {
             sources: Vec::new(),
             events_kept: 0,
             events_dropped: 0,
+            portal_probes: h.host.portal_probes(),
         },
     )
 }

@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use iser_guard::config::{Config, DEFAULT_CONFIG_PATH};
 
+/// Each key and value of the unit against the first systemd version that understands it.
+#[path = "packaging/systemd_versions.rs"]
+mod systemd_versions;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -378,4 +382,75 @@ fn cargo_deb_ships_the_generated_docs_and_completions() {
     ] {
         assert_eq!(to(dest).2, "644");
     }
+}
+
+/// Runs scripts/deb-t64-alternatives.sh on a control file holding `depends`; the new Depends.
+fn t64_alternatives(depends: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let control = dir.path().join("control");
+    std::fs::write(
+        &control,
+        format!("Package: iser-guard\nDepends: {depends}\nSection: admin\n"),
+    )
+    .unwrap();
+    let out = std::process::Command::new(root().join("scripts/deb-t64-alternatives.sh"))
+        .arg(&control)
+        .output()
+        .expect("run scripts/deb-t64-alternatives.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&control).unwrap();
+    assert!(text.starts_with("Package: iser-guard\n") && text.ends_with("Section: admin\n"));
+    text.lines()
+        .find_map(|l| l.strip_prefix("Depends: "))
+        .expect("Depends kept")
+        .to_string()
+}
+
+#[test]
+fn renamed_libraries_get_their_t64_name_as_an_alternative() {
+    // dpkg-shlibdeps on Debian 12 (cargo-deb's $auto), then the static part of `depends`.
+    let bookworm =
+        "libc6 (>= 2.34), libibverbs1 (>= 33.0), librdmacm1 (>= 22.1), open-iscsi, iproute2";
+    let want = "libc6 (>= 2.34), libibverbs1 (>= 33.0), \
+                librdmacm1t64 (>= 22.1) | librdmacm1 (>= 22.1), open-iscsi, iproute2";
+    assert_eq!(t64_alternatives(bookworm), want);
+    // Run twice (a rebuilt package): unchanged.
+    assert_eq!(t64_alternatives(want), want);
+    // Last in the list and unversioned.
+    assert_eq!(
+        t64_alternatives("libc6, librdmacm1"),
+        "libc6, librdmacm1t64 | librdmacm1"
+    );
+    // Built where dpkg-shlibdeps already names the new package: nothing to add.
+    let trixie = "libc6 (>= 2.38), librdmacm1t64 (>= 50.0), open-iscsi";
+    assert_eq!(t64_alternatives(trixie), trixie);
+    // The build without verbs has no librdmacm at all.
+    assert_eq!(
+        t64_alternatives("libc6 (>= 2.34), open-iscsi"),
+        "libc6 (>= 2.34), open-iscsi"
+    );
+}
+
+#[test]
+fn build_deb_rewrites_the_deb_depends_and_not_the_ddeb() {
+    let script = read("scripts/build-deb.sh");
+    let call = script
+        .find("scripts/deb-t64-alternatives.sh \"$tmp/p/DEBIAN/control\"")
+        .expect("build-deb.sh calls deb-t64-alternatives.sh on the control file");
+    // In the else branch of the .ddeb test: the .deb only.
+    let ddeb = script
+        .find("if [[ $pkg == *.ddeb ]]")
+        .expect(".ddeb branch");
+    let else_at = script[ddeb..]
+        .find("\telse\n")
+        .map(|i| ddeb + i)
+        .expect("else");
+    assert!(
+        ddeb < else_at && else_at < call,
+        "the rewrite must be the .deb's branch"
+    );
 }

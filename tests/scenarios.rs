@@ -35,6 +35,9 @@ mod operator_path;
 #[path = "scenarios/drivers.rs"]
 mod drivers;
 
+#[path = "scenarios/kernel_6_8.rs"]
+mod kernel_6_8;
+
 use iser_guard::core::consumers::ConsumerKind;
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase, Policy, PortId,

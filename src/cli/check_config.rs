@@ -109,16 +109,28 @@ pub fn summary(cfg: &Config, source: &Source) -> String {
         },
     );
     line("dry-run", yes_no(r.dry_run).into());
-    let probe = match r.probe_method {
-        ProbeMethod::Tcp => format!(
-            "tcp to port {} (default), {} in a row, every {}, timeout {}",
+    let how = |m: ProbeMethod| match m {
+        ProbeMethod::Tcp => "tcp",
+        ProbeMethod::Neighbour => "neighbour (ARP/ND on the portal's netdev)",
+        ProbeMethod::Auto => {
+            "auto (tcp; ARP/ND per portal once TCP is refused while the host answers)"
+        }
+        ProbeMethod::None => "none",
+    };
+    let mut probe = match r.probe_method {
+        ProbeMethod::None => "none (targets count as present)".into(),
+        m => format!(
+            "{} to port {} (default), {} in a row, every {}, timeout {}",
+            how(m),
             r.probe_port,
             r.probe_successes,
             secs(cfg.poll.probe),
             secs(r.probe_timeout)
         ),
-        ProbeMethod::None => "none (targets count as present)".into(),
     };
+    for (portal, m) in &r.portal_probe_method {
+        probe.push_str(&format!("; {portal}: {}", how(*m)));
+    }
     line("reset when", name(&r.reset_when));
     line("probe", probe);
     line(

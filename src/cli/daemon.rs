@@ -21,9 +21,41 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let (config, source) = crate::config::load_or_default(globals.config.as_deref())?;
+    // The first line says what this kernel offers: on 6.1 and 6.8 no device events (the
+    // daemon polls every `poll.netlink`), on 6.12 subscribed; the watcher acts on the same
+    // SYS_GET answer and warns if subscribing fails later.
+    let mut nldev = crate::io::netlink::NldevClient::open();
+    let caps = crate::io::kernel_caps::detect(
+        nldev.as_mut().map_err(|e| &*e),
+        &config.paths.sysfs_root,
+        &config.paths.proc_root,
+    );
+    drop(nldev);
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        poll_netlink = ?config.poll.netlink,
+        "starting on {}",
+        caps.summary()
+    );
     tracing::info!(%source, "configuration loaded");
     for w in config.warnings() {
         tracing::warn!("configuration: {w}");
+    }
+    // A module reload the process cannot do is refused now, not in the middle of a recovery
+    // (src/io/caps.rs says why the setting is not simply refused under systemd).
+    if config.recovery.allow_module_reload {
+        if let Some(why) = crate::io::caps::module_reload_refusal(&config.paths.proc_root) {
+            return Err(Error::Config(crate::config::ConfigError::Invalid {
+                path: match &source {
+                    crate::config::Source::File(p) => p.clone(),
+                    crate::config::Source::Defaults => crate::config::DEFAULT_CONFIG_PATH.into(),
+                },
+                problems: vec![crate::config::Problem::new(
+                    "recovery.allow-module-reload",
+                    why,
+                )],
+            }));
+        }
     }
     // Never beside a standalone manual recovery (one device, one journal), nor beside
     // another daemon; held until the process exits.

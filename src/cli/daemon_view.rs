@@ -236,6 +236,9 @@ fn port_details(out: &mut String, p: &PortView, now: Stamp, style: Style) {
             pt.consecutive_ok,
             if pt.probing { ", probing" } else { "" }
         );
+        if let Some(pr) = &pt.probe {
+            let _ = writeln!(out, "      probed by {}: {}", pr.method, pr.why);
+        }
     }
 }
 

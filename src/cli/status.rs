@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use super::Globals;
 use crate::config::Config;
+use crate::core::kernel_caps::KernelCaps;
 use crate::core::nldev::{path_mig_state_name, PhysState, PortState, QpEntry};
 use crate::core::time::Instant;
 use crate::core::topology::{Device, StuckPort, Topology};
@@ -46,7 +47,7 @@ pub struct Args {
 pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let cfg = view_config(globals);
     let root = args.sysfs_root.unwrap_or(cfg.paths.sysfs_root);
-    let gathered = gather(NldevClient::open(), &root);
+    let gathered = gather_with_caps(NldevClient::open(), &root, &cfg.paths.proc_root);
     let mut report = StatusReport::build(&gathered);
     if let Some(ports) = report.consumers.as_mut() {
         crate::io::proc_comm::name_processes(ports, &cfg.paths.proc_root);
@@ -131,6 +132,25 @@ pub struct Gathered {
     pub sysfs_root: PathBuf,
     /// Every RDMA CM id of the snapshot's devices (empty without netlink).
     pub cm_ids: Vec<crate::core::nldev::CmIdEntry>,
+    /// What the kernel offers the daemon ([`gather_with_caps`] only).
+    pub caps: Option<KernelCaps>,
+}
+
+/// [`gather`], after probing the kernel's capabilities (device events, the CM id table,
+/// driver folders; `io::kernel_caps`) through the same client; the release is read under
+/// `proc_root`.
+pub fn gather_with_caps<T: Transport>(
+    client: Result<NldevClient<T>, NetlinkError>,
+    sysfs_root: &Path,
+    proc_root: &Path,
+) -> Gathered {
+    let mut client = client;
+    let caps =
+        crate::io::kernel_caps::detect(client.as_mut().map_err(|e| &*e), sysfs_root, proc_root);
+    Gathered {
+        caps: Some(caps),
+        ..gather(client, sysfs_root)
+    }
 }
 
 /// Reads sysfs, then one netlink snapshot through `client` (or records why there is none).
@@ -161,6 +181,7 @@ pub fn gather<T: Transport>(
         sysfs_error,
         sysfs_root: sysfs_root.to_path_buf(),
         cm_ids,
+        caps: None,
     }
 }
 
@@ -386,6 +407,10 @@ pub struct StatusReport {
     /// netlink.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumers: Option<Vec<crate::core::consumers::PortConsumers>>,
+    /// What the kernel offers the daemon: device events subscribed or polled, the CM id
+    /// table, the driver folders found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<KernelCaps>,
 }
 
 fn sysfs_port_names(p: Option<&sysfs::SysfsPort>) -> (Option<String>, Option<String>) {
@@ -576,6 +601,7 @@ impl StatusReport {
                 .topology
                 .as_ref()
                 .map(|t| crate::core::consumers::of_topology(t, &g.cm_ids)),
+            capabilities: g.caps.clone(),
         }
     }
 
@@ -596,6 +622,9 @@ impl StatusReport {
         }
         for s in &self.netlink.skipped {
             let _ = writeln!(out, "  skipped: {s}");
+        }
+        if let Some(caps) = &self.capabilities {
+            let _ = writeln!(out, "{}", upper_first(&caps.summary()));
         }
         let sysfs_line = match (&self.sysfs.error, self.sysfs.class_present) {
             (Some(e), _) => format!("unreadable: {e}"),
@@ -725,4 +754,12 @@ pub(crate) fn table<const N: usize>(rows: &[[String; N]]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `s` with its first letter in upper case (a summary that starts a line).
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }

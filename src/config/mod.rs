@@ -147,6 +147,9 @@ pub struct Recovery {
     pub probe_successes: u32,
     /// How portals are probed.
     pub probe_method: ProbeMethod,
+    /// Per-portal exceptions to `probe_method` (`"ip:port"` → method), e.g. an iSER-only
+    /// portal probed by ARP/ND.
+    pub portal_probe_method: BTreeMap<String, ProbeMethod>,
     /// Port probed when a portal names none.
     pub probe_port: u16,
     /// Probe timeout.
@@ -350,7 +353,8 @@ impl Default for Recovery {
             dry_run: false,
             reset_when: ResetWhen::TargetBack,
             probe_successes: 3,
-            probe_method: ProbeMethod::Tcp,
+            probe_method: ProbeMethod::Auto,
+            portal_probe_method: BTreeMap::new(),
             probe_port: 3260,
             probe_timeout: Duration::from_millis(400),
             backoff_initial: Duration::from_secs(30),
@@ -1006,6 +1010,22 @@ impl Config {
                  re-creation is recovery.other-sessions",
             ));
         }
+        let mut portals = BTreeSet::new();
+        for (text, method) in &r.portal_probe_method {
+            let key = format!("recovery.portal-probe-method.\"{text}\"");
+            match crate::io::probe::parse_portal(text, r.probe_port) {
+                Err(e) => p.push(Problem::new(key, e.to_string())),
+                Ok(addr) if !portals.insert(addr) => {
+                    p.push(Problem::new(key, format!("{addr} is listed twice")))
+                }
+                Ok(_) if *method == ProbeMethod::None => p.push(Problem::new(
+                    key,
+                    "\"none\" is for recovery.probe-method only (it turns probing off for \
+                     every portal); per portal: \"tcp\", \"neighbour\" or \"auto\"",
+                )),
+                Ok(_) => {}
+            }
+        }
         if r.probe_successes < 1 || r.probe_successes > 100 {
             p.push(Problem::new(
                 "recovery.probe-successes",
@@ -1175,8 +1195,9 @@ impl Config {
         if self.recovery.allow_module_reload {
             w.push(
                 "recovery.allow-module-reload is on: the last resort reloads the driver module, \
-                 which re-creates every device of that driver; the packaged service also \
-                 needs a drop-in with ProtectKernelModules=no and CAP_SYS_MODULE for it"
+                 which re-creates every device of that driver; the packaged service needs the \
+                 drop-in /usr/share/doc/iser-guard/examples/module-reload.conf for it \
+                 (ProtectKernelModules=no, CAP_SYS_MODULE), else the daemon refuses to start"
                     .into(),
             );
         }

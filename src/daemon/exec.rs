@@ -12,7 +12,7 @@ use crate::core::selftest::SelfTestResult;
 use crate::io::executors::Executors;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::lock::RecoveryLock;
-use crate::io::probe::{verdict_of, ProbeSource};
+use crate::io::probe::ProbeSource;
 use crate::io::reset::{OnBlocked, ResetOutcome};
 
 /// The result of one executed action: the outcome for the engine and what happened, in
@@ -105,7 +105,7 @@ pub fn execute(
                 local_ip: probe_from.filter(|ip| ip.is_ipv4() == addr.is_ipv4()),
                 device: None,
             };
-            let (verdict, summary) = verdict_of(&ex.prober.probe(addr, &source, *timeout));
+            let (verdict, summary) = ex.probes.probe(addr, &source, *timeout);
             done(Outcome::Probe(verdict), summary)
         }
         ActionKind::RecreateDevice {

@@ -36,6 +36,8 @@ pub const KERNEL_LOG: &str = "kernel-log";
 pub const RDMA_NETLINK: &str = "rdma-netlink";
 /// `iscsiadm -m session -P 3`.
 pub const ISCSIADM: &str = "iscsiadm";
+/// The verbs devices (`/dev/infiniband`): can the daemon open them?
+pub const VERBS_DEVICES: &str = "verbs-devices";
 
 /// The wall clock now, in milliseconds since the Unix epoch (0 if the clock is before it).
 pub fn unix_ms_now() -> u64 {
@@ -172,6 +174,16 @@ impl Observer {
         self.publish(ev);
     }
 
+    /// Shows `name` among the sources from now on (not polled yet).
+    pub fn watch_source(&mut self, name: &'static str) {
+        self.sources.entry(name).or_insert_with(|| SourceView {
+            name: name.to_string(),
+            state: SourceState::Never,
+            last_ok: None,
+            last_error: None,
+        });
+    }
+
     /// A source answered.
     pub fn source_ok(&mut self, name: &'static str, clocks: Clocks) {
         if let Some(s) = self.sources.get_mut(name) {
@@ -203,7 +215,15 @@ impl Observer {
         status: &str,
         safe_mode: Option<(String, Result<String, String>)>,
         clocks: Clocks,
+        probes: &crate::io::probe_choice::PortalProbes,
     ) -> DaemonSnapshot {
+        let portal_probes = driver
+            .engine()
+            .snapshot()
+            .portals
+            .iter()
+            .map(|r| (r.portal.to_string(), probes.view(r.portal.socket_addr())))
+            .collect();
         DaemonSnapshot::build(
             driver,
             Context {
@@ -216,6 +236,7 @@ impl Observer {
                 sources: self.sources.values().cloned().collect(),
                 events_kept: self.ring.len(),
                 events_dropped: self.ring.dropped(),
+                portal_probes,
             },
         )
     }

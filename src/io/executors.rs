@@ -7,7 +7,7 @@
 //! | re-create device | [`DeviceResetter::recreate`] | [`crate::io::reset::ResetOutcome`] / [`crate::io::reset::ResetError`] |
 //! | iSCSI login / logout / rescan | [`IscsiAdm`] methods | `LoginOutcome`, `LogoutOutcome`, `()` / [`crate::io::iscsiadm::IscsiadmError`] (with `retry()`) |
 //! | list sessions | [`IscsiAdm::sessions`] | raw text for [`crate::core::iscsi`] |
-//! | probe portal | [`PortalProber::probe`] | [`crate::io::probe::TcpAnswer`] |
+//! | probe portal | [`PortalProbes::probe`] (TCP or ARP/ND, [`crate::io::probe_choice`]) | [`crate::core::recovery::ProbeResult`] and its words |
 //! | alert | [`AlertSink::send`] | `()` / [`crate::io::syslog::SyslogError`] (log "unavailable" once) |
 //! | self-test a port | [`PortSelfTest::run`] | [`crate::core::selftest::SelfTestResult`] |
 //!
@@ -20,7 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::io::iscsiadm::{IscsiAdm, Iscsiadm, ScriptedIscsiAdm};
-use crate::io::probe::{PortalProber, ScriptedProber, TcpProber};
+use crate::io::neighbour::{NetlinkNeighbour, ScriptedNeighbour};
+use crate::io::probe::{ScriptedProber, TcpProber};
+use crate::io::probe_choice::{PortalProbes, ProbeMethods};
 use crate::io::reset::{DeviceResetter, ResetConfig, ScriptedResetter, SysfsResetter};
 use crate::io::selftest::{NoSelfTest, PortSelfTest};
 use crate::io::selftest_scripted::ScriptedSelfTest;
@@ -33,8 +35,8 @@ pub struct Executors {
     pub resetter: Arc<dyn DeviceResetter>,
     /// iscsiadm.
     pub iscsi: Arc<dyn IscsiAdm>,
-    /// Portal probes.
-    pub prober: Arc<dyn PortalProber>,
+    /// Portal probes (TCP or ARP/ND, per portal).
+    pub probes: Arc<PortalProbes>,
     /// Alerts; `None` when `alerts.syslog` is off.
     pub alerts: Option<Arc<dyn AlertSink>>,
     /// Port self-tests ([`NoSelfTest`] until a verbs self-test is passed in with
@@ -56,12 +58,14 @@ impl std::fmt::Debug for Executors {
 }
 
 /// How portals are probed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeOptions {
     /// How long one probe may take.
     pub timeout: Duration,
     /// The port for portals that name none.
     pub port: u16,
+    /// Which probe each portal gets.
+    pub methods: ProbeMethods,
 }
 
 /// What the real executors are built from.
@@ -83,7 +87,11 @@ impl Executors {
         Executors {
             resetter: Arc::new(SysfsResetter::new(opts.reset)),
             iscsi: Arc::new(Iscsiadm::new(opts.iscsiadm.0, opts.iscsiadm.1)),
-            prober: Arc::new(TcpProber),
+            probes: Arc::new(PortalProbes::new(
+                Arc::new(TcpProber),
+                Arc::new(NetlinkNeighbour),
+                opts.probe.methods.clone(),
+            )),
             alerts: opts.syslog.map(|s| Arc::new(s) as Arc<dyn AlertSink>),
             selftest: Arc::new(NoSelfTest {
                 reason: "this iser-guard runs without a verbs self-test".into(),
@@ -108,6 +116,8 @@ pub struct Doubles {
     pub iscsi: Arc<ScriptedIscsiAdm>,
     /// The scripted prober.
     pub prober: Arc<ScriptedProber>,
+    /// The scripted neighbour probe (no answer unless answers are queued).
+    pub neighbour: Arc<ScriptedNeighbour>,
     /// The recording alert sink.
     pub alerts: Arc<RecordingSink>,
     /// The scripted port self-test (unavailable unless answers are queued).
@@ -120,7 +130,11 @@ impl Doubles {
         Executors {
             resetter: self.resetter.clone(),
             iscsi: self.iscsi.clone(),
-            prober: self.prober.clone(),
+            probes: Arc::new(PortalProbes::new(
+                self.prober.clone(),
+                self.neighbour.clone(),
+                probe.methods.clone(),
+            )),
             alerts: Some(self.alerts.clone()),
             selftest: self.selftest.clone(),
             probe_timeout: probe.timeout,

@@ -2,20 +2,24 @@
 //! does no deciding: it turns the OS into typed inputs for the core and executes its actions.
 
 pub mod atomic;
+pub mod caps;
 pub mod control;
 pub mod cursor;
 pub mod direct_read;
 pub mod executors;
 pub mod iscsiadm;
 pub mod journal;
+pub mod kernel_caps;
 pub mod kmsg;
 pub mod kmsg_tail;
 pub mod lines;
 pub mod lock;
+pub mod neighbour;
 pub mod netif;
 pub mod netlink;
 pub mod path_trust;
 pub mod probe;
+pub mod probe_choice;
 pub mod proc_comm;
 pub mod process;
 pub mod reset;
@@ -29,3 +33,4 @@ pub mod selftest_verbs;
 pub mod sysfs;
 pub mod syslog;
 pub mod task;
+pub mod verbs_access;

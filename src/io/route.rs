@@ -114,15 +114,15 @@ pub fn encode_request(addr: IpAddr, seq: u32) -> Vec<u8> {
     b
 }
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+pub(crate) fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
 }
 
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-fn ip_of(family: u8, b: &[u8]) -> Option<IpAddr> {
+pub(crate) fn ip_of(family: u8, b: &[u8]) -> Option<IpAddr> {
     match (family, b.len()) {
         (FAMILY_INET, 4) => Some(IpAddr::from(<[u8; 4]>::try_from(b).ok()?)),
         (FAMILY_INET6, 16) => Some(IpAddr::from(<[u8; 16]>::try_from(b).ok()?)),
@@ -216,9 +216,29 @@ pub fn route_get(addr: IpAddr, timeout: Duration) -> Result<RouteAnswer, RouteEr
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; 16 * 1024];
     loop {
+        let Some(n) = recv_until(&sock, &mut buf, deadline)? else {
+            return Err(RouteError::Timeout { addr, timeout });
+        };
+        match decode_reply(&buf[..n.min(buf.len())], seq) {
+            Ok(Some(answer)) => return Ok(answer),
+            Ok(None) => continue,
+            Err(Decoded::Errno(errno)) => return Err(RouteError::NoRoute { addr, errno }),
+            Err(Decoded::Malformed(m)) => return Err(RouteError::Malformed(m)),
+        }
+    }
+}
+
+/// One datagram from a non-blocking netlink socket, waiting until `deadline`: its length, or
+/// `None` when the deadline passed first.
+pub(crate) fn recv_until(
+    sock: &netlink_sys::Socket,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> Result<Option<usize>, RouteError> {
+    loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(RouteError::Timeout { addr, timeout });
+            return Ok(None);
         }
         let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
         let mut fds = [nix::poll::PollFd::new(
@@ -227,7 +247,7 @@ pub fn route_get(addr: IpAddr, timeout: Duration) -> Result<RouteAnswer, RouteEr
         )];
         let wait = nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX);
         match nix::poll::poll(&mut fds, wait) {
-            Ok(0) => return Err(RouteError::Timeout { addr, timeout }),
+            Ok(0) => return Ok(None),
             Ok(_) => {}
             Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => {
@@ -237,17 +257,11 @@ pub fn route_get(addr: IpAddr, timeout: Duration) -> Result<RouteAnswer, RouteEr
                 })
             }
         }
-        let n = match sock.recv(&mut &mut buf[..], 0) {
-            Ok(n) => n,
+        match sock.recv(&mut &mut buf[..], 0) {
+            Ok(n) => return Ok(Some(n)),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(source) => return Err(RouteError::Os { op: "recv", source }),
-        };
-        match decode_reply(&buf[..n.min(buf.len())], seq) {
-            Ok(Some(answer)) => return Ok(answer),
-            Ok(None) => continue,
-            Err(Decoded::Errno(errno)) => return Err(RouteError::NoRoute { addr, errno }),
-            Err(Decoded::Malformed(m)) => return Err(RouteError::Malformed(m)),
         }
     }
 }

@@ -65,6 +65,8 @@ use crate::core::reset_plan::{
 };
 use crate::core::session_map::{HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::core::time::Instant;
+use crate::io::neighbour::NeighAnswer;
+use crate::io::probe::TcpAnswer;
 
 /// NOP-Out interval + timeout: how long a dead target goes unnoticed.
 const NOP_DETECT: Duration = Duration::from_secs(10);
@@ -192,6 +194,9 @@ pub struct SimTarget {
     pub link_up: bool,
     /// iSER listener alive.
     pub listener: bool,
+    /// A TCP listener on the portal (false: an iSER-only portal, as arrays with iSER-only
+    /// ports have; the host refuses TCP to it and answers ARP/ND).
+    pub tcp_listener: bool,
 }
 
 impl SimTarget {
@@ -421,6 +426,10 @@ pub struct SimHost {
     /// RDMA netlink answers RES_CM_ID_GET (false: the agent runs on sysfs alone and sees no
     /// CM id).
     pub cm_id_table: bool,
+    /// The kernel sends RDMA netlink device events (6.12): a device that comes or goes is
+    /// reported at once. False (6.1, 6.8): only the next dump shows it (`netlink_poll`, or a
+    /// dump the agent asks for).
+    pub device_events: bool,
     /// The netdev the kernel routes each portal address through (`ip route get`).
     pub routes: BTreeMap<IpAddr, String>,
     /// Each netdev's address.
@@ -448,6 +457,8 @@ pub struct SimHost {
     pub rdma_consumers: Vec<super::consumers::SimConsumer>,
     /// The consumers per port the agent was last told of.
     consumers_reported: Option<Vec<PortConsumers>>,
+    /// Portal probes: the network's answers through the daemon's probe choice.
+    pub probes: super::probe::SimProbes,
     next_dev_index: u32,
     next_cm_idn: u32,
     next_src_port: u16,
@@ -490,6 +501,7 @@ impl SimHost {
             overlapping_recreations: 0,
             cm_debug: false,
             cm_id_table: true,
+            device_events: true,
             routes: BTreeMap::new(),
             netdev_addrs: BTreeMap::new(),
             placer: Placer::new(),
@@ -501,6 +513,7 @@ impl SimHost {
             rdma_consumers: Vec::new(),
             consumers_reported: None,
             commands: Vec::new(),
+            probes: super::probe::SimProbes::default(),
             next_dev_index: 0,
             next_cm_idn: 0,
             next_src_port: 57998,
@@ -563,6 +576,7 @@ impl SimHost {
                 powered: true,
                 link_up: true,
                 listener: true,
+                tcp_listener: true,
             },
         );
     }
@@ -1095,12 +1109,14 @@ impl SimHost {
             for g in &mut d.gsi {
                 *g = QpState::Rts;
             }
-            out.push(Delivery::Netlink(Observation::DeviceAppeared {
-                device: device.to_string(),
-                parent: pci_parent(d),
-                driver: Some(driver_name(d.driver).to_string()),
-                ports: u32::try_from(d.gsi.len()).unwrap_or(1),
-            }));
+            if self.device_events {
+                out.push(Delivery::Netlink(Observation::DeviceAppeared {
+                    device: device.to_string(),
+                    parent: pci_parent(d),
+                    driver: Some(driver_name(d.driver).to_string()),
+                    ports: u32::try_from(d.gsi.len()).unwrap_or(1),
+                }));
+            }
         }
         if !present && was {
             if self.async_events {
@@ -1112,9 +1128,11 @@ impl SimHost {
                     kind: crate::core::selftest::AsyncEventKind::DeviceFatal,
                 }));
             }
-            out.push(Delivery::Netlink(Observation::DeviceGone {
-                device: device.to_string(),
-            }));
+            if self.device_events {
+                out.push(Delivery::Netlink(Observation::DeviceGone {
+                    device: device.to_string(),
+                }));
+            }
             // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL); the
             // others are destroyed (nvme_rdma deletes its controllers).
             for c in self
@@ -1832,11 +1850,36 @@ impl SimHost {
         );
     }
 
-    /// Probes a portal (the executor's side of `ProbePortal`).
+    /// Probes a portal (the executor's side of `ProbePortal`), through the daemon's probe
+    /// choice: TCP answers when the target has a TCP listener, ARP/ND whenever its host is up.
     pub fn probe(&mut self, portal: &Portal, timeout: Duration, id: ActionId, now: Instant) {
-        let (result, after) = match self.targets.get(portal) {
-            Some(t) if t.reachable() => (ProbeResult::Reachable, Duration::from_millis(5)),
-            _ => (ProbeResult::Unreachable, timeout),
+        let netdev = self.portal_netdev(portal);
+        let (tcp, neighbour) = match self.targets.get(portal) {
+            Some(t) if t.reachable() => (
+                if t.tcp_listener {
+                    TcpAnswer::Reachable {
+                        rtt: Duration::from_millis(5),
+                    }
+                } else {
+                    TcpAnswer::Refused
+                },
+                crate::io::probe_choice::answered_on(&netdev),
+            ),
+            _ => (
+                TcpAnswer::Timeout,
+                NeighAnswer::NoAnswer {
+                    netdev,
+                    state: Some("FAILED"),
+                },
+            ),
+        };
+        let (result, _) = self
+            .probes
+            .probe(portal.socket_addr(), tcp, neighbour, timeout);
+        let after = if result == ProbeResult::Reachable {
+            Duration::from_millis(5)
+        } else {
+            timeout
         };
         self.schedule(
             now.plus(after),
@@ -1845,6 +1888,30 @@ impl SimHost {
                 outcome: Outcome::Probe(result),
             })),
         );
+    }
+
+    /// The netdev of the port whose sessions use `portal` (what the route would name).
+    fn portal_netdev(&self, portal: &Portal) -> String {
+        self.node_ports
+            .iter()
+            .find(|(k, _)| &k.portal == portal)
+            .and_then(|(_, port)| {
+                let d = self.devices.get(&port.device)?;
+                d.netdevs
+                    .get(usize::try_from(port.port.saturating_sub(1)).ok()?)
+                    .cloned()
+            })
+            .unwrap_or_else(|| "?".into())
+    }
+
+    /// How each portal is probed now, for `status` (as the daemon reports it).
+    pub fn portal_probes(
+        &self,
+    ) -> std::collections::BTreeMap<String, crate::io::probe_choice::PortalProbeView> {
+        self.targets
+            .keys()
+            .map(|p| (p.to_string(), self.probes.choice().view(p.socket_addr())))
+            .collect()
     }
 
     /// Every node that ever had a session has one LOGGED_IN, not a zombie, disks running.

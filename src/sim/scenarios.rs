@@ -265,6 +265,31 @@ fn field_incident_unplaced() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on a 6.8-like kernel (Ubuntu 24.04): no RDMA netlink device events,
+/// the same QP and CM id dumps; the re-created device is seen at the next dump.
+fn field_incident_6_8() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.device_events = false;
+    (h, p)
+}
+
+/// The initiator's device deleted at 62 s and back at 83 s on a 6.8-like kernel: both only
+/// in the dumps (every 5 s from 0 s: at 65 s and 85 s).
+fn device_vanishes_6_8() -> (SimHost, Policy) {
+    let mut h = rxe_host();
+    h.device_events = false;
+    for (secs, present) in [(62, false), (83, true)] {
+        h.schedule(
+            at(secs),
+            HostEvent::InitiatorDevice {
+                device: "rxe_ini".into(),
+                present,
+            },
+        );
+    }
+    (h, rxe_policy())
+}
+
 fn target_blip() -> (SimHost, Policy) {
     let mut h = field_host();
     power(&mut h, 60, false);
@@ -616,6 +641,17 @@ fn recreate_hang() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on an iSER-only portal: the target has no TCP listener (TCP to its
+/// portal is refused), its host answers ARP/ND. The default `auto` probe switches that
+/// portal to the neighbour probe and recovers; TCP alone would wait forever.
+fn iser_only_portal() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(t) = h.targets.get_mut(&portal_a()) {
+        t.tcp_listener = false;
+    }
+    (h, p)
+}
+
 /// Every scenario, the default first.
 pub fn all() -> Vec<Scenario> {
     let s = |name, about, secs, build| Scenario {
@@ -686,6 +722,18 @@ pub fn all() -> Vec<Scenario> {
             field_incident_unplaced,
         ),
         s(
+            "field-incident-6.8",
+            "field incident on a 6.8-like kernel: no device events, the daemon polls",
+            600,
+            field_incident_6_8,
+        ),
+        s(
+            "device-vanishes-6.8",
+            "device deleted at 62 s, back at 83 s on a 6.8-like kernel: seen at the dumps only",
+            300,
+            device_vanishes_6_8,
+        ),
+        s(
             "target-blip",
             "target off for 5 s: back before anything broke",
             300,
@@ -720,6 +768,13 @@ pub fn all() -> Vec<Scenario> {
             "no re-creation method applies: quarantine at once",
             600,
             unsupported,
+        ),
+        s(
+            "iser-only-portal",
+            "the field incident on an iSER-only portal (no TCP listener): probed by ARP/ND \
+             once TCP is refused while the host answers",
+            600,
+            iser_only_portal,
         ),
         s(
             "recreate-hang",

@@ -4,6 +4,9 @@
 //!   waits, uninterruptibly, for every user of the device): the daemon reports it with the
 //!   blocked task's state and stack, starts no second writer, refuses the operator's
 //!   `recover` meanwhile, and resumes verification when the step returns.
+//! - `iser-only-portal`: the target's portal has no TCP listener (refused) while its host
+//!   answers ARP/ND: the portal is probed by the neighbour probe and the port recovers only
+//!   once the target is back.
 
 use iser_guard::core::recovery::{Phase, Severity};
 use iser_guard::sim::scenarios::FIELD_DEVICE;
@@ -116,4 +119,33 @@ fn a_blocked_recreation_survives_restarts_without_a_second_writer() {
     assert!(h.host.storage_ok());
     assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
     assert_safety(&h);
+}
+
+#[test]
+fn an_iser_only_portal_is_probed_by_arp_and_recovers_only_after_the_target_returns() {
+    let h = run("iser-only-portal");
+    assert_safety(&h);
+    assert!(h.host.storage_ok());
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+    // Target powered off at 60 s, back at 240 s: no re-creation while it was away.
+    let started = first_recreate_secs(&h, FIELD_DEVICE).expect("re-created");
+    assert!((240..260).contains(&started), "re-created at {started} s");
+    assert_eq!(h.recreations(), vec![FIELD_DEVICE.to_string()]);
+    // status says how the portal is probed, and why.
+    let probes = h.host.portal_probes();
+    let view = probes.values().next().expect("the portal");
+    assert_eq!(view.method, "neighbour", "{view:?}");
+    assert!(
+        view.why.contains("refused") && view.why.contains("answers ARP/ND on "),
+        "{}",
+        view.why
+    );
+}
+
+#[test]
+fn the_same_host_with_a_tcp_listener_keeps_the_tcp_probe() {
+    let h = run("field-incident");
+    assert!(h.host.storage_ok());
+    let probes = h.host.portal_probes();
+    assert_eq!(probes.values().next().expect("the portal").method, "tcp");
 }

@@ -440,6 +440,7 @@ fn status_shows_the_last_self_test_and_history_names_device_fatal() {
             sources: Vec::new(),
             events_kept: 0,
             events_dropped: 0,
+            portal_probes: h.host.portal_probes(),
         },
     );
     let port = doc

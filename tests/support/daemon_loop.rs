@@ -30,6 +30,7 @@ use iser_guard::io::iscsiadm::{
 use iser_guard::io::kmsg::{KmsgError, KmsgEvent};
 use iser_guard::io::probe::TcpAnswer;
 use iser_guard::io::selftest::PortSelfTest;
+use iser_guard::io::verbs_access::LockoutWatch;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// The portal of the session the fake iscsiadm lists.
@@ -153,6 +154,7 @@ pub struct LoopTest {
     control: bool,
     config_path: Option<PathBuf>,
     selftest: Option<Arc<dyn PortSelfTest>>,
+    verbs_access: Option<LockoutWatch>,
 }
 
 impl LoopTest {
@@ -166,6 +168,7 @@ impl LoopTest {
             control: true,
             config_path: None,
             selftest: None,
+            verbs_access: None,
         }
     }
 
@@ -190,6 +193,12 @@ impl LoopTest {
     /// Reloads (SIGHUP, `reload`) read `path`.
     pub fn reload_from(mut self, path: PathBuf) -> LoopTest {
         self.config_path = Some(path);
+        self
+    }
+
+    /// The daemon checks the verbs devices with `watch` (a sandbox lockout).
+    pub fn verbs_access(mut self, watch: LockoutWatch) -> LoopTest {
+        self.verbs_access = Some(watch);
         self
     }
 
@@ -238,6 +247,7 @@ impl LoopTest {
                 .control
                 .then(|| ControlServer::bind(&self.cfg.paths.control_socket).unwrap()),
             shutdown: Some(stop_rx),
+            verbs_access: self.verbs_access.clone(),
             async_events: None,
         };
         let settings = Settings {

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod driver;
 pub mod iscsi;
 pub mod journal;
+pub mod kernel_caps;
 pub mod kmsg;
 pub mod nldev;
 pub mod observe;

@@ -246,9 +246,13 @@ impl Loop {
                     let kept = m.kept.as_ref().map(|p| p.display().to_string());
                     (m.problem.clone(), kept.map_err(Clone::clone))
                 });
-                let doc = self
-                    .obs
-                    .snapshot(&self.driver, &self.status, safe, clocks(now));
+                let doc = self.obs.snapshot(
+                    &self.driver,
+                    &self.status,
+                    safe,
+                    clocks(now),
+                    &self.ex.probes,
+                );
                 let _ = sink.send(Reply::Done {
                     ok: true,
                     message: self.status.clone(),

@@ -48,6 +48,9 @@ pub struct Deps {
     /// The devices' asynchronous event listeners and the channel their events arrive on
     /// (`None`: no such witness, as in a build without verbs or a standalone command).
     pub async_events: Option<crate::daemon::witness::Listeners>,
+    /// Where the verbs devices are checked for a sandbox lockout (`None`: not checked, as
+    /// in a standalone command).
+    pub verbs_access: Option<crate::io::verbs_access::LockoutWatch>,
 }
 
 /// What the loop is for.
@@ -138,6 +141,8 @@ impl Deps {
             control,
             shutdown: None,
             async_events: if daemon { async_events() } else { None },
+            verbs_access: daemon
+                .then(|| crate::io::verbs_access::LockoutWatch::new(cfg.paths.dev_root.clone())),
         })
     }
 }
@@ -154,7 +159,12 @@ pub fn port_selftest(cfg: &Config) -> Arc<dyn crate::io::selftest::PortSelfTest>
         });
     }
     match crate::io::selftest_process::SubprocessSelfTest::current() {
-        Ok(t) => Arc::new(crate::io::selftest::RetryOnReject { inner: t }),
+        // A self-test that meets a sandbox lockout of the verbs devices says so as
+        // "unavailable", never as a failed port (crate::io::verbs_access).
+        Ok(t) => Arc::new(crate::io::verbs_access::SandboxAware {
+            inner: crate::io::selftest::RetryOnReject { inner: t },
+            watch: crate::io::verbs_access::LockoutWatch::new(cfg.paths.dev_root.clone()),
+        }),
         Err(e) => Arc::new(NoSelfTest {
             reason: format!("cannot find this program's own binary to run the self-test: {e}"),
         }),

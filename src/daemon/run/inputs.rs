@@ -129,6 +129,7 @@ impl Loop {
     }
 
     pub(super) fn on_topology(&mut self, t: TopologyReport) {
+        self.check_verbs_access();
         match t {
             TopologyReport::Update {
                 observations,

@@ -18,6 +18,7 @@ mod effects;
 mod inputs;
 mod shutdown;
 mod startup;
+mod verbs;
 
 use crate::exit::ExitStatus;
 use std::collections::BTreeMap;
@@ -64,6 +65,8 @@ struct Ready {
 struct Loop {
     /// Events, incidents and sources for `status`, `events` and `history`.
     obs: Observer,
+    /// The verbs devices' sandbox lockout check (`None`: not checked).
+    verbs_access: Option<verbs::VerbsAccess>,
     driver: Driver,
     settings: Settings,
     ex: Executors,
@@ -126,6 +129,10 @@ pub async fn run(settings: Settings, deps: Deps, mode: Mode) -> Result<u8, Error
         mut inputs,
         services,
     } = startup::start(settings, deps, daemon).await?;
+    if lp.verbs_access.is_some() {
+        lp.obs.watch_source(crate::daemon::observe::VERBS_DEVICES);
+    }
+    lp.check_verbs_access();
     let exit_code = event_loop(&mut lp, &mut inputs, mode).await;
     shutdown::finish(lp, inputs, services).await;
     exit_code

@@ -274,6 +274,7 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
         metrics: metrics.clone(),
         witness,
         kernel_events: crate::daemon::kernel_events::KernelEvents::new(),
+        verbs_access: deps.verbs_access.map(super::verbs::VerbsAccess::new),
         settings,
     };
     Ok(Started {

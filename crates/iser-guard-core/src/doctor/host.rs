@@ -523,6 +523,12 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
                     "probed by {} before a re-creation ({} s of answers in a row)",
                     match cf.probe_method.as_str() {
                         "tcp" => format!("a TCP connect to {}", with_port(p, cf.probe_port)),
+                        "auto" => format!(
+                            "a TCP connect to {} (ARP/ND instead if TCP is refused while the \
+                             host answers)",
+                            with_port(p, cf.probe_port)
+                        ),
+                        "neighbour" => "the host's ARP/ND answer on the portal's netdev".into(),
                         other => other.to_string(),
                     },
                     cf.target_back_s

@@ -29,8 +29,8 @@ use crate::time::Instant;
 pub use events::{Event, EventKind, EventRing, EVENT_RING_CAPACITY};
 pub use incidents::{Incident, IncidentAction, IncidentLog, IncidentOutcome, INCIDENTS_KEPT};
 pub use snapshot::{
-    DaemonFacts, DaemonSnapshot, DeviceView, HoldView, NextStep, PortView, PortalView,
-    SafeModeView, SelfTestView, SessionView, SourceState, SourceView, SNAPSHOT_FORMAT,
+    DaemonFacts, DaemonSnapshot, DeviceView, HoldView, NextStep, PortView, PortalProbeView,
+    PortalView, SafeModeView, SelfTestView, SessionView, SourceState, SourceView, SNAPSHOT_FORMAT,
 };
 
 /// Both clocks read at one moment by the caller: the engine's monotonic clock and the wall

@@ -180,6 +180,18 @@ pub struct PortalView {
     pub consecutive_ok: u32,
     /// A probe is in flight.
     pub probing: bool,
+    /// How it is probed (TCP or ARP/ND) and why; absent from a daemon that did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<PortalProbeView>,
+}
+
+/// How a portal is probed now, as the daemon's prober chose it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortalProbeView {
+    /// `tcp`, `neighbour` or `none`.
+    pub method: String,
+    /// Why this one: configured, or chosen automatically and on what evidence.
+    pub why: String,
 }
 
 /// One RDMA port, as the engine sees it.
@@ -281,6 +293,8 @@ pub struct Context {
     pub events_kept: usize,
     /// Events dropped from the ring.
     pub events_dropped: u64,
+    /// How each portal is probed (`ip:port` → method), as the daemon's prober says.
+    pub portal_probes: std::collections::BTreeMap<String, PortalProbeView>,
 }
 
 impl DaemonSnapshot {
@@ -304,7 +318,7 @@ impl DaemonSnapshot {
         };
         let ports = engine
             .ports()
-            .map(|p| port_view(p, &snap, &wide, driver, clocks))
+            .map(|p| port_view(p, &snap, &wide, driver, clocks, &ctx.portal_probes))
             .collect();
         let devices = snap
             .devices
@@ -505,6 +519,7 @@ fn port_view(
     wide: &WideHolds,
     driver: &Driver,
     clocks: Clocks,
+    probes: &std::collections::BTreeMap<String, PortalProbeView>,
 ) -> PortView {
     let id = read::id(p);
     let policy = driver.engine().policy();
@@ -568,6 +583,7 @@ fn port_view(
             portal: r.portal.to_string(),
             consecutive_ok: r.consecutive_ok,
             probing: r.inflight.is_some(),
+            probe: probes.get(&r.portal.to_string()).cloned(),
         })
         .collect();
     let in_flight = snap

@@ -106,6 +106,12 @@ pub enum ResetWhen {
 pub enum ProbeMethod {
     /// TCP connect to the portal's port.
     Tcp,
+    /// The target host's ARP/ND answer on the port's netdev (no TCP listener needed: iSER-only
+    /// portals).
+    Neighbour,
+    /// TCP, and per portal the neighbour probe once TCP is refused (no listener) while the
+    /// host answers ARP/ND, unless that portal has accepted TCP before.
+    Auto,
     /// Never probe; treat the target as present.
     None,
 }
@@ -126,7 +132,7 @@ impl Default for Policy {
             dry_run: false,
             reset_when: ResetWhen::TargetBack,
             probe_successes: 3,
-            probe_method: ProbeMethod::Tcp,
+            probe_method: ProbeMethod::Auto,
             // 3 answers 0.5 s apart: the target counts as back once its portal has answered
             // for 1 s (a flap shorter than that is not a return), and the re-creation follows
             // the return by about 1.5 s. Measured in the lab's in-kernel field incident
