@@ -529,3 +529,64 @@ async fn a_sandbox_lockout_of_the_verbs_devices_is_named_with_its_fix() {
     assert_eq!(st["detail"]["ports"][0]["phase"], "Healthy", "{st:#}");
     d.stop().await;
 }
+
+/// The modules loaded after the daemon started: `/dev/infiniband` gains `uverbs0` and
+/// `rdma_cm`, which the device cgroup denies. Seen at the next session poll, said once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbs_devices_that_appear_locked_out_after_the_start_are_said_once() {
+    use iser_guard::io::verbs_access::{open_close, LockoutWatch};
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("dev");
+    std::fs::create_dir_all(dev.join("infiniband")).unwrap();
+    let denied = std::sync::Arc::new(|p: &std::path::Path| {
+        open_close(p)?;
+        Err(nix::errno::Errno::EPERM)
+    });
+    let d = LoopTest::new(config(dir.path(), false))
+        .verbs_access(LockoutWatch::with_opener(dev.clone(), denied))
+        .start();
+    let st = d.status().await;
+    let ok = |st: &serde_json::Value, state: &str| {
+        st["detail"]["daemon"]["sources"]
+            .as_array()
+            .is_some_and(|a| {
+                a.iter()
+                    .any(|s| s["name"] == "verbs-devices" && s["state"] == state)
+            })
+    };
+    assert!(ok(&st, "ok"), "{st:#}");
+    for n in ["uverbs0", "rdma_cm"] {
+        std::fs::write(dev.join("infiniband").join(n), "").unwrap();
+    }
+    let alerts = alerts_once(&d.doubles.alerts, |a| a.what.contains("locked out")).await;
+    assert!(
+        alerts.iter().any(|a| a.what.contains("locked out")),
+        "{alerts:#?}"
+    );
+    let st = d.status().await;
+    assert!(ok(&st, "failing"), "{st:#}");
+    // Another device node appears (a second port's uverbs1): checked again, still locked
+    // out, not said again.
+    std::fs::write(dev.join("infiniband").join("uverbs1"), "").unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let st = d.status().await;
+        if st["detail"]["daemon"]["sources"]
+            .to_string()
+            .contains("uverbs1")
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "{st:#}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let n = d
+        .doubles
+        .alerts
+        .alerts()
+        .iter()
+        .filter(|a| a.what.contains("locked out"))
+        .count();
+    assert_eq!(n, 1);
+    d.stop().await;
+}

@@ -34,6 +34,9 @@ impl Loop {
 
     pub(super) fn on_sessions(&mut self, r: Result<Parsed<SessionDetail>, String>) {
         self.sessions_inflight = false;
+        // The session poll is the loop's steady tick (the topology reports only changes, and
+        // a module loading changes no RDMA device): a late ib_uverbs/rdma_ucm is seen here.
+        self.check_verbs_access();
         self.metrics.iscsiadm_listing(r.is_ok());
         // A listing taken before the ports were known placed nothing: the first scan (and
         // a one-shot command) waits for the one asked for when the topology came.

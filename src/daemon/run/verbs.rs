@@ -1,6 +1,8 @@
 //! The verbs devices' sandbox lockout, as the daemon reports it: checked at start and
 //! whenever the listing of `/dev/infiniband` changes (a module loaded after the service
-//! started adds `uverbs*` or `rdma_cm`, which the device cgroup then denies). Said in status
+//! started adds `uverbs*` or `rdma_cm`, which the device cgroup then denies). The listing is
+//! read at every topology report and every session poll (`poll.iscsi`); the devices are
+//! opened only when it changed. Said in status
 //! (the `verbs-devices` source), in one alert per lockout, and in the self-test's verdict
 //! (the self-test checks on its own, [`crate::io::verbs_access::SandboxAware`]).
 

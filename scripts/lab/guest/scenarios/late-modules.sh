@@ -44,7 +44,7 @@ scenario_late_modules() {
 		sleep 0.25
 	done
 	ls -l /dev/infiniband > "$SOUT/dev-infiniband.txt" 2>&1
-	# the daemon sees the new devices at its next netlink poll (poll.netlink, 5 s)
+	# the daemon sees the new devices at its next session poll (poll.iscsi, 10 s)
 	local seen=
 	for i in $(seq 1 60); do
 		sd_journal_since $t_load > "$SOUT/journal.txt"
