@@ -102,9 +102,11 @@ impl Error {
             Error::Kmsg(e) => {
                 use crate::io::kmsg::KmsgError;
                 match e {
-                    KmsgError::Open { source, .. } | KmsgError::Seek { source, .. } => {
-                        io_status(source)
-                    }
+                    KmsgError::Open { source, .. }
+                    | KmsgError::Denied { source, .. }
+                    | KmsgError::Seek { source, .. } => io_status(source),
+                    KmsgError::Missing { .. } => ExitStatus::NoInput,
+                    KmsgError::NotALog { .. } => ExitStatus::Config,
                     KmsgError::BufferTooSmall { .. } => ExitStatus::Software,
                     KmsgError::Read(_) | KmsgError::Closed => ExitStatus::IoErr,
                 }

@@ -224,6 +224,75 @@ impl Drop for Daemon {
     }
 }
 
+/// One severity per alert everywhere: syslog's priority, the `events` line and the daemon's
+/// "decided" log line all name the configured severity (`err` for the re-creation, an
+/// action; `info` for "storage is back", recovered), never the engine's own class words.
+fn one_severity_per_alert(cfg: &std::path::Path, d: &mut Daemon, alerts: &[String]) {
+    // Facility daemon (3): <27> is err, <30> is info.
+    let pri = |needle: &str| {
+        alerts
+            .iter()
+            .find(|a| a.contains(needle))
+            .and_then(|a| a.split('>').next())
+            .map(|p| p.trim_start_matches('<').to_string())
+    };
+    assert_eq!(
+        pri("re-creating RDMA device").as_deref(),
+        Some("27"),
+        "{alerts:#?}"
+    );
+    assert_eq!(pri("storage is back").as_deref(), Some("30"), "{alerts:#?}");
+    let o = Command::new(env!("CARGO_BIN_EXE_iser-guard"))
+        .arg("--config")
+        .arg(cfg)
+        .arg("events")
+        .output()
+        .unwrap();
+    let events = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{events}");
+    let alert_lines: Vec<&str> = events.lines().filter(|l| l.contains(" alert ")).collect();
+    let line = |needle: &str| {
+        alert_lines
+            .iter()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no alert {needle:?} in events:\n{events}"))
+            .to_string()
+    };
+    assert!(
+        line("re-creating RDMA device").ends_with("[err]"),
+        "{events}"
+    );
+    assert!(line("storage is back").ends_with("[info]"), "{events}");
+    for class in ["[warning]", "[error]", "[critical]"] {
+        assert!(
+            !alert_lines.iter().any(|l| l.ends_with(class)),
+            "{class} in events:\n{events}"
+        );
+    }
+    assert!(d.log_has("decided"));
+    let decided: Vec<&String> = d
+        .seen
+        .iter()
+        .filter(|l| l.contains("decided action=alert"))
+        .collect();
+    assert!(!decided.is_empty(), "no decided alert line: {:#?}", d.seen);
+    for l in &decided {
+        assert!(!l.contains("alert ("), "the class in the log: {l}");
+    }
+    assert!(
+        decided
+            .iter()
+            .any(|l| l.contains("re-creating RDMA device") && l.contains("severity=\"err\"")),
+        "{decided:#?}"
+    );
+    assert!(
+        decided
+            .iter()
+            .any(|l| l.contains("storage is back") && l.contains("severity=\"info\"")),
+        "{decided:#?}"
+    );
+}
+
 #[test]
 fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
     if let Some(why) = unavailable() {
@@ -234,8 +303,13 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
     let _kmsg = kmsg_lock::acquire();
 
     // ---- Run 1: trusted (test config), the target comes back: the port is recovered. ------
+    // Two alert classes get severities of their own (the text goes inside [alerts]): every
+    // place that shows an alert must show these, the names syslog gets.
     let h = FakeHost::new();
-    let cfg = h.config("[kmsg]\ntrust-userspace-records = true\n");
+    let cfg = h.config(
+        "severity-action = \"err\"\nseverity-recovered = \"info\"\n\
+         [kmsg]\ntrust-userspace-records = true\n",
+    );
     let mut d = Daemon::start(&h, &cfg);
     d.wait_ready();
     wait_for("the first scan to be logged", WAIT, || {
@@ -292,6 +366,7 @@ fn field_incident_is_recovered_only_when_userspace_records_are_trusted() {
     d.wait_alert("storage is back");
     let alerts = d.syslog_messages();
     assert!(alerts.iter().all(|a| a.starts_with('<')), "{alerts:#?}");
+    one_severity_per_alert(&cfg, &mut d, &alerts);
 
     // SIGHUP with a broken configuration: the daemon keeps running on the old one.
     std::fs::write(&cfg, "[recovery]\nmax-attempts = 0\nbogus = 1\n").unwrap();

@@ -67,8 +67,13 @@ impl DoctorHost {
             unit_dir.join("iser-guard.service"),
         )
         .unwrap();
-        // The kernel log doctor --active reads: an empty file here (nothing is printed).
-        fs::write(h.path("kmsg"), "").unwrap();
+        // The kernel log doctor --active reads: a FIFO nobody writes (nothing is printed).
+        // A regular file cannot be paths.kmsg: the configuration would not load.
+        nix::unistd::mkfifo(
+            &h.path("kmsg"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
         let d = DoctorHost { h };
         d.node_record("<empty>");
         d

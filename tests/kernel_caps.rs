@@ -117,7 +117,12 @@ fn the_daemons_first_log_line_names_the_kernel_and_its_capabilities() {
         ),
     )
     .unwrap();
-    std::fs::write(dir.path().join("kmsg"), "").unwrap();
+    // A FIFO as the kernel log (a regular file is refused as paths.kmsg).
+    nix::unistd::mkfifo(
+        &dir.path().join("kmsg"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_iser-guard"))
         .arg("--config")
         .arg(&config)

@@ -229,6 +229,40 @@ fn a_device_not_allowed_shows_its_hold_and_a_planned_first_action() {
 }
 
 #[test]
+fn a_moment_in_the_notes_is_an_age_not_the_engine_clock() {
+    // The field incident on a device outside devices.allow: the target is back, nothing is
+    // done. status said "the target counts as back since 241.005s" (the engine's raw
+    // monotonic seconds, which no operator can place); it says how long, in words.
+    let s = scenarios::find("field-incident").unwrap();
+    let (host, mut policy) = (s.build)();
+    policy.allow.clear();
+    let mut h = Harness::new(host, policy, 7);
+    h.run_until(Instant::ZERO.plus(s.duration), util::MAX_STEPS)
+        .unwrap();
+    let d = doc(&h);
+    let port = PortId::new(scenarios::FIELD_DEVICE, 1).to_string();
+    let p = d.ports.iter().find(|p| p.port == port).unwrap();
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.contains("target"))
+        .unwrap_or_else(|| panic!("no note about the target: {:?}", p.notes));
+    assert!(
+        note.starts_with("the target has counted as back for ")
+            && (note.ends_with(" s") || note.ends_with(" min")),
+        "{note}"
+    );
+    for n in &p.notes {
+        assert!(
+            !n.split(' ').any(|w| w.ends_with('s')
+                && w.trim_end_matches('s').contains('.')
+                && w.trim_end_matches('s').parse::<f64>().is_ok()),
+            "raw engine seconds in {n:?}"
+        );
+    }
+}
+
+#[test]
 fn the_ring_and_the_incident_list_stay_bounded() {
     use iser_guard::core::observe::{EventKind, Stamp};
     let mut ring = EventRing::new(1024);

@@ -2,8 +2,10 @@
 //! daemon loads it, and prints either the effective settings or every problem.
 //!
 //! Exit codes: 0 valid; 78 (EX_CONFIG) invalid, unreadable, missing (when named), not a
-//! regular file or world-writable. The daemon runs the same checks before it reports
-//! ready and exits 78 with the same problems, which systemd does not retry.
+//! regular file or world-writable, or naming something that cannot be the kernel log. The
+//! daemon runs the same checks before it reports ready and exits 78 with the same problems,
+//! which systemd does not retry. What the host lacks (the kernel log, an executable
+//! iscsiadm, the syslog socket) is warned about: the file may be checked on another host.
 
 use crate::exit::ExitStatus;
 use std::path::{Path, PathBuf};
@@ -31,10 +33,13 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let explicit = args.path.as_deref().or(globals.config.as_deref());
     match config::load_or_default(explicit) {
         Ok((cfg, source)) => {
+            // The file's own warnings, then what this host lacks that the daemon needs.
+            let mut warnings = cfg.warnings();
+            warnings.extend(config::host_warnings(&cfg));
             if args.json {
-                print_json(&ok_json(&cfg, &source));
+                print_json(&ok_json(&cfg, &source, &warnings));
             } else {
-                print!("{}", summary(&cfg, &source));
+                print!("{}", summary(&cfg, &source, &warnings));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -52,7 +57,7 @@ fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
-fn ok_json(cfg: &Config, source: &Source) -> serde_json::Value {
+fn ok_json(cfg: &Config, source: &Source, warnings: &[String]) -> serde_json::Value {
     let path = match source {
         Source::File(p) => serde_json::Value::String(p.display().to_string()),
         Source::Defaults => serde_json::Value::Null,
@@ -62,7 +67,7 @@ fn ok_json(cfg: &Config, source: &Source) -> serde_json::Value {
         "path": path,
         "source": source.to_string(),
         "config": serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
-        "warnings": cfg.warnings(),
+        "warnings": warnings,
     })
 }
 
@@ -94,8 +99,8 @@ fn secs(d: std::time::Duration) -> String {
     format!("{} s", d.as_secs_f64())
 }
 
-/// The human summary: `OK: <source>`, then one line per aspect, then warnings.
-pub fn summary(cfg: &Config, source: &Source) -> String {
+/// The human summary: `OK: <source>`, then one line per aspect, then `warnings`.
+pub fn summary(cfg: &Config, source: &Source, warnings: &[String]) -> String {
     let r = &cfg.recovery;
     let a = &cfg.alerts;
     let mut out = format!("OK: {source}\n");
@@ -219,7 +224,7 @@ pub fn summary(cfg: &Config, source: &Source) -> String {
         "control socket",
         cfg.paths.control_socket.display().to_string(),
     );
-    for w in cfg.warnings() {
+    for w in warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
     out
@@ -231,7 +236,8 @@ mod tests {
 
     #[test]
     fn summary_of_defaults_says_alert_only() {
-        let s = summary(&Config::default(), &Source::Defaults);
+        let cfg = Config::default();
+        let s = summary(&cfg, &Source::Defaults, &cfg.warnings());
         assert!(s.starts_with("OK: built-in defaults"), "{s}");
         assert!(
             s.contains("none (devices.allow is empty: alert only)"),

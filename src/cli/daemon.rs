@@ -41,6 +41,9 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     for w in config.warnings() {
         tracing::warn!("configuration: {w}");
     }
+    for w in crate::config::host_warnings(&config) {
+        tracing::warn!("host: {w}");
+    }
     // A module reload the process cannot do is refused now, not in the middle of a recovery
     // (src/io/caps.rs says why the setting is not simply refused under systemd).
     if config.recovery.allow_module_reload {

@@ -109,8 +109,12 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs one subcommand.
+/// Runs one subcommand. `--config` naming a file that does not exist is refused first, the
+/// same way in every command (78), also in those that would otherwise go on without it.
 pub fn run(command: Command, globals: &Globals) -> Result<ExitCode, Error> {
+    if let Some(path) = globals.config.as_deref() {
+        crate::config::check_named(path)?;
+    }
     match command {
         Command::Explain(a) => explain::run(a, globals),
         Command::Watch(a) => watch::run(a, globals),

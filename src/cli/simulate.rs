@@ -1,6 +1,9 @@
 //! `iser-guard simulate [SCENARIO] [--list] [--json]`: runs a named scenario on the simulated
 //! host (virtual time, nothing on this machine is touched) and prints the timeline: what the
 //! kernel said, what the agent decided and why, what it did, and when storage was back.
+//! The scenario brings its own host and recovery policy; `--config`, when given, must load
+//! (as for every command) and gives the alerts their configured severities. Without it the
+//! built-in defaults are used, so that a scenario's timeline is the same on every machine.
 
 use std::process::ExitCode;
 
@@ -32,7 +35,11 @@ pub struct Args {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
+pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
+    let severities = match globals.config.as_deref() {
+        Some(path) => crate::config::load(path)?.alerts.severities(),
+        None => crate::core::severity::AlertSeverities::default(),
+    };
     if args.list {
         for s in scenarios::all() {
             println!("{:<26} {}", s.name, s.about);
@@ -47,6 +54,7 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
     };
     let mut h = scenario.harness(args.seed);
     h.restart_every_step = args.restart_every_step;
+    h.severities = severities;
     let end = crate::core::time::Instant::ZERO.plus(scenario.duration);
     h.run_until(end, MAX_STEPS)
         .map_err(|e| Error::Data(format!("scenario {name}: {e}")))?;

@@ -87,6 +87,74 @@ pub fn trust_problems(config: &Config) -> Vec<Problem> {
     if let Err(m) = crate::io::control::check_socket_path(&pa.control_socket) {
         out.push(Problem::new("paths.control-socket", m));
     }
+    // A regular file opens, then cannot be polled: the daemon would stop at start.
+    // (Unless the walk above refused the path already, e.g. as a directory.)
+    if config.kmsg.enabled && pa.kmsg.is_absolute() && !out.iter().any(|p| p.key == "paths.kmsg") {
+        if let Err(e @ crate::io::kmsg::KmsgError::NotALog { .. }) =
+            crate::io::kmsg::check_source(&pa.kmsg)
+        {
+            let text = e.to_string();
+            let text = text.strip_prefix("paths.kmsg: ").unwrap_or(&text);
+            out.push(Problem::new("paths.kmsg", text.to_string()));
+        }
+    }
+    out
+}
+
+/// What this host lacks that the daemon will need, by key, with the real cause: the kernel
+/// log it cannot find, an iscsiadm it cannot run, a syslog socket nobody listens on. These
+/// are warnings, not problems: the file is right, the host is not ready yet (open-iscsi
+/// not installed, rsyslog or journald not running), and check-config may run elsewhere.
+pub fn host_warnings(config: &Config) -> Vec<String> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let pa = &config.paths;
+    let mut out = Vec::new();
+    if config.kmsg.enabled && pa.kmsg.is_absolute() {
+        if let Err(e @ crate::io::kmsg::KmsgError::Missing { .. }) =
+            crate::io::kmsg::check_source(&pa.kmsg)
+        {
+            out.push(format!("{e}: the daemon will not start"));
+        }
+    }
+    if pa.iscsiadm.is_absolute() {
+        match std::fs::metadata(&pa.iscsiadm) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => out.push(format!(
+                "paths.iscsiadm: {} does not exist: sessions can be neither listed nor \
+                 reconnected (install open-iscsi, or name the right path)",
+                pa.iscsiadm.display()
+            )),
+            Err(e) => out.push(format!(
+                "paths.iscsiadm: cannot look at {}: {e}",
+                pa.iscsiadm.display()
+            )),
+            Ok(m) if !m.is_file() || m.permissions().mode() & 0o111 == 0 => out.push(format!(
+                "paths.iscsiadm: {} is not an executable file: sessions can be neither \
+                 listed nor reconnected",
+                pa.iscsiadm.display()
+            )),
+            Ok(_) => {}
+        }
+    }
+    if config.alerts.syslog {
+        let socket = &config.alerts.syslog_socket;
+        match std::fs::metadata(socket) {
+            Ok(m) if m.file_type().is_socket() => {}
+            Ok(_) => out.push(format!(
+                "alerts.syslog-socket: {} is not a socket: alerts reach only the \
+                 daemon's log until syslog listens there",
+                socket.display()
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => out.push(format!(
+                "alerts.syslog-socket: {} does not exist (is rsyslog or systemd-journald \
+                 running?): alerts reach only the daemon's log until it does",
+                socket.display()
+            )),
+            Err(e) => out.push(format!(
+                "alerts.syslog-socket: cannot look at {}: {e}",
+                socket.display()
+            )),
+        }
+    }
     out
 }
 
@@ -99,12 +167,26 @@ pub fn load_or_default(explicit: Option<&Path>) -> Result<(Config, Source), Conf
     load_or_default_from(explicit, Path::new(DEFAULT_CONFIG_PATH))
 }
 
+/// A file named by `--config` must exist: every command refuses a missing one the same way
+/// (exit 78), before doing anything, whether or not it reads the rest of the file.
+pub fn check_named(path: &Path) -> Result<(), ConfigError> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ConfigError::Missing {
+            path: path.to_path_buf(),
+        }),
+        // Anything else (present, or not reachable for lack of permission) is for `load`
+        // to report with its cause.
+        _ => Ok(()),
+    }
+}
+
 /// [`load_or_default`] with the default location as an argument, for tests.
 pub fn load_or_default_from(
     explicit: Option<&Path>,
     default_path: &Path,
 ) -> Result<(Config, Source), ConfigError> {
     if let Some(p) = explicit {
+        check_named(p)?;
         return Ok((load(p)?, Source::File(p.to_path_buf())));
     }
     match std::fs::symlink_metadata(default_path) {
@@ -144,7 +226,12 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(read_err)?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ConfigError::Missing {
+                path: path.to_path_buf(),
+            },
+            _ => read_err(e),
+        })?;
     let meta = file.metadata().map_err(read_err)?;
     let ft = meta.file_type();
     if !ft.is_file() {

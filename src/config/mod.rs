@@ -35,7 +35,9 @@ use crate::core::severity::Severity;
 
 mod load;
 
-pub use load::{load, load_or_default, load_or_default_from, trust_problems};
+pub use load::{
+    check_named, host_warnings, load, load_or_default, load_or_default_from, trust_problems,
+};
 
 /// Where the configuration is read from when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/iser-guard/config.toml";
@@ -265,15 +267,19 @@ pub struct Alerts {
 }
 
 impl Alerts {
-    /// The configured syslog severity for an engine alert of this urgency.
-    pub fn syslog_severity(&self, urgency: iser_guard_core::recovery::Severity) -> Severity {
-        use iser_guard_core::recovery::Severity as U;
-        match urgency {
-            U::Info => self.severity_recovered,
-            U::Warning => self.severity_action,
-            U::Error => self.severity_fault,
-            U::Critical => self.severity_operator,
+    /// The configured syslog severity of each class of engine alert.
+    pub fn severities(&self) -> crate::core::severity::AlertSeverities {
+        crate::core::severity::AlertSeverities {
+            fault: self.severity_fault,
+            action: self.severity_action,
+            recovered: self.severity_recovered,
+            operator: self.severity_operator,
         }
+    }
+
+    /// The configured syslog severity for an engine alert of this class.
+    pub fn syslog_severity(&self, class: iser_guard_core::recovery::Severity) -> Severity {
+        self.severities().of(class)
     }
 }
 
@@ -375,16 +381,17 @@ impl Default for Recovery {
 
 impl Default for Alerts {
     fn default() -> Self {
+        let severities = crate::core::severity::AlertSeverities::default();
         Alerts {
             syslog: true,
             syslog_socket: PathBuf::from("/dev/log"),
             ident: "iser-guard".to_string(),
             facility: Facility::Daemon,
             repeat_interval: Duration::from_secs(300),
-            severity_fault: Severity::Crit,
-            severity_action: Severity::Warning,
-            severity_recovered: Severity::Notice,
-            severity_operator: Severity::Alert,
+            severity_fault: severities.fault,
+            severity_action: severities.action,
+            severity_recovered: severities.recovered,
+            severity_operator: severities.operator,
         }
     }
 }
@@ -539,6 +546,15 @@ fn format_problems(problems: &[Problem]) -> String {
 /// privileges (EX_NOPERM, 77, is kept for "run me as root").
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file named by `--config` does not exist.
+    #[error(
+        "configuration {path} does not exist: check the path (without --config, \
+         {DEFAULT_CONFIG_PATH} is read if it exists, else the built-in defaults are used)"
+    )]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file could not be read.
     #[error("cannot read configuration {path}: {source}")]
     Read {
@@ -1582,7 +1598,7 @@ ident = \"\"
         assert_eq!((c, src), (Config::default(), Source::Defaults));
         // --config naming a missing file is an error.
         let e = load_or_default_from(Some(&absent), &absent).expect_err("missing");
-        assert!(matches!(e, ConfigError::Read { .. }), "{e}");
+        assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
         // The default file, when present, is used (and validated).
         let good = write(dir.path(), "c.toml", "[recovery]\ndry-run = true\n", 0o640);
         let (c, src) = load_or_default_from(None, &good).expect("file");

@@ -126,9 +126,18 @@ impl Observer {
         self.publish(ev);
     }
 
-    /// An action the driver let run.
-    pub fn decided(&mut self, action: &Action, authority: &Authority, clocks: Clocks) {
-        let ev = self.ring.decided(clocks.now(), action, authority).clone();
+    /// An action the driver let run; an alert with the severity `severities` gives it.
+    pub fn decided(
+        &mut self,
+        action: &Action,
+        authority: &Authority,
+        severities: &crate::core::severity::AlertSeverities,
+        clocks: Clocks,
+    ) {
+        let ev = self
+            .ring
+            .decided(clocks.now(), action, authority, severities)
+            .clone();
         self.incidents.on_action(action, None, clocks.now());
         self.publish(ev);
     }

@@ -239,14 +239,68 @@ pub struct KmsgStats {
     pub cursor_save_errors: u64,
 }
 
+/// Whether `path` can be the kernel log: a character device (/dev/kmsg), or a FIFO or
+/// socket carrying its records (tests, relays). A regular file would open and then fail
+/// to be polled, so it is refused here with the real cause, by the daemon at start and by
+/// `check-config`. Nothing is opened.
+pub fn check_source(path: &Path) -> Result<(), KmsgError> {
+    use std::os::unix::fs::FileTypeExt;
+    let ft = std::fs::metadata(path)
+        .map_err(|e| KmsgError::opening(path, e))?
+        .file_type();
+    let kind = if ft.is_char_device() || ft.is_fifo() || ft.is_socket() {
+        return Ok(());
+    } else if ft.is_dir() {
+        "directory"
+    } else if ft.is_block_device() {
+        "block device"
+    } else {
+        "regular file"
+    };
+    Err(KmsgError::NotALog {
+        path: path.to_path_buf(),
+        kind,
+    })
+}
+
 /// Why the reader stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum KmsgError {
-    /// The device could not be opened.
+    /// The kernel log does not exist at that path.
+    #[error(
+        "kernel log {path} does not exist (the path is paths.kmsg in the configuration; the \
+         kernel's is /dev/kmsg)"
+    )]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Reading the kernel log was refused (EACCES, EPERM).
     #[error(
         "cannot open kernel log {path}: {source} (reading it needs root or CAP_SYSLOG when \
-         kernel.dmesg_restrict=1; the path is paths.kmsg in the configuration)"
+         kernel.dmesg_restrict=1)"
     )]
+    Denied {
+        /// The device.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The path names something that cannot be the kernel log: a regular file, a
+    /// directory, a block device. A configuration error.
+    #[error(
+        "paths.kmsg: {path} is a {kind}, not the kernel log: name /dev/kmsg (or a FIFO or \
+         socket that carries its records); a saved log is read with `iser-guard watch --file`"
+    )]
+    NotALog {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The device could not be opened for another reason.
+    #[error("cannot open kernel log {path}: {source}")]
     Open {
         /// The device.
         path: PathBuf,
@@ -278,6 +332,19 @@ pub enum KmsgError {
     /// The source reported end of file (only a test source or a closed socket does that).
     #[error("the kernel log source was closed")]
     Closed,
+}
+
+impl KmsgError {
+    /// An open that failed, by its cause: the root/CAP_SYSLOG hint only when it is a
+    /// permission refusal.
+    pub fn opening(path: &Path, source: io::Error) -> KmsgError {
+        let path = path.to_path_buf();
+        match source.raw_os_error() {
+            Some(libc::ENOENT) => KmsgError::Missing { path },
+            Some(libc::EACCES | libc::EPERM) => KmsgError::Denied { path, source },
+            _ => KmsgError::Open { path, source },
+        }
+    }
 }
 
 /// Keeps the cursor file up to date through a background [`CursorSaver`].
@@ -380,10 +447,9 @@ impl OpenOptions {
 /// never replay records that may already have been acted upon. Must be called inside a tokio
 /// runtime.
 pub fn open(opts: &OpenOptions) -> Result<KmsgReader<FdSource>, KmsgError> {
-    let source = FdSource::open(&opts.kmsg).map_err(|source| KmsgError::Open {
-        path: opts.kmsg.clone(),
-        source,
-    })?;
+    check_source(&opts.kmsg)?;
+    let source =
+        FdSource::open(&opts.kmsg).map_err(|source| KmsgError::opening(&opts.kmsg, source))?;
     let mut keeper = None;
     let mut start = if opts.from_start {
         Start::Beginning
@@ -688,6 +754,50 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::*;
+
+    #[test]
+    fn an_open_that_fails_says_its_real_cause_and_the_root_hint_only_when_refused() {
+        let p = Path::new("/x/kmsg");
+        for errno in [libc::EACCES, libc::EPERM] {
+            let e = KmsgError::opening(p, io::Error::from_raw_os_error(errno));
+            assert!(matches!(e, KmsgError::Denied { .. }), "{e}");
+            assert!(e.to_string().contains("needs root or CAP_SYSLOG"), "{e}");
+        }
+        let e = KmsgError::opening(p, io::Error::from_raw_os_error(libc::ENOENT));
+        assert_eq!(
+            e.to_string(),
+            "kernel log /x/kmsg does not exist (the path is paths.kmsg in the configuration; \
+             the kernel's is /dev/kmsg)"
+        );
+        let e = KmsgError::opening(p, io::Error::from_raw_os_error(libc::EIO));
+        assert!(!e.to_string().contains("CAP_SYSLOG"), "{e}");
+        // What can be the kernel log, and what cannot.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kern.log");
+        std::fs::write(&file, "").unwrap();
+        let e = check_source(&file).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                KmsgError::NotALog {
+                    kind: "regular file",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(matches!(
+            check_source(dir.path()),
+            Err(KmsgError::NotALog {
+                kind: "directory",
+                ..
+            })
+        ));
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
+        check_source(&fifo).unwrap();
+        check_source(Path::new("/dev/null")).unwrap();
+    }
 
     /// An in-memory ring: `log` holds what the kernel retains; reads return what is queued
     /// in `injected` (raw bytes or errors) first.

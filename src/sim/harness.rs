@@ -20,6 +20,7 @@ use crate::core::recovery::{
     read_record, Action, ActionId, ActionKind, Alert, Engine, Input, OperatorCommand, Policy,
     Transition, Trust,
 };
+use crate::core::severity::AlertSeverities;
 use crate::core::time::Instant;
 
 /// One line of the timeline.
@@ -125,6 +126,9 @@ pub struct Harness {
     pub driver: Driver,
     /// The policy (kept to resume the engine after a restart).
     pub policy: Policy,
+    /// The syslog severity of each class of alert, as configured (`simulate --config`):
+    /// the severity the timeline shows.
+    pub severities: AlertSeverities,
     /// Virtual time.
     pub now: Instant,
     /// Everything that happened.
@@ -171,6 +175,7 @@ impl Harness {
             host,
             driver: Driver::new(Engine::new(policy.clone(), seed), true),
             policy,
+            severities: AlertSeverities::default(),
             now: Instant::ZERO,
             timeline: Vec::new(),
             actions: Vec::new(),
@@ -582,14 +587,15 @@ impl Harness {
 
     /// Renders the timeline for a terminal.
     pub fn render(&self) -> String {
-        render(&self.timeline)
+        render(&self.timeline, &self.severities)
     }
 }
 
 /// Renders a timeline: kernel lines as dmesg shows them, then decisions, actions, iscsiadm
 /// output, and when storage was back. Kernel lines and probes that repeat between two
-/// decisions are counted, not repeated.
-pub fn render(timeline: &[Entry]) -> String {
+/// decisions are counted, not repeated. An alert shows the severity `severities` gives its
+/// class, the one syslog would get.
+pub fn render(timeline: &[Entry], severities: &AlertSeverities) -> String {
     let mut s = String::new();
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut repeats = 0usize;
@@ -673,7 +679,7 @@ pub fn render(timeline: &[Entry]) -> String {
                     s.push_str(&format!(
                         "{:>9}  ALERT    [{}] {}{count}\n",
                         at.to_string(),
-                        a.severity,
+                        severities.of(a.severity).name(),
                         a.summary
                     ));
                     if let Some(r) = &a.remedy {

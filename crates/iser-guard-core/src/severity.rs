@@ -46,3 +46,42 @@ impl Severity {
         }
     }
 }
+
+/// The syslog severity of each class of engine alert (`alerts.severity-fault`, `-action`,
+/// `-recovered`, `-operator`): how an alert's class becomes the one severity it is shown
+/// and sent with. The defaults are the configuration's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlertSeverities {
+    /// A port is stuck (fault detected, target gone, waiting).
+    pub fault: Severity,
+    /// iser-guard is acting, or would in dry-run.
+    pub action: Severity,
+    /// The port and its sessions are back.
+    pub recovered: Severity,
+    /// Automatic recovery gave up: an operator must act.
+    pub operator: Severity,
+}
+
+impl Default for AlertSeverities {
+    fn default() -> AlertSeverities {
+        AlertSeverities {
+            fault: Severity::Crit,
+            action: Severity::Warning,
+            recovered: Severity::Notice,
+            operator: Severity::Alert,
+        }
+    }
+}
+
+impl AlertSeverities {
+    /// The severity an alert of this class is shown and sent with.
+    pub fn of(&self, class: crate::recovery::Severity) -> Severity {
+        use crate::recovery::Severity as C;
+        match class {
+            C::Info => self.recovered,
+            C::Warning => self.action,
+            C::Error => self.fault,
+            C::Critical => self.operator,
+        }
+    }
+}

@@ -65,11 +65,18 @@ impl Loop {
             }
             EffectKind::Run { action, authority } => {
                 let port = action.port.clone();
+                let severities = self.settings.config.alerts.severities();
                 if !matches!(action.kind, ActionKind::PersistState { .. }) {
-                    self.obs.decided(&action, &authority, clocks(self.now()));
+                    self.obs
+                        .decided(&action, &authority, &severities, clocks(self.now()));
                 }
+                let severity = match &action.kind {
+                    ActionKind::Alert(a) => Some(severities.of(a.severity).name()),
+                    _ => None,
+                };
                 tracing::info!(
                     action = %action,
+                    severity,
                     id = %action.id,
                     origin = %action.origin,
                     allowed_by = %authority,

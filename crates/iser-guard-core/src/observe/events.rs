@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::Stamp;
 use crate::driver::{Authority, Refusal};
 use crate::recovery::{Action, ActionKind, Transition};
+use crate::severity::AlertSeverities;
 
 /// Entries the daemon keeps (about 0.5 MB at most).
 pub const EVENT_RING_CAPACITY: usize = 1024;
@@ -39,7 +40,7 @@ pub enum EventKind {
     Finished,
     /// An alert was sent.
     Alert {
-        /// Its severity.
+        /// Its severity: the configured syslog severity of its class, the name syslog gets.
         severity: String,
     },
     /// An operator request reached the daemon.
@@ -166,12 +167,19 @@ impl EventRing {
         )
     }
 
-    /// An action the driver let run. Alerts are entered as alerts.
-    pub fn decided(&mut self, at: Stamp, action: &Action, authority: &Authority) -> &Event {
+    /// An action the driver let run. Alerts are entered as alerts, with the severity
+    /// `severities` (the configuration's) gives their class: the one syslog gets.
+    pub fn decided(
+        &mut self,
+        at: Stamp,
+        action: &Action,
+        authority: &Authority,
+        severities: &AlertSeverities,
+    ) -> &Event {
         let port = action.port.as_ref().map(ToString::to_string);
         let kind = match &action.kind {
             ActionKind::Alert(a) => EventKind::Alert {
-                severity: a.severity.to_string(),
+                severity: severities.of(a.severity).name().to_string(),
             },
             _ => EventKind::Decided {
                 allowed_by: authority.to_string(),

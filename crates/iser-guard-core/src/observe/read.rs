@@ -73,8 +73,9 @@ pub(super) fn last_selftest(p: &PortRecord) -> Option<&SelfTestRecord> {
     p.last_selftest.as_ref()
 }
 
-/// Facts about the episode worth showing, in words (empty when healthy).
-pub(super) fn notes(p: &PortRecord) -> Vec<String> {
+/// Facts about the episode worth showing, in words (empty when healthy). A moment is said
+/// as an age at `now`, never as the engine clock's raw seconds.
+pub(super) fn notes(p: &PortRecord, now: Instant) -> Vec<String> {
     let mut out = Vec::new();
     let e = p.episode();
     let recreated = e.is_some_and(Episode::was_recreated);
@@ -99,7 +100,10 @@ pub(super) fn notes(p: &PortRecord) -> Vec<String> {
         out.push("the target answers TCP but refuses iSER logins (its listener)".to_string());
     }
     if let Some(t) = e.and_then(|e| e.target_back_at) {
-        out.push(format!("the target counts as back since {t}"));
+        out.push(format!(
+            "the target has counted as back for {}",
+            crate::driver::words(now.since(t))
+        ));
     }
     match e.and_then(|e| e.selftest.as_ref()) {
         Some(SelfTestProgress::Running(_)) => out.push("the port self-test is running".to_string()),

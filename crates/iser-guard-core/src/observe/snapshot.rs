@@ -627,7 +627,7 @@ fn port_view(
         attempts: read::attempts(p),
         max_attempts: policy.max_attempts,
         holds,
-        notes: read::notes(p),
+        notes: read::notes(p, clocks.mono),
         in_flight,
         sessions,
         portals,

@@ -38,34 +38,31 @@ impl fmt::Display for Origin {
     }
 }
 
-/// How urgent an alert is (maps to syslog severities).
+/// The class of an alert: which `alerts.severity-*` key gives it its syslog severity
+/// ([`crate::severity::AlertSeverities`]). It is never shown as a severity itself (it has no
+/// `Display`): what `simulate`, `events`, the daemon's log and syslog show is the configured
+/// severity. Serialized with the configuration's words (`fault`, `action`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Severity {
-    /// Informational: storage is back, no action was needed.
+    /// Storage is back, no action was needed (`alerts.severity-recovered`).
+    #[serde(rename = "recovered", alias = "Info")]
     Info,
-    /// Something is wrong and being handled.
+    /// Something is wrong and being handled (`alerts.severity-action`).
+    #[serde(rename = "action", alias = "Warning")]
     Warning,
-    /// Storage is down and the engine is acting or waiting.
+    /// Storage is down and the engine is acting or waiting (`alerts.severity-fault`).
+    #[serde(rename = "fault", alias = "Error")]
     Error,
-    /// Automatic recovery stopped: an operator must act.
+    /// Automatic recovery stopped: an operator must act (`alerts.severity-operator`).
+    #[serde(rename = "operator", alias = "Critical")]
     Critical,
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-            Severity::Critical => "critical",
-        })
-    }
 }
 
 /// An alert for the operator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Alert {
-    /// Severity.
+    /// Its class, which the configuration maps to a syslog severity.
+    #[serde(rename = "class", alias = "severity")]
     pub severity: Severity,
     /// One line.
     pub summary: String,
@@ -286,7 +283,7 @@ impl fmt::Display for Action {
             }
             ActionKind::RefreshSessions => f.write_str("refresh iscsiadm session list"),
             ActionKind::RefreshTopology => f.write_str("refresh RDMA devices and QP table"),
-            ActionKind::Alert(a) => write!(f, "alert ({}): {}", a.severity, a.summary),
+            ActionKind::Alert(a) => write!(f, "alert: {}", a.summary),
             ActionKind::PersistState { reason } => write!(f, "journal state: {reason}"),
         }
     }
