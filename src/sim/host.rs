@@ -53,6 +53,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use super::kernel;
+use crate::core::consumers::PortConsumers;
 use crate::core::nldev::{CmIdEntry, QpTypeOrRaw, SockAddr};
 use crate::core::qp::QpState;
 use crate::core::recovery::{
@@ -459,6 +460,10 @@ pub struct SimHost {
     recipes_reported: BTreeMap<String, RecreateFrom>,
     /// Every re-creation command run on the host (`rdma link add ...`, `echo ... > bind`).
     pub commands: Vec<String>,
+    /// RDMA consumers other than iSER (NVMe over RDMA, processes).
+    pub rdma_consumers: Vec<super::consumers::SimConsumer>,
+    /// The consumers per port the agent was last told of.
+    consumers_reported: Option<Vec<PortConsumers>>,
     /// Portal probes: the network's answers through the daemon's probe choice.
     pub probes: super::probe::SimProbes,
     next_dev_index: u32,
@@ -512,6 +517,8 @@ impl SimHost {
             selftest_available: true,
             async_events: false,
             recipes_reported: BTreeMap::new(),
+            rdma_consumers: Vec::new(),
+            consumers_reported: None,
             commands: Vec::new(),
             probes: super::probe::SimProbes::default(),
             next_dev_index: 0,
@@ -1139,7 +1146,15 @@ impl SimHost {
                     device: device.to_string(),
                 }));
             }
-            // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL).
+            // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL); the
+            // others are destroyed (nvme_rdma deletes its controllers).
+            for c in self
+                .rdma_consumers
+                .iter_mut()
+                .filter(|c| c.device == device)
+            {
+                c.gone = true;
+            }
             let sids = self.logged_in_sessions(|s| s.port.device == device);
             for sid in sids {
                 self.fail_session(sid, 1011, now, out);
@@ -1253,6 +1268,22 @@ impl SimHost {
                         state: *g,
                     }));
                 }
+            }
+        }
+        // As the daemon's topology source: the consumers per port, from the CM id and QP
+        // tables, when they changed.
+        for c in &mut self.rdma_consumers {
+            if let Some(t) = &c.target {
+                if !self.targets.get(t).is_some_and(SimTarget::reachable) {
+                    c.broken = true;
+                }
+            }
+        }
+        if self.cm_id_table {
+            let ports = self.consumers_per_port();
+            if self.consumers_reported.as_ref() != Some(&ports) {
+                self.consumers_reported = Some(ports.clone());
+                out.push(Delivery::Netlink(Observation::Consumers { ports }));
             }
         }
         // As the daemon's `daemon::recipes`: what each present device's sysfs facts say would
@@ -1395,6 +1426,33 @@ impl SimHost {
             }
         }
         out
+    }
+
+    /// The consumers per port the CM id and QP tables show now, read by the core's model
+    /// with the processes named, as the daemon reads them.
+    pub fn consumers_per_port(&self) -> Vec<PortConsumers> {
+        let mut ids = self.cm_ids();
+        let mut qps = Vec::new();
+        for d in self.devices.values().filter(|d| d.present) {
+            let on: Vec<_> = self
+                .rdma_consumers
+                .iter()
+                .filter(|c| c.device == d.name)
+                .cloned()
+                .collect();
+            let local = self
+                .netdev_of(&PortId::new(&d.name, 1))
+                .and_then(|n| self.netdev_addrs.get(&n).copied())
+                .unwrap_or(IpAddr::from([192, 0, 2, 1]));
+            let (i, q) = super::consumers::rows(&on, d.index, local);
+            ids.extend(i);
+            qps.extend(q);
+        }
+        let mut ports = crate::core::consumers::per_port(&ids, &qps);
+        crate::core::consumers::name_processes(&mut ports, |pid| {
+            self.rdma_consumers.iter().find_map(|c| c.comm(pid))
+        });
+        ports
     }
 
     /// Every present RDMA port with its netdev (sysfs `gid_attrs/ndevs`).

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::consumers::SimConsumer;
 use super::harness::{Harness, SimError};
 use super::host::{Driver, HostEvent, RecreatePlan, SimHost};
 use super::kernel;
@@ -461,6 +462,48 @@ fn other_sessions_proceed() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on a device that also carries an NVMe-over-RDMA controller whose
+/// target stays up: the controller is live, so the re-creation waits for the operator.
+fn healthy_nvme_holds() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.rdma_consumers
+        .push(SimConsumer::nvme(FIELD_DEVICE, 1, None));
+    h.schedule(
+        at(400),
+        HostEvent::Command(OperatorCommand::Recover {
+            device: FIELD_DEVICE.into(),
+            port: Some(1),
+        }),
+    );
+    (h, p)
+}
+
+/// The field incident with a user-space RDMA consumer (a librdmacm listener) on the device:
+/// it holds the re-creation until the operator's word.
+fn user_space_consumer() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.rdma_consumers
+        .push(SimConsumer::process(FIELD_DEVICE, 1, 4242, "spdk_tgt"));
+    h.schedule(
+        at(400),
+        HostEvent::Command(OperatorCommand::Recover {
+            device: FIELD_DEVICE.into(),
+            port: Some(1),
+        }),
+    );
+    (h, p)
+}
+
+/// The field incident with an NVMe-over-RDMA controller to the same target: the target's
+/// loss breaks it too (its QPs in ERR), so nothing live is in the way and the re-creation
+/// runs when the target is back.
+fn consumers_broken() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.rdma_consumers
+        .push(SimConsumer::nvme(FIELD_DEVICE, 1, Some(portal_a())));
+    (h, p)
+}
+
 fn pause_resume() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     h.schedule(at(30), HostEvent::Command(OperatorCommand::Pause));
@@ -876,6 +919,27 @@ pub fn all() -> Vec<Scenario> {
             "same, with recovery.other-sessions = proceed",
             600,
             other_sessions_proceed,
+        ),
+        s(
+            "healthy-nvme-holds",
+            "field incident on a device with a healthy NVMe-over-RDMA controller: wait for the \
+             operator",
+            700,
+            healthy_nvme_holds,
+        ),
+        s(
+            "user-space-consumer",
+            "field incident on a device a user-space RDMA process listens on: wait for the \
+             operator",
+            700,
+            user_space_consumer,
+        ),
+        s(
+            "consumers-broken",
+            "field incident on a device whose NVMe-over-RDMA controller the same target loss \
+             broke: re-create at once when the target is back",
+            600,
+            consumers_broken,
         ),
         s(
             "pause-resume",

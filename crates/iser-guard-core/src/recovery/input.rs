@@ -433,6 +433,13 @@ pub enum Observation {
         /// What the operator can do.
         remedy: String,
     },
+    /// The RDMA consumers of every port (RDMA netlink: the CM id table and the QP table's
+    /// owners, [`crate::consumers::per_port`]), whole: it replaces the last one. Sent when
+    /// it changes; never from the kernel log.
+    Consumers {
+        /// Every port with a consumer.
+        ports: Vec<crate::consumers::PortConsumers>,
+    },
 }
 
 /// What the status of an `RDMA CM: ADDR_ERROR` line says. The kernel logs the line for any
@@ -495,6 +502,7 @@ impl Observation {
                 e.port.unwrap_or(0),
                 e.kind
             ),
+            Observation::Consumers { .. } => "consumers".to_string(),
         }
     }
 
@@ -556,6 +564,14 @@ impl Observation {
                 format!("the driver of {device} requested a reset of its device")
             }
             Observation::NicWithoutRdma { pci, what, .. } => format!("{pci}: {what}"),
+            Observation::Consumers { ports } => format!(
+                "RDMA consumers: {}",
+                ports
+                    .iter()
+                    .map(|p| format!("{}/{} {}", p.device, p.port, p.consumers.len()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }

@@ -107,10 +107,14 @@ pub enum Hold {
     DryRun,
     /// The device is not in `devices.allow`.
     NotAllowed,
-    /// Re-creating the device would drop these healthy sessions; waiting for the operator.
+    /// Re-creating the device would drop these healthy sessions or live RDMA consumers
+    /// (`recovery.other-sessions`, `[recovery.consumers]`); waiting for the operator.
     OtherSessionsHealthy {
         /// The sessions that would be disrupted.
         sessions: Vec<SessionKey>,
+        /// The live consumers other than iSER that would lose their connections.
+        #[serde(default)]
+        consumers: Vec<crate::consumers::ConsumerRef>,
     },
     /// Another device is being re-created; one at a time.
     WaitingForSlot {
@@ -781,6 +785,10 @@ pub struct Recreation {
     pub state: RecreationState,
     /// Who asked.
     pub origin: Origin,
+    /// The RDMA consumers other than iSER on the device when it was decided (live or
+    /// broken): what the re-creation was allowed to take down.
+    #[serde(default)]
+    pub consumers: Vec<crate::consumers::ConsumerRef>,
 }
 
 /// What the engine knows about an RDMA device.

@@ -121,6 +121,13 @@ impl Engine {
             Observation::NicWithoutRdma { pci, what, remedy } => {
                 self.on_nic_without_rdma(&pci, &what, &remedy, now)
             }
+            Observation::Consumers { ports } => {
+                if self.consumers.as_ref() != Some(&ports) {
+                    self.consumers = Some(ports);
+                    // A consumer that went away or broke may lift a hold.
+                    self.evaluate_all(now);
+                }
+            }
             Observation::CmAddrError { status } => {
                 match CmAddrCause::of(status) {
                     CmAddrCause::LocalDeviceMissing => {}

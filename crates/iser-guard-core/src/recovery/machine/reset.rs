@@ -76,12 +76,20 @@ impl Engine {
                 return false;
             }
         }
-        if origin == Origin::Automatic && self.policy.other_sessions == OtherSessions::Wait {
-            let others = self.healthy_sessions_of_device(&device);
-            if !others.is_empty() {
+        if origin == Origin::Automatic {
+            let sessions = if self.policy.other_sessions == OtherSessions::Wait {
+                self.healthy_sessions_of_device(&device)
+            } else {
+                Vec::new()
+            };
+            let consumers = self.consumers_in_the_way(&device);
+            if !sessions.is_empty() || !consumers.is_empty() {
                 self.set_hold(
                     pid,
-                    Hold::OtherSessionsHealthy { sessions: others },
+                    Hold::OtherSessionsHealthy {
+                        sessions,
+                        consumers,
+                    },
                     &what,
                     &why,
                     now,
@@ -89,6 +97,7 @@ impl Engine {
                 return false;
             }
         }
+        let dropped = self.consumers_of(&device).unwrap_or_default();
         if let Some(busy) = self.recreating.clone() {
             if busy == device {
                 if let Some(p) = self.ports.get_mut(pid) {
@@ -128,6 +137,7 @@ impl Engine {
             started: now,
             state: RecreationState::InFlight,
             origin,
+            consumers: dropped.clone(),
         });
         self.recreating = Some(device.clone());
         self.inflight.insert(
@@ -162,6 +172,14 @@ impl Engine {
                 "the target answers again ({} consecutive probes): re-creating {device} \
                  (attempt {attempt}) to give the port a fresh QP 1",
                 self.policy.probe_successes
+            )
+        };
+        let reason = if dropped.is_empty() {
+            reason
+        } else {
+            format!(
+                "{reason}; other RDMA consumers on {device} lose their connections with it: {}",
+                crate::consumers::list(&dropped)
             )
         };
         for q in self.ports_of_device(&device) {
