@@ -276,7 +276,10 @@ async fn status_events_and_history_against_a_running_daemon() {
         .collect();
     for e in events {
         let seq = e["seq"].as_u64().unwrap();
-        assert!(recent_seqs.contains(&seq), "{seq} missing from --since 1m: {recent:#}");
+        assert!(
+            recent_seqs.contains(&seq),
+            "{seq} missing from --since 1m: {recent:#}"
+        );
     }
     let bad = cli_async(&config, &["events", "--since", "soon"]).await;
     assert_eq!(bad.status.code(), Some(64));
