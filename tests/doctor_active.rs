@@ -371,6 +371,7 @@ impl DeviceResetter for Blocking {
             took_ms: 0,
             failed_before: vec![],
             brought_back: false,
+            mode_restored: None,
         })
     }
 }

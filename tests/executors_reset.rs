@@ -337,6 +337,8 @@ fn ice_uses_devlink_enable_roce_and_touches_only_that_pf() {
             "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
             "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime",
             "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime",
+            // The mode check after the toggle (enable_roce on, aux named roce).
+            "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
         ]
     );
     assert!(f
@@ -1017,6 +1019,8 @@ fn a_devlink_step_blocked_in_the_kernel_is_reported_waited_for_and_never_followe
             "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
             "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime",
             "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime",
+            // The mode check after the toggle (enable_roce on, aux named roce).
+            "devlink dev param show pci/0000:02:00.0 name enable_roce -j",
         ]
     );
     assert_eq!(
@@ -1103,4 +1107,56 @@ fn a_sysfs_unbind_that_does_not_return_is_reported_by_the_watchdog_then_finished
         }
     );
     assert!(f.sys().join("class/infiniband/iwp61s0f0").exists());
+}
+
+#[test]
+fn ice_replugged_as_iwarp_during_the_toggle_is_found_and_restored_to_roce() {
+    // A reset of the function between the two devlink calls: ice plugs its RDMA aux device
+    // named from the mode bit (ice_idc.c), so it comes back as ice.iwarp.0.
+    let f = Fake::new();
+    let (pf0, _) = e810(&f, "irdma");
+    f.scenario("iwarp-flip");
+    let r = SysfsResetter::new(f.config(&["rocep2s0f0"]));
+    let out = recreated(r.recreate("rocep2s0f0", false).unwrap());
+    let restored = out.mode_restored.expect("the wrong mode was not reported");
+    assert!(
+        restored.contains("its RDMA auxiliary device is ice.iwarp.0 (not roce)"),
+        "{restored}"
+    );
+    let show = "devlink dev param show pci/0000:02:00.0 name enable_roce -j";
+    let off = "devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode runtime";
+    let on = "devlink dev param set pci/0000:02:00.0 name enable_roce value true cmode runtime";
+    // Toggle, check (wrong), one more toggle, check (right).
+    assert_eq!(f.argv(), [show, off, on, show, show, off, on, show]);
+    assert!(pf0.join("ice.roce.0").exists());
+    assert!(!pf0.join("ice.iwarp.0").exists());
+    assert_eq!(out.new_name, "rocep2s0f0");
+}
+
+#[test]
+fn ice_that_stays_iwarp_is_a_typed_error_after_one_restore() {
+    let f = Fake::new();
+    e810(&f, "irdma");
+    f.scenario("iwarp-stuck");
+    let r = SysfsResetter::new(f.config(&["rocep2s0f0"]));
+    let e = r.recreate("rocep2s0f0", false).unwrap_err();
+    assert!(matches!(e, ResetError::ModeNotRestored { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("wrong RDMA mode") && text.contains("ice.iwarp.0"),
+        "{text}"
+    );
+    // One restore, never a loop of toggles.
+    let sets = f.argv().iter().filter(|a| a.contains(" set ")).count();
+    assert_eq!(sets, 4, "{:?}", f.argv());
+    assert!(e.device_may_be_gone());
+}
+
+#[test]
+fn a_toggle_that_leaves_roce_on_and_the_aux_named_roce_reports_no_mode_change() {
+    let f = Fake::new();
+    e810(&f, "irdma");
+    let r = SysfsResetter::new(f.config(&["rocep2s0f0"]));
+    let out = recreated(r.recreate("rocep2s0f0", false).unwrap());
+    assert_eq!(out.mode_restored, None);
 }

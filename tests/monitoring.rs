@@ -186,6 +186,7 @@ fn full_exposition() -> String {
         EffectId(4),
         &Outcome::Recreate(RecreateResult::Recreated {
             name: "rocep2s0f0".into(),
+            mode_restored: None,
         }),
         Some("aux-rebind"),
     );

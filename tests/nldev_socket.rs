@@ -707,6 +707,7 @@ async fn the_watcher_dumps_the_cm_id_table_with_the_qp_table() {
 
 mod virtual_time {
     use super::*;
+    use iser_guard::core::recovery::Observation;
     use iser_guard::daemon::sources::{Signal, TopologyReport};
     use iser_guard::daemon::topology::{watch_netlink, HostTopology, NetlinkAccess};
     use iser_guard::io::netlink::RuntimeTimer;
@@ -887,12 +888,38 @@ mod virtual_time {
         // RES_QP_GET, RES_CM_ID_GET of each of the two devices); none in between.
         assert_eq!(s.log.lock().unwrap().len(), 1 + 13 * 7);
         // One report (the first dump); the others changed nothing, so the loop hears nothing.
-        // It says both devices appeared, each with its GSI QP's state.
+        // It says both devices appeared, each with its GSI QP's state, and the consumers of
+        // each port (ib_iser on rxe_ini, ib_isert on rxe_tgt).
         assert_eq!(reports.len(), 1, "{reports:#?}");
         assert!(
             matches!(&reports[0], TopologyReport::Update { observations, ports, cm_ids }
-            if observations.len() == 4 && ports.is_empty()
+            if observations.len() == 5 && ports.is_empty()
                 && cm_ids.iter().any(|c| c.kern_name.as_deref() == Some("ib_iser")))
+        );
+        let TopologyReport::Update { observations, .. } = &reports[0] else {
+            unreachable!()
+        };
+        let Some(Observation::Consumers { ports }) = observations.last() else {
+            panic!("no consumers in {observations:#?}")
+        };
+        let seen: Vec<(String, u32, String)> = ports
+            .iter()
+            .flat_map(|p| {
+                p.consumers
+                    .iter()
+                    .map(move |c| (p.device.clone(), p.port, c.describe()))
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("rxe_ini".into(), 1, "ib_iser (1 connection, live)".into()),
+                (
+                    "rxe_tgt".into(),
+                    1,
+                    "ib_isert (1 connection, 1 listener, live)".into()
+                )
+            ]
         );
     }
 
@@ -925,9 +952,12 @@ mod virtual_time {
         assert_eq!(reports.len(), 2, "{reports:#?}");
         assert_eq!(iser(&reports[0]), 1);
         assert_eq!(iser(&reports[1]), 0);
+        // The only observation: the consumers, without ib_iser now.
         assert!(
             matches!(&reports[1], TopologyReport::Update { observations, cm_ids, .. }
-            if observations.is_empty() && cm_ids.iter().any(|c| c.dev_name == "rxe_tgt"))
+            if matches!(observations.as_slice(), [Observation::Consumers { ports }]
+                if ports.iter().all(|p| p.device == "rxe_tgt"))
+                && cm_ids.iter().any(|c| c.dev_name == "rxe_tgt"))
         );
     }
 

@@ -590,6 +590,7 @@ fn a_stuck_port_is_coloured_only_when_the_style_says_terminal() {
             qp,
             explanation: "stuck".into(),
         }],
+        consumers: None,
         capabilities: None,
     };
     let plain = r.render_text();

@@ -38,6 +38,7 @@ mod drivers;
 #[path = "scenarios/kernel_6_8.rs"]
 mod kernel_6_8;
 
+use iser_guard::core::consumers::ConsumerKind;
 use iser_guard::core::recovery::{
     ActionKind, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase, Policy, PortId,
     Severity, StuckEvidence, Trust,
@@ -633,7 +634,10 @@ fn every_alert_carries_what_it_promises() {
                 assert!(command && !prose, "{}: {kind}: next = {r:?}", s.name);
             }
             match (kind.as_str(), a.subject()) {
-                ("recreate" | "blocked" | "unblocked", AlertSubject::Device(d)) => {
+                (
+                    "recreate" | "blocked" | "unblocked" | "driver-reset" | "mode",
+                    AlertSubject::Device(d),
+                ) => {
                     assert!(!d.is_empty())
                 }
                 ("fault" | "hold" | "quarantine" | "healthy" | "failed", AlertSubject::Port(p)) => {
@@ -642,8 +646,8 @@ fn every_alert_carries_what_it_promises() {
                 // A batch of several subjects (`fault:coalesced`) names them in its text.
                 (_, AlertSubject::Host) if a.key.ends_with(":coalesced") => {}
                 (
-                    "recreate" | "blocked" | "unblocked" | "fault" | "hold" | "quarantine"
-                    | "healthy" | "failed",
+                    "recreate" | "blocked" | "unblocked" | "driver-reset" | "mode" | "fault"
+                    | "hold" | "quarantine" | "healthy" | "failed",
                     other,
                 ) => {
                     panic!("{}: {}: subject {other:?}", s.name, a.key)
@@ -661,6 +665,8 @@ fn every_alert_carries_what_it_promises() {
         "healthy",
         "blocked",
         "unblocked",
+        "driver-reset",
+        "mode",
     ] {
         assert!(
             kinds.contains(k),
@@ -811,4 +817,89 @@ mod cli {
         assert_eq!(out.status.code(), Some(64));
         assert!(String::from_utf8_lossy(&out.stderr).contains("--list"));
     }
+}
+
+#[test]
+fn a_healthy_nvme_controller_on_the_device_holds_the_recreation_until_the_operator() {
+    let h = run("healthy-nvme-holds");
+    assert_safety(&h);
+    let a = alerts_with(&h, "would drop the connections of nvme_rdma");
+    assert_eq!(a.len(), 1, "one hold alert");
+    assert!(
+        a[0].detail.contains(
+            "Live RDMA consumers iser-guard cannot bring back: nvme_rdma on port 1 (live)"
+        ),
+        "{}",
+        a[0].detail
+    );
+    assert!(a[0]
+        .detail
+        .contains("[recovery.consumers] nvme-rdma = \"proceed\""));
+    let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
+    assert!(t >= 400, "re-created at {t}s, before the operator asked");
+    let (_, act) = h
+        .actions
+        .iter()
+        .find(|(_, a)| matches!(a.kind, ActionKind::RecreateDevice { .. }))
+        .unwrap();
+    assert_eq!(act.origin, Origin::Operator);
+    // The alert that announces the re-creation names what it takes down.
+    let r = alerts_with(&h, "re-creating RDMA device");
+    assert!(
+        r[0].detail
+            .contains("other RDMA consumers on rocep2s0f0 lose their connections with it: nvme_rdma on port 1 (live)"),
+        "{}",
+        r[0].detail
+    );
+    assert!(h.host.storage_ok());
+    // Nothing brings the controller back yet: it is gone from the tables.
+    assert!(h.host.rdma_consumers.iter().all(|c| c.gone));
+    let seen = h.engine().consumers().unwrap();
+    assert!(seen
+        .iter()
+        .all(|p| p.consumers.iter().all(|c| c.kind != ConsumerKind::NvmeRdma)));
+}
+
+#[test]
+fn a_user_space_consumer_on_the_device_is_named_by_pid_and_comm_and_holds() {
+    let h = run("user-space-consumer");
+    assert_safety(&h);
+    let a = alerts_with(&h, "would drop the connections of pid 4242 (spdk_tgt)");
+    assert_eq!(a.len(), 1);
+    assert!(a[0]
+        .detail
+        .contains("[recovery.consumers] user-space = \"proceed\""));
+    let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
+    assert!(t >= 400, "re-created at {t}s, before the operator asked");
+    assert!(h.host.storage_ok());
+}
+
+#[test]
+fn consumers_broken_by_the_same_fault_do_not_hold_and_the_decision_is_journaled() {
+    let h = run("consumers-broken");
+    assert_safety(&h);
+    assert!(alerts_with(&h, "waiting for the operator").is_empty());
+    assert_eq!(h.recreations().len(), 1);
+    let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
+    assert!((240..300).contains(&t), "re-created at {t}s");
+    let r = alerts_with(&h, "re-creating RDMA device");
+    assert!(
+        r[0].detail.contains("nvme_rdma on port 1 (broken)"),
+        "{}",
+        r[0].detail
+    );
+    // The re-creation's record names what it took down, and survives the journal.
+    let snap = h.engine().snapshot();
+    let bytes = iser_guard::core::journal::encode(&snap);
+    let back = iser_guard::core::journal::decode(&bytes).unwrap();
+    let rec = back
+        .devices
+        .iter()
+        .find(|d| d.name == FIELD_DEVICE)
+        .and_then(|d| d.recreation.clone())
+        .unwrap();
+    assert_eq!(rec.consumers.len(), 1);
+    assert_eq!(rec.consumers[0].kind, ConsumerKind::NvmeRdma);
+    assert!(!rec.consumers[0].live);
+    assert!(h.host.storage_ok());
 }

@@ -198,6 +198,7 @@ fuzz_target!(|data: &[u8]| {
                                 ActionKind::RecreateDevice { device, .. } => match v % 4 {
                                     0 | 1 => Outcome::Recreate(RecreateResult::Recreated {
                                         name: device.clone(),
+                                        mode_restored: None,
                                     }),
                                     2 => Outcome::Recreate(RecreateResult::Failed { reason: "x".into() }),
                                     _ => Outcome::NotRun { reason: "journal".into() },

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use crate::error::Error;
 
 pub mod check_config;
+pub mod consumers_view;
 pub mod daemon;
 pub mod daemon_view;
 pub mod doctor;

@@ -48,7 +48,10 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let cfg = view_config(globals);
     let root = args.sysfs_root.unwrap_or(cfg.paths.sysfs_root);
     let gathered = gather_with_caps(NldevClient::open(), &root, &cfg.paths.proc_root);
-    let report = StatusReport::build(&gathered);
+    let mut report = StatusReport::build(&gathered);
+    if let Some(ports) = report.consumers.as_mut() {
+        crate::io::proc_comm::name_processes(ports, &cfg.paths.proc_root);
+    }
     let socket = cfg.paths.control_socket;
     let daemon = super::daemon_view::query(&socket);
     if args.json {
@@ -127,6 +130,8 @@ pub struct Gathered {
     pub sysfs_error: Option<String>,
     /// The sysfs root used.
     pub sysfs_root: PathBuf,
+    /// Every RDMA CM id of the snapshot's devices (empty without netlink).
+    pub cm_ids: Vec<crate::core::nldev::CmIdEntry>,
     /// What the kernel offers the daemon ([`gather_with_caps`] only).
     pub caps: Option<KernelCaps>,
 }
@@ -159,14 +164,14 @@ pub fn gather<T: Transport>(
     };
     let parent_of = |name: &str| sysfs.device(name).and_then(|d| d.parent.identity());
     let result = client.and_then(|mut c| c.snapshot(&parent_of));
-    let (topology, netlink_error, skips) = match result {
+    let (topology, netlink_error, skips, cm_ids) = match result {
         Ok(report) => {
             let mut t = Topology::new();
             // One snapshot: the instant only stamps the evidence.
             t.apply_snapshot(report.snapshot, Instant::ZERO);
-            (Some(t), None, report.skips)
+            (Some(t), None, report.skips, report.cm_ids)
         }
-        Err(e) => (None, Some(e), Skips::default()),
+        Err(e) => (None, Some(e), Skips::default(), Vec::new()),
     };
     Gathered {
         topology,
@@ -175,6 +180,7 @@ pub fn gather<T: Transport>(
         sysfs,
         sysfs_error,
         sysfs_root: sysfs_root.to_path_buf(),
+        cm_ids,
         caps: None,
     }
 }
@@ -397,6 +403,10 @@ pub struct StatusReport {
     pub devices: Vec<DeviceStatus>,
     /// Stuck ports with their evidence.
     pub stuck_ports: Vec<StuckStatus>,
+    /// The RDMA consumers of every port (CM id table and QP owners); absent without RDMA
+    /// netlink.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumers: Option<Vec<crate::core::consumers::PortConsumers>>,
     /// What the kernel offers the daemon: device events subscribed or polled, the CM id
     /// table, the driver folders found.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -587,6 +597,10 @@ impl StatusReport {
             },
             devices,
             stuck_ports,
+            consumers: g
+                .topology
+                .as_ref()
+                .map(|t| crate::core::consumers::of_topology(t, &g.cm_ids)),
             capabilities: g.caps.clone(),
         }
     }
@@ -680,6 +694,7 @@ impl StatusReport {
                 d.qp_error.as_deref().unwrap_or_default()
             );
         }
+        out.push_str(&super::consumers_view::render(self.consumers.as_deref()));
         for s in &self.stuck_ports {
             let _ = writeln!(
                 out,

@@ -132,6 +132,7 @@ pub struct Devices {
 }
 
 // The policy vocabulary lives in the pure core; the file maps onto it.
+pub use iser_guard_core::consumers::{ConsumerAction, ConsumerKind, ConsumerPolicy};
 pub use iser_guard_core::recovery::{
     OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy,
 };
@@ -189,6 +190,9 @@ pub struct Recovery {
     /// is re-created from what was remembered of it.
     #[serde(with = "humantime_secs")]
     pub device_wait: Duration,
+    /// `[recovery.consumers]`: per kind of RDMA consumer other than iSER, what a live one
+    /// does to an automatic re-creation of its device (`wait`, the default, or `proceed`).
+    pub consumers: BTreeMap<ConsumerKind, ConsumerAction>,
 }
 
 /// A syslog facility.
@@ -370,6 +374,7 @@ impl Default for Recovery {
             verify_timeout: Duration::from_secs(60),
             selftest: SelfTestPolicy::Auto,
             device_wait: Duration::from_secs(60),
+            consumers: BTreeMap::new(),
         }
     }
 }
@@ -942,6 +947,9 @@ impl Config {
             max_attempts: r.max_attempts.max(1),
             iscsid_grace: r.iscsid_grace,
             other_sessions: r.other_sessions,
+            consumers: ConsumerPolicy {
+                kinds: r.consumers.clone(),
+            },
             iscsiadm_timeout: r.iscsiadm_timeout,
             allow: self.devices.allow.iter().cloned().collect(),
             trust_userspace: self.kmsg.trust_userspace_records,
@@ -1011,6 +1019,13 @@ impl Config {
         }
 
         let r = &self.recovery;
+        if r.consumers.contains_key(&ConsumerKind::Iser) {
+            p.push(Problem::new(
+                "recovery.consumers.iser",
+                "iSER sessions are brought back by iser-guard; whether healthy ones hold a \
+                 re-creation is recovery.other-sessions",
+            ));
+        }
         let mut portals = BTreeSet::new();
         for (text, method) in &r.portal_probe_method {
             let key = format!("recovery.portal-probe-method.\"{text}\"");
@@ -1201,6 +1216,20 @@ impl Config {
                  (ProtectKernelModules=no, CAP_SYS_MODULE), else the daemon refuses to start"
                     .into(),
             );
+        }
+        let proceed: Vec<&str> = self
+            .recovery
+            .consumers
+            .iter()
+            .filter(|(_, a)| **a == ConsumerAction::Proceed)
+            .map(|(k, _)| k.key())
+            .collect();
+        if !proceed.is_empty() {
+            w.push(format!(
+                "[recovery.consumers] {} = \"proceed\": live RDMA consumers of these kinds lose \
+                 their connections to a re-creation, and iser-guard does not bring them back",
+                proceed.join(", ")
+            ));
         }
         if self.recovery.other_sessions == OtherSessions::Proceed {
             w.push(

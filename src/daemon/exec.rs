@@ -138,6 +138,7 @@ pub fn execute(
                 Ok(ResetOutcome::Recreated(r)) => done(
                     Outcome::Recreate(RecreateResult::Recreated {
                         name: r.new_name.clone(),
+                        mode_restored: r.mode_restored.clone(),
                     }),
                     if r.brought_back {
                         format!(
@@ -259,6 +260,8 @@ fn reset_method(r: &Result<ResetOutcome, crate::io::reset::ResetError>) -> Optio
             Some(method.kind())
         }
         Err(E::AllMethodsFailed { failures, .. }) => failures.last().map(|f| f.method.kind()),
+        // Only a devlink toggle checks the mode.
+        Err(E::ModeNotRestored { .. }) => Some("devlink-toggle"),
         Err(
             E::NoMethod { .. } | E::NoSuchDevice { .. } | E::ParentGone { .. } | E::Sysfs { .. },
         ) => None,

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::core::consumers::PortConsumers;
 use crate::core::nldev::CmIdEntry;
 use crate::core::recovery::{from_topology_event, Observation};
 use crate::core::session_map::RdmaPortNetdev;
@@ -249,6 +250,7 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
     metrics.source_up(crate::metrics::Source::Netlink, true);
     let mut first = true;
     let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
+    let mut sent_consumers: Option<Vec<PortConsumers>> = None;
     let mut recipes = super::recipes::Recipes::new(sysfs_root);
     loop {
         if finished(tx, stop) {
@@ -273,9 +275,14 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
             StepEnd::Monitor if !events.is_empty() => metrics.topology_changed(w.topology()),
             StepEnd::Monitor | StepEnd::Woken => {}
         }
-        // A new connection changes the CM id table alone (no topology event).
+        // A new connection changes the CM id table alone (no topology event), a consumer's
+        // QP going to ERR the QP table alone.
         let cm_changed = w.cm_ids() != sent_cm_ids.as_slice();
-        if end == StepEnd::Woken || (events.is_empty() && !first && !forced && !cm_changed) {
+        let consumers = consumers_of(w);
+        let consumers_changed = sent_consumers.as_ref() != Some(&consumers);
+        if end == StepEnd::Woken
+            || (events.is_empty() && !first && !forced && !cm_changed && !consumers_changed)
+        {
             continue;
         }
         first = false;
@@ -289,6 +296,12 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
         // After the topology's own facts, so a re-created device's recipe follows its
         // appearance.
         observations.extend(recipes.changed(super::recipes::netlink_devices(w.topology())));
+        if consumers_changed {
+            observations.push(Observation::Consumers {
+                ports: consumers.clone(),
+            });
+            sent_consumers = Some(consumers);
+        }
         let ports = sysfs_ports(&w.take_scan().unwrap_or_else(|| scan(sysfs_root)));
         if tx
             .send(TopologyReport::Update {
@@ -301,6 +314,14 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
             return Ok(());
         }
     }
+}
+
+/// The consumers per port of the watcher's CM id and QP tables (process names are the
+/// loop's to fill in).
+fn consumers_of<T: AsyncTransport, M: AsyncTransport>(
+    w: &NldevWatcher<T, M>,
+) -> Vec<PortConsumers> {
+    crate::core::consumers::of_topology(w.topology(), w.cm_ids())
 }
 
 /// Sysfs alone: devices appearing and disappearing, port netdevs, scanned every `interval`

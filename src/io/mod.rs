@@ -20,6 +20,7 @@ pub mod netlink;
 pub mod path_trust;
 pub mod probe;
 pub mod probe_choice;
+pub mod proc_comm;
 pub mod process;
 pub mod reset;
 pub mod route;

@@ -121,6 +121,7 @@ struct Families {
     selftest_last_duration: Family<Labels, Gauge<f64, AtomicU64>>,
     selftest_last_success: Family<Labels, Gauge>,
     selftest_last_timestamp: Family<Labels, Gauge<f64, AtomicU64>>,
+    rdma_consumers: Family<Labels, Gauge>,
 }
 
 #[derive(Debug)]
@@ -252,6 +253,7 @@ impl Metrics {
             selftest_last_duration: Family::default(),
             selftest_last_success: Family::default(),
             selftest_last_timestamp: Family::default(),
+            rdma_consumers: Family::default(),
         };
         r.register(
             "kernel_events",
@@ -380,6 +382,11 @@ impl Metrics {
             "Time the steps of each port's last self-test took (passed or failed)",
             Unit::Seconds,
             f.selftest_last_duration.clone(),
+        );
+        r.register(
+            "rdma_consumers",
+            "RDMA consumers on each port (CM id table and QP owners), by device, port, kind (the keys of [recovery.consumers], and iser) and state (live: a connection, listener or QP still working; broken: none)",
+            f.rdma_consumers.clone(),
         );
         r.register(
             "selftest_last_success",
@@ -560,6 +567,28 @@ impl Metrics {
                 *last = stats;
             }
             i.topology.set(census::TopologyCensus::of(topology));
+        });
+    }
+
+    /// The RDMA consumers per port changed: the gauge is set anew (a port or kind that went
+    /// away disappears, so no stale series stays).
+    pub fn consumers(&self, ports: &[crate::core::consumers::PortConsumers]) {
+        self.with(|i| {
+            i.f.rdma_consumers.clear();
+            for p in ports {
+                for c in &p.consumers {
+                    let labels = vec![
+                        ("device", p.device.clone()),
+                        ("port", p.port.to_string()),
+                        ("kind", c.kind.key().to_string()),
+                        (
+                            "state",
+                            if c.live() { "live" } else { "broken" }.to_string(),
+                        ),
+                    ];
+                    i.f.rdma_consumers.get_or_create(&labels).inc();
+                }
+            }
         });
     }
 

@@ -53,6 +53,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use super::kernel;
+use crate::core::consumers::PortConsumers;
 use crate::core::nldev::{CmIdEntry, QpTypeOrRaw, SockAddr};
 use crate::core::qp::QpState;
 use crate::core::recovery::{
@@ -117,6 +118,11 @@ pub enum RecreatePlan {
     Blocked(Duration),
     /// No method applies.
     Unsupported(String),
+    /// A reset of the function lands between the two devlink calls: ice re-plugs the RDMA
+    /// device as `ice.iwarp.0` (its mode bit says RoCE is off). The executor's mode check
+    /// finds it and toggles `enable_roce` once more; the device is back as RoCE one
+    /// re-creation time later, and the outcome says what was restored.
+    IwarpFlip,
 }
 
 /// How iscsiadm behaves.
@@ -165,6 +171,8 @@ pub struct SimDevice {
     pub recreations_completed: u32,
     /// Re-creation in progress.
     pub recreating: bool,
+    /// What the executor's RDMA-mode check will report with this re-creation's outcome.
+    pub mode_restored: Option<String>,
     /// Registrations still to come whose CM path is silently dead: QP 1 reaches RTS (the
     /// QP table shows it), yet no connection request gets an answer and nothing is logged,
     /// as a Soft-RoCE connect whose requests are lost times out (scenario fault).
@@ -452,6 +460,10 @@ pub struct SimHost {
     recipes_reported: BTreeMap<String, RecreateFrom>,
     /// Every re-creation command run on the host (`rdma link add ...`, `echo ... > bind`).
     pub commands: Vec<String>,
+    /// RDMA consumers other than iSER (NVMe over RDMA, processes).
+    pub rdma_consumers: Vec<super::consumers::SimConsumer>,
+    /// The consumers per port the agent was last told of.
+    consumers_reported: Option<Vec<PortConsumers>>,
     /// Portal probes: the network's answers through the daemon's probe choice.
     pub probes: super::probe::SimProbes,
     next_dev_index: u32,
@@ -505,6 +517,8 @@ impl SimHost {
             selftest_available: true,
             async_events: false,
             recipes_reported: BTreeMap::new(),
+            rdma_consumers: Vec::new(),
+            consumers_reported: None,
             commands: Vec::new(),
             probes: super::probe::SimProbes::default(),
             next_dev_index: 0,
@@ -551,6 +565,7 @@ impl SimHost {
                 plans: VecDeque::new(),
                 recreations_started: 0,
                 recreations_completed: 0,
+                mode_restored: None,
                 recreating: false,
                 cm_silent_registrations: 0,
                 cm_silent: false,
@@ -819,8 +834,13 @@ impl SimHost {
                     "{device} re-registered: MAD layer opened its ports, new QP 1 walked RESET->INIT->RTR->RTS"
                 )));
                 self.set_device_present(&device, true, now, out);
+                let mode_restored = self
+                    .devices
+                    .get_mut(&device)
+                    .and_then(|d| d.mode_restored.take());
                 let result = RecreateResult::Recreated {
                     name: device.clone(),
+                    mode_restored,
                 };
                 match report {
                     Report::Outcome => out.push(Delivery::Outcome {
@@ -1126,7 +1146,15 @@ impl SimHost {
                     device: device.to_string(),
                 }));
             }
-            // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL).
+            // Every RDMA consumer is dropped: iSER connections fail (DEVICE_REMOVAL); the
+            // others are destroyed (nvme_rdma deletes its controllers).
+            for c in self
+                .rdma_consumers
+                .iter_mut()
+                .filter(|c| c.device == device)
+            {
+                c.gone = true;
+            }
             let sids = self.logged_in_sessions(|s| s.port.device == device);
             for sid in sids {
                 self.fail_session(sid, 1011, now, out);
@@ -1240,6 +1268,22 @@ impl SimHost {
                         state: *g,
                     }));
                 }
+            }
+        }
+        // As the daemon's topology source: the consumers per port, from the CM id and QP
+        // tables, when they changed.
+        for c in &mut self.rdma_consumers {
+            if let Some(t) = &c.target {
+                if !self.targets.get(t).is_some_and(SimTarget::reachable) {
+                    c.broken = true;
+                }
+            }
+        }
+        if self.cm_id_table {
+            let ports = self.consumers_per_port();
+            if self.consumers_reported.as_ref() != Some(&ports) {
+                self.consumers_reported = Some(ports.clone());
+                out.push(Delivery::Netlink(Observation::Consumers { ports }));
             }
         }
         // As the daemon's `daemon::recipes`: what each present device's sysfs facts say would
@@ -1382,6 +1426,33 @@ impl SimHost {
             }
         }
         out
+    }
+
+    /// The consumers per port the CM id and QP tables show now, read by the core's model
+    /// with the processes named, as the daemon reads them.
+    pub fn consumers_per_port(&self) -> Vec<PortConsumers> {
+        let mut ids = self.cm_ids();
+        let mut qps = Vec::new();
+        for d in self.devices.values().filter(|d| d.present) {
+            let on: Vec<_> = self
+                .rdma_consumers
+                .iter()
+                .filter(|c| c.device == d.name)
+                .cloned()
+                .collect();
+            let local = self
+                .netdev_of(&PortId::new(&d.name, 1))
+                .and_then(|n| self.netdev_addrs.get(&n).copied())
+                .unwrap_or(IpAddr::from([192, 0, 2, 1]));
+            let (i, q) = super::consumers::rows(&on, d.index, local);
+            ids.extend(i);
+            qps.extend(q);
+        }
+        let mut ports = crate::core::consumers::per_port(&ids, &qps);
+        crate::core::consumers::name_processes(&mut ports, |pid| {
+            self.rdma_consumers.iter().find_map(|c| c.comm(pid))
+        });
+        ports
     }
 
     /// Every present RDMA port with its netdev (sysfs `gid_attrs/ndevs`).
@@ -1572,7 +1643,10 @@ impl SimHost {
                 fail(&mut out, RecreateResult::Unsupported { reason });
                 return out;
             }
-            RecreatePlan::Ok | RecreatePlan::LoseOutcome | RecreatePlan::Blocked(_) => {}
+            RecreatePlan::Ok
+            | RecreatePlan::LoseOutcome
+            | RecreatePlan::Blocked(_)
+            | RecreatePlan::IwarpFlip => {}
         }
         let mut report = match scripted {
             RecreatePlan::LoseOutcome => Report::Lost,
@@ -1642,6 +1716,25 @@ impl SimHost {
             ResetMethod::RdmaLinkReadd { .. } => Duration::from_millis(200),
             _ => RECREATE_TIME,
         };
+        if let (RecreatePlan::IwarpFlip, ResetMethod::DevlinkToggle { handle, .. }) =
+            (&scripted, &method)
+        {
+            // The check after the toggle, and the toggle that restores RoCE.
+            let bdf = handle.trim_start_matches("pci/");
+            let n = bdf.rsplit('.').next().unwrap_or("0");
+            out.push(Delivery::Note(format!(
+                "a reset of {bdf} between the two devlink calls: ice re-plugged the RDMA \
+                 device as ice.iwarp.{n}"
+            )));
+            self.commands.extend(method_commands(&method, false));
+            if let Some(d) = self.devices.get_mut(device) {
+                d.mode_restored = Some(format!(
+                    "its RDMA auxiliary device is ice.iwarp.{n} (not roce); restored by \
+                     toggling enable_roce once more (the RDMA device is back as RoCE)"
+                ));
+            }
+            back_after += RECREATE_TIME;
+        }
         if let RecreatePlan::Blocked(held) = scripted {
             // The device is disabled at once (unregistration starts: netlink no longer
             // lists it), and its removal waits for the holder: the down step does not return.

@@ -5,6 +5,7 @@
 //! real [`Engine`](crate::core::recovery::Engine) against it the way the daemon will, journal
 //! included; [`scenarios`] names the incidents. Nothing here touches the real host.
 
+pub mod consumers;
 pub mod harness;
 pub mod host;
 pub mod kernel;

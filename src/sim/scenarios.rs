@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::consumers::SimConsumer;
 use super::harness::{Harness, SimError};
 use super::host::{Driver, HostEvent, RecreatePlan, SimHost};
 use super::kernel;
@@ -461,6 +462,48 @@ fn other_sessions_proceed() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on a device that also carries an NVMe-over-RDMA controller whose
+/// target stays up: the controller is live, so the re-creation waits for the operator.
+fn healthy_nvme_holds() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.rdma_consumers
+        .push(SimConsumer::nvme(FIELD_DEVICE, 1, None));
+    h.schedule(
+        at(400),
+        HostEvent::Command(OperatorCommand::Recover {
+            device: FIELD_DEVICE.into(),
+            port: Some(1),
+        }),
+    );
+    (h, p)
+}
+
+/// The field incident with a user-space RDMA consumer (a librdmacm listener) on the device:
+/// it holds the re-creation until the operator's word.
+fn user_space_consumer() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.rdma_consumers
+        .push(SimConsumer::process(FIELD_DEVICE, 1, 4242, "spdk_tgt"));
+    h.schedule(
+        at(400),
+        HostEvent::Command(OperatorCommand::Recover {
+            device: FIELD_DEVICE.into(),
+            port: Some(1),
+        }),
+    );
+    (h, p)
+}
+
+/// The field incident with an NVMe-over-RDMA controller to the same target: the target's
+/// loss breaks it too (its QPs in ERR), so nothing live is in the way and the re-creation
+/// runs when the target is back.
+fn consumers_broken() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.rdma_consumers
+        .push(SimConsumer::nvme(FIELD_DEVICE, 1, Some(portal_a())));
+    (h, p)
+}
+
 fn pause_resume() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     h.schedule(at(30), HostEvent::Command(OperatorCommand::Pause));
@@ -595,6 +638,51 @@ fn recreate_hang() -> (SimHost, Policy) {
             port: Some(1),
         }),
     );
+    (h, p)
+}
+
+/// irdma's control QP times out while the target is away; irdma asks ice for a reset, ice
+/// unplugs the device and plugs it back in 3 minutes later (after the target is back).
+fn driver_reset() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.schedule(
+        at(120),
+        HostEvent::Lines {
+            facility: 0,
+            lines: vec![
+                // irdma utils.c irdma_handle_cqp_op, then main.c irdma_request_reset.
+                format!(
+                    "ice 0000:02:00.0 {FIELD_DEVICE}: [Modify QP Cmd Error][op_code=6] \
+                     status=-110 waiting=1 completion_err=0 maj=0x0 min=0x0"
+                ),
+                format!("ice 0000:02:00.0 {FIELD_DEVICE}: Requesting a reset"),
+            ],
+        },
+    );
+    h.schedule(
+        at(121),
+        HostEvent::InitiatorDevice {
+            device: FIELD_DEVICE.into(),
+            present: false,
+        },
+    );
+    h.schedule(
+        at(300),
+        HostEvent::InitiatorDevice {
+            device: FIELD_DEVICE.into(),
+            present: true,
+        },
+    );
+    (h, p)
+}
+
+/// The field incident, and the re-creation's devlink toggle is overtaken by a reset of the
+/// function: ice re-plugs the device as iWARP; the executor restores RoCE.
+fn iwarp_flip() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.plans.push_back(RecreatePlan::IwarpFlip);
+    }
     (h, p)
 }
 
@@ -741,6 +829,20 @@ pub fn all() -> Vec<Scenario> {
             recreate_hang,
         ),
         s(
+            "driver-reset",
+            "irdma asks ice for a reset while the target is away; the device is back 3 minutes \
+             later: no re-creation of our own meanwhile, verified afterwards",
+            700,
+            driver_reset,
+        ),
+        s(
+            "iwarp-flip",
+            "a reset of the function between the two devlink calls re-plugs the device as \
+             iWARP: the mode is checked, RoCE restored, the operator told",
+            700,
+            iwarp_flip,
+        ),
+        s(
             "recreate-outcome-lost",
             "the re-creation works but its outcome is lost: verified, not repeated",
             700,
@@ -817,6 +919,27 @@ pub fn all() -> Vec<Scenario> {
             "same, with recovery.other-sessions = proceed",
             600,
             other_sessions_proceed,
+        ),
+        s(
+            "healthy-nvme-holds",
+            "field incident on a device with a healthy NVMe-over-RDMA controller: wait for the \
+             operator",
+            700,
+            healthy_nvme_holds,
+        ),
+        s(
+            "user-space-consumer",
+            "field incident on a device a user-space RDMA process listens on: wait for the \
+             operator",
+            700,
+            user_space_consumer,
+        ),
+        s(
+            "consumers-broken",
+            "field incident on a device whose NVMe-over-RDMA controller the same target loss \
+             broke: re-create at once when the target is back",
+            600,
+            consumers_broken,
         ),
         s(
             "pause-resume",

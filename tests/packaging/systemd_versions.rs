@@ -20,7 +20,7 @@
 //! Checked by hand as well: `systemd-analyze verify` of this unit on systemd 252 (Debian 12)
 //! reports no unknown key and no unparsable value.
 
-use super::{unit, Unit};
+use super::{assets, parse_unit, read, unit, Unit};
 
 /// The oldest systemd the package supports: Debian 12 (bookworm). Ubuntu 24.04 has 255 and
 /// Debian 13 (trixie) 257; both are newer, so a key below this floor is understood by all.
@@ -364,6 +364,14 @@ const VALUES: &[(&str, &str, u32, &str)] = &[
         OLDEST_SUPPORTED,
         "the system call sets table of systemd.exec(5) in systemd 252 (its first version not looked up)",
     ),
+    // The module-reload drop-in (packaging/debian/module-reload.conf). Named sets came with
+    // systemd 231 (NEWS 231); this one's own first version was not looked up.
+    (
+        "SystemCallFilter",
+        "@module",
+        OLDEST_SUPPORTED,
+        "the system call sets table of systemd.exec(5) in systemd 252 (its first version not looked up)",
+    ),
 ];
 
 type KeyRow = (&'static str, &'static str, u32, Role, &'static str);
@@ -432,6 +440,22 @@ fn problems(u: &Unit, keys: &[KeyRow], values: &[ValueRow]) -> Vec<String> {
 fn unit_uses_only_what_the_oldest_supported_systemd_understands() {
     let found = problems(&unit(), KEYS, VALUES);
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn shipped_drop_ins_use_only_what_the_oldest_supported_systemd_understands() {
+    // Every drop-in the package ships (as an example to install) is held to the unit's rules:
+    // a key systemd 252 ignored there would be a setting the operator believes is in force.
+    let drop_ins: Vec<String> = assets()
+        .into_iter()
+        .map(|(src, ..)| src)
+        .filter(|src| src.starts_with("packaging/debian/") && src.ends_with(".conf"))
+        .collect();
+    assert!(!drop_ins.is_empty(), "no drop-in found among the assets");
+    for src in drop_ins {
+        let found = problems(&parse_unit(&read(&src)), KEYS, VALUES);
+        assert!(found.is_empty(), "{src}:\n{}", found.join("\n"));
+    }
 }
 
 #[test]

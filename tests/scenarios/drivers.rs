@@ -4,6 +4,12 @@
 //!   waits, uninterruptibly, for every user of the device): the daemon reports it with the
 //!   blocked task's state and stack, starts no second writer, refuses the operator's
 //!   `recover` meanwhile, and resumes verification when the step returns.
+//! - `driver-reset`: irdma asks ice for a reset while the target is away and the device is
+//!   gone for 3 minutes (longer than `recovery.device-wait`): the engine starts no
+//!   re-creation of its own, and verifies the port when the driver brings the device back.
+//! - `iwarp-flip`: a reset of the function lands between the re-creation's two devlink
+//!   calls and ice re-plugs the device as iWARP: the executor's mode check restores RoCE,
+//!   the operator is told once, verification goes on as usual.
 //! - `iser-only-portal`: the target's portal has no TCP listener (refused) while its host
 //!   answers ARP/ND: the portal is probed by the neighbour probe and the port recovers only
 //!   once the target is back.
@@ -119,6 +125,64 @@ fn a_blocked_recreation_survives_restarts_without_a_second_writer() {
     assert!(h.host.storage_ok());
     assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
     assert_safety(&h);
+}
+
+#[test]
+fn a_reset_by_the_driver_is_waited_for_and_verified_like_our_own() {
+    let h = run("driver-reset");
+    assert_safety(&h);
+    // The device was gone 179 s, longer than device-wait (60 s), after which a device that
+    // just vanished is re-created from its parent: the driver's reset request held that.
+    assert!(h.recreations().is_empty(), "{}", h.render());
+    assert_eq!(h.host.devices[FIELD_DEVICE].recreations_started, 0);
+    let alert = alerts_with(&h, "the driver of rocep2s0f0 requested a reset");
+    assert_eq!(alert.len(), 1, "{:#?}", h.alerts);
+    assert_eq!(alert[0].severity, Severity::Warning);
+    // Verified as after our own re-creation: a fresh QP 1 is expected, the port goes
+    // through Reconnecting (iscsid's grace, the self-test) to Healthy.
+    let back = h
+        .transitions
+        .iter()
+        .find(|t| {
+            t.reason
+                .contains("re-created by its driver's reset after 180s")
+        })
+        .expect("the driver's re-creation was not taken as one");
+    assert_eq!(back.from, Phase::AwaitingDevice);
+    assert_eq!(back.to, Phase::Reconnecting);
+    assert_eq!(back.at.as_millis() / 1000, 300);
+    assert!(
+        h.timeline
+            .iter()
+            .any(|e| matches!(e, Entry::Note { text, .. }
+            if text.contains("self-test of rocep2s0f0/1 passed"))),
+        "{}",
+        h.render()
+    );
+    assert!(h.host.storage_ok());
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+}
+
+#[test]
+fn a_device_replugged_as_iwarp_is_restored_and_the_operator_told() {
+    let h = run("iwarp-flip");
+    assert_safety(&h);
+    // One re-creation: the restoring toggle is part of it, not a second attempt.
+    assert_eq!(h.recreations(), vec![FIELD_DEVICE.to_string()]);
+    assert_eq!(h.host.devices[FIELD_DEVICE].recreations_started, 1);
+    let alert = alerts_with(&h, "came back from its re-creation in the wrong RDMA mode");
+    assert_eq!(alert.len(), 1, "{:#?}", h.alerts);
+    assert_eq!(alert[0].severity, Severity::Error);
+    assert!(
+        alert[0].detail.contains("ice.iwarp.0 (not roce)")
+            && alert[0]
+                .detail
+                .contains("restored by toggling enable_roce once more"),
+        "{}",
+        alert[0].detail
+    );
+    assert!(h.host.storage_ok());
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
 }
 
 #[test]

@@ -59,6 +59,7 @@ fn host_until(
                 ActionKind::RecreateDevice { device, .. } => {
                     Outcome::Recreate(iser_guard::core::recovery::RecreateResult::Recreated {
                         name: device.clone(),
+                        mode_restored: None,
                     })
                 }
                 _ => Outcome::Iscsiadm(iscsi.clone()),

@@ -360,6 +360,7 @@ impl Rig {
             id,
             Outcome::Recreate(RecreateResult::Recreated {
                 name: INI.to_string(),
+                mode_restored: None,
             }),
         );
     }

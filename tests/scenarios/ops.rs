@@ -281,6 +281,7 @@ impl World {
                     ActionKind::RecreateDevice { device, .. } => match variant % 4 {
                         0 | 1 => Outcome::Recreate(RecreateResult::Recreated {
                             name: device.clone(),
+                            mode_restored: None,
                         }),
                         2 => Outcome::Recreate(RecreateResult::Failed {
                             reason: "busy".into(),

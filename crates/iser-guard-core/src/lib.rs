@@ -4,6 +4,7 @@
 //! come in as arguments; decisions go out as data. That makes every incident replayable and
 //! every scenario a deterministic test in virtual time.
 
+pub mod consumers;
 pub mod doctor;
 pub mod driver;
 pub mod iscsi;

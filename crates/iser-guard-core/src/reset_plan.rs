@@ -671,6 +671,29 @@ mod tests {
     }
 
     #[test]
+    fn an_out_of_tree_irdma_vf_device_is_rebound_on_its_iavf_aux_device() {
+        // Intel's out-of-tree irdma: driver folder irdma.gen_2 on every kernel; a VF's RDMA
+        // device hangs off iavf.roce.N. No devlink toggle (iavf has no enable_roce): the
+        // aux rebind in the folder it is bound to, never a guessed `irdma`.
+        let p = plan(
+            &hw("iavf", Some(("iavf.roce.0", Some("irdma.gen_2")))),
+            &opts(false),
+        );
+        assert_eq!(
+            p.methods.first(),
+            Some(&ResetMethod::AuxRebind {
+                device: "iavf.roce.0".into(),
+                driver: "irdma.gen_2".into()
+            })
+        );
+        assert!(!p
+            .methods
+            .iter()
+            .any(|m| matches!(m, ResetMethod::DevlinkToggle { .. })));
+        assert!(is_rdma_aux_name("iavf.roce.0"));
+    }
+
+    #[test]
     fn iwarp_mode_toggles_enable_iwarp_and_reload_needs_permission() {
         let p = plan(
             &hw("ice", Some(("ice.iwarp.1", Some("irdma")))),

@@ -148,7 +148,13 @@ impl Loop {
                 self.ports = ports;
                 self.cm_ids = cm_ids;
                 let now = self.now();
-                for obs in observations {
+                for mut obs in observations {
+                    if let crate::core::recovery::Observation::Consumers { ports } = &mut obs {
+                        let proc_root =
+                            crate::compose::reset_config(&self.settings.config).proc_root;
+                        crate::io::proc_comm::name_processes(ports, &proc_root);
+                        self.metrics.consumers(ports);
+                    }
                     tracing::info!(observation = %obs.describe(), "RDMA topology");
                     if let Some(w) = self.witness.as_mut() {
                         w.observe(&obs);

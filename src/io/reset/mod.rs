@@ -48,7 +48,7 @@ use serde::Serialize;
 
 use crate::core::recovery::{BlockedStep, TaskId};
 use crate::core::reset_plan::{
-    self, DeviceFacts, DeviceIdentity, PlanOptions, RecreateFrom, ResetMethod,
+    self, DeviceFacts, DeviceIdentity, DevlinkParam, PlanOptions, RecreateFrom, ResetMethod,
 };
 use crate::io::process::{
     is_executable, Exit, Invocation, RunError, Runner, SystemRunner, KILL_GRACE,
@@ -165,6 +165,11 @@ pub struct Recreated {
     /// The device was gone: only the method's "up" step ran, from what was remembered.
     #[serde(default)]
     pub brought_back: bool,
+    /// After a devlink toggle the RDMA mode was found wrong (the driver re-plugged the
+    /// device as iWARP, or `enable_roce` was off) and was restored: what was found and
+    /// what the restore did.
+    #[serde(default)]
+    pub mode_restored: Option<String>,
 }
 
 /// One timed step of a re-creation (`doctor --active` reports them).
@@ -296,6 +301,21 @@ pub enum ResetError {
         /// The sysfs root.
         root: PathBuf,
     },
+    /// After a devlink toggle the RDMA mode was wrong (iWARP, or `enable_roce` off) and one
+    /// more toggle did not restore RoCE.
+    #[error(
+        "{device} came back in the wrong RDMA mode ({found}) and RoCE could not be restored: \
+         {error}; check `devlink dev param show` and `ls /sys/bus/auxiliary/devices`, then set \
+         enable_roce true by hand (and enable_iwarp false)"
+    )]
+    ModeNotRestored {
+        /// The device.
+        device: String,
+        /// What was wrong.
+        found: String,
+        /// Why the restore failed.
+        error: String,
+    },
     /// The device was absent, the method's "up" step ran, and it did not appear.
     #[error("{method} ran for the absent {device}, but it did not appear within {:.1} s; check `dmesg` and `rdma dev`", waited.as_secs_f64())]
     NotBroughtBack {
@@ -390,7 +410,9 @@ impl ResetError {
             ResetError::DidNotDisappear { .. } | ResetError::CheckBlocked { .. } => {
                 ExitStatus::TempFail
             }
-            ResetError::UpStepFailed { .. } | ResetError::DidNotReturn { .. } => ExitStatus::OsErr,
+            ResetError::UpStepFailed { .. }
+            | ResetError::DidNotReturn { .. }
+            | ResetError::ModeNotRestored { .. } => ExitStatus::OsErr,
         }
     }
 
@@ -401,6 +423,7 @@ impl ResetError {
             ResetError::UpStepFailed { .. }
                 | ResetError::DidNotReturn { .. }
                 | ResetError::NotBroughtBack { .. }
+                | ResetError::ModeNotRestored { .. }
         )
     }
 
@@ -1006,6 +1029,89 @@ impl SysfsResetter {
     }
 }
 
+impl SysfsResetter {
+    /// After an `enable_roce` toggle: is the parameter on, and is the function's RDMA
+    /// auxiliary device named `roce`? ice names the device it plugs from its mode bit
+    /// (ice_idc.c), so a reset of the function while `enable_roce` was off (between the two
+    /// devlink calls) re-plugs it as `ice.iwarp.N`, over which iSER/RoCE never connects.
+    /// A wrong mode is restored with one more toggle (which unplugs whatever is plugged and
+    /// plugs it as RoCE) and checked again; still wrong is an error.
+    fn check_mode(
+        &self,
+        m: &ResetMethod,
+        id: &DeviceIdentity,
+        name: String,
+        on_blocked: OnBlocked<'_>,
+    ) -> Result<(String, Option<String>), ResetError> {
+        let ResetMethod::DevlinkToggle {
+            handle,
+            param: DevlinkParam::EnableRoce,
+        } = m
+        else {
+            return Ok((name, None));
+        };
+        let Some(found) = self.wrong_mode(m, id, on_blocked)? else {
+            return Ok((name, None));
+        };
+        tracing::warn!("after the devlink toggle of {handle}: {found}; restoring RoCE");
+        let name = match self.run_method(m, id, on_blocked, &mut Vec::new()) {
+            Ok(n) => n,
+            Err(MethodError::Fatal(e)) => return Err(e),
+            Err(MethodError::Skip(e)) => {
+                return Err(ResetError::ModeNotRestored {
+                    device: id.name.clone(),
+                    found,
+                    error: e.to_string(),
+                })
+            }
+        };
+        match self.wrong_mode(m, id, on_blocked)? {
+            None => Ok((
+                name,
+                Some(format!(
+                    "{found}; restored by toggling enable_roce once more (the RDMA device is \
+                     back as RoCE)"
+                )),
+            )),
+            Some(still) => Err(ResetError::ModeNotRestored {
+                device: id.name.clone(),
+                found,
+                error: format!("after one more toggle: {still}"),
+            }),
+        }
+    }
+
+    /// What is wrong with the function's RDMA mode, if anything.
+    fn wrong_mode(
+        &self,
+        m: &ResetMethod,
+        id: &DeviceIdentity,
+        on_blocked: OnBlocked<'_>,
+    ) -> Result<Option<String>, ResetError> {
+        let steps = self.steps(m);
+        let mut wrong = Vec::new();
+        if let Some(check) = &steps.check {
+            match self.run_inv(check, on_blocked) {
+                Ok(json) => match reset_plan::parse_devlink_param(&json, "enable_roce") {
+                    Ok(true) => {}
+                    Ok(false) => wrong.push("enable_roce is false".to_string()),
+                    Err(detail) => wrong.push(format!("enable_roce is unreadable ({detail})")),
+                },
+                Err(e) => wrong.push(format!("`{}` failed: {e}", check.display())),
+            }
+        }
+        // The device as it is back: its parent function's RDMA auxiliary device.
+        match self.find(id)?.and_then(|f| f.aux) {
+            Some(aux) if !aux.name.contains(".roce.") => wrong.push(format!(
+                "its RDMA auxiliary device is {} (not roce)",
+                aux.name
+            )),
+            _ => {}
+        }
+        Ok((!wrong.is_empty()).then(|| wrong.join(", ")))
+    }
+}
+
 /// Writes `value` to an existing sysfs file (never creates one: a missing file means a
 /// wrong driver folder, not a file to make).
 fn write_sysfs(path: &std::path::Path, value: &str) -> Result<(), StepError> {
@@ -1092,6 +1198,8 @@ impl DeviceResetter for SysfsResetter {
             };
             match run {
                 Ok(new_name) => {
+                    let (new_name, mode_restored) =
+                        self.check_mode(&pm.method, &id, new_name, on_blocked)?;
                     return Ok(ResetOutcome::Recreated(Recreated {
                         method: pm.method,
                         old_name: device.to_string(),
@@ -1099,7 +1207,8 @@ impl DeviceResetter for SysfsResetter {
                         took_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
                         failed_before: failures,
                         brought_back: plan.absent,
-                    }))
+                        mode_restored,
+                    }));
                 }
                 Err(MethodError::Skip(e)) => failures.push(MethodFailure {
                     method: pm.method,
@@ -1144,6 +1253,7 @@ impl DeviceResetter for SysfsResetter {
                 took_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
                 failed_before: Vec::new(),
                 brought_back: false,
+                mode_restored: None,
             }),
             Err(MethodError::Skip(e)) => Err(ResetError::AllMethodsFailed {
                 device: device.to_string(),
@@ -1249,6 +1359,7 @@ impl DeviceResetter for ScriptedResetter {
                 took_ms: 0,
                 failed_before: Vec::new(),
                 brought_back: false,
+                mode_restored: None,
             })),
         }
     }

@@ -83,6 +83,11 @@ pub enum PlanStep {
         backoff: Vec<Duration>,
         /// How long each attempt may take.
         timeout: Duration,
+        /// The RDMA consumers other than iSER on the device, which lose their connections
+        /// and which iser-guard does not bring back; `None` while not known (no RDMA
+        /// netlink).
+        #[serde(default)]
+        consumers: Option<Vec<crate::consumers::ConsumerRef>>,
     },
     /// Log sessions out and in.
     Reconnect {
@@ -179,12 +184,26 @@ impl CommandPlan {
                     attempts,
                     backoff,
                     timeout,
+                    consumers,
                 } => {
                     out.push(format!(
                         "re-create RDMA device {device}, trying these methods in order (each \
                          attempt at most {}):",
                         words(*timeout)
                     ));
+                    out.push(match consumers {
+                        None => "  other RDMA consumers on it: not known (no RDMA netlink CM id \
+                                 table)"
+                            .to_string(),
+                        Some(c) if c.is_empty() => {
+                            "  other RDMA consumers on it: none besides iSER".to_string()
+                        }
+                        Some(c) => format!(
+                            "  other RDMA consumers on it lose their connections, and \
+                             iser-guard does not bring them back: {}",
+                            crate::consumers::list(c)
+                        ),
+                    });
                     for m in &methods.methods {
                         out.push(format!("  {}: {}", m.method, m.steps.join("; ")));
                     }
@@ -410,6 +429,7 @@ impl Driver {
                 .map(|a| policy.backoff(a - 1, 0.5))
                 .collect(),
             timeout: policy.recreate_timeout,
+            consumers: self.engine.consumers_of(device),
         };
         let steps = match cmd {
             OperatorCommand::Pause => vec![PlanStep::Pause],

@@ -156,7 +156,10 @@ fn a_journal_write_completes_before_every_destructive_effect() {
         for (eid, kind) in pending {
             let o = match kind {
                 ActionKind::RecreateDevice { device, .. } => {
-                    Outcome::Recreate(crate::recovery::RecreateResult::Recreated { name: device })
+                    Outcome::Recreate(crate::recovery::RecreateResult::Recreated {
+                        name: device,
+                        mode_restored: None,
+                    })
                 }
                 _ => Outcome::Iscsiadm(crate::recovery::IscsiadmStatus::Success),
             };
@@ -516,6 +519,7 @@ mod lab_reset_device {
         let outcome = EffectOutcome::Action(Outcome::Recreate(
             crate::recovery::RecreateResult::Recreated {
                 name: "rxe_ini".into(),
+                mode_restored: None,
             },
         ));
         if outcome_before_dump {

@@ -2,13 +2,14 @@
 //! ([`EngineSnapshot`]). An engine refactor changes this file, never `v1.rs`/`v2.rs`.
 
 use super::{v2, JournalFormatError};
+use crate::consumers::{ConsumerKind, ConsumerRef};
 use crate::observe::{Incident, IncidentAction, IncidentOutcome, Stamp};
 use crate::recovery::{
-    ActionId, AwaitTimer, BlockedRecreation, BlockedStep, DeviceRecord, DiskInfo, EngineSnapshot,
-    Episode, Fault, FreshQp, Hold, InFlight, InFlightKind, IscsiNode, KernelBugHold, Origin, Phase,
-    PortId, PortRecord, PortState, Portal, PortalRecord, ReconnectTimer, Recreation,
-    RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict, SessionKey, SessionOp,
-    SessionRecord, SessionState, Stage, StuckEvidence, TaskId, TimerKind,
+    ActionId, AwaitTimer, BlockedRecreation, BlockedStep, DeviceRecord, DiskInfo, DriverReset,
+    EngineSnapshot, Episode, Fault, FreshQp, Hold, InFlight, InFlightKind, IscsiNode,
+    KernelBugHold, Origin, Phase, PortId, PortRecord, PortState, Portal, PortalRecord,
+    ReconnectTimer, Recreation, RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict,
+    SessionKey, SessionOp, SessionRecord, SessionState, Stage, StuckEvidence, TaskId, TimerKind,
 };
 use crate::reset_plan::{AuxFacts, ParentFacts, RecreateFrom, SoftType};
 use crate::time::Instant;
@@ -321,13 +322,44 @@ fn fault_in(f: v2::Fault) -> Result<Fault, JournalFormatError> {
     })
 }
 
+fn consumers_out(c: &[ConsumerRef]) -> Vec<v2::Consumer> {
+    c.iter()
+        .map(|c| v2::Consumer {
+            port: c.port,
+            kind: c.kind.key().to_string(),
+            owner: c.owner.clone(),
+            live: c.live,
+        })
+        .collect()
+}
+
+fn consumers_in(c: Vec<v2::Consumer>) -> Result<Vec<ConsumerRef>, JournalFormatError> {
+    c.into_iter()
+        .map(|c| {
+            Ok(ConsumerRef {
+                port: c.port,
+                kind: ConsumerKind::from_key(&c.kind).ok_or_else(|| JournalFormatError::Value {
+                    field: "consumer kind",
+                    reason: format!("{:?} is not a consumer kind", c.kind),
+                })?,
+                owner: c.owner,
+                live: c.live,
+            })
+        })
+        .collect()
+}
+
 fn hold_out(h: &Hold) -> v2::Hold {
     match h {
         Hold::Paused => v2::Hold::Paused,
         Hold::DryRun => v2::Hold::DryRun,
         Hold::NotAllowed => v2::Hold::NotAllowed,
-        Hold::OtherSessionsHealthy { sessions } => v2::Hold::OtherSessionsHealthy {
+        Hold::OtherSessionsHealthy {
+            sessions,
+            consumers,
+        } => v2::Hold::OtherSessionsHealthy {
             sessions: keys_out(sessions),
+            consumers: consumers_out(consumers),
         },
         Hold::WaitingForSlot { busy } => v2::Hold::WaitingForSlot { busy: busy.clone() },
         Hold::NoPortalKnown => v2::Hold::NoPortalKnown,
@@ -343,8 +375,12 @@ fn hold_in(h: v2::Hold) -> Result<Hold, JournalFormatError> {
         v2::Hold::Paused => Hold::Paused,
         v2::Hold::DryRun => Hold::DryRun,
         v2::Hold::NotAllowed => Hold::NotAllowed,
-        v2::Hold::OtherSessionsHealthy { sessions } => Hold::OtherSessionsHealthy {
+        v2::Hold::OtherSessionsHealthy {
+            sessions,
+            consumers,
+        } => Hold::OtherSessionsHealthy {
             sessions: keys_in(sessions)?,
+            consumers: consumers_in(consumers)?,
         },
         v2::Hold::WaitingForSlot { busy } => Hold::WaitingForSlot { busy },
         v2::Hold::NoPortalKnown => Hold::NoPortalKnown,
@@ -668,6 +704,7 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
             started: r.started.0,
             state: recreation_state_out(&r.state),
             origin: origin_out(r.origin),
+            consumers: consumers_out(&r.consumers),
         }),
         completed_recreations: d.completed_recreations,
         blocked: d.blocked.as_ref().map(|b| v2::BlockedRecreation {
@@ -683,6 +720,10 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
             pid: b.step.id.pid,
             tid: b.step.id.tid,
             start_time: b.step.id.start_time,
+        }),
+        driver_reset: d.driver_reset.map(|r| v2::DriverReset {
+            since: r.since.0,
+            requested: r.requested,
         }),
     }
 }
@@ -747,18 +788,28 @@ fn recipe_in(r: v2::Recipe) -> Result<RecreateFrom, JournalFormatError> {
 
 fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
     Ok(DeviceRecord {
+        driver_reset: d.driver_reset.map(|r| DriverReset {
+            since: Instant(r.since),
+            requested: r.requested,
+        }),
         name: d.name,
         present: d.present,
         parent: d.parent,
         driver: d.driver,
         remembered: d.remembered.map(recipe_in).transpose()?,
-        recreation: d.recreation.map(|r| Recreation {
-            id: ActionId(r.id),
-            attempt: r.attempt,
-            started: Instant(r.started),
-            state: recreation_state_in(r.state),
-            origin: origin_in(r.origin),
-        }),
+        recreation: d
+            .recreation
+            .map(|r| {
+                Ok::<_, JournalFormatError>(Recreation {
+                    id: ActionId(r.id),
+                    attempt: r.attempt,
+                    started: Instant(r.started),
+                    state: recreation_state_in(r.state),
+                    origin: origin_in(r.origin),
+                    consumers: consumers_in(r.consumers)?,
+                })
+            })
+            .transpose()?,
         completed_recreations: d.completed_recreations,
         blocked: d.blocked.map(|b| BlockedRecreation {
             action: ActionId(b.action),

@@ -1,7 +1,8 @@
 //! Journal format version 2: version 1 plus what the engine learned from the real-kernel run
 //! (target-back gating by probe start times, the fresh-QP check after a re-creation, hold
 //! re-alert times, troubled sessions, the `NoPortalKnown` hold, operator logout/login in
-//! flight). Every field added since v1 has a default, so a v1 file is a v2 file without them
+//! flight; later, without a format bump, the RDMA consumers named by a hold or a
+//! re-creation, absent when none). Every field added since v1 has a default, so a v1 file is a v2 file without them
 //! ([`super::migrate_v1`]).
 //!
 //! Frozen once released: these types say what is on disk, not what the engine holds. Names, variants and
@@ -154,6 +155,10 @@ pub enum Hold {
     OtherSessionsHealthy {
         /// Those sessions.
         sessions: Vec<SessionKey>,
+        /// Live RDMA consumers other than iSER that would lose their connections; absent
+        /// when none (and in files written before consumers were known).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        consumers: Vec<Consumer>,
     },
     /// Another device is being re-created.
     WaitingForSlot {
@@ -418,6 +423,10 @@ pub struct Recreation {
     pub state: RecreationState,
     /// Who asked.
     pub origin: Origin,
+    /// The RDMA consumers other than iSER on the device when it was decided; absent when
+    /// none (and in files written before consumers were known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consumers: Vec<Consumer>,
 }
 
 /// An RDMA device.
@@ -443,6 +452,20 @@ pub struct Device {
     /// never hold it, and it is written only while one is blocked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<BlockedRecreation>,
+    /// A re-creation by the device's own driver in progress (added without a format bump,
+    /// like `blocked`: written only while one is in progress).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_reset: Option<DriverReset>,
+}
+
+/// A re-creation by the device's own driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverReset {
+    /// First seen at (ms).
+    pub since: u64,
+    /// The driver asked for it (`Requesting a reset`).
+    pub requested: bool,
 }
 
 /// A re-creation whose step is blocked in the kernel.
@@ -640,4 +663,18 @@ pub struct Incident {
     pub attempts: u32,
     /// Last transition's reason.
     pub last_reason: String,
+}
+
+/// An RDMA consumer named by a decision (a hold, a re-creation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consumer {
+    /// Port of the device.
+    pub port: u32,
+    /// Kind (`nvme-rdma`, `user-space`, …: the keys of `[recovery.consumers]`).
+    pub kind: String,
+    /// Who, in operator words.
+    pub owner: String,
+    /// Had something live on the port.
+    pub live: bool,
 }

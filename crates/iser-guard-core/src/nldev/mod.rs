@@ -32,4 +32,4 @@ pub use state::{
 };
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -35,6 +35,10 @@ pub struct DaemonSnapshot {
     /// Kept for the first clients: the same as `daemon.safe_mode`.
     #[serde(default)]
     pub safe_mode: Option<SafeModeView>,
+    /// The RDMA consumers of every port (CM id table and QP owners), as last reported;
+    /// `None` while not known (no RDMA netlink, or before the first dump).
+    #[serde(default)]
+    pub consumers: Option<Vec<crate::consumers::PortConsumers>>,
 }
 
 /// What the daemon knows about itself.
@@ -333,10 +337,17 @@ impl DaemonSnapshot {
                         RecreationState::Completed => "completed",
                         RecreationState::Failed => "failed",
                     };
-                    format!(
+                    let mut s = format!(
                         "attempt {} {state}, started at {} ({})",
                         r.attempt, r.started, r.origin
-                    )
+                    );
+                    if !r.consumers.is_empty() {
+                        s.push_str(&format!(
+                            "; other RDMA consumers it took down: {}",
+                            crate::consumers::list(&r.consumers)
+                        ));
+                    }
+                    s
                 }),
                 completed_recreations: d.completed_recreations,
             })
@@ -369,6 +380,7 @@ impl DaemonSnapshot {
             },
             ports,
             devices,
+            consumers: engine.consumers().map(<[_]>::to_vec),
         }
     }
 
@@ -403,19 +415,37 @@ pub fn describe_hold(h: &Hold, device: &str) -> (&'static str, String) {
                  (`iser-guard recover {device}` runs it on the operator's word)"
             ),
         ),
-        Hold::OtherSessionsHealthy { sessions } => (
-            "other-sessions",
-            format!(
-                "re-creating {device} would drop {} healthy session(s) ({}); waiting for the \
-                 operator (`iser-guard recover {device}`)",
-                sessions.len(),
-                sessions
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ),
+        Hold::OtherSessionsHealthy {
+            sessions,
+            consumers,
+        } => {
+            let mut what = Vec::new();
+            if !sessions.is_empty() {
+                what.push(format!(
+                    "{} healthy session(s) ({})",
+                    sessions.len(),
+                    sessions
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if !consumers.is_empty() {
+                what.push(format!(
+                    "live RDMA consumers ({})",
+                    crate::consumers::list(consumers)
+                ));
+            }
+            (
+                "other-sessions",
+                format!(
+                    "re-creating {device} would drop {}; waiting for the operator \
+                     (`iser-guard recover {device}`)",
+                    what.join(" and ")
+                ),
+            )
+        }
         Hold::WaitingForSlot { busy } => (
             "waiting-for-slot",
             format!("{busy} is being re-created: one device at a time"),

@@ -104,7 +104,9 @@ impl Alert {
         match kind {
             "fault" | "hold" | "listener" | "quarantine" | "quarantine-down" | "failed"
             | "healthy" => port(subject).map_or(AlertSubject::Host, AlertSubject::Port),
-            "recreate" | "blocked" | "unblocked" => AlertSubject::Device(subject.to_string()),
+            "recreate" | "blocked" | "unblocked" | "driver-reset" | "mode" => {
+                AlertSubject::Device(subject.to_string())
+            }
             "renamed" => match parts.nth(1) {
                 Some(to) => AlertSubject::Device(to.to_string()),
                 None => AlertSubject::Host,

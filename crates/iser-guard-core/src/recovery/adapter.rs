@@ -111,6 +111,27 @@ pub(crate) fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)
             SignatureKind::RdmaCmRejected { reason } if reason.contains("invalid service ID") => {
                 Observation::CmRejectedInvalidServiceId
             }
+            SignatureKind::DriverResetRequested { .. } => Observation::DriverResetRequested {
+                device: dev.rdma_dev.clone()?,
+            },
+            SignatureKind::NicSafeMode => Observation::NicWithoutRdma {
+                pci: dev.pci.clone()?,
+                what: "ice is in safe mode (no DDP package): RDMA is disabled on this function"
+                    .to_string(),
+                remedy: "install the DDP package (/lib/firmware/intel/ice/ddp/ice.pkg, from \
+                         linux-firmware) and reload ice on a maintenance window"
+                    .to_string(),
+            },
+            SignatureKind::NicRebuildFailed => Observation::NicWithoutRdma {
+                pci: dev.pci.clone()?,
+                what: "ice could not rebuild the function after a reset: no netdev and no RDMA \
+                       device until the driver is reloaded"
+                    .to_string(),
+                remedy: "reload the driver on a maintenance window (modprobe -r irdma ice; \
+                         modprobe ice) or reboot: iser-guard cannot re-create a device whose \
+                         function is down"
+                    .to_string(),
+            },
             SignatureKind::RdmaCmAddrError { status, .. } => {
                 Observation::CmAddrError { status: (*status)? }
             }

@@ -417,6 +417,29 @@ pub enum Observation {
     /// `ibv_get_async_event`, delivered by the kernel through uverbs): trusted like RDMA
     /// netlink. What each kind means to the engine: docs/history/engine.md "Async events".
     AsyncEvent(crate::selftest::AsyncEvent),
+    /// The device's RDMA driver asked its NIC driver for a reset (irdma `Requesting a
+    /// reset`): the NIC driver is about to unplug the device and plug it in again.
+    DriverResetRequested {
+        /// RDMA device.
+        device: String,
+    },
+    /// A NIC function lost RDMA for a reason no re-creation repairs (ice safe mode, a
+    /// failed rebuild after a reset): said once, never acted on.
+    NicWithoutRdma {
+        /// The PCI function.
+        pci: String,
+        /// What happened, in operator words.
+        what: String,
+        /// What the operator can do.
+        remedy: String,
+    },
+    /// The RDMA consumers of every port (RDMA netlink: the CM id table and the QP table's
+    /// owners, [`crate::consumers::per_port`]), whole: it replaces the last one. Sent when
+    /// it changes; never from the kernel log.
+    Consumers {
+        /// Every port with a consumer.
+        ports: Vec<crate::consumers::PortConsumers>,
+    },
 }
 
 /// What the status of an `RDMA CM: ADDR_ERROR` line says. The kernel logs the line for any
@@ -471,12 +494,15 @@ impl Observation {
                 format!("kernel-bug:{}", module.as_deref().unwrap_or("kernel"))
             }
             Observation::IserQpEvent { event, .. } => format!("iser-qp-event:{event}"),
+            Observation::DriverResetRequested { device } => format!("driver-reset:{device}"),
+            Observation::NicWithoutRdma { pci, what, .. } => format!("nic-no-rdma:{pci}:{what}"),
             Observation::AsyncEvent(e) => format!(
                 "async-event:{}/{}:{}",
                 e.device,
                 e.port.unwrap_or(0),
                 e.kind
             ),
+            Observation::Consumers { .. } => "consumers".to_string(),
         }
     }
 
@@ -534,6 +560,18 @@ impl Observation {
                 format!("ib_iser: QP event on an iSER connection: {name} ({event})")
             }
             Observation::AsyncEvent(e) => format!("async event {e}"),
+            Observation::DriverResetRequested { device } => {
+                format!("the driver of {device} requested a reset of its device")
+            }
+            Observation::NicWithoutRdma { pci, what, .. } => format!("{pci}: {what}"),
+            Observation::Consumers { ports } => format!(
+                "RDMA consumers: {}",
+                ports
+                    .iter()
+                    .map(|p| format!("{}/{} {}", p.device, p.port, p.consumers.len()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }
@@ -567,6 +605,10 @@ pub enum RecreateResult {
     Recreated {
         /// The device name after re-creation.
         name: String,
+        /// The device came back in the wrong RDMA mode (re-plugged as iWARP by a reset of
+        /// the function during the toggle) and the executor restored RoCE: what it found.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode_restored: Option<String>,
     },
     /// The re-creation failed; the device state is whatever the executor saw.
     Failed {
@@ -622,7 +664,7 @@ pub struct TaskId {
 impl fmt::Display for RecreateResult {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RecreateResult::Recreated { name } => write!(f, "re-created as {name}"),
+            RecreateResult::Recreated { name, .. } => write!(f, "re-created as {name}"),
             RecreateResult::Failed { reason } => write!(f, "failed: {reason}"),
             RecreateResult::Unsupported { reason } => write!(f, "no method applies: {reason}"),
             RecreateResult::Blocked(b) => write!(

@@ -34,8 +34,8 @@ pub use input::{
 pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};
 pub use state::{
-    AwaitTimer, BlockedRecreation, DeviceRecord, EngineSnapshot, Episode, Fault, FreshQp, Hold,
-    InFlight, InFlightKind, KernelBugHold, Phase, PortRecord, PortState, PortalRecord,
-    ReconnectTimer, Recreation, RecreationState, SelfTestProgress, SelfTestRecord, SelfTestVerdict,
-    SessionOp, SessionRecord, Stage, TimerKind, Transition,
+    AwaitTimer, BlockedRecreation, DeviceRecord, DriverReset, EngineSnapshot, Episode, Fault,
+    FreshQp, Hold, InFlight, InFlightKind, KernelBugHold, Phase, PortRecord, PortState,
+    PortalRecord, ReconnectTimer, Recreation, RecreationState, SelfTestProgress, SelfTestRecord,
+    SelfTestVerdict, SessionOp, SessionRecord, Stage, TimerKind, Transition,
 };

@@ -34,6 +34,10 @@ pub struct Policy {
     pub iscsid_grace: Duration,
     /// `recovery.other-sessions`.
     pub other_sessions: OtherSessions,
+    /// `[recovery.consumers]`: what live RDMA consumers other than iSER do to an
+    /// automatic re-creation, per kind.
+    #[serde(default)]
+    pub consumers: crate::consumers::ConsumerPolicy,
     /// `recovery.iscsiadm-timeout`.
     pub iscsiadm_timeout: Duration,
     /// `devices.allow`: the only devices automatic recovery may touch.
@@ -143,6 +147,7 @@ impl Default for Policy {
             max_attempts: 3,
             iscsid_grace: Duration::from_secs(20),
             other_sessions: OtherSessions::Wait,
+            consumers: crate::consumers::ConsumerPolicy::default(),
             iscsiadm_timeout: Duration::from_secs(30),
             allow: BTreeSet::new(),
             trust_userspace: false,

@@ -107,10 +107,14 @@ pub enum Hold {
     DryRun,
     /// The device is not in `devices.allow`.
     NotAllowed,
-    /// Re-creating the device would drop these healthy sessions; waiting for the operator.
+    /// Re-creating the device would drop these healthy sessions or live RDMA consumers
+    /// (`recovery.other-sessions`, `[recovery.consumers]`); waiting for the operator.
     OtherSessionsHealthy {
         /// The sessions that would be disrupted.
         sessions: Vec<SessionKey>,
+        /// The live consumers other than iSER that would lose their connections.
+        #[serde(default)]
+        consumers: Vec<crate::consumers::ConsumerRef>,
     },
     /// Another device is being re-created; one at a time.
     WaitingForSlot {
@@ -781,6 +785,10 @@ pub struct Recreation {
     pub state: RecreationState,
     /// Who asked.
     pub origin: Origin,
+    /// The RDMA consumers other than iSER on the device when it was decided (live or
+    /// broken): what the re-creation was allowed to take down.
+    #[serde(default)]
+    pub consumers: Vec<crate::consumers::ConsumerRef>,
 }
 
 /// What the engine knows about an RDMA device.
@@ -807,6 +815,20 @@ pub struct DeviceRecord {
     /// device until it returns.
     #[serde(default)]
     pub blocked: Option<BlockedRecreation>,
+    /// The device's own driver is re-creating it (it asked its NIC driver for a reset, or
+    /// the device left without the engine's doing): the engine starts no re-creation of its
+    /// own meanwhile.
+    #[serde(default)]
+    pub driver_reset: Option<DriverReset>,
+}
+
+/// A re-creation of a device by its own driver, in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverReset {
+    /// When it was first seen (the reset request, or the device's departure).
+    pub since: Instant,
+    /// The driver said so (`Requesting a reset`); otherwise the device just left.
+    pub requested: bool,
 }
 
 /// A device re-creation blocked in the kernel (journaled: a restarted daemon still knows

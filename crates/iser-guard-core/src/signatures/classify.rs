@@ -70,22 +70,25 @@ impl Parsed {
 const ANCHORS: &[AnchorDef] = &[
     // irdma, qedr, hns and the MAD layer's RTS failure: MODIFY_SUBS.
     AnchorDef { text: "modify", distinctive: false, rank: 9, parse: p_modify },
-    AnchorDef { text: "MAD QP (", distinctive: true, rank: 7, parse: p_mad_fatal },
+    // ib_mad `… on MAD QP (`, mlx5_ib/mlx4_ib `Unexpected event type … on QP `: p_on_qp.
+    AnchorDef { text: " QP ", distinctive: false, rank: 7, parse: p_on_qp },
     // MAD port start-up: COULDNT_SUBS.
     AnchorDef { text: "Couldn't ", distinctive: false, rank: 7, parse: p_couldnt },
     AnchorDef { text: "abnormal ae_id = ", distinctive: true, rank: 7, parse: p_irdma_ae },
-    AnchorDef { text: "Invalid attribute mask: ", distinctive: true, rank: 6, parse: p_bnxt_mask },
+    // bnxt_re `Invalid attribute mask: `, rdma_rxe `invalid mask or state`: NVALID_SUBS.
+    AnchorDef { text: "nvalid ", distinctive: false, rank: 6, parse: p_nvalid },
     AnchorDef { text: "qpn: ", distinctive: false, rank: 6, parse: p_qpn },
     // bnxt_re `curr_qp_state=`, qedr `old_qp_state=`: QP_STATE_SUBS.
     AnchorDef { text: "qp_state=", distinctive: false, rank: 9, parse: p_qp_state },
-    AnchorDef { text: "invalid mask or state", distinctive: true, rank: 6, parse: p_rxe_invalid },
     // rdma_rxe `qp#N [func:] state -> X` / `qp#N [func:] moved to error state`.
     AnchorDef { text: " state -> ", distinctive: false, rank: 5, parse: p_rxe_state },
     AnchorDef { text: "moved to error state", distinctive: false, rank: 5, parse: p_rxe_moved_to_error },
     // libiscsi / scsi_transport_iscsi on the connection device (` connectionS:C: …`):
     // CONNECTION_SUBS.
     AnchorDef { text: "connection", distinctive: false, rank: 5, parse: p_connection },
-    AnchorDef { text: "session recovery timed out after ", distinctive: true, rank: 5, parse: p_recovery_timeout },
+    // iSCSI `session recovery timed out after `, SCSI `Device offlined - not ready after
+    // error recovery`: RECOVERY_SUBS.
+    AnchorDef { text: "recovery", distinctive: false, rank: 5, parse: p_recovery },
     // ib_iser (PFX "iser: " then `__func__`): ISER_SUBS and ISER_FAILURES.
     AnchorDef { text: "iser: iser_", distinctive: false, rank: 5, parse: p_iser },
     // "Failed to init task" (ib_iser), bnxt_re's HW QP failures: FAILED_TO_SUBS.
@@ -94,19 +97,17 @@ const ANCHORS: &[AnchorDef] = &[
     AnchorDef { text: "Result: hostbyte=", distinctive: false, rank: 4, parse: p_result },
     // block: `I/O error, dev`, `recoverable transport error, dev`, ….
     AnchorDef { text: "error, dev ", distinctive: false, rank: 4, parse: p_error_dev },
-    AnchorDef { text: "rejecting I/O to ", distinctive: false, rank: 4, parse: p_rejecting },
+    // scsi_lib.c `rejecting I/O to `, fs/buffer.c `Buffer I/O error on dev `: p_io.
+    AnchorDef { text: "I/O ", distinctive: false, rank: 4, parse: p_io },
     AnchorDef { text: "RDMA CM: ", distinctive: false, rank: 4, parse: p_rdma_cm },
     // `infiniband D: set down|active`, old rxe `rxe: set D active`.
     AnchorDef { text: ": set ", distinctive: false, rank: 3, parse: p_set },
-    AnchorDef { text: "NIC Link is ", distinctive: false, rank: 3, parse: p_nic_link },
-    AnchorDef { text: ": Link ", distinctive: false, rank: 3, parse: p_link },
+    // ice/i40e/bnxt_en `NIC Link is `, mlx5 `: Link down|up`: p_link.
+    AnchorDef { text: "Link ", distinctive: false, rank: 3, parse: p_link },
     // mlx5_ib `…:(pid N): WC error: …` / `dump error cqe` (cq.c dump_cqe).
     AnchorDef { text: ":(pid ", distinctive: false, rank: 6, parse: p_mlx5_log },
-    AnchorDef { text: "Unexpected event type ", distinctive: false, rank: 5, parse: p_unexpected_event },
     // SCSI error handling (scsi_error.c, scsi_lib.c) and buffer I/O (fs/buffer.c).
-    AnchorDef { text: "Device offlined - not ready after error recovery", distinctive: true, rank: 4, parse: p_scsi_offlined },
     AnchorDef { text: "timing out command, waited ", distinctive: true, rank: 4, parse: p_scsi_timing_out },
-    AnchorDef { text: "Buffer I/O error on dev ", distinctive: true, rank: 4, parse: p_buffer_io_error },
     // Kernel bug reports (arch/x86 dumpstack, kernel/panic.c, lib/bug.c, mm/kasan, hung_task).
     AnchorDef { text: "RIP: ", distinctive: false, rank: 2, parse: p_bug_rip },
     AnchorDef { text: "WARNING: CPU: ", distinctive: false, rank: 2, parse: p_bug_warning },
@@ -114,6 +115,16 @@ const ANCHORS: &[AnchorDef] = &[
     AnchorDef { text: "BUG: KASAN: ", distinctive: false, rank: 2, parse: p_bug_kasan },
     AnchorDef { text: "Kernel panic - not syncing: ", distinctive: false, rank: 2, parse: p_bug_panic },
     AnchorDef { text: "blocked for more than ", distinctive: false, rank: 2, parse: p_bug_hung_task },
+    // irdma utils.c irdma_handle_cqp_op: `[%s Error][op_code=%d] status=%d …`.
+    AnchorDef { text: "Error][op_code=", distinctive: true, rank: 7, parse: p_irdma_cqp },
+    // irdma main.c / icrdma_if.c irdma_request_reset.
+    AnchorDef { text: "Requesting a reset", distinctive: false, rank: 7, parse: p_reset_requested },
+    // ice_main.c ice_rebuild.
+    AnchorDef { text: "Rebuild failed, unload and reload driver", distinctive: false, rank: 6, parse: p_ice_rebuild_failed },
+    // ice_main.c ice_probe / ice_load_pkg.
+    AnchorDef { text: "Safe Mode", distinctive: false, rank: 5, parse: p_ice_safe_mode },
+    // dm-mpath.c fail_path / reinstate_path (DM_MSG_PREFIX "multipath").
+    AnchorDef { text: "multipath: ", distinctive: false, rank: 4, parse: p_multipath },
 ];
 
 /// A message under a shared top-level anchor: its full text around the anchor (`text`
@@ -135,6 +146,8 @@ const MODIFY_SUBS: &[SubDef] = &[
     SubDef { text: " - ib_modify_qp to RTS", distinctive: true, rank: 8, parse: p_mad_rts },
     // qedr verbs.c qedr_modify_qp.
     SubDef { text: "modify qp: invalid attribute mask=", distinctive: true, rank: 6, parse: p_qedr_mask },
+    // irdma verbs.c irdma_wait_for_suspend.
+    SubDef { text: "modify_qp timed out waiting for suspend. qp_id = ", distinctive: true, rank: 7, parse: p_irdma_suspend },
     // hns_roce_hw_v2.c / hns_roce_qp.c.
     SubDef { text: "ib_modify_qp_is_ok failed", distinctive: true, rank: 6, parse: p_hns },
     SubDef { text: "failed to check modify qp state", distinctive: true, rank: 6, parse: p_hns },
@@ -200,6 +213,27 @@ const REJECTING_SUBS: &[SubDef] = &[
     // scsi_lib.c scsi_device_state_check.
     SubDef { text: "rejecting I/O to offline device", distinctive: true, rank: 4, parse: p_offline },
     SubDef { text: "rejecting I/O to dead device", distinctive: true, rank: 4, parse: p_scsi_dead },
+];
+
+#[rustfmt::skip]
+const NVALID_SUBS: &[SubDef] = &[
+    SubDef { text: "Invalid attribute mask: ", distinctive: true, rank: 6, parse: p_bnxt_mask },
+    SubDef { text: "invalid mask or state", distinctive: true, rank: 6, parse: p_rxe_invalid },
+];
+
+#[rustfmt::skip]
+const IO_SUBS: &[SubDef] = &[
+    SubDef { text: "rejecting I/O to ", distinctive: false, rank: 4, parse: p_rejecting },
+    SubDef { text: "Buffer I/O error on dev ", distinctive: true, rank: 4, parse: p_buffer_io_error },
+];
+
+/// Messages around the word `recovery`.
+#[rustfmt::skip]
+const RECOVERY_SUBS: &[SubDef] = &[
+    // scsi_transport_iscsi.c session_recovery_timedout.
+    SubDef { text: "session recovery timed out after ", distinctive: true, rank: 5, parse: p_recovery_timeout },
+    // scsi_error.c scsi_eh_offline_sdevs.
+    SubDef { text: "Device offlined - not ready after error recovery", distinctive: true, rank: 4, parse: p_scsi_offlined },
 ];
 
 #[rustfmt::skip]
@@ -298,6 +332,32 @@ fn p_qpn(s: &str, start: usize, end: usize) -> Option<Parsed> {
     p_bnxt_qpn(s, sub_start, end)
 }
 
+fn p_nvalid(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(NVALID_SUBS, "nvalid ", s, start)
+}
+
+fn p_io(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(IO_SUBS, "I/O ", s, start)
+}
+
+fn p_recovery(s: &str, start: usize, _end: usize) -> Option<Parsed> {
+    dispatch(RECOVERY_SUBS, "recovery", s, start)
+}
+
+fn p_on_qp(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // ib_mad "Fatal error (%d) on MAD QP (%d)"; mlx5_ib/mlx4_ib "Unexpected event type %d
+    // on QP %06x".
+    if let Some(mad) = start.checked_sub("MAD".len()) {
+        if s.get(mad..)?.starts_with("MAD QP (") {
+            return p_mad_fatal(s, mad, mad + "MAD QP (".len());
+        }
+    }
+    let ue = "Unexpected event type ";
+    let at = s.get(..start)?.rfind(ue)?;
+    let _ = end;
+    p_unexpected_event(s, at, at + ue.len())
+}
+
 fn p_result(s: &str, start: usize, _end: usize) -> Option<Parsed> {
     dispatch(RESULT_SUBS, "Result: hostbyte=", s, start)
 }
@@ -324,7 +384,13 @@ fn p_set(s: &str, start: usize, end: usize) -> Option<Parsed> {
 }
 
 fn p_link(s: &str, start: usize, _end: usize) -> Option<Parsed> {
-    dispatch(LINK_SUBS, ": Link ", s, start)
+    let nic = "NIC Link is ";
+    if let Some(nic_start) = start.checked_sub("NIC ".len()) {
+        if s.get(nic_start..)?.starts_with(nic) {
+            return p_nic_link(s, nic_start, nic_start + nic.len());
+        }
+    }
+    dispatch(LINK_SUBS, "Link ", s, start)
 }
 
 fn p_mlx5_log(s: &str, _start: usize, end: usize) -> Option<Parsed> {
@@ -1834,6 +1900,128 @@ fn p_bug_hung_task(s: &str, start: usize, end: usize) -> Option<Parsed> {
     )
 }
 
+// ---- driver resets, driver stacks, dm-multipath -------------------------------------------
+
+fn p_irdma_cqp(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // irdma utils.c irdma_handle_cqp_op: "[%s Error][op_code=%d] status=%d waiting=%d
+    // completion_err=%d maj=0x%x min=0x%x" (ibdev_err: "<drv> <pci> <ibdev>: " first).
+    let open = s.get(..start)?.rfind('[')?;
+    let command = s.get(open + 1..start)?.trim_end().to_string();
+    let (op_code, r) = dec_u32(s.get(end..)?)?;
+    let (status, r) = dec_i32(r.strip_prefix("] status=")?)?;
+    let (_waiting, r) = dec_u32(r.strip_prefix(" waiting=")?)?;
+    let (_compl, r) = dec_i32(r.strip_prefix(" completion_err=")?)?;
+    let (maj, r) = hex_u32(r.strip_prefix(" maj=")?)?;
+    let (min, _) = hex_u32(r.strip_prefix(" min=")?)?;
+    Parsed::new(
+        SignatureKind::IrdmaCqpFailed {
+            command,
+            op_code,
+            status,
+            maj,
+            min,
+        },
+        printk_prefix_end(s, open),
+        NameRole::Rdma,
+    )
+}
+
+fn p_irdma_suspend(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // irdma verbs.c irdma_wait_for_suspend: "modify_qp timed out waiting for suspend.
+    // qp_id = %d, last_ae = 0x%x".
+    let (qp, r) = dec_u32(s.get(end..)?)?;
+    let (last_ae, _) = hex_u32(r.strip_prefix(", last_ae = ")?)?;
+    Parsed::new(
+        SignatureKind::IrdmaSuspendTimeout { qp, last_ae },
+        printk_prefix_end(s, start),
+        NameRole::Rdma,
+    )
+}
+
+fn p_reset_requested(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // irdma_request_reset: ibdev_warn(…, "Requesting a reset\n") on the RDMA device
+    // ("ice 0000:02:00.0 rocep2s0f0: Requesting a reset"; older out-of-tree builds
+    // dev_warn on the PCI function). Only the whole message, and only from irdma's parents.
+    if !rest_is_blank(s.get(end..)?) {
+        return None;
+    }
+    let prefix_end = printk_prefix_end(s, start)?;
+    if prefix_end != start {
+        return None;
+    }
+    let driver = s.split(' ').next().unwrap_or("");
+    if !matches!(driver, "ice" | "i40e" | "irdma" | "infiniband") {
+        return None;
+    }
+    Parsed::new(
+        SignatureKind::DriverResetRequested {
+            driver: RdmaDriver::Irdma,
+        },
+        Some(prefix_end),
+        NameRole::Rdma,
+    )
+}
+
+fn p_ice_rebuild_failed(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // ice_main.c ice_rebuild: dev_err(dev, "Rebuild failed, unload and reload driver\n").
+    if !rest_is_blank(s.get(end..)?) || !s.starts_with("ice ") {
+        return None;
+    }
+    Parsed::new(
+        SignatureKind::NicRebuildFailed,
+        printk_prefix_end(s, start),
+        NameRole::Auto,
+    )
+}
+
+fn p_ice_safe_mode(s: &str, start: usize, end: usize) -> Option<Parsed> {
+    // ice_main.c: "Package download failed. Advanced features disabled - Device now in Safe
+    // Mode" (ice_probe) and "The DDP package file was not found or could not be read.
+    // Entering Safe Mode" (ice_load_pkg / ice_request_fw).
+    if !rest_is_blank(s.get(end..)?) || !s.starts_with("ice ") {
+        return None;
+    }
+    let msg = s.get(..start)?;
+    if !(msg.ends_with("Device now in ") || msg.ends_with("Entering ")) {
+        return None;
+    }
+    Parsed::new(
+        SignatureKind::NicSafeMode,
+        printk_prefix_end(s, start),
+        NameRole::Auto,
+    )
+}
+
+fn p_multipath(s: &str, _start: usize, end: usize) -> Option<Parsed> {
+    // dm-mpath.c: DMWARN("%s: Failing path %s.", dm_table_device_name(…), path) and
+    // "%s: Reinstating path %s."; kernels before 5.x print no map name.
+    let r = s.get(end..)?.trim_end();
+    let (map, r) = match r.split_once(": ") {
+        Some((m, r)) if !m.contains(' ') => (Some(m.to_string()), r),
+        _ => (None, r),
+    };
+    let (failed, path) = if let Some(p) = r.strip_prefix("Failing path ") {
+        (true, p)
+    } else if let Some(p) = r.strip_prefix("Reinstating path ") {
+        (false, p)
+    } else {
+        return None;
+    };
+    let path = path.strip_suffix('.')?;
+    if path.is_empty() || path.contains(' ') {
+        return None;
+    }
+    Parsed::new(
+        SignatureKind::MultipathPath {
+            map,
+            path: path.to_string(),
+            failed,
+        },
+        None,
+        NameRole::Auto,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1889,7 +2077,10 @@ mod tests {
             (ERROR_DEV_SUBS, "error, dev "),
             (REJECTING_SUBS, "rejecting I/O to "),
             (SET_SUBS, ": set "),
-            (LINK_SUBS, ": Link "),
+            (LINK_SUBS, "Link "),
+            (NVALID_SUBS, "nvalid "),
+            (IO_SUBS, "I/O "),
+            (RECOVERY_SUBS, "recovery"),
             (ISER_SUBS, "iser_"),
         ] {
             for d in subs {

@@ -832,6 +832,118 @@ pub fn explain(sig: &Signature) -> Explanation {
                 Severity::Critical,
             )
         }
+        SignatureKind::IrdmaCqpFailed {
+            command,
+            op_code,
+            status,
+            maj,
+            min,
+        } => {
+            meaning.push(format!(
+                "irdma's control QP failed `{command}` (op_code {op_code}, status {}, major \
+                 0x{maj:x}, minor 0x{min:x}): the device's firmware did not carry out a \
+                 command; a timed-out control QP makes irdma request a reset of the function",
+                errno_name(*status)
+            ));
+            recovery.push(
+                "if irdma then logs `Requesting a reset`, the NIC driver re-creates the RDMA \
+                 device by itself: iser-guard waits for it and verifies the port afterwards"
+                    .to_string(),
+            );
+            (
+                format!("irdma control QP command failed: {command}"),
+                "irdma",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::IrdmaSuspendTimeout { qp, last_ae } => {
+            meaning.push(format!(
+                "irdma gave up waiting for QP {qp} to reach SQD (last asynchronous event \
+                 0x{last_ae:x}): the modify_qp returned -EBUSY"
+            ));
+            (
+                format!("irdma: QP {qp} did not suspend in time"),
+                "irdma",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::DriverResetRequested { driver } => {
+            meaning.push(format!(
+                "{driver} asked its NIC driver to reset the function: the NIC driver unplugs \
+                 the RDMA device and plugs it in again (a re-creation by the driver, with a \
+                 fresh QP 1)"
+            ));
+            recovery.push(
+                "nothing to do by hand: iser-guard starts no re-creation of its own while the \
+                 driver's is in progress, and verifies the port once the device is back"
+                    .to_string(),
+            );
+            (
+                format!("{driver} requested a reset of its device"),
+                "irdma",
+                Severity::Warning,
+            )
+        }
+        SignatureKind::NicRebuildFailed => {
+            meaning.push(
+                "ice could not rebuild the function after a reset: neither its netdev nor its \
+                 RDMA device works until the driver is reloaded"
+                    .to_string(),
+            );
+            recovery.push(
+                "reload the driver on a maintenance window (`modprobe -r irdma ice && modprobe \
+                 ice`), or reboot; iser-guard cannot re-create a device whose function is down"
+                    .to_string(),
+            );
+            (
+                "ice: rebuild after reset failed".to_string(),
+                "ice",
+                Severity::Critical,
+            )
+        }
+        SignatureKind::NicSafeMode => {
+            meaning.push(
+                "ice runs without its DDP package (safe mode), which disables RDMA: the \
+                 function has no RDMA device, so no iSER session can use it"
+                    .to_string(),
+            );
+            recovery.push(
+                "install the DDP package (/lib/firmware/intel/ice/ddp/ice.pkg, package \
+                 linux-firmware) and reload ice"
+                    .to_string(),
+            );
+            (
+                "ice in safe mode: RDMA disabled".to_string(),
+                "ice",
+                Severity::Critical,
+            )
+        }
+        SignatureKind::MultipathPath { map, path, failed } => {
+            let map = map
+                .as_deref()
+                .map(|m| format!(" of map {m}"))
+                .unwrap_or_default();
+            if *failed {
+                meaning.push(format!(
+                    "dm-multipath failed path {path}{map}: its I/O goes to the other paths, \
+                     or is queued when none is left"
+                ));
+            } else {
+                meaning.push(format!("dm-multipath reinstated path {path}{map}"));
+            }
+            (
+                format!(
+                    "multipath: path {path} {}",
+                    if *failed { "failed" } else { "reinstated" }
+                ),
+                "dm-multipath",
+                if *failed {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
+            )
+        }
         SignatureKind::UnknownVariant { anchor } => {
             meaning.push(format!(
                 "the line contains `{anchor}` but not in any format iser-guard knows: the \

@@ -423,6 +423,58 @@ pub enum SignatureKind {
         detail: Option<String>,
     },
 
+    // ---- driver resets and driver stacks -----------------------------------------------
+    /// irdma's control QP (CQP) failed a command (`[%s Error][op_code=%d] status=%d
+    /// waiting=%d completion_err=%d maj=0x%x min=0x%x`; irdma utils.c
+    /// `irdma_handle_cqp_op`). A CQP that times out makes irdma request a reset.
+    IrdmaCqpFailed {
+        /// The command's name as irdma prints it (`Modify QP Cmd`, `Destroy QP Cmd`).
+        command: String,
+        /// `enum irdma_cqp_cmds` value.
+        op_code: u32,
+        /// The status returned (an errno, negative; e.g. -110 timed out).
+        status: i32,
+        /// The completion's major error code.
+        maj: u32,
+        /// The completion's minor error code.
+        min: u32,
+    },
+    /// irdma gave up waiting for a QP to reach SQD (`modify_qp timed out waiting for
+    /// suspend. qp_id = %d, last_ae = 0x%x`; irdma verbs.c `irdma_wait_for_suspend`).
+    IrdmaSuspendTimeout {
+        /// The QP number.
+        qp: u32,
+        /// The last asynchronous event irdma saw on it.
+        last_ae: u32,
+    },
+    /// An RDMA driver asked its NIC driver to reset the function (irdma `Requesting a
+    /// reset`; irdma main.c / icrdma_if.c `irdma_request_reset`): the NIC driver will
+    /// unplug the RDMA auxiliary device and plug it in again, a re-creation by the driver.
+    DriverResetRequested {
+        /// Which driver asked.
+        driver: RdmaDriver,
+    },
+    /// The NIC driver could not rebuild the function after a reset (ice `Rebuild failed,
+    /// unload and reload driver`; ice_main.c `ice_rebuild`): no netdev traffic and no RDMA
+    /// device until the driver is reloaded.
+    NicRebuildFailed,
+    /// The NIC driver runs without its DDP package, in safe mode, which disables RDMA (ice
+    /// `Package download failed. Advanced features disabled - Device now in Safe Mode`,
+    /// ice_main.c `ice_probe`; `The DDP package file was not found or could not be read.
+    /// Entering Safe Mode`, `ice_load_pkg`).
+    NicSafeMode,
+    /// dm-multipath failed or reinstated a path (`device-mapper: multipath: %s: Failing path
+    /// %s.` / `Reinstating path %s.`; dm-mpath.c `fail_path`, `reinstate_path`; before 5.x
+    /// without the map's name).
+    MultipathPath {
+        /// The map's device number (`253:0`), when printed.
+        map: Option<String>,
+        /// The path's device number (`8:16`).
+        path: String,
+        /// Failed (true) or reinstated (false).
+        failed: bool,
+    },
+
     // ---- format drift --------------------------------------------------------------------
     /// A record carries a known signature's distinctive words but not its known format: the
     /// kernel's wording changed. Reported so the format drift is visible; never acted on.
@@ -481,6 +533,12 @@ impl SignatureKind {
             SignatureKind::BlockRequestError { .. } => "block_request_error",
             SignatureKind::BufferIoError { .. } => "buffer_io_error",
             SignatureKind::KernelBug { .. } => "kernel_bug",
+            SignatureKind::IrdmaCqpFailed { .. } => "irdma_cqp_failed",
+            SignatureKind::IrdmaSuspendTimeout { .. } => "irdma_suspend_timeout",
+            SignatureKind::DriverResetRequested { .. } => "driver_reset_requested",
+            SignatureKind::NicRebuildFailed => "nic_rebuild_failed",
+            SignatureKind::NicSafeMode => "nic_safe_mode",
+            SignatureKind::MultipathPath { .. } => "multipath_path",
             SignatureKind::UnknownVariant { .. } => "unknown_variant",
         }
     }
@@ -517,9 +575,11 @@ impl SignatureKind {
     /// The RDMA driver the record comes from, when it names one.
     pub fn rdma_driver(&self) -> Option<RdmaDriver> {
         match *self {
-            SignatureKind::StuckQpTransition { .. } | SignatureKind::IrdmaAsyncError { .. } => {
-                Some(RdmaDriver::Irdma)
-            }
+            SignatureKind::StuckQpTransition { .. }
+            | SignatureKind::IrdmaAsyncError { .. }
+            | SignatureKind::IrdmaCqpFailed { .. }
+            | SignatureKind::IrdmaSuspendTimeout { .. } => Some(RdmaDriver::Irdma),
+            SignatureKind::DriverResetRequested { driver } => Some(driver),
             SignatureKind::InvalidAttrMask { driver, .. }
             | SignatureKind::RejectedQpInfo { driver, .. }
             | SignatureKind::InvalidTransition { driver, .. }

@@ -2,6 +2,7 @@
 //! from the uapi layout (`synthetic`), and property tests (`roundtrip`).
 
 mod captures;
+pub(crate) mod derived;
 mod equivalence;
 mod fixture;
 mod roundtrip;

@@ -163,7 +163,7 @@ impl Engine {
         let secs = now.since(b.since).as_secs();
         let how = match &result {
             None => "it ended while iser-guard was not watching; the QP table decides".into(),
-            Some(RecreateResult::Recreated { name }) => format!("the device is {name} again"),
+            Some(RecreateResult::Recreated { name, .. }) => format!("the device is {name} again"),
             Some(RecreateResult::Blocked(next)) => {
                 format!("but the next step `{}` is blocked now", next.step)
             }

@@ -4,7 +4,7 @@
 use super::{CommandError, Engine};
 use crate::recovery::action::Severity;
 use crate::recovery::input::{PortId, StuckEvidence};
-use crate::recovery::state::{Fault, InFlightKind, Phase};
+use crate::recovery::state::{DriverReset, Fault, InFlightKind, Phase};
 use crate::time::Instant;
 
 impl Engine {
@@ -13,6 +13,14 @@ impl Engine {
         self.gsi_rts_at.retain(|pid, _| pid.device != device);
         if self.recreating.as_deref() == Some(device) {
             return; // Expected: it is being re-created.
+        }
+        // Not the engine's doing: its driver is re-creating it (or it was removed).
+        let d = self.device_or_create(device);
+        if d.driver_reset.is_none() {
+            d.driver_reset = Some(DriverReset {
+                since: now,
+                requested: false,
+            });
         }
         for pid in self.ports_of_device(device) {
             // uverbs announces a device's unregistration as DEVICE_FATAL: a port faulted by
@@ -90,6 +98,9 @@ impl Engine {
         self.replay_unknown(device, now);
         if was_present {
             return;
+        }
+        if let Some(reset) = self.device_or_create(device).driver_reset.take() {
+            return self.on_driver_recreated(device, reset, now);
         }
         for pid in self.ports_of_device(device) {
             if self.phase(&pid) == Some(Phase::AwaitingDevice) {

@@ -72,17 +72,44 @@ impl Engine {
                     "or add \"{device}\" to devices.allow to let iser-guard do it on its own"
                 )),
             ),
-            Hold::OtherSessionsHealthy { sessions } => (
-                Severity::Critical,
-                "other-sessions",
-                format!(
-                    "{pid}: re-creating {device} would drop {} healthy session(s); waiting for \
-                     the operator",
-                    sessions.len()
-                ),
-                recover,
-                Some("or set recovery.other-sessions = \"proceed\"".to_string()),
-            ),
+            Hold::OtherSessionsHealthy {
+                sessions,
+                consumers,
+            } => {
+                let mut what = Vec::new();
+                if !sessions.is_empty() {
+                    what.push(format!("{} healthy session(s)", sessions.len()));
+                }
+                if !consumers.is_empty() {
+                    what.push(format!(
+                        "the connections of {}",
+                        consumers
+                            .iter()
+                            .map(|c| c.owner.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                let mut knobs = Vec::new();
+                if !sessions.is_empty() {
+                    knobs.push("recovery.other-sessions = \"proceed\"".to_string());
+                }
+                let mut kinds: Vec<&str> = consumers.iter().map(|c| c.kind.key()).collect();
+                kinds.dedup();
+                for k in kinds {
+                    knobs.push(format!("[recovery.consumers] {k} = \"proceed\""));
+                }
+                (
+                    Severity::Critical,
+                    "other-sessions",
+                    format!(
+                        "{pid}: re-creating {device} would drop {}; waiting for the operator",
+                        what.join(" and ")
+                    ),
+                    recover,
+                    Some(format!("or set {}", knobs.join(" and "))),
+                )
+            }
             Hold::WaitingForSlot { busy } => (
                 Severity::Info,
                 "slot",
@@ -119,12 +146,24 @@ impl Engine {
             self.mark_dirty(format!("{pid}: hold {kind}"));
         }
         let mut detail = format!("{why}. Sessions waiting: {down}");
-        if let Hold::OtherSessionsHealthy { sessions } = &hold {
-            let list: Vec<String> = sessions.iter().map(|k| k.to_string()).collect();
-            detail.push_str(&format!(
-                ". Healthy sessions that would drop: {}",
-                list.join("; ")
-            ));
+        if let Hold::OtherSessionsHealthy {
+            sessions,
+            consumers,
+        } = &hold
+        {
+            if !sessions.is_empty() {
+                let list: Vec<String> = sessions.iter().map(|k| k.to_string()).collect();
+                detail.push_str(&format!(
+                    ". Healthy sessions that would drop: {}",
+                    list.join("; ")
+                ));
+            }
+            if !consumers.is_empty() {
+                detail.push_str(&format!(
+                    ". Live RDMA consumers iser-guard cannot bring back: {}",
+                    crate::consumers::list(consumers)
+                ));
+            }
         }
         if let Some(advice) = advice {
             detail.push_str(&format!(". To act: the command below, {advice}"));

@@ -32,6 +32,7 @@
 mod await_target;
 mod blocked;
 mod device;
+mod driver_reset;
 mod emit;
 mod fault;
 mod hold;
@@ -238,6 +239,9 @@ pub struct Engine {
     selftest_unavailable_said: bool,
     /// Records about devices never shown (no port made for them), bounded; not journaled.
     unknown: unknown::UnknownDevices,
+    /// The RDMA consumers per port, as last reported (`None`: never, e.g. no RDMA
+    /// netlink). Not journaled: the first dump after a start reports them.
+    consumers: Option<Vec<crate::consumers::PortConsumers>>,
 }
 
 impl Engine {
@@ -275,6 +279,7 @@ impl Engine {
             kernel_bugs: Vec::new(),
             selftest_unavailable_said: false,
             unknown: unknown::UnknownDevices::default(),
+            consumers: None,
         }
     }
 

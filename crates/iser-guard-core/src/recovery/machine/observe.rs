@@ -115,6 +115,19 @@ impl Engine {
             Observation::IserQpEvent { .. } => self.request_sessions(now, false),
             Observation::CmRejectedInvalidServiceId => self.on_cm_rejected(now),
             Observation::AsyncEvent(ev) => self.on_async_event(ev, now),
+            Observation::DriverResetRequested { device } => {
+                self.on_driver_reset_requested(&device, now)
+            }
+            Observation::NicWithoutRdma { pci, what, remedy } => {
+                self.on_nic_without_rdma(&pci, &what, &remedy, now)
+            }
+            Observation::Consumers { ports } => {
+                if self.consumers.as_ref() != Some(&ports) {
+                    self.consumers = Some(ports);
+                    // A consumer that went away or broke may lift a hold.
+                    self.evaluate_all(now);
+                }
+            }
             Observation::CmAddrError { status } => {
                 match CmAddrCause::of(status) {
                     CmAddrCause::LocalDeviceMissing => {}
@@ -248,6 +261,7 @@ impl Engine {
                 &device,
                 RecreateResult::Recreated {
                     name: device.clone(),
+                    mode_restored: None,
                 },
                 now,
             );

@@ -2,6 +2,7 @@
 //! sessions down in operator words.
 
 use super::Engine;
+use crate::consumers::ConsumerRef;
 use crate::recovery::input::{PortId, Portal, SessionKey};
 use crate::recovery::state::SessionRecord;
 
@@ -52,6 +53,27 @@ impl Engine {
             .filter(|s| s.is_up())
             .map(|s| s.key.clone())
             .collect()
+    }
+
+    /// The live consumers of `device` that hold its automatic re-creation under
+    /// `[recovery.consumers]` (none while the consumers are not known).
+    pub(super) fn consumers_in_the_way(&self, device: &str) -> Vec<ConsumerRef> {
+        self.consumers.as_deref().map_or_else(Vec::new, |ports| {
+            crate::consumers::in_the_way(device, ports, &self.policy.consumers)
+        })
+    }
+
+    /// Every consumer of `device` other than iSER (what its re-creation takes down), or
+    /// `None` while the consumers are not known.
+    pub fn consumers_of(&self, device: &str) -> Option<Vec<ConsumerRef>> {
+        self.consumers
+            .as_deref()
+            .map(|ports| crate::consumers::affected(device, ports).collect())
+    }
+
+    /// The RDMA consumers per port as last reported, if ever.
+    pub fn consumers(&self) -> Option<&[crate::consumers::PortConsumers]> {
+        self.consumers.as_deref()
     }
 
     pub(super) fn down_sessions_text(&self, pid: &PortId) -> String {

@@ -36,6 +36,15 @@ impl Engine {
             // Its device's re-creation is blocked in the kernel: no second writer.
             return true;
         }
+        if self
+            .ports
+            .get(pid)
+            .is_some_and(|p| p.origin() == Origin::Automatic)
+            && self.hold_for_driver_reset(pid, now)
+        {
+            // Its driver is re-creating it: no second writer either.
+            return false;
+        }
         let Some(p) = self.ports.get(pid) else {
             return false;
         };
@@ -67,12 +76,20 @@ impl Engine {
                 return false;
             }
         }
-        if origin == Origin::Automatic && self.policy.other_sessions == OtherSessions::Wait {
-            let others = self.healthy_sessions_of_device(&device);
-            if !others.is_empty() {
+        if origin == Origin::Automatic {
+            let sessions = if self.policy.other_sessions == OtherSessions::Wait {
+                self.healthy_sessions_of_device(&device)
+            } else {
+                Vec::new()
+            };
+            let consumers = self.consumers_in_the_way(&device);
+            if !sessions.is_empty() || !consumers.is_empty() {
                 self.set_hold(
                     pid,
-                    Hold::OtherSessionsHealthy { sessions: others },
+                    Hold::OtherSessionsHealthy {
+                        sessions,
+                        consumers,
+                    },
                     &what,
                     &why,
                     now,
@@ -80,6 +97,7 @@ impl Engine {
                 return false;
             }
         }
+        let dropped = self.consumers_of(&device).unwrap_or_default();
         if let Some(busy) = self.recreating.clone() {
             if busy == device {
                 if let Some(p) = self.ports.get_mut(pid) {
@@ -119,6 +137,7 @@ impl Engine {
             started: now,
             state: RecreationState::InFlight,
             origin,
+            consumers: dropped.clone(),
         });
         self.recreating = Some(device.clone());
         self.inflight.insert(
@@ -153,6 +172,14 @@ impl Engine {
                 "the target answers again ({} consecutive probes): re-creating {device} \
                  (attempt {attempt}) to give the port a fresh QP 1",
                 self.policy.probe_successes
+            )
+        };
+        let reason = if dropped.is_empty() {
+            reason
+        } else {
+            format!(
+                "{reason}; other RDMA consumers on {device} lose their connections with it: {}",
+                crate::consumers::list(&dropped)
             )
         };
         for q in self.ports_of_device(&device) {
@@ -260,7 +287,30 @@ impl Engine {
             .get(device)
             .and_then(|d| d.recreation.as_ref().map(|r| r.started));
         match result {
-            RecreateResult::Recreated { name } => {
+            RecreateResult::Recreated {
+                name,
+                mode_restored,
+            } => {
+                if let Some(found) = mode_restored {
+                    self.alert(
+                        now,
+                        Severity::Error,
+                        format!("mode:{device}"),
+                        format!(
+                            "{device} came back from its re-creation in the wrong RDMA mode; \
+                             RoCE was restored"
+                        ),
+                        format!(
+                            "after the devlink toggle: {found}. ice names the RDMA device it \
+                             plugs from its mode bit, so a reset of the function while \
+                             enable_roce was off re-plugs it as iWARP, over which iSER never \
+                             connects. Verification continues as usual; if it happens again, \
+                             look for the reset's cause in the kernel log (irdma `Requesting a \
+                             reset`, ice reset messages)"
+                        ),
+                        None,
+                    );
+                }
                 if let Some(d) = self.devices.get_mut(device) {
                     d.present = true;
                     d.completed_recreations += 1;

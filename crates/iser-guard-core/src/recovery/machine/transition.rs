@@ -130,6 +130,7 @@ impl Engine {
                 recreation: None,
                 completed_recreations: 0,
                 blocked: None,
+                driver_reset: None,
             })
     }
 }
