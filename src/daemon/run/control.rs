@@ -298,6 +298,9 @@ impl Loop {
             Err(e) => done(&sink, false, format!("{what}: refused: {e}"), refused(&e)),
             Ok((id, msg)) => {
                 tracing::info!(%id, "operator: {msg}");
+                // The operator following this command sees the portal's next answer, even
+                // when it is the one the log already has.
+                self.probe_news.forget_answers();
                 match self.driver.command_ports(id) {
                     None => done(&sink, true, msg, ExitStatus::Ok),
                     Some(ports) => {

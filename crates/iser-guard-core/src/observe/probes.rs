@@ -39,6 +39,12 @@ impl ProbeNews {
         }
     }
 
+    /// Forgets every portal's last answer: the next one is news again (an operator's
+    /// command starts a fresh account, so the operator following it sees the target's answer).
+    pub fn forget_answers(&mut self) {
+        self.last.clear();
+    }
+
     /// Whether the outcome of effect `id` is news: anything but a probe, or a probe whose
     /// answer differs from the portal's last one.
     pub fn finished(&mut self, id: EffectId, outcome: &Outcome) -> bool {
@@ -104,6 +110,19 @@ mod tests {
             })
             .collect();
         assert_eq!(seen, [true, false, false, true, false, true]);
+    }
+
+    #[test]
+    fn after_forget_answers_the_next_answer_is_news_again() {
+        let mut news = ProbeNews::new();
+        let p = portal("192.0.2.2");
+        news.started(EffectId(1), &probe(&p));
+        assert!(news.finished(EffectId(1), &Outcome::Probe(ProbeResult::Reachable)));
+        news.started(EffectId(2), &probe(&p));
+        assert!(!news.finished(EffectId(2), &Outcome::Probe(ProbeResult::Reachable)));
+        news.forget_answers();
+        news.started(EffectId(3), &probe(&p));
+        assert!(news.finished(EffectId(3), &Outcome::Probe(ProbeResult::Reachable)));
     }
 
     #[test]
