@@ -401,14 +401,8 @@ fn decode_entry(body: &[u8]) -> Result<NeighEntry, route::Decoded> {
 
 /// The whole neighbour table of `addr`'s family.
 pub fn dump(addr: IpAddr, timeout: Duration) -> Result<Vec<NeighEntry>, RouteError> {
-    use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
-    let os = |op| move |source| RouteError::Os { op, source };
-    let mut sock = Socket::new(NETLINK_ROUTE).map_err(os("socket"))?;
-    sock.bind_auto().map_err(os("bind"))?;
-    sock.set_non_blocking(true).map_err(os("fcntl"))?;
     let seq = 1;
-    sock.send_to(&encode_dump(addr, seq), &SocketAddr::new(0, 0), 0)
-        .map_err(os("send"))?;
+    let sock = route::send_request(&encode_dump(addr, seq))?;
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; 32 * 1024];
     let mut entries = Vec::new();

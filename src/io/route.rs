@@ -205,14 +205,8 @@ pub enum Decoded {
 
 /// Asks the kernel which interface index it routes `addr` through.
 pub fn route_get(addr: IpAddr, timeout: Duration) -> Result<RouteAnswer, RouteError> {
-    use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
-    let os = |op| move |source| RouteError::Os { op, source };
-    let mut sock = Socket::new(NETLINK_ROUTE).map_err(os("socket"))?;
-    sock.bind_auto().map_err(os("bind"))?;
-    sock.set_non_blocking(true).map_err(os("fcntl"))?;
     let seq = 1;
-    sock.send_to(&encode_request(addr, seq), &SocketAddr::new(0, 0), 0)
-        .map_err(os("send"))?;
+    let sock = send_request(&encode_request(addr, seq))?;
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -226,6 +220,19 @@ pub fn route_get(addr: IpAddr, timeout: Duration) -> Result<RouteAnswer, RouteEr
             Err(Decoded::Malformed(m)) => return Err(RouteError::Malformed(m)),
         }
     }
+}
+
+/// A fresh non-blocking NETLINK_ROUTE socket that has sent `msg` to the kernel: the caller
+/// reads the answer with [`recv_until`].
+pub(crate) fn send_request(msg: &[u8]) -> Result<netlink_sys::Socket, RouteError> {
+    use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+    let os = |op| move |source| RouteError::Os { op, source };
+    let mut sock = Socket::new(NETLINK_ROUTE).map_err(os("socket"))?;
+    sock.bind_auto().map_err(os("bind"))?;
+    sock.set_non_blocking(true).map_err(os("fcntl"))?;
+    sock.send_to(msg, &SocketAddr::new(0, 0), 0)
+        .map_err(os("send"))?;
+    Ok(sock)
 }
 
 /// One datagram from a non-blocking netlink socket, waiting until `deadline`: its length, or
