@@ -181,6 +181,37 @@ impl Loop {
         }
     }
 
+    /// An alert the daemon raises itself (not the engine's), at the operator severity: counted,
+    /// entered in the event ring, logged and sent to syslog.
+    pub(super) fn daemon_alert(
+        &mut self,
+        kind: &str,
+        what: String,
+        why: String,
+        todo: String,
+        now: crate::core::time::Instant,
+    ) {
+        let severity = self.settings.config.alerts.severity_operator;
+        self.metrics.alert(kind, severity);
+        self.obs.note(
+            crate::core::observe::EventKind::Alert {
+                severity: severity.name().to_string(),
+            },
+            what.clone(),
+            clocks(now),
+        );
+        let msg = crate::io::syslog::Alert {
+            severity,
+            what,
+            why,
+            todo,
+        };
+        crate::logging::daemon_alert(&msg, kind, self.ex.alerts.is_some());
+        if let Some(sink) = self.ex.alerts.clone() {
+            self.alert_queue.send(sink, msg);
+        }
+    }
+
     /// The journal write (atomic write, two fsyncs) on a blocking thread; its result comes
     /// back to the loop, which reports it to the driver. The driver hands out nothing after
     /// it (in particular no destructive effect) until then.

@@ -206,25 +206,7 @@ impl Loop {
             );
         }
         if let Some((what, why, todo)) = noted.alert {
-            let cfg = &self.settings.config.alerts;
-            self.metrics.alert("device-fatal", cfg.severity_operator);
-            self.obs.note(
-                crate::core::observe::EventKind::Alert {
-                    severity: cfg.severity_operator.name().to_string(),
-                },
-                what.clone(),
-                clocks(now),
-            );
-            let msg = crate::io::syslog::Alert {
-                severity: cfg.severity_operator,
-                what,
-                why,
-                todo,
-            };
-            crate::logging::daemon_alert(&msg, "device-fatal", self.ex.alerts.is_some());
-            if let Some(sink) = self.ex.alerts.clone() {
-                self.alert_queue.send(sink, msg);
-            }
+            self.daemon_alert("device-fatal", what, why, todo, now);
         }
     }
 

@@ -6,7 +6,6 @@
 //! (the `verbs-devices` source), in one alert per lockout, and in the self-test's verdict
 //! (the self-test checks on its own, [`crate::io::verbs_access::SandboxAware`]).
 
-use crate::core::observe::EventKind;
 use crate::daemon::observe::{clocks, VERBS_DEVICES};
 use crate::io::verbs_access::LockoutWatch;
 
@@ -55,30 +54,16 @@ impl Loop {
                     return;
                 }
                 va.alerted = true;
-                let cfg = &self.settings.config.alerts;
-                let what =
+                self.daemon_alert(
+                    "verbs-lockout",
                     "the verbs devices are locked out by the service's sandbox (not a port fault)"
-                        .to_string();
-                self.metrics.alert("verbs-lockout", cfg.severity_operator);
-                self.obs.note(
-                    EventKind::Alert {
-                        severity: cfg.severity_operator.name().to_string(),
-                    },
-                    what.clone(),
-                    clocks(now),
-                );
-                let msg = crate::io::syslog::Alert {
-                    severity: cfg.severity_operator,
-                    what,
-                    why,
-                    todo: "systemctl restart iser-guard (the modules are loaded now); load \
-                           ib_uverbs and rdma_ucm before the service (rdma-load-modules@rdma.service)"
                         .to_string(),
-                };
-                crate::logging::daemon_alert(&msg, "verbs-lockout", self.ex.alerts.is_some());
-                if let Some(sink) = self.ex.alerts.clone() {
-                    self.alert_queue.send(sink, msg);
-                }
+                    why,
+                    "systemctl restart iser-guard (the modules are loaded now); load \
+                     ib_uverbs and rdma_ucm before the service (rdma-load-modules@rdma.service)"
+                        .to_string(),
+                    now,
+                );
             }
         }
     }
