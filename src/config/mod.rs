@@ -348,7 +348,7 @@ impl Default for Poll {
         Poll {
             netlink: Duration::from_secs(5),
             iscsi: Duration::from_secs(10),
-            probe: Duration::from_millis(500),
+            probe: Duration::from_millis(250),
         }
     }
 }
@@ -362,7 +362,7 @@ impl Default for Recovery {
             probe_method: ProbeMethod::Auto,
             portal_probe_method: BTreeMap::new(),
             probe_port: 3260,
-            probe_timeout: Duration::from_millis(400),
+            probe_timeout: Duration::from_millis(200),
             backoff_initial: Duration::from_secs(30),
             backoff_max: Duration::from_secs(600),
             max_attempts: 3,
@@ -1497,8 +1497,8 @@ ident = \"\"
 
     #[test]
     fn semantic_problem_on_defaulted_key_has_no_position() {
-        // probe-timeout keeps its default (0.5 s) but poll.probe drops below it.
-        let p = problems("[poll]\nprobe = 0.2\n");
+        // probe-timeout keeps its default (0.2 s) but poll.probe drops below it.
+        let p = problems("[poll]\nprobe = 0.15\n");
         assert_eq!(p.len(), 1, "{p:?}");
         assert_eq!(p[0].key, "recovery.probe-timeout");
         assert_eq!(p[0].line, None);

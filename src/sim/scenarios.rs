@@ -310,7 +310,7 @@ fn flapping() -> (SimHost, Policy) {
     power(&mut h, 60, false);
     // For a minute the target answers 0.4 s out of every 2 s (the lab's flap), then stays
     // up from 300 s: it is back only after answering probe-successes probes poll.probe
-    // apart (3 × 0.5 s: 1 s), so no flap is a return.
+    // apart (3 × 0.25 s: 0.5 s), so no flap (0.4 s up) is a return.
     for flap in 0..30u64 {
         let up = 200_000 + flap * 2_000;
         for (ms, on) in [(up, true), (up + 400, false)] {

@@ -5,7 +5,7 @@ source /lab/guest/scenarios/kfield-common.sh
 # rxe_ini's QP 1 itself stays healthy (the lab's irdma-like rdma_rxe is switched off for this
 # scenario, so the kernel's own records say nothing). With the default trust: no re-creation
 # during the outage nor 10 s after (the daemon would re-create within 2 s of the target's
-# return: 3 probes 0.5 s apart), at most one coalesced alert about untrusted records
+# return: 3 probes 0.25 s apart), at most one coalesced alert about untrusted records
 # (README: "one coalesced warning alert instead").
 scenario_field_default_trust() {
 	local model=$(cat /sys/module/rdma_rxe/parameters/irdma_gsi_devs 2>/dev/null)

@@ -4,7 +4,7 @@ source /lab/guest/scenarios/kfield-common.sh
 # healthy (peer_trip in kfield-common.sh: another RDMA peer of the port powered off); the daemon
 # must hold for an operator instead of re-creating the device under a healthy session, and a
 # restart must keep holding: no re-creation before, during or 10 s after the restarted daemon's
-# first scan (it would re-create within 2 s of it: 3 probes 0.5 s apart), the session untouched. (b) A pause survives a restart.
+# first scan (it would re-create within 1 s of it: 3 probes 0.25 s apart), the session untouched. (b) A pause survives a restart.
 scenario_restart_holding() {
 	kmod_model_on || { lab_error "the lab's irdma-like rdma_rxe is not loaded for $INI_RXE"; return; }
 	write_config 0
