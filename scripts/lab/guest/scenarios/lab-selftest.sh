@@ -40,7 +40,15 @@ scenario_lab_selftest() {
 		fail "blackhole: portal still answers 10 s after netem was set"
 	fi
 	tc qdisc del dev $TGT_IF root
-	check "portal answers after the blackhole" tcp_probe
+	# The neighbour entry the blackhole left INCOMPLETE or FAILED is solicited again only every
+	# second and the SYN queued behind it may be lost once: on a host at load 8 one 3-s connect
+	# was not enough (2026-12-03). The instrument works if the portal answers within 10 s.
+	portal_answers_within() {
+		local end=$(deadline $1)
+		while before $end; do tcp_probe && return 0; done
+		return 1
+	}
+	check "portal answers after the blackhole (within 10 s)" portal_answers_within 10
 	# the lab's irdma-like rdma_rxe: modelled on rxe_ini only, and its QP 1 fails by itself
 	check "the lab's rdma_rxe models irdma's QP 1 on $INI_RXE" kmod_model_on
 	check "and on $INI_RXE only" [ "$(cat /sys/module/rdma_rxe/parameters/irdma_gsi_devs 2>/dev/null)" = "$INI_RXE" ]
