@@ -57,8 +57,8 @@ use crate::core::consumers::PortConsumers;
 use crate::core::nldev::{CmIdEntry, QpTypeOrRaw, SockAddr};
 use crate::core::qp::QpState;
 use crate::core::recovery::{
-    ActionId, DiskInfo, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
-    ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
+    ActionId, DiskInfo, Observation, OperatorCommand, Outcome, PortId, Portal, ProbeResult,
+    RecreateResult, SessionInfo, SessionKey, SessionState,
 };
 use crate::core::reset_plan::{
     self, AuxFacts, DeviceFacts, ParentFacts, PlanOptions, RecreateFrom, ResetMethod,
@@ -237,6 +237,17 @@ pub struct SimSession {
     pub conn: Option<(u16, u32)>,
 }
 
+/// A finished iscsiadm as the daemon's runner captures it (its output on stdout).
+fn iscsiadm_output(code: i32, output: &str) -> crate::io::process::Output {
+    crate::io::process::Output {
+        exit: crate::io::process::Exit::Code(code),
+        stdout: output.to_string(),
+        stderr: String::new(),
+        truncated: false,
+        took: Duration::ZERO,
+    }
+}
+
 /// What the host tells the agent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Delivery {
@@ -360,6 +371,12 @@ pub enum HostEvent {
         id: ActionId,
         /// How the result reaches the agent.
         report: Report,
+        /// The method that ran, and whether it brought a gone device back.
+        method: ResetMethod,
+        /// Only the method's "up" step ran (the device was gone).
+        brought_back: bool,
+        /// From the first step to the device being back.
+        took: Duration,
     },
     /// Internal: deliver to the agent.
     Deliver(Box<Delivery>),
@@ -821,7 +838,14 @@ impl SimHost {
                     self.schedule(now.plus(ZOMBIE_IO_PERIOD), HostEvent::ZombieIo(sid));
                 }
             }
-            HostEvent::RecreateDone { device, id, report } => {
+            HostEvent::RecreateDone {
+                device,
+                id,
+                report,
+                method,
+                brought_back,
+                took,
+            } => {
                 self.concurrent_recreations = self.concurrent_recreations.saturating_sub(1);
                 if let Some(d) = self.devices.get_mut(&device) {
                     d.recreating = false;
@@ -838,10 +862,16 @@ impl SimHost {
                     .devices
                     .get_mut(&device)
                     .and_then(|d| d.mode_restored.take());
-                let result = RecreateResult::Recreated {
-                    name: device.clone(),
+                // The resetter's report, translated as the daemon translates it.
+                let result = crate::answers::recreated(&crate::io::reset::Recreated {
+                    method,
+                    old_name: device.clone(),
+                    new_name: device.clone(),
+                    took_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+                    failed_before: Vec::new(),
+                    brought_back,
                     mode_restored,
-                };
+                });
                 match report {
                     Report::Outcome => out.push(Delivery::Outcome {
                         id,
@@ -902,18 +932,23 @@ impl SimHost {
                         ),
                     }
                 };
-                let last = output.lines().last().unwrap_or("").to_string();
+                let command = format!(
+                    "iscsiadm -m node -T {} -p {} -I {} --login",
+                    key.target, key.portal, key.iface
+                );
+                // Read as the daemon reads a real iscsiadm's exit and output.
+                let answer = crate::io::iscsiadm::login_answer(
+                    command.clone(),
+                    &iscsiadm_output(code, &output),
+                );
                 out.push(Delivery::IscsiadmOutput {
-                    command: format!(
-                        "iscsiadm -m node -T {} -p {} -I {} --login",
-                        key.target, key.portal, key.iface
-                    ),
+                    command,
                     output,
                     code,
                 });
                 out.push(Delivery::Outcome {
                     id,
-                    outcome: Outcome::Iscsiadm(IscsiadmStatus::from_exit_code(code, &last)),
+                    outcome: crate::answers::login(&answer).outcome,
                 });
             }
         }
@@ -1580,10 +1615,18 @@ impl SimHost {
         now: Instant,
     ) -> Vec<Delivery> {
         let mut out = Vec::new();
+        // A scripted result: what the scenario says the resetter answered.
         let fail = |out: &mut Vec<Delivery>, result: RecreateResult| {
             out.push(Delivery::Outcome {
                 id,
                 outcome: Outcome::Recreate(result),
+            })
+        };
+        // A resetter's answer, translated as the daemon translates it.
+        let answered = |out: &mut Vec<Delivery>, a: crate::answers::Answer| {
+            out.push(Delivery::Outcome {
+                id,
+                outcome: a.outcome,
             })
         };
         // A scripted failure overrides the physics (the scenario says what goes wrong).
@@ -1599,12 +1642,7 @@ impl SimHost {
                     device: device.to_string(),
                     root: "/sys".into(),
                 };
-                fail(
-                    &mut out,
-                    RecreateResult::Unsupported {
-                        reason: e.to_string(),
-                    },
-                );
+                answered(&mut out, crate::answers::recreate(device, &Err(e)));
                 return out;
             }
         };
@@ -1613,12 +1651,7 @@ impl SimHost {
                 device: device.to_string(),
                 reasons: plan.skipped,
             };
-            fail(
-                &mut out,
-                RecreateResult::Unsupported {
-                    reason: e.to_string(),
-                },
-            );
+            answered(&mut out, crate::answers::recreate(device, &Err(e)));
             return out;
         };
         if let Some(d) = self.devices.get_mut(device) {
@@ -1757,6 +1790,9 @@ impl SimHost {
                 device: device.to_string(),
                 id,
                 report,
+                method,
+                brought_back: absent,
+                took: back_after,
             },
         );
         out
@@ -1786,7 +1822,8 @@ impl SimHost {
             }
             _ => (21, "iscsiadm: No matching sessions found".to_string()),
         };
-        let last = output.lines().last().unwrap_or("").to_string();
+        let answer =
+            crate::io::iscsiadm::logout_answer(command.clone(), &iscsiadm_output(code, &output));
         let at = now.plus(LOGOUT_TIME);
         self.schedule(
             at,
@@ -1800,7 +1837,7 @@ impl SimHost {
             at,
             HostEvent::Deliver(Box::new(Delivery::Outcome {
                 id,
-                outcome: Outcome::Iscsiadm(IscsiadmStatus::from_exit_code(code, &last)),
+                outcome: crate::answers::logout(&answer).outcome,
             })),
         );
     }
@@ -1865,6 +1902,11 @@ impl SimHost {
 
     fn hang(&mut self, command: String, id: ActionId, now: Instant) {
         let at = now.plus(self.iscsiadm_timeout);
+        // The daemon's iscsiadm runner kills it at the deadline and reports it hung.
+        let hung = crate::answers::login(&Err(crate::io::iscsiadm::IscsiadmError::Hung {
+            command: command.clone(),
+            timeout: self.iscsiadm_timeout,
+        }));
         self.schedule(
             at,
             HostEvent::Deliver(Box::new(Delivery::IscsiadmOutput {
@@ -1880,7 +1922,7 @@ impl SimHost {
             at,
             HostEvent::Deliver(Box::new(Delivery::Outcome {
                 id,
-                outcome: Outcome::Iscsiadm(IscsiadmStatus::Timeout),
+                outcome: hung.outcome,
             })),
         );
     }

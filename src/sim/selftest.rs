@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::host::{Delivery, Driver, HostEvent, SimHost};
 use super::kernel;
 use crate::core::qp::QpState;
-use crate::core::recovery::{ActionId, Outcome};
+use crate::core::recovery::ActionId;
 use crate::core::selftest::{SelfTestReport, SelfTestResult, SelfTestStep};
 use crate::core::time::Instant;
 
@@ -46,7 +46,7 @@ impl SimHost {
             now.plus(after),
             HostEvent::Deliver(Box::new(Delivery::Outcome {
                 id,
-                outcome: Outcome::SelfTest(result),
+                outcome: crate::answers::self_test(result).outcome,
             })),
         );
         out
