@@ -308,14 +308,12 @@ impl Harness {
         for d in self.host.topology() {
             self.deliver(d, self.now);
         }
+        self.driver.topology_reported();
         self.inputs += 1;
         self.driver.handle_sessions(list, self.now);
-        self.driver.handle(
-            Input::ScanComplete(crate::core::recovery::ScanComplete {
-                qp_table_available: true,
-            }),
-            self.now,
-        );
+        // The driver's first-scan rule, as in the daemon: topology, then a listing.
+        self.driver.sessions_listed(true, true);
+        self.driver.complete_first_scan(true, self.now);
         self.run_effects(self.now);
         Ok(())
     }
@@ -364,17 +362,14 @@ impl Harness {
             }
             Delivery::Netlink(obs) => self.driver.handle_observation(obs, Trust::Trusted, now),
             Delivery::Sessions(list) => {
+                // The host polls its topology before its sessions (both from its start), so
+                // every listing is asked for with the ports known; the driver's first-scan
+                // rule then completes the scan on the first one, as in the daemon. The
+                // engine acts on nothing destructive before it.
+                self.driver.topology_reported();
                 self.driver.handle_sessions(list, now);
-                // The host's first session poll completes the first scan (the topology is
-                // delivered with it); the engine acts on nothing destructive before it.
-                if !self.driver.engine().scan_complete() {
-                    self.driver.handle(
-                        Input::ScanComplete(crate::core::recovery::ScanComplete {
-                            qp_table_available: true,
-                        }),
-                        now,
-                    );
-                }
+                self.driver.sessions_listed(true, true);
+                self.driver.complete_first_scan(true, now);
             }
             Delivery::Outcome { id, outcome } => {
                 if let crate::core::recovery::Outcome::SelfTest(r) = &outcome {
