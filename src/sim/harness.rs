@@ -339,22 +339,23 @@ impl Harness {
             self.inputs += 1;
         }
         match d {
-            Delivery::Kmsg { facility, text } => {
+            Delivery::Kmsg { facility, record } => {
                 self.timeline.push(Entry::Kernel {
                     at: now,
                     facility,
-                    text: text.clone(),
+                    text: record.text.clone(),
                 });
-                // The record as /dev/kmsg gives it, through the daemon's own door.
+                // The record as /dev/kmsg gives it (level, dictionary), through the daemon's
+                // own door.
                 self.kmsg_seq += 1;
                 let record = Record {
                     facility,
-                    level: 3,
+                    level: record.level,
                     seq: self.kmsg_seq,
                     usec: now.as_millis().saturating_mul(1000),
                     continuation: false,
-                    text,
-                    dict: Vec::new(),
+                    text: record.text,
+                    dict: record.dict,
                 };
                 if let Some(Some((obs, trust))) = read_record(&record).map(|r| r.observation) {
                     self.driver.handle_observation(obs, trust, now);

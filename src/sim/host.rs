@@ -255,8 +255,8 @@ pub enum Delivery {
     Kmsg {
         /// Syslog facility.
         facility: u8,
-        /// Text.
-        text: String,
+        /// The record: level, text and dictionary.
+        record: kernel::KernelRecord,
     },
     /// An RDMA netlink fact.
     Netlink(Observation),
@@ -329,12 +329,13 @@ pub enum HostEvent {
         /// SID.
         sid: u32,
     },
-    /// Raw kernel-log lines (storms, forged records).
+    /// Raw kernel-log records (storms, forged records).
     Lines {
-        /// Facility (0 kernel, 1 user).
+        /// Facility (0 kernel, 1 user: a userspace writer, whose records carry no
+        /// dictionary).
         facility: u8,
-        /// Texts.
-        lines: Vec<String>,
+        /// The records.
+        lines: Vec<kernel::KernelRecord>,
     },
     /// An operator command.
     Command(OperatorCommand),
@@ -703,8 +704,11 @@ impl SimHost {
         out
     }
 
-    fn kmsg(out: &mut Vec<Delivery>, text: String) {
-        out.push(Delivery::Kmsg { facility: 0, text });
+    fn kmsg(out: &mut Vec<Delivery>, record: kernel::KernelRecord) {
+        out.push(Delivery::Kmsg {
+            facility: 0,
+            record,
+        });
     }
 
     fn apply(&mut self, ev: HostEvent, now: Instant, out: &mut Vec<Delivery>) {
@@ -780,8 +784,13 @@ impl SimHost {
                 }
             }
             HostEvent::Lines { facility, lines } => {
-                for text in lines {
-                    out.push(Delivery::Kmsg { facility, text });
+                for record in lines {
+                    let record = if facility == 0 {
+                        record
+                    } else {
+                        record.written()
+                    };
+                    out.push(Delivery::Kmsg { facility, record });
                 }
             }
             HostEvent::Command(c) => out.push(Delivery::Command(c)),
@@ -1068,9 +1077,9 @@ impl SimHost {
         let mut next_attempt = ISCSID_RETRY;
         match self.devices.get_mut(&port.device) {
             Some(d) if !d.present || d.recreating => {
-                Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string())
+                Self::kmsg(out, kernel::cm(kernel::CM_ADDR_ERROR))
             }
-            None => Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string()),
+            None => Self::kmsg(out, kernel::cm(kernel::CM_ADDR_ERROR)),
             Some(d) if d.irdma_gsi => {
                 // The lab's irdma-like rdma_rxe: while the host does not answer, address
                 // resolution fails before any MAD; once it answers, a stuck QP 1 fails every
@@ -1078,14 +1087,14 @@ impl SimHost {
                 let stuck = d.gsi.get(idx) == Some(&QpState::Err);
                 if !reachable {
                     if cm_debug {
-                        Self::kmsg(out, kernel::CM_ADDR_TIMEOUT.to_string());
+                        Self::kmsg(out, kernel::cm(kernel::CM_ADDR_TIMEOUT));
                     }
                 } else if stuck {
                     Self::kmsg(out, kernel::modify_qp_invalid_unparented(&d.name));
                     Self::kmsg(out, kernel::mad_send_error(&d.name));
                 } else if !listener {
                     if cm_debug {
-                        Self::kmsg(out, kernel::CM_REJECTED.to_string());
+                        Self::kmsg(out, kernel::cm(kernel::CM_REJECTED));
                     }
                 } else {
                     ok = true;
@@ -1110,7 +1119,7 @@ impl SimHost {
                     // of its retransmissions gets through once the target answers again.
                 } else if !listener {
                     if cm_debug {
-                        Self::kmsg(out, kernel::CM_REJECTED.to_string());
+                        Self::kmsg(out, kernel::cm(kernel::CM_REJECTED));
                     }
                 } else {
                     ok = true;
@@ -1213,11 +1222,12 @@ impl SimHost {
             "{device}: the driver reports a fatal device error; every QP is in ERR"
         )));
         // iser_event_handler prints every async event of the device it is registered on.
+        // (`iser_err`, a `pr_err`: no dictionary.)
         Self::kmsg(
             out,
-            format!(
+            kernel::cm(&format!(
                 "iser: iser_event_handler: async event device fatal (8) on device {device} port 1"
-            ),
+            )),
         );
         if self.async_events {
             out.push(Delivery::AsyncEvent(crate::core::selftest::AsyncEvent {

@@ -412,7 +412,7 @@ fn storm() -> (SimHost, Policy) {
         at(60),
         HostEvent::Lines {
             facility: 0,
-            lines: vec![kernel::CM_ADDR_ERROR.to_string(); 10_000],
+            lines: vec![kernel::cm(kernel::CM_ADDR_ERROR); 10_000],
         },
     );
     (h, base_policy())
@@ -651,11 +651,17 @@ fn driver_reset() -> (SimHost, Policy) {
             facility: 0,
             lines: vec![
                 // irdma utils.c irdma_handle_cqp_op, then main.c irdma_request_reset.
-                format!(
-                    "ice 0000:02:00.0 {FIELD_DEVICE}: [Modify QP Cmd Error][op_code=6] \
-                     status=-110 waiting=1 completion_err=0 maj=0x0 min=0x0"
+                kernel::KernelRecord::ibdev_err(
+                    FIELD_DEVICE,
+                    format!(
+                        "ice 0000:02:00.0 {FIELD_DEVICE}: [Modify QP Cmd Error][op_code=6] \
+                         status=-110 waiting=1 completion_err=0 maj=0x0 min=0x0"
+                    ),
                 ),
-                format!("ice 0000:02:00.0 {FIELD_DEVICE}: Requesting a reset"),
+                kernel::KernelRecord::ibdev_err(
+                    FIELD_DEVICE,
+                    format!("ice 0000:02:00.0 {FIELD_DEVICE}: Requesting a reset"),
+                ),
             ],
         },
     );

@@ -99,11 +99,11 @@ impl SimHost {
             if d.driver == Driver::Irdma {
                 out.push(Delivery::Kmsg {
                     facility: 0,
-                    text: kernel::modify_qp_invalid(&d.pci, &d.name),
+                    record: kernel::modify_qp_invalid(&d.pci, &d.name),
                 });
                 out.push(Delivery::Kmsg {
                     facility: 0,
-                    text: kernel::mad_send_error(&d.name),
+                    record: kernel::mad_send_error(&d.name),
                 });
             }
             let r = report(vec![step(
