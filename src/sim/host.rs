@@ -95,7 +95,7 @@ const ZOMBIE_IO_MAX: u32 = 60;
 
 /// The RDMA driver, which decides whether QP 1 gets stuck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
+pub enum RdmaDriver {
     /// Intel E810 (ice + irdma): QP 1 gets stuck in ERR when its target vanishes.
     Irdma,
     /// Soft-RoCE: QP 1 never gets stuck (unless [`SimDevice::irdma_gsi`]).
@@ -157,8 +157,8 @@ pub struct SimDevice {
     pub netdevs: Vec<String>,
     /// PCI function.
     pub pci: String,
-    /// Driver.
-    pub driver: Driver,
+    /// The RDMA driver.
+    pub driver: RdmaDriver,
     /// Present.
     pub present: bool,
     /// GSI QP state per port (index 0 = port 1).
@@ -500,7 +500,7 @@ impl SimHost {
     /// `tgt0`) is present beside whatever initiator devices the scenario adds.
     pub fn new() -> Self {
         let mut h = SimHost::bare();
-        h.add_device(TARGET_DEVICE, "tgt0", Driver::Rxe, 1);
+        h.add_device(TARGET_DEVICE, "tgt0", RdmaDriver::Rxe, 1);
         h
     }
 
@@ -547,7 +547,7 @@ impl SimHost {
 
     /// Adds a device with `ports` ports, QP 1 in RTS on each. Each port gets a netdev
     /// (`rxe_ini` → `ini0` as in the lab; `rocep2s0f0` → `rocep2s0f0np0`, …) with an address.
-    pub fn add_device(&mut self, name: &str, pci: &str, driver: Driver, ports: u32) {
+    pub fn add_device(&mut self, name: &str, pci: &str, driver: RdmaDriver, ports: u32) {
         let ports = ports.max(1);
         let netdevs: Vec<String> = (0..ports)
             .map(|i| match name.strip_prefix("rxe_") {
@@ -559,7 +559,7 @@ impl SimHost {
     }
 
     /// Adds a device whose ports run over these netdevs (one per port).
-    pub fn add_device_on(&mut self, name: &str, pci: &str, driver: Driver, netdevs: &[String]) {
+    pub fn add_device_on(&mut self, name: &str, pci: &str, driver: RdmaDriver, netdevs: &[String]) {
         for n in netdevs {
             if !self.netdev_addrs.contains_key(n) {
                 let k = u8::try_from(self.netdev_addrs.len() + 1).unwrap_or(u8::MAX);
@@ -1102,7 +1102,7 @@ impl SimHost {
             }
             Some(d) => {
                 let stuck = d.gsi.get(idx) == Some(&QpState::Err);
-                if stuck || (!reachable && d.driver == Driver::Irdma) {
+                if stuck || (!reachable && d.driver == RdmaDriver::Irdma) {
                     // The CM MAD send fails; irdma refuses ERR->RTS for QP 1 from now on.
                     if let Some(g) = d.gsi.get_mut(idx) {
                         *g = QpState::Err;
@@ -1254,7 +1254,7 @@ impl SimHost {
         let d = self.devices.get(device).filter(|d| d.present)?;
         Some(match d.driver {
             // Virtual: no `device` link; rxe's own `parent` attribute names its netdev.
-            Driver::Rxe => DeviceFacts {
+            RdmaDriver::Rxe => DeviceFacts {
                 name: d.name.clone(),
                 parent: None,
                 aux: None,
@@ -1263,7 +1263,7 @@ impl SimHost {
                 netdevs: d.netdevs.clone(),
                 soft_netdev: d.netdevs.first().cloned(),
             },
-            Driver::Irdma => DeviceFacts {
+            RdmaDriver::Irdma => DeviceFacts {
                 name: d.name.clone(),
                 parent: Some(ParentFacts {
                     bus: "pci".into(),
@@ -1580,7 +1580,7 @@ impl SimHost {
                 let current_aux = self
                     .devices
                     .get(device)
-                    .filter(|d| d.driver == Driver::Irdma)
+                    .filter(|d| d.driver == RdmaDriver::Irdma)
                     .map(irdma_aux);
                 Some((
                     reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts),
@@ -1713,7 +1713,12 @@ impl SimHost {
             }
             if !self.devices.contains_key(device) {
                 // A link never seen on this host: the kernel creates it all the same.
-                self.add_device_on(device, netdev, Driver::Rxe, std::slice::from_ref(netdev));
+                self.add_device_on(
+                    device,
+                    netdev,
+                    RdmaDriver::Rxe,
+                    std::slice::from_ref(netdev),
+                );
                 if let Some(d) = self.devices.get_mut(device) {
                     d.present = false;
                 }
@@ -2024,7 +2029,7 @@ impl SimHost {
 /// The parent a netlink report gives: the PCI function of a hardware device, none for a
 /// virtual (rxe) one.
 fn pci_parent(d: &SimDevice) -> Option<String> {
-    (d.driver == Driver::Irdma).then(|| d.pci.clone())
+    (d.driver == RdmaDriver::Irdma).then(|| d.pci.clone())
 }
 
 /// An E810 function's RDMA auxiliary device (`ice.roce.N`, bound to irdma).
@@ -2109,10 +2114,10 @@ fn method_commands(m: &ResetMethod, absent: bool) -> Vec<String> {
     }
 }
 
-fn driver_name(d: Driver) -> &'static str {
+fn driver_name(d: RdmaDriver) -> &'static str {
     match d {
-        Driver::Irdma => "irdma",
-        Driver::Rxe => "rxe",
+        RdmaDriver::Irdma => "irdma",
+        RdmaDriver::Rxe => "rxe",
     }
 }
 

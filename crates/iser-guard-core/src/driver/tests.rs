@@ -370,7 +370,7 @@ fn safe_mode_refuses_automatic_destructive_actions_until_the_first_complete_scan
 
 mod lab_reset_device {
     use super::*;
-    use crate::nldev::{DeviceInfo, PhysState, PortInfo, PortState, QpEntry, QpTypeOrRaw};
+    use crate::nldev::{DeviceInfo, IbPortState, PhysState, PortInfo, QpEntry, QpTypeOrRaw};
     use crate::qp::{QpState, QpType};
     use crate::recovery::from_topology_event;
     use crate::topology::{DeviceObservation, Snapshot, Topology};
@@ -398,7 +398,7 @@ mod lab_reset_device {
                 dev_index: index,
                 dev_name: name.into(),
                 port: 1,
-                state: PortState::Active,
+                state: IbPortState::Active,
                 phys_state: PhysState::LinkUp,
                 netdev_index: Some(netdev.0),
                 netdev_name: Some(netdev.1.into()),

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{CommandError, Engine};
-use crate::recovery::action::{ActionKind, IscsiNode, Origin, Severity};
+use crate::recovery::action::{ActionKind, AlertClass, IscsiNode, Origin};
 use crate::recovery::input::{IscsiadmStatus, OperatorCommand, PortId, SessionInfo, SessionKey};
 use crate::recovery::state::{Episode, Fault, Hold, InFlight, InFlightKind, Phase, Stage};
 use crate::time::Instant;
@@ -34,7 +34,7 @@ impl Engine {
                 self.mark_dirty("paused by the operator".into());
                 self.alert(
                     now,
-                    Severity::Info,
+                    AlertClass::Info,
                     "paused".into(),
                     "automatic recovery paused by the operator".into(),
                     "detection and alerts continue; no device is re-created and no session is \
@@ -226,7 +226,7 @@ impl Engine {
             ));
             self.alert(
                 now,
-                Severity::Error,
+                AlertClass::Error,
                 format!("reconnect:{}", node.key),
                 format!("reconnect of {}: the logout failed", node.key),
                 format!("iscsiadm --logout: {status}; the session was left as it was"),
@@ -280,7 +280,7 @@ impl Engine {
         ));
         self.alert(
             now,
-            Severity::Critical,
+            AlertClass::Critical,
             format!("reconnect:{}", node.key),
             format!("reconnect of {}: the login failed", node.key),
             format!("iscsiadm --login: {status}; the session is logged out now"),
