@@ -23,7 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use serde::{Deserialize, Serialize};
 
 /// What open-iscsi prints for a value it does not have (`UNKNOWN_VALUE`).
-pub const UNKNOWN_VALUE: &str = "<empty>";
+pub(crate) const UNKNOWN_VALUE: &str = "<empty>";
 
 /// Longest line kept verbatim in a [`Skipped`] record; longer ones are cut (on a char
 /// boundary) so hostile input cannot blow up logs.
@@ -564,7 +564,7 @@ impl DeviceState {
 
     /// True when I/O to the device fails rather than waits (`offline`,
     /// `transport-offline`, `deleted`, `cancel`).
-    pub fn rejects_io(&self) -> bool {
+    pub(crate) fn rejects_io(&self) -> bool {
         matches!(
             self,
             DeviceState::Offline
@@ -1596,7 +1596,7 @@ impl IscsiadmStatus {
 
     /// The target refused the login for good: 24 (authentication failed) or 19
     /// (non-retryable login failure). The engine stops retrying that node.
-    pub fn is_login_refused(self) -> bool {
+    pub(crate) fn is_login_refused(self) -> bool {
         matches!(
             self,
             IscsiadmStatus::LoginAuthFailed | IscsiadmStatus::FatalLogin

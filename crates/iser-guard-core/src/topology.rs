@@ -25,7 +25,7 @@ use crate::qp::QpState;
 use crate::time::Instant;
 
 /// How many removed devices are remembered to recognise their re-creation.
-pub const GHOST_LIMIT: usize = 32;
+pub(crate) const GHOST_LIMIT: usize = 32;
 
 /// A device's identity in the model, stable across re-creation (assigned on first sight).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -808,7 +808,7 @@ pub struct Poller {
 impl Poller {
     /// Delay between a device event and the dump it triggers, so a burst (REGISTER then
     /// NETDEV_ATTACH, or a driver reload) costs one dump.
-    pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(250);
+    pub(crate) const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(250);
 
     /// A poller dumping every `interval` (config `poll.netlink`, default 5 s). The first
     /// dump is due at `now`.

@@ -167,7 +167,7 @@ impl Driver {
     }
 
     /// The first complete scan is done: ends [`Driver::hold_until_first_scan`].
-    pub fn first_scan_complete(&mut self) {
+    pub(crate) fn first_scan_complete(&mut self) {
         self.held_until_scan = None;
     }
 

@@ -34,7 +34,7 @@ const STACK_FRAMES_NAMED: usize = 16;
 
 impl Engine {
     /// The blocked re-creation of `device`, if one is blocked.
-    pub fn blocked_recreation(&self, device: &str) -> Option<&BlockedRecreation> {
+    pub(crate) fn blocked_recreation(&self, device: &str) -> Option<&BlockedRecreation> {
         self.devices.get(device).and_then(|d| d.blocked.as_ref())
     }
 

@@ -86,7 +86,7 @@ impl Engine {
     }
 
     /// The kernel bug report holding automatic re-creation of `device`, if any.
-    pub fn kernel_bug_holding(&self, device: &str) -> Option<&KernelBugHold> {
+    pub(crate) fn kernel_bug_holding(&self, device: &str) -> Option<&KernelBugHold> {
         self.kernel_bug_hold(device)
     }
 

@@ -358,7 +358,7 @@ impl Engine {
 
     /// Operator logouts/logins of sessions on no RDMA port still in flight (`reconnect` of
     /// a session no port holds): its command is not finished before they are.
-    pub fn operator_session_ops(&self) -> usize {
+    pub(crate) fn operator_session_ops(&self) -> usize {
         self.inflight
             .values()
             .filter(|i| {
@@ -385,7 +385,7 @@ impl Engine {
     }
 
     /// Why operator logouts/logins of sessions on no RDMA port failed, oldest first.
-    pub fn operator_failures(&self) -> &[String] {
+    pub(crate) fn operator_failures(&self) -> &[String] {
         &self.operator_failures
     }
 }
