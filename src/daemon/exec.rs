@@ -5,7 +5,7 @@
 
 use crate::core::iscsi::NodeId;
 use crate::core::recovery::{
-    Action, ActionKind, IscsiNode, IscsiadmStatus, Outcome, RecreateResult,
+    Action, ActionKind, IscsiNode, IscsiadmStatus, MethodFailure, Outcome, RecreateResult,
 };
 use crate::core::reset_plan::{ParentFacts, RecreateFrom};
 use crate::core::selftest::SelfTestResult;
@@ -135,26 +135,39 @@ pub fn execute(
                 .recreate_watched(device, remembered.as_ref(), on_blocked);
             let method = reset_method(&result);
             let executed = match result {
-                Ok(ResetOutcome::Recreated(r)) => done(
-                    Outcome::Recreate(RecreateResult::Recreated {
+                Ok(ResetOutcome::Recreated(r)) => {
+                    let result = RecreateResult::Recreated {
                         name: r.new_name.clone(),
                         mode_restored: r.mode_restored.clone(),
-                    }),
-                    if r.brought_back {
+                        method: Some(r.method.to_string()),
+                        failed_before: r.failed_before.iter().map(|f| f.in_words()).collect(),
+                    };
+                    // What failed first is part of what happened: the operator confirmed
+                    // a plan whose first method is not the one that worked.
+                    let failed = match &result {
+                        RecreateResult::Recreated { failed_before, .. }
+                            if !failed_before.is_empty() =>
+                        {
+                            format!(", after {}", MethodFailure::words(failed_before))
+                        }
+                        _ => String::new(),
+                    };
+                    let summary = if r.brought_back {
                         format!(
-                            "{device} was gone: brought back by `{}` in {} ms; the device is {} \
-                             again",
+                            "{device} was gone: brought back by `{}` in {} ms{failed}; the \
+                             device is {} again",
                             r.method.up_command(),
                             r.took_ms,
                             r.new_name
                         )
                     } else {
                         format!(
-                            "re-created by {} in {} ms; the device is {} again",
+                            "re-created by {} in {} ms{failed}; the device is {} again",
                             r.method, r.took_ms, r.new_name
                         )
-                    },
-                ),
+                    };
+                    done(Outcome::Recreate(result), summary)
+                }
                 // Asked to run, the resetter only planned: nothing happened to the device.
                 // Not a failed re-creation (dry-run is the driver's, decided before this).
                 Ok(ResetOutcome::DryRun(plan)) => done(

@@ -841,6 +841,8 @@ impl SimHost {
                 let result = RecreateResult::Recreated {
                     name: device.clone(),
                     mode_restored,
+                    method: None,
+                    failed_before: Vec::new(),
                 };
                 match report {
                     Report::Outcome => out.push(Delivery::Outcome {

@@ -262,6 +262,8 @@ impl Engine {
                 RecreateResult::Recreated {
                     name: device.clone(),
                     mode_restored: None,
+                    method: None,
+                    failed_before: Vec::new(),
                 },
                 now,
             );
