@@ -58,7 +58,7 @@ use crate::core::nldev::{CmIdEntry, QpTypeOrRaw, SockAddr};
 use crate::core::qp::QpState;
 use crate::core::recovery::{
     ActionId, DiskInfo, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
-    ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
+    MethodFailure, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
 };
 use crate::core::reset_plan::{
     self, AuxFacts, DeviceFacts, ParentFacts, PlanOptions, RecreateFrom, ResetMethod,
@@ -186,6 +186,17 @@ pub struct SimDevice {
     /// attempt once the host answers again prints irdma's refusal (without a parent prefix)
     /// and the MAD layer's line; attempts while it does not answer fail address resolution.
     pub irdma_gsi: bool,
+    /// The driver folder its RDMA auxiliary device is bound to (`irdma`; Intel's
+    /// out-of-tree irdma names it `irdma.gen_2` on every kernel).
+    pub aux_folder: String,
+    /// Its RDMA module's `/sys/module/M/taint` (`O`: built outside the kernel tree).
+    pub module_taint: String,
+    /// Its function's devlink has the `enable_roce` parameter (an out-of-tree ice may not:
+    /// the toggle then fails before changing anything and the next method is tried).
+    pub devlink_roce: bool,
+    /// The methods that failed before the one that worked, with the method, for this
+    /// re-creation's outcome.
+    pub recreated_by: Option<(String, Vec<MethodFailure>)>,
 }
 
 /// One simulated target portal.
@@ -312,6 +323,14 @@ pub enum HostEvent {
         device: String,
         /// Present.
         present: bool,
+    },
+    /// An E810 function's netdev joins a bond: ice unplugs its RDMA auxiliary device, so
+    /// its RDMA device is gone (ice_lag.c, 6.8).
+    Bonded {
+        /// The device on that function.
+        device: String,
+        /// The bond.
+        bond: String,
     },
     /// iscsid drops a session (e.g. an admin ran a logout by mistake while it was failing).
     DropSession {
@@ -460,6 +479,12 @@ pub struct SimHost {
     recipes_reported: BTreeMap<String, RecreateFrom>,
     /// Every re-creation command run on the host (`rdma link add ...`, `echo ... > bind`).
     pub commands: Vec<String>,
+    /// The running kernel's `(major, minor)` (6.8: Ubuntu 24.04's).
+    pub kernel: (u32, u32),
+    /// NIC functions whose netdev is a bond member.
+    pub bonded: Vec<crate::core::doctor::BondedPort>,
+    /// The driver-stack conditions the agent was last told of.
+    stack_reported: Option<Vec<crate::core::driver_stack::StackCondition>>,
     /// RDMA consumers other than iSER (NVMe over RDMA, processes).
     pub rdma_consumers: Vec<super::consumers::SimConsumer>,
     /// The consumers per port the agent was last told of.
@@ -518,6 +543,9 @@ impl SimHost {
             async_events: false,
             recipes_reported: BTreeMap::new(),
             rdma_consumers: Vec::new(),
+            kernel: (6, 8),
+            bonded: Vec::new(),
+            stack_reported: None,
             consumers_reported: None,
             commands: Vec::new(),
             probes: super::probe::SimProbes::default(),
@@ -570,6 +598,10 @@ impl SimHost {
                 cm_silent_registrations: 0,
                 cm_silent: false,
                 irdma_gsi: false,
+                aux_folder: "irdma".into(),
+                module_taint: String::new(),
+                devlink_roce: true,
+                recreated_by: None,
             },
         );
     }
@@ -754,6 +786,24 @@ impl SimHost {
                 )));
                 self.set_device_present(&device, present, now, out);
             }
+            HostEvent::Bonded { device, bond } => {
+                if let Some(d) = self.devices.get(&device) {
+                    let (pci, netdev) = (d.pci.clone(), d.netdevs.first().cloned());
+                    out.push(Delivery::Note(format!(
+                        "{} of {pci} joined {bond}: ice unplugged its RDMA auxiliary device, \
+                         {device} is gone",
+                        netdev.as_deref().unwrap_or("its netdev")
+                    )));
+                    self.bonded.push(crate::core::doctor::BondedPort {
+                        pci,
+                        driver: "ice".into(),
+                        netdev: netdev.unwrap_or_default(),
+                        master: bond,
+                        has_rdma: false,
+                    });
+                    self.set_device_present(&device, false, now, out);
+                }
+            }
             HostEvent::DropSession { sid } => {
                 if let Some(s) = self.sessions.remove(&sid) {
                     out.push(Delivery::Note(format!(
@@ -838,11 +888,16 @@ impl SimHost {
                     .devices
                     .get_mut(&device)
                     .and_then(|d| d.mode_restored.take());
+                let (method, failed_before) = self
+                    .devices
+                    .get_mut(&device)
+                    .and_then(|d| d.recreated_by.take())
+                    .map_or((None, Vec::new()), |(m, f)| (Some(m), f));
                 let result = RecreateResult::Recreated {
                     name: device.clone(),
                     mode_restored,
-                    method: None,
-                    failed_before: Vec::new(),
+                    method,
+                    failed_before,
                 };
                 match report {
                     Report::Outcome => out.push(Delivery::Outcome {
@@ -1203,6 +1258,40 @@ impl SimHost {
     pub fn forget_reports(&mut self) {
         self.gsi_reported.clear();
         self.recipes_reported.clear();
+        self.stack_reported = None;
+    }
+
+    /// What the daemon's `io::sysfs::stack` reader would read on this host: the modules of
+    /// the present irdma devices with their taint and aux devices, the bonded functions.
+    pub fn stack_facts(&self) -> crate::core::driver_stack::StackFacts {
+        let mut modules: Vec<crate::core::driver_stack::RdmaModule> = Vec::new();
+        for d in self.devices.values() {
+            if d.driver != Driver::Irdma || !d.present {
+                continue;
+            }
+            let aux = irdma_aux(d);
+            let module = aux.module.clone().unwrap_or_else(|| "irdma".into());
+            let i = match modules.iter().position(|m| m.name == module) {
+                Some(i) => i,
+                None => {
+                    modules.push(crate::core::driver_stack::RdmaModule {
+                        name: module,
+                        taint: Some(d.module_taint.clone()),
+                        ..Default::default()
+                    });
+                    modules.len() - 1
+                }
+            };
+            modules[i].devices.push(d.name.clone());
+            modules[i]
+                .aux
+                .push((aux.name, aux.driver_dir.unwrap_or_default()));
+        }
+        crate::core::driver_stack::StackFacts {
+            kernel: Some(self.kernel),
+            bonded: self.bonded.clone(),
+            modules,
+        }
     }
 
     /// What sysfs shows of a device now, as the resetter's reader returns it; `None` when it
@@ -1287,6 +1376,13 @@ impl SimHost {
                 self.consumers_reported = Some(ports.clone());
                 out.push(Delivery::Netlink(Observation::Consumers { ports }));
             }
+        }
+        // As the daemon's `daemon::driver_stack`: the driver-stack conditions of the host's
+        // facts, when they changed.
+        let stack = crate::core::driver_stack::detect(&self.stack_facts());
+        if self.stack_reported.as_ref() != Some(&stack) {
+            self.stack_reported = Some(stack.clone());
+            out.push(Delivery::Netlink(Observation::DriverStack { conditions: stack }));
         }
         // As the daemon's `daemon::recipes`: what each present device's sysfs facts say would
         // re-create it, when it is new or changed.
@@ -1610,7 +1706,28 @@ impl SimHost {
                 return out;
             }
         };
-        let Some(method) = plan.methods.first().cloned() else {
+        // As the resetter: a devlink toggle whose parameter cannot be read fails before
+        // changing anything, and the next method is tried.
+        let lacks_roce = self.devices.get(device).is_some_and(|d| !d.devlink_roce);
+        let mut failed_before = Vec::new();
+        let mut methods = plan.methods.iter();
+        let method = loop {
+            match methods.next() {
+                Some(m @ ResetMethod::DevlinkToggle { handle, param }) if lacks_roce => {
+                    let show = format!("devlink dev param show {handle} name {} -j", param.name());
+                    self.commands.push(show.clone());
+                    out.push(Delivery::Note(format!("{device}: {show}")));
+                    failed_before.push(MethodFailure {
+                        method: m.to_string(),
+                        error: format!(
+                            "`{show}` exited with code 1: kernel answers: Invalid argument"
+                        ),
+                    });
+                }
+                other => break other.cloned(),
+            }
+        };
+        let Some(method) = method else {
             let e = crate::io::reset::ResetError::NoMethod {
                 device: device.to_string(),
                 reasons: plan.skipped,
@@ -1707,6 +1824,7 @@ impl SimHost {
             return out;
         };
         d.recreating = true;
+        d.recreated_by = Some((method.to_string(), failed_before));
         self.concurrent_recreations += 1;
         self.max_concurrent_recreations = self
             .max_concurrent_recreations
@@ -1982,7 +2100,7 @@ fn irdma_aux(d: &SimDevice) -> AuxFacts {
     let n = d.pci.rsplit('.').next().unwrap_or("0");
     AuxFacts {
         name: format!("ice.roce.{n}"),
-        driver_dir: Some("irdma".into()),
+        driver_dir: Some(d.aux_folder.clone()),
         module: Some("irdma".into()),
     }
 }

@@ -433,6 +433,19 @@ pub enum Observation {
         /// What the operator can do.
         remedy: String,
     },
+    /// The driver-stack conditions the host's facts show ([`crate::driver_stack::detect`]:
+    /// an out-of-tree RDMA driver, a bonded E810 function without RDMA), whole: it replaces
+    /// the last list. Sent when it changes; never from the kernel log.
+    DriverStack {
+        /// Every condition shown now.
+        conditions: Vec<crate::driver_stack::StackCondition>,
+    },
+    /// A driver-stack condition the kernel log said (ice's safe mode): kept for the
+    /// daemon's run.
+    DriverStackSaid {
+        /// The condition.
+        condition: crate::driver_stack::StackCondition,
+    },
     /// The RDMA consumers of every port (RDMA netlink: the CM id table and the QP table's
     /// owners, [`crate::consumers::per_port`]), whole: it replaces the last one. Sent when
     /// it changes; never from the kernel log.
@@ -496,6 +509,10 @@ impl Observation {
             Observation::IserQpEvent { event, .. } => format!("iser-qp-event:{event}"),
             Observation::DriverResetRequested { device } => format!("driver-reset:{device}"),
             Observation::NicWithoutRdma { pci, what, .. } => format!("nic-no-rdma:{pci}:{what}"),
+            Observation::DriverStack { .. } => "driver-stack".to_string(),
+            Observation::DriverStackSaid { condition } => {
+                format!("driver-stack:{}", condition.key())
+            }
             Observation::AsyncEvent(e) => format!(
                 "async-event:{}/{}:{}",
                 e.device,
@@ -564,6 +581,19 @@ impl Observation {
                 format!("the driver of {device} requested a reset of its device")
             }
             Observation::NicWithoutRdma { pci, what, .. } => format!("{pci}: {what}"),
+            Observation::DriverStack { conditions } => format!(
+                "driver stack: {}",
+                if conditions.is_empty() {
+                    "nothing special".to_string()
+                } else {
+                    conditions
+                        .iter()
+                        .map(|c| c.summary())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
+            ),
+            Observation::DriverStackSaid { condition } => condition.summary(),
             Observation::Consumers { ports } => format!(
                 "RDMA consumers: {}",
                 ports

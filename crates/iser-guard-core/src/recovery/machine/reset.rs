@@ -76,6 +76,20 @@ impl Engine {
                 return false;
             }
         }
+        if let Some(c) = self.function_without_rdma(&device) {
+            // Nothing to re-create: the function has no RDMA (a bond member, safe mode), so
+            // any recipe would be the wrong one. Held until an operator fixes the function.
+            self.quarantine(
+                pid,
+                format!(
+                    "{device} is not re-created: {}; {}",
+                    c.summary(),
+                    c.remedy()
+                ),
+                now,
+            );
+            return true;
+        }
         if origin == Origin::Automatic {
             let sessions = if self.policy.other_sessions == OtherSessions::Wait {
                 self.healthy_sessions_of_device(&device)
