@@ -57,8 +57,8 @@ use crate::core::consumers::PortConsumers;
 use crate::core::nldev::{CmIdEntry, QpTypeOrRaw, SockAddr};
 use crate::core::qp::QpState;
 use crate::core::recovery::{
-    ActionId, DiskInfo, IscsiadmStatus, Observation, OperatorCommand, Outcome, PortId, Portal,
-    MethodFailure, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
+    ActionId, DiskInfo, IscsiadmStatus, MethodFailure, Observation, OperatorCommand, Outcome,
+    PortId, Portal, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
 };
 use crate::core::reset_plan::{
     self, AuxFacts, DeviceFacts, ParentFacts, PlanOptions, RecreateFrom, ResetMethod,
@@ -1382,7 +1382,9 @@ impl SimHost {
         let stack = crate::core::driver_stack::detect(&self.stack_facts());
         if self.stack_reported.as_ref() != Some(&stack) {
             self.stack_reported = Some(stack.clone());
-            out.push(Delivery::Netlink(Observation::DriverStack { conditions: stack }));
+            out.push(Delivery::Netlink(Observation::DriverStack {
+                conditions: stack,
+            }));
         }
         // As the daemon's `daemon::recipes`: what each present device's sysfs facts say would
         // re-create it, when it is new or changed.
