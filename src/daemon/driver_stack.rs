@@ -14,7 +14,9 @@ use crate::io::sysfs::SysfsScan;
 pub struct StackWatch {
     sysfs: PathBuf,
     proc: Option<PathBuf>,
-    sent: Option<Vec<StackCondition>>,
+    /// Empty at first: so is the engine's list after a start, so a host with nothing
+    /// special sends nothing.
+    sent: Vec<StackCondition>,
 }
 
 impl StackWatch {
@@ -25,7 +27,7 @@ impl StackWatch {
         StackWatch {
             sysfs: sysfs_root.to_path_buf(),
             proc: (sysfs_root == Path::new("/sys")).then(|| PathBuf::from("/proc")),
-            sent: None,
+            sent: Vec::new(),
         }
     }
 
@@ -33,10 +35,10 @@ impl StackWatch {
     pub fn changed(&mut self, scan: &SysfsScan) -> Option<Observation> {
         let facts = crate::io::sysfs::stack::read(&self.sysfs, self.proc.as_deref(), scan);
         let conditions = detect(&facts);
-        if self.sent.as_ref() == Some(&conditions) {
+        if self.sent == conditions {
             return None;
         }
-        self.sent = Some(conditions.clone());
+        self.sent.clone_from(&conditions);
         Some(Observation::DriverStack { conditions })
     }
 }

@@ -483,8 +483,9 @@ pub struct SimHost {
     pub kernel: (u32, u32),
     /// NIC functions whose netdev is a bond member.
     pub bonded: Vec<crate::core::doctor::BondedPort>,
-    /// The driver-stack conditions the agent was last told of.
-    stack_reported: Option<Vec<crate::core::driver_stack::StackCondition>>,
+    /// The driver-stack conditions the agent was last told of (none at first, as the
+    /// daemon's `daemon::driver_stack`).
+    stack_reported: Vec<crate::core::driver_stack::StackCondition>,
     /// RDMA consumers other than iSER (NVMe over RDMA, processes).
     pub rdma_consumers: Vec<super::consumers::SimConsumer>,
     /// The consumers per port the agent was last told of.
@@ -545,7 +546,7 @@ impl SimHost {
             rdma_consumers: Vec::new(),
             kernel: (6, 8),
             bonded: Vec::new(),
-            stack_reported: None,
+            stack_reported: Vec::new(),
             consumers_reported: None,
             commands: Vec::new(),
             probes: super::probe::SimProbes::default(),
@@ -1258,7 +1259,7 @@ impl SimHost {
     pub fn forget_reports(&mut self) {
         self.gsi_reported.clear();
         self.recipes_reported.clear();
-        self.stack_reported = None;
+        self.stack_reported.clear();
     }
 
     /// What the daemon's `io::sysfs::stack` reader would read on this host: the modules of
@@ -1380,8 +1381,8 @@ impl SimHost {
         // As the daemon's `daemon::driver_stack`: the driver-stack conditions of the host's
         // facts, when they changed.
         let stack = crate::core::driver_stack::detect(&self.stack_facts());
-        if self.stack_reported.as_ref() != Some(&stack) {
-            self.stack_reported = Some(stack.clone());
+        if self.stack_reported != stack {
+            self.stack_reported.clone_from(&stack);
             out.push(Delivery::Netlink(Observation::DriverStack {
                 conditions: stack,
             }));

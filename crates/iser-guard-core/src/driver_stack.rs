@@ -158,6 +158,19 @@ impl StackCondition {
     }
 }
 
+impl StackCondition {
+    /// The one command an alert offers (`next`), when one helps: doctor's active checks of
+    /// an out-of-tree driver's device.
+    pub fn command(&self) -> Option<String> {
+        match self {
+            StackCondition::OutOfTree { devices, .. } => devices
+                .first()
+                .map(|d| format!("iser-guard doctor --active {d}")),
+            _ => None,
+        }
+    }
+}
+
 /// The conditions `facts` show, sorted. Safe mode is not among them: only the kernel log
 /// says it (the classifier's `nic_safe_mode` signature, fed to the engine as its own
 /// observation).

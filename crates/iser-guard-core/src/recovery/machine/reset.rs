@@ -327,19 +327,16 @@ impl Engine {
                         ),
                         format!(
                             "{}. Nothing was changed by the failed step, so the next method \
-                             was tried; recovery continues as usual",
+                             was tried; recovery continues as usual. Look at why the first \
+                             method failed (for a devlink toggle: devlink dev param show), so \
+                             the next re-creation takes the least disruptive way",
                             failed_before
                                 .iter()
                                 .map(|f| format!("{} failed: {}", f.method, f.error))
                                 .collect::<Vec<_>>()
                                 .join("; ")
                         ),
-                        Some(
-                            "look at why the first method failed (for a devlink toggle: \
-                             `devlink dev param show`), so the next re-creation takes the \
-                             least disruptive way"
-                                .into(),
-                        ),
+                        None,
                     );
                 }
                 if let Some(found) = mode_restored {

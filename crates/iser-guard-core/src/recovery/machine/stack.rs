@@ -49,8 +49,8 @@ impl Engine {
             severity,
             format!("driver-stack:{}", c.key()),
             c.summary(),
-            c.detail(),
-            Some(c.remedy()),
+            format!("{}. What to do: {}", c.detail(), c.remedy()),
+            c.command(),
         );
     }
 
