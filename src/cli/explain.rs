@@ -1018,11 +1018,17 @@ pub fn recognise_saved_line(line: &str) -> LineVerdict {
 /// - `dmesg -T`: `[Sun Nov 29 14:00:00 2026] text`;
 /// - `dmesg -H`: `[Nov29 14:00] text` (`%b%e %H:%M`, so also `[Dec 1 14:00]`) and the
 ///   relative lines after it, `[  +0.000123] text`;
-/// - `dmesg --time-format iso`: `2026-11-29T14:00:00,123456+00:00 text`.
+/// - `dmesg --time-format iso`: `2026-11-29T14:00:00,123456+00:00 text`;
+/// - `dmesg -x` (`--decode`): `kern  :err   : ` before any of the dmesg forms;
+/// - `talosctl dmesg`: `10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: text`.
+///
+/// Only the kernel facility's lines are unwrapped by the last two: a `user` line was written
+/// by a process and stays unread.
 ///
 /// Called for every line that holds an anchor, so it works on bytes without allocating.
 fn strip_log_prefix(line: &str) -> &str {
     static KERNEL: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    let line = strip_dmesg_decode(line).unwrap_or(line);
     let b = line.as_bytes();
     let head = &b[..b.len().min(96)];
     // Plain dmesg, the commonest saved format, first and without a search:
@@ -1048,6 +1054,9 @@ fn strip_log_prefix(line: &str) -> &str {
                 return line;
             }
         }
+    }
+    if let Some(text) = strip_talosctl(line) {
+        return text;
     }
     // syslog/journal: "... <host> kernel: " within the first few words.
     if let Some(i) = KERNEL
@@ -1082,6 +1091,52 @@ fn strip_log_prefix(line: &str) -> &str {
         },
         _ => line,
     }
+}
+
+/// A syslog level's name as `dmesg -x` (`warn`) and talosctl (`warning`) print it.
+fn is_level_name(w: &str) -> bool {
+    matches!(
+        w,
+        "emerg" | "alert" | "crit" | "err" | "warn" | "warning" | "notice" | "info" | "debug"
+    )
+}
+
+/// `dmesg -x`: `kern  :err   : rest` (facility and level each padded to six columns) →
+/// `rest`.
+fn strip_dmesg_decode(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_prefix("kern")?
+        .trim_start_matches(' ')
+        .strip_prefix(':')?;
+    let head = &rest.as_bytes()[..rest.len().min(8)];
+    let colon = memchr::memchr(b':', head)?;
+    if !is_level_name(rest[..colon].trim_end_matches(' ')) {
+        return None;
+    }
+    rest[colon + 1..].strip_prefix(' ')
+}
+
+/// `talosctl dmesg`: `<node>: kern: <level>: [<ISO 8601 time>]: text` → `text`.
+fn strip_talosctl(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let sp = memchr::memchr(b' ', &b[..b.len().min(96)])?;
+    if sp < 2 || b[sp - 1] != b':' {
+        return None;
+    }
+    let rest = line[sp + 1..]
+        .strip_prefix("kern:")?
+        .trim_start_matches(' ');
+    let colon = memchr::memchr(b':', &rest.as_bytes()[..rest.len().min(8)])?;
+    if !is_level_name(&rest[..colon]) {
+        return None;
+    }
+    let stamped = rest[colon + 1..].strip_prefix(" [")?;
+    let sb = stamped.as_bytes();
+    let close = memchr::memchr(b']', &sb[..sb.len().min(40)])?;
+    if !is_iso_time(&sb[..close]) {
+        return None;
+    }
+    stamped[close + 1..].strip_prefix(": ")
 }
 
 /// The timestamp of a plain `dmesg` line, `[ 5123.456789] `: microseconds and where the
