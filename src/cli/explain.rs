@@ -1397,6 +1397,47 @@ mod tests {
     }
 
     #[test]
+    fn dmesg_decode_and_talosctl_wrappers_are_stripped_for_the_kernel_facility_only() {
+        let t = "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, \
+                 new_state=0x3";
+        // util-linux dmesg -x pads facility and level to six columns; -x combines with -T.
+        // talosctl prints "<node>: <facility>: <level, right-aligned>: [<RFC 3339>]: ".
+        for line in [
+            format!("kern  :err   : [ 5123.456789] {t}"),
+            format!("kern  :notice: [Sun Nov 29 14:00:00 2026] {t}"),
+            format!("kern  :warn  : {t}"),
+            format!("10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: {t}"),
+            format!("node-a: kern: warning: [2024-01-01T00:00:00.000Z]: {t}"),
+        ] {
+            let r = Report::scan(line.as_bytes(), true);
+            assert_eq!(r.recognised, 1, "{line}");
+            let d = &r.groups[0].signature.device;
+            assert_eq!(d.pci.as_deref(), Some("0000:02:00.0"), "{line}");
+            let v = recognise_saved_line(&line);
+            assert_eq!(
+                v.subsystem.as_ref().map(|e| e.subsystem.name()),
+                Some("nic"),
+                "{line}"
+            );
+        }
+        // A process's line (facility user) is not unwrapped, and the wrapper's words are no
+        // driver name.
+        for line in [
+            "user  :warn  : [ 12.000000] mlx5_core 0000:01:00.0: handle_hca_cap failed",
+            "10.5.0.3: user: warning: [2024-02-19T20:45:36.959145652Z]: mlx5_core 0000:01:00.0: handle_hca_cap failed",
+            "kern  :err   : [ 12.000000] usb 1-1: device descriptor read/64, error -71",
+            "10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: cni0: port 1(veth32488a86) entered blocking state",
+        ] {
+            assert!(!recognise_saved_line(line).recognised(), "{line}");
+        }
+        assert_eq!(strip_dmesg_decode("kern  :bogus : x"), None);
+        assert_eq!(
+            strip_talosctl("10.5.0.3: kern:    info: [yesterday]: x"),
+            None
+        );
+    }
+
+    #[test]
     fn the_plain_dmesg_fast_path_reads_what_the_parser_reads() {
         for line in [
             "[ 5123.456789] x",
