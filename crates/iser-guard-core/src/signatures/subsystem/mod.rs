@@ -164,6 +164,7 @@ pub fn nic_driver(word: &str) -> Option<Subsystem> {
 pub fn could_recognise(text: &str) -> bool {
     let t = text.trim_start_matches([' ', '\t']);
     let t = t.strip_prefix("kernel: ").unwrap_or(t);
+    let t = t.trim_end_matches(['\r', '\n']);
     let Some(&first) = t.as_bytes().first() else {
         return false;
     };
