@@ -637,22 +637,19 @@ fn blk_status_line(t: &str) -> Option<SubsystemEvent> {
     Some(ev)
 }
 
-/// The disk of a `<status> error, dev <disk>, sector …` line of a storage disk. Looks at
-/// the first 48 bytes for `error, dev ` only.
+/// The disk of a `<status> error, dev <disk>, sector …` line of a storage disk. One pass
+/// over the status words (lowercase, `I/O`), which ends at the first other byte: most lines
+/// stop at their first or second byte.
 fn blk_status_disk(t: &str) -> Option<&str> {
-    const MARK: &str = " error, dev ";
-    let head = &t.as_bytes()[..t.len().min(48)];
-    let at = head
-        .windows(MARK.len())
-        .position(|w| w == MARK.as_bytes())?;
-    // The status is a few lowercase words (or `I/O`), nothing else.
-    if !t[..at]
-        .bytes()
-        .all(|c| c.is_ascii_lowercase() || matches!(c, b' ' | b'/' | b'I' | b'O'))
-    {
+    let b = t.as_bytes();
+    let comma = b
+        .iter()
+        .take(48)
+        .position(|&c| !(c.is_ascii_lowercase() || matches!(c, b' ' | b'/' | b'I' | b'O')))?;
+    if b[comma] != b',' || !t[..comma].ends_with(" error") {
         return None;
     }
-    let rest = &t[at + MARK.len()..];
+    let rest = t[comma..].strip_prefix(", dev ")?;
     let (disk, tail) = rest.split_once(',')?;
     (tail.starts_with(" sector ") && is_storage_disk(disk)).then_some(disk)
 }
