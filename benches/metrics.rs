@@ -4,7 +4,7 @@
 //! `metrics.interval` and per `/metrics` request), and the atomic textfile write.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use iser_guard::core::nldev::{DeviceInfo, PhysState, PortInfo, PortState, QpEntry, QpTypeOrRaw};
+use iser_guard::core::nldev::{DeviceInfo, IbPortState, PhysState, PortInfo, QpEntry, QpTypeOrRaw};
 use iser_guard::core::qp::{QpState, QpType};
 use iser_guard::core::time::Instant;
 use iser_guard::core::topology::{DeviceObservation, Snapshot, Topology};
@@ -55,7 +55,7 @@ fn device(index: u32, name: &str, function: u32) -> DeviceObservation {
             dev_index: index,
             dev_name: name.into(),
             port: 1,
-            state: PortState::Active,
+            state: IbPortState::Active,
             phys_state: PhysState::LinkUp,
             netdev_index: Some(index + 1),
             netdev_name: Some(format!("ens1f{function}")),

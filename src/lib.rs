@@ -17,8 +17,10 @@
 //! - [`cli`]: subcommands; thin wrappers over the above.
 //! - [`error`]: the top-level error, mapped to an [`exit::ExitStatus`].
 //! - [`exit`]: the exit statuses and their meanings (the one table).
+//! - [`answers`]: executor answers → the core's outcomes (daemon and simulator alike).
 //! - [`compose`]: the I/O layer's options built from the configuration.
 
+pub mod answers;
 pub mod cli;
 pub mod compose;
 pub mod config;

@@ -17,11 +17,11 @@ use std::path::PathBuf;
 
 use iser_guard::config::Config;
 use iser_guard::core::driver::{Authority, Effect, EffectId, EffectKind, Refusal};
-use iser_guard::core::nldev::{DeviceInfo, PhysState, PortInfo, PortState, QpEntry, QpTypeOrRaw};
+use iser_guard::core::nldev::{DeviceInfo, IbPortState, PhysState, PortInfo, QpEntry, QpTypeOrRaw};
 use iser_guard::core::qp::{QpState, QpType};
 use iser_guard::core::recovery::{
-    Action, ActionId, ActionKind, Alert, Engine, Origin, Outcome, Phase, PortId, RecreateMethod,
-    RecreateResult, Severity, Transition,
+    Action, ActionId, ActionKind, Alert, AlertClass, Engine, Origin, Outcome, Phase, PortId,
+    RecreateMethod, RecreateResult, Transition,
 };
 use iser_guard::core::time::Instant;
 use iser_guard::core::topology::{DeviceObservation, Snapshot, Topology};
@@ -77,7 +77,7 @@ fn stuck_dump() -> Snapshot {
                 dev_index: 3,
                 dev_name: "rocep2s0f0".into(),
                 port: 1,
-                state: PortState::Active,
+                state: IbPortState::Active,
                 phys_state: PhysState::LinkUp,
                 netdev_index: Some(4),
                 netdev_name: Some("ens1f0".into()),
@@ -199,7 +199,7 @@ fn full_exposition() -> String {
                 action: action(
                     3,
                     ActionKind::Alert(Alert {
-                        severity: Severity::Error,
+                        severity: AlertClass::Error,
                         summary: "s".into(),
                         detail: "d".into(),
                         remedy: None,

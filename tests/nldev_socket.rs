@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fake_kernel::*;
 use iser_guard::core::nldev::{
-    request, MonitorEvent, MonitorEventType, NldevCommand, NldevMessage, PortState,
+    request, IbPortState, MonitorEvent, MonitorEventType, NldevCommand, NldevMessage,
 };
 use iser_guard::core::qp::{QpState, QpType};
 use iser_guard::core::time::Instant;
@@ -60,7 +60,7 @@ fn full_snapshot_of_the_lab_host_has_the_gsi_qps_in_rts() {
     let ini = &devs[0];
     assert_eq!(ini.info.name, "rxe_ini");
     assert_eq!(ini.ports.len(), 1);
-    assert_eq!(ini.ports[0].state, PortState::Active);
+    assert_eq!(ini.ports[0].state, IbPortState::Active);
     assert_eq!(ini.ports[0].netdev_name.as_deref(), Some("ini0"));
     assert_eq!(ini.ports[0].netdev_index, Some(3));
     let qps = ini.qps.as_ref().unwrap();

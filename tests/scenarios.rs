@@ -40,8 +40,8 @@ mod kernel_6_8;
 
 use iser_guard::core::consumers::ConsumerKind;
 use iser_guard::core::recovery::{
-    ActionKind, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase, Policy, PortId,
-    Severity, StuckEvidence, Trust,
+    ActionKind, AlertClass, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase,
+    Policy, PortId, StuckEvidence, Trust,
 };
 use iser_guard::core::time::Instant;
 use iser_guard::sim::scenarios::{self, field_port, FIELD_DEVICE};
@@ -194,7 +194,7 @@ fn dead_target_listener_never_recreates_the_local_device_and_names_the_target_re
 fn target_back_before_anything_broke_means_no_action_and_no_alert() {
     let h = run("target-blip");
     assert_eq!(destructive(&h), 0);
-    assert!(alerts_at_least(&h, Severity::Warning).is_empty());
+    assert!(alerts_at_least(&h, AlertClass::Warning).is_empty());
     assert!(h.transitions.is_empty());
 }
 
@@ -205,7 +205,7 @@ fn target_that_never_returns_quarantines_the_port_with_the_operator_command() {
     assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
     let a = alerts_with(&h, "automatic recovery stopped");
     assert_eq!(a.len(), 1);
-    assert_eq!(a[0].severity, Severity::Critical);
+    assert_eq!(a[0].severity, AlertClass::Critical);
     assert_eq!(
         a[0].remedy.as_deref(),
         Some("iser-guard recover rocep2s0f0/1")

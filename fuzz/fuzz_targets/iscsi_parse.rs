@@ -4,7 +4,7 @@
 
 use iser_guard::core::iscsi::{
     parse_discovery, parse_login_output, parse_records, parse_session_list, parse_session_tree,
-    IscsiadmStatus, Portal,
+    IscsiadmStatus, ListedPortal,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(flat.items.len() + flat.skipped.len() <= lines);
     for s in &flat.items {
         // what was parsed prints back to something that parses to the same portal
-        assert_eq!(Portal::parse(&s.portal.to_string()).as_ref(), Ok(&s.portal));
+        assert_eq!(ListedPortal::parse(&s.portal.to_string()).as_ref(), Ok(&s.portal));
     }
 
     let tree = parse_session_tree(&text);

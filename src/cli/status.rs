@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::Globals;
 use crate::config::Config;
 use crate::core::kernel_caps::KernelCaps;
-use crate::core::nldev::{path_mig_state_name, PhysState, PortState, QpEntry};
+use crate::core::nldev::{path_mig_state_name, IbPortState, PhysState, QpEntry};
 use crate::core::time::Instant;
 use crate::core::topology::{Device, StuckPort, Topology};
 use crate::error::Error;
@@ -417,7 +417,7 @@ fn sysfs_port_names(p: Option<&sysfs::SysfsPort>) -> (Option<String>, Option<Str
     let code = |c: &Option<sysfs::Coded>| c.as_ref().and_then(|c| u8::try_from(c.code).ok());
     (
         p.and_then(|p| code(&p.state))
-            .map(|c| PortState::from(c).name().to_string()),
+            .map(|c| IbPortState::from(c).name().to_string()),
         p.and_then(|p| code(&p.phys_state))
             .map(|c| PhysState::from(c).name().to_string()),
     )

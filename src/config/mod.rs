@@ -278,7 +278,7 @@ impl Alerts {
     }
 
     /// The configured syslog severity for an engine alert of this class.
-    pub fn syslog_severity(&self, class: iser_guard_core::recovery::Severity) -> Severity {
+    pub fn syslog_severity(&self, class: iser_guard_core::recovery::AlertClass) -> Severity {
         self.severities().of(class)
     }
 }
@@ -1273,7 +1273,7 @@ mod tests {
 
     #[test]
     fn each_engine_urgency_gets_its_configured_syslog_severity() {
-        use iser_guard_core::recovery::Severity as U;
+        use iser_guard_core::recovery::AlertClass as U;
         let a = Config::default().alerts;
         assert_eq!(a.syslog_severity(U::Info), Severity::Notice);
         assert_eq!(a.syslog_severity(U::Warning), Severity::Warning);

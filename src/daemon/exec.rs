@@ -1,19 +1,16 @@
 //! Runs one action the driver handed out ([`crate::core::driver::EffectKind::Run`]) on the
-//! executors (blocking: call through `spawn_blocking`) and turns the executor's answer into
-//! the engine's [`Outcome`], with a line for the log and the operator. Nothing here decides
-//! whether the action may run: the driver did, once.
+//! executors (blocking: call through `spawn_blocking`); the executor's answer becomes the
+//! engine's [`Outcome`] in [`crate::answers`] (shared with the simulated host), with a line for
+//! the log and the operator. Nothing here decides whether the action may run: the driver did,
+//! once.
 
 use crate::core::iscsi::NodeId;
-use crate::core::recovery::{
-    Action, ActionKind, IscsiNode, IscsiadmStatus, MethodFailure, Outcome, RecreateResult,
-};
+use crate::core::recovery::{Action, ActionKind, IscsiNode, Outcome};
 use crate::core::reset_plan::{ParentFacts, RecreateFrom};
-use crate::core::selftest::SelfTestResult;
 use crate::io::executors::Executors;
-use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::lock::RecoveryLock;
 use crate::io::probe::ProbeSource;
-use crate::io::reset::{OnBlocked, ResetOutcome};
+use crate::io::reset::OnBlocked;
 
 /// The result of one executed action: the outcome for the engine and what happened, in
 /// words.
@@ -33,19 +30,6 @@ fn node_id(node: &IscsiNode) -> NodeId {
         address: node.key.portal.ip().to_string(),
         port: node.key.portal.port(),
         iface: Some(node.key.iface.clone()),
-    }
-}
-
-fn iscsiadm_status(e: &IscsiadmError) -> IscsiadmStatus {
-    match e {
-        IscsiadmError::Failed {
-            status, message, ..
-        } => crate::core::recovery::iscsiadm_outcome(*status, message),
-        IscsiadmError::Hung { .. } => IscsiadmStatus::Timeout,
-        other => IscsiadmStatus::Other {
-            code: None,
-            message: other.to_string(),
-        },
     }
 }
 
@@ -88,15 +72,12 @@ pub fn execute(
     probe_from: Option<std::net::IpAddr>,
     on_blocked: OnBlocked<'_>,
 ) -> Option<Executed> {
-    let done = |outcome, summary: String| {
+    let done = |a: crate::answers::Answer| {
         Some(Executed {
-            outcome,
-            summary: format!("{action}: {summary}"),
+            outcome: a.outcome,
+            summary: format!("{action}: {}", a.summary),
             method: None,
         })
-    };
-    let with_method = |executed: Option<Executed>, method: Option<&'static str>| {
-        executed.map(|e| Executed { method, ..e })
     };
     match &action.kind {
         ActionKind::ProbePortal { portal, timeout } => {
@@ -106,7 +87,10 @@ pub fn execute(
                 device: None,
             };
             let (verdict, summary) = ex.probes.probe(addr, &source, *timeout);
-            done(Outcome::Probe(verdict), summary)
+            done(crate::answers::Answer {
+                outcome: Outcome::Probe(verdict),
+                summary,
+            })
         }
         ActionKind::RecreateDevice {
             device,
@@ -118,14 +102,7 @@ pub fn execute(
             let _lock = match lock_dir.map(|d| RecoveryLock::try_acquire(d, &purpose)) {
                 None => None,
                 Some(Ok(l)) => Some(l),
-                Some(Err(e)) => {
-                    return done(
-                        Outcome::Recreate(RecreateResult::Failed {
-                            reason: e.to_string(),
-                        }),
-                        format!("not run: {e}"),
-                    )
-                }
+                Some(Err(e)) => return done(crate::answers::lock_refused(&e.to_string())),
             };
             let remembered = remembered
                 .clone()
@@ -133,66 +110,10 @@ pub fn execute(
             let result = ex
                 .resetter
                 .recreate_watched(device, remembered.as_ref(), on_blocked);
-            let method = reset_method(&result);
-            let executed = match result {
-                Ok(ResetOutcome::Recreated(r)) => {
-                    let result = RecreateResult::Recreated {
-                        name: r.new_name.clone(),
-                        mode_restored: r.mode_restored.clone(),
-                        method: Some(r.method.to_string()),
-                        failed_before: r.failed_before.iter().map(|f| f.in_words()).collect(),
-                    };
-                    // What failed first is part of what happened: the operator confirmed
-                    // a plan whose first method is not the one that worked.
-                    let failed = match &result {
-                        RecreateResult::Recreated { failed_before, .. }
-                            if !failed_before.is_empty() =>
-                        {
-                            format!(", after {}", MethodFailure::words(failed_before))
-                        }
-                        _ => String::new(),
-                    };
-                    let summary = if r.brought_back {
-                        format!(
-                            "{device} was gone: brought back by `{}` in {} ms{failed}; the \
-                             device is {} again",
-                            r.method.up_command(),
-                            r.took_ms,
-                            r.new_name
-                        )
-                    } else {
-                        format!(
-                            "re-created by {} in {} ms{failed}; the device is {} again",
-                            r.method, r.took_ms, r.new_name
-                        )
-                    };
-                    done(Outcome::Recreate(result), summary)
-                }
-                // Asked to run, the resetter only planned: nothing happened to the device.
-                // Not a failed re-creation (dry-run is the driver's, decided before this).
-                Ok(ResetOutcome::DryRun(plan)) => done(
-                    Outcome::NotRun {
-                        reason: format!(
-                            "the resetter returned a plan ({} method(s)) instead of running",
-                            plan.methods.len()
-                        ),
-                    },
-                    "not run: the resetter only planned".into(),
-                ),
-                Err(e) if e.is_unsupported() => done(
-                    Outcome::Recreate(RecreateResult::Unsupported {
-                        reason: e.to_string(),
-                    }),
-                    e.to_string(),
-                ),
-                Err(e) => done(
-                    Outcome::Recreate(RecreateResult::Failed {
-                        reason: e.to_string(),
-                    }),
-                    e.to_string(),
-                ),
-            };
-            with_method(executed, method)
+            done(crate::answers::recreate(device, &result)).map(|e| Executed {
+                method: crate::answers::reset_method(&result),
+                ..e
+            })
         }
         ActionKind::IscsiLogin { node, .. } => {
             let id = node_id(node);
@@ -206,36 +127,12 @@ pub fn execute(
                     };
                 }
             }
-            match result {
-                Ok(LoginOutcome::LoggedIn) => done(
-                    Outcome::Iscsiadm(IscsiadmStatus::Success),
-                    "logged in".into(),
-                ),
-                Ok(LoginOutcome::AlreadyLoggedIn) => done(
-                    Outcome::Iscsiadm(IscsiadmStatus::AlreadyLoggedIn),
-                    "already logged in".into(),
-                ),
-                Err(e) => done(Outcome::Iscsiadm(iscsiadm_status(&e)), e.to_string()),
-            }
+            done(crate::answers::login(&result))
         }
-        ActionKind::IscsiLogout { node, .. } => match ex.iscsi.logout(&node_id(node)) {
-            Ok(LogoutOutcome::LoggedOut) => done(
-                Outcome::Iscsiadm(IscsiadmStatus::Success),
-                "logged out".into(),
-            ),
-            Ok(LogoutOutcome::NotLoggedIn) => done(
-                Outcome::Iscsiadm(IscsiadmStatus::NotFound),
-                "was not logged in".into(),
-            ),
-            Err(e) => done(Outcome::Iscsiadm(iscsiadm_status(&e)), e.to_string()),
-        },
-        ActionKind::IscsiRescan { sid, .. } => match ex.iscsi.rescan(*sid) {
-            Ok(()) => done(
-                Outcome::Iscsiadm(IscsiadmStatus::Success),
-                "rescanned".into(),
-            ),
-            Err(e) => done(Outcome::Iscsiadm(iscsiadm_status(&e)), e.to_string()),
-        },
+        ActionKind::IscsiLogout { node, .. } => {
+            done(crate::answers::logout(&ex.iscsi.logout(&node_id(node))))
+        }
+        ActionKind::IscsiRescan { sid, .. } => done(crate::answers::rescan(&ex.iscsi.rescan(*sid))),
         ActionKind::SelfTestPort {
             device,
             port,
@@ -243,41 +140,14 @@ pub fn execute(
         } => {
             // Blocks up to `timeout` (verbs calls, a CM connect): this runs on a worker,
             // never on the loop thread.
-            let result = ex.selftest.run(device, *port, *timeout);
-            let summary = match &result {
-                SelfTestResult::Ran(r) => r.summary(),
-                SelfTestResult::Unavailable { reason } => format!("unavailable: {reason}"),
-            };
-            done(Outcome::SelfTest(result), summary)
+            done(crate::answers::self_test(
+                ex.selftest.run(device, *port, *timeout),
+            ))
         }
         ActionKind::RefreshSessions
         | ActionKind::RefreshTopology
         | ActionKind::Alert(_)
         | ActionKind::PersistState { .. } => None,
-    }
-}
-
-/// The re-creation method a resetter's answer names: the one that worked, or the one that
-/// failed after changing something.
-fn reset_method(r: &Result<ResetOutcome, crate::io::reset::ResetError>) -> Option<&'static str> {
-    use crate::io::reset::ResetError as E;
-    match r {
-        Ok(ResetOutcome::Recreated(r)) => Some(r.method.kind()),
-        Ok(ResetOutcome::DryRun(_)) => None,
-        Err(
-            E::DidNotDisappear { method, .. }
-            | E::UpStepFailed { method, .. }
-            | E::CheckBlocked { method, .. },
-        )
-        | Err(E::DidNotReturn { method, .. } | E::NotBroughtBack { method, .. }) => {
-            Some(method.kind())
-        }
-        Err(E::AllMethodsFailed { failures, .. }) => failures.last().map(|f| f.method.kind()),
-        // Only a devlink toggle checks the mode.
-        Err(E::ModeNotRestored { .. }) => Some("devlink-toggle"),
-        Err(
-            E::NoMethod { .. } | E::NoSuchDevice { .. } | E::ParentGone { .. } | E::Sysfs { .. },
-        ) => None,
     }
 }
 

@@ -333,6 +333,29 @@ fn failed(command: String, out: &Output) -> IscsiadmError {
     }
 }
 
+/// What a finished `iscsiadm --login` said (also what the simulated host's iscsiadm is read
+/// with, so a scenario reads exit codes and output as the daemon does).
+pub fn login_answer(command: String, out: &Output) -> Result<LoginOutcome, IscsiadmError> {
+    match out.exit {
+        Exit::Code(0) => Ok(LoginOutcome::LoggedIn),
+        Exit::Code(c) if IscsiadmStatus::from_code(c).is_already_logged_in() => {
+            Ok(LoginOutcome::AlreadyLoggedIn)
+        }
+        _ => Err(failed(command, out)),
+    }
+}
+
+/// What a finished `iscsiadm --logout` said (see [`login_answer`]).
+pub fn logout_answer(command: String, out: &Output) -> Result<LogoutOutcome, IscsiadmError> {
+    match out.exit {
+        Exit::Code(0) => Ok(LogoutOutcome::LoggedOut),
+        Exit::Code(c) if IscsiadmStatus::from_code(c).classify() == StatusClass::NotFound => {
+            Ok(LogoutOutcome::NotLoggedIn)
+        }
+        _ => Err(failed(command, out)),
+    }
+}
+
 /// iscsiadm's own explanation, `iscsiadm: initiator reported error (24 - …)`, which is more
 /// telling than its last line ("Could not log into all portals").
 fn reported_error(out: &Output) -> Option<String> {
@@ -365,24 +388,12 @@ impl IscsiAdm for Iscsiadm {
 
     fn login(&self, node: &NodeId) -> Result<LoginOutcome, IscsiadmError> {
         let (command, out) = self.exec(Self::node_args(node, &["--login"])?)?;
-        match out.exit {
-            Exit::Code(0) => Ok(LoginOutcome::LoggedIn),
-            Exit::Code(c) if IscsiadmStatus::from_code(c).is_already_logged_in() => {
-                Ok(LoginOutcome::AlreadyLoggedIn)
-            }
-            _ => Err(failed(command, &out)),
-        }
+        login_answer(command, &out)
     }
 
     fn logout(&self, node: &NodeId) -> Result<LogoutOutcome, IscsiadmError> {
         let (command, out) = self.exec(Self::node_args(node, &["--logout"])?)?;
-        match out.exit {
-            Exit::Code(0) => Ok(LogoutOutcome::LoggedOut),
-            Exit::Code(c) if IscsiadmStatus::from_code(c).classify() == StatusClass::NotFound => {
-                Ok(LogoutOutcome::NotLoggedIn)
-            }
-            _ => Err(failed(command, &out)),
-        }
+        logout_answer(command, &out)
     }
 
     fn rescan(&self, sid: u32) -> Result<(), IscsiadmError> {

@@ -16,7 +16,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-use crate::core::nldev::{PhysState, PortState};
+use crate::core::nldev::{IbPortState, PhysState};
 use crate::core::qp::QpState;
 use crate::core::recovery::{Engine, Phase};
 use crate::core::topology::Topology;
@@ -143,7 +143,7 @@ impl TopologyCensus {
     }
 }
 
-fn port_state_name(s: PortState) -> &'static str {
+fn port_state_name(s: IbPortState) -> &'static str {
     s.name()
 }
 

@@ -308,14 +308,12 @@ impl Harness {
         for d in self.host.topology() {
             self.deliver(d, self.now);
         }
+        self.driver.topology_reported();
         self.inputs += 1;
         self.driver.handle_sessions(list, self.now);
-        self.driver.handle(
-            Input::ScanComplete(crate::core::recovery::ScanComplete {
-                qp_table_available: true,
-            }),
-            self.now,
-        );
+        // The driver's first-scan rule, as in the daemon: topology, then a listing.
+        self.driver.sessions_listed(true, true);
+        self.driver.complete_first_scan(true, self.now);
         self.run_effects(self.now);
         Ok(())
     }
@@ -341,22 +339,23 @@ impl Harness {
             self.inputs += 1;
         }
         match d {
-            Delivery::Kmsg { facility, text } => {
+            Delivery::Kmsg { facility, record } => {
                 self.timeline.push(Entry::Kernel {
                     at: now,
                     facility,
-                    text: text.clone(),
+                    text: record.text.clone(),
                 });
-                // The record as /dev/kmsg gives it, through the daemon's own door.
+                // The record as /dev/kmsg gives it (level, dictionary), through the daemon's
+                // own door.
                 self.kmsg_seq += 1;
                 let record = Record {
                     facility,
-                    level: 3,
+                    level: record.level,
                     seq: self.kmsg_seq,
                     usec: now.as_millis().saturating_mul(1000),
                     continuation: false,
-                    text,
-                    dict: Vec::new(),
+                    text: record.text,
+                    dict: record.dict,
                 };
                 if let Some(Some((obs, trust))) = read_record(&record).map(|r| r.observation) {
                     self.driver.handle_observation(obs, trust, now);
@@ -364,17 +363,14 @@ impl Harness {
             }
             Delivery::Netlink(obs) => self.driver.handle_observation(obs, Trust::Trusted, now),
             Delivery::Sessions(list) => {
+                // The host polls its topology before its sessions (both from its start), so
+                // every listing is asked for with the ports known; the driver's first-scan
+                // rule then completes the scan on the first one, as in the daemon. The
+                // engine acts on nothing destructive before it.
+                self.driver.topology_reported();
                 self.driver.handle_sessions(list, now);
-                // The host's first session poll completes the first scan (the topology is
-                // delivered with it); the engine acts on nothing destructive before it.
-                if !self.driver.engine().scan_complete() {
-                    self.driver.handle(
-                        Input::ScanComplete(crate::core::recovery::ScanComplete {
-                            qp_table_available: true,
-                        }),
-                        now,
-                    );
-                }
+                self.driver.sessions_listed(true, true);
+                self.driver.complete_first_scan(true, now);
             }
             Delivery::Outcome { id, outcome } => {
                 if let crate::core::recovery::Outcome::SelfTest(r) = &outcome {

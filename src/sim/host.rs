@@ -57,8 +57,8 @@ use crate::core::consumers::PortConsumers;
 use crate::core::nldev::{CmIdEntry, QpTypeOrRaw, SockAddr};
 use crate::core::qp::QpState;
 use crate::core::recovery::{
-    ActionId, DiskInfo, IscsiadmStatus, MethodFailure, Observation, OperatorCommand, Outcome,
-    PortId, Portal, ProbeResult, RecreateResult, SessionInfo, SessionKey, SessionState,
+    ActionId, DiskInfo, Observation, OperatorCommand, Outcome, PortId, Portal, ProbeResult,
+    RecreateResult, SessionInfo, SessionKey, SessionState,
 };
 use crate::core::reset_plan::{
     self, AuxFacts, DeviceFacts, ParentFacts, PlanOptions, RecreateFrom, ResetMethod,
@@ -95,7 +95,7 @@ const ZOMBIE_IO_MAX: u32 = 60;
 
 /// The RDMA driver, which decides whether QP 1 gets stuck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
+pub enum RdmaDriver {
     /// Intel E810 (ice + irdma): QP 1 gets stuck in ERR when its target vanishes.
     Irdma,
     /// Soft-RoCE: QP 1 never gets stuck (unless [`SimDevice::irdma_gsi`]).
@@ -157,8 +157,8 @@ pub struct SimDevice {
     pub netdevs: Vec<String>,
     /// PCI function.
     pub pci: String,
-    /// Driver.
-    pub driver: Driver,
+    /// The RDMA driver.
+    pub driver: RdmaDriver,
     /// Present.
     pub present: bool,
     /// GSI QP state per port (index 0 = port 1).
@@ -196,7 +196,7 @@ pub struct SimDevice {
     pub devlink_roce: bool,
     /// The methods that failed before the one that worked, with the method, for this
     /// re-creation's outcome.
-    pub recreated_by: Option<(String, Vec<MethodFailure>)>,
+    pub recreated_by: Option<Vec<crate::io::reset::MethodFailure>>,
 }
 
 /// One simulated target portal.
@@ -248,6 +248,17 @@ pub struct SimSession {
     pub conn: Option<(u16, u32)>,
 }
 
+/// A finished iscsiadm as the daemon's runner captures it (its output on stdout).
+fn iscsiadm_output(code: i32, output: &str) -> crate::io::process::Output {
+    crate::io::process::Output {
+        exit: crate::io::process::Exit::Code(code),
+        stdout: output.to_string(),
+        stderr: String::new(),
+        truncated: false,
+        took: Duration::ZERO,
+    }
+}
+
 /// What the host tells the agent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Delivery {
@@ -255,8 +266,8 @@ pub enum Delivery {
     Kmsg {
         /// Syslog facility.
         facility: u8,
-        /// Text.
-        text: String,
+        /// The record: level, text and dictionary.
+        record: kernel::KernelRecord,
     },
     /// An RDMA netlink fact.
     Netlink(Observation),
@@ -337,12 +348,13 @@ pub enum HostEvent {
         /// SID.
         sid: u32,
     },
-    /// Raw kernel-log lines (storms, forged records).
+    /// Raw kernel-log records (storms, forged records).
     Lines {
-        /// Facility (0 kernel, 1 user).
+        /// Facility (0 kernel, 1 user: a userspace writer, whose records carry no
+        /// dictionary).
         facility: u8,
-        /// Texts.
-        lines: Vec<String>,
+        /// The records.
+        lines: Vec<kernel::KernelRecord>,
     },
     /// An operator command.
     Command(OperatorCommand),
@@ -379,6 +391,12 @@ pub enum HostEvent {
         id: ActionId,
         /// How the result reaches the agent.
         report: Report,
+        /// The method that ran, and whether it brought a gone device back.
+        method: ResetMethod,
+        /// Only the method's "up" step ran (the device was gone).
+        brought_back: bool,
+        /// From the first step to the device being back.
+        took: Duration,
     },
     /// Internal: deliver to the agent.
     Deliver(Box<Delivery>),
@@ -508,7 +526,7 @@ impl SimHost {
     /// `tgt0`) is present beside whatever initiator devices the scenario adds.
     pub fn new() -> Self {
         let mut h = SimHost::bare();
-        h.add_device(TARGET_DEVICE, "tgt0", Driver::Rxe, 1);
+        h.add_device(TARGET_DEVICE, "tgt0", RdmaDriver::Rxe, 1);
         h
     }
 
@@ -558,7 +576,7 @@ impl SimHost {
 
     /// Adds a device with `ports` ports, QP 1 in RTS on each. Each port gets a netdev
     /// (`rxe_ini` → `ini0` as in the lab; `rocep2s0f0` → `rocep2s0f0np0`, …) with an address.
-    pub fn add_device(&mut self, name: &str, pci: &str, driver: Driver, ports: u32) {
+    pub fn add_device(&mut self, name: &str, pci: &str, driver: RdmaDriver, ports: u32) {
         let ports = ports.max(1);
         let netdevs: Vec<String> = (0..ports)
             .map(|i| match name.strip_prefix("rxe_") {
@@ -570,7 +588,7 @@ impl SimHost {
     }
 
     /// Adds a device whose ports run over these netdevs (one per port).
-    pub fn add_device_on(&mut self, name: &str, pci: &str, driver: Driver, netdevs: &[String]) {
+    pub fn add_device_on(&mut self, name: &str, pci: &str, driver: RdmaDriver, netdevs: &[String]) {
         for n in netdevs {
             if !self.netdev_addrs.contains_key(n) {
                 let k = u8::try_from(self.netdev_addrs.len() + 1).unwrap_or(u8::MAX);
@@ -719,8 +737,11 @@ impl SimHost {
         out
     }
 
-    fn kmsg(out: &mut Vec<Delivery>, text: String) {
-        out.push(Delivery::Kmsg { facility: 0, text });
+    fn kmsg(out: &mut Vec<Delivery>, record: kernel::KernelRecord) {
+        out.push(Delivery::Kmsg {
+            facility: 0,
+            record,
+        });
     }
 
     fn apply(&mut self, ev: HostEvent, now: Instant, out: &mut Vec<Delivery>) {
@@ -814,8 +835,13 @@ impl SimHost {
                 }
             }
             HostEvent::Lines { facility, lines } => {
-                for text in lines {
-                    out.push(Delivery::Kmsg { facility, text });
+                for record in lines {
+                    let record = if facility == 0 {
+                        record
+                    } else {
+                        record.written()
+                    };
+                    out.push(Delivery::Kmsg { facility, record });
                 }
             }
             HostEvent::Command(c) => out.push(Delivery::Command(c)),
@@ -872,7 +898,14 @@ impl SimHost {
                     self.schedule(now.plus(ZOMBIE_IO_PERIOD), HostEvent::ZombieIo(sid));
                 }
             }
-            HostEvent::RecreateDone { device, id, report } => {
+            HostEvent::RecreateDone {
+                device,
+                id,
+                report,
+                method,
+                brought_back,
+                took,
+            } => {
                 self.concurrent_recreations = self.concurrent_recreations.saturating_sub(1);
                 if let Some(d) = self.devices.get_mut(&device) {
                     d.recreating = false;
@@ -889,17 +922,21 @@ impl SimHost {
                     .devices
                     .get_mut(&device)
                     .and_then(|d| d.mode_restored.take());
-                let (method, failed_before) = self
+                let failed_before = self
                     .devices
                     .get_mut(&device)
                     .and_then(|d| d.recreated_by.take())
-                    .map_or((None, Vec::new()), |(m, f)| (Some(m), f));
-                let result = RecreateResult::Recreated {
-                    name: device.clone(),
-                    mode_restored,
+                    .unwrap_or_default();
+                // The resetter's report, translated as the daemon translates it.
+                let result = crate::answers::recreated(&crate::io::reset::Recreated {
                     method,
+                    old_name: device.clone(),
+                    new_name: device.clone(),
+                    took_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
                     failed_before,
-                };
+                    brought_back,
+                    mode_restored,
+                });
                 match report {
                     Report::Outcome => out.push(Delivery::Outcome {
                         id,
@@ -960,18 +997,23 @@ impl SimHost {
                         ),
                     }
                 };
-                let last = output.lines().last().unwrap_or("").to_string();
+                let command = format!(
+                    "iscsiadm -m node -T {} -p {} -I {} --login",
+                    key.target, key.portal, key.iface
+                );
+                // Read as the daemon reads a real iscsiadm's exit and output.
+                let answer = crate::io::iscsiadm::login_answer(
+                    command.clone(),
+                    &iscsiadm_output(code, &output),
+                );
                 out.push(Delivery::IscsiadmOutput {
-                    command: format!(
-                        "iscsiadm -m node -T {} -p {} -I {} --login",
-                        key.target, key.portal, key.iface
-                    ),
+                    command,
                     output,
                     code,
                 });
                 out.push(Delivery::Outcome {
                     id,
-                    outcome: Outcome::Iscsiadm(IscsiadmStatus::from_exit_code(code, &last)),
+                    outcome: crate::answers::login(&answer).outcome,
                 });
             }
         }
@@ -1091,9 +1133,9 @@ impl SimHost {
         let mut next_attempt = ISCSID_RETRY;
         match self.devices.get_mut(&port.device) {
             Some(d) if !d.present || d.recreating => {
-                Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string())
+                Self::kmsg(out, kernel::cm(kernel::CM_ADDR_ERROR))
             }
-            None => Self::kmsg(out, kernel::CM_ADDR_ERROR.to_string()),
+            None => Self::kmsg(out, kernel::cm(kernel::CM_ADDR_ERROR)),
             Some(d) if d.irdma_gsi => {
                 // The lab's irdma-like rdma_rxe: while the host does not answer, address
                 // resolution fails before any MAD; once it answers, a stuck QP 1 fails every
@@ -1101,14 +1143,14 @@ impl SimHost {
                 let stuck = d.gsi.get(idx) == Some(&QpState::Err);
                 if !reachable {
                     if cm_debug {
-                        Self::kmsg(out, kernel::CM_ADDR_TIMEOUT.to_string());
+                        Self::kmsg(out, kernel::cm(kernel::CM_ADDR_TIMEOUT));
                     }
                 } else if stuck {
                     Self::kmsg(out, kernel::modify_qp_invalid_unparented(&d.name));
                     Self::kmsg(out, kernel::mad_send_error(&d.name));
                 } else if !listener {
                     if cm_debug {
-                        Self::kmsg(out, kernel::CM_REJECTED.to_string());
+                        Self::kmsg(out, kernel::cm(kernel::CM_REJECTED));
                     }
                 } else {
                     ok = true;
@@ -1116,7 +1158,7 @@ impl SimHost {
             }
             Some(d) => {
                 let stuck = d.gsi.get(idx) == Some(&QpState::Err);
-                if stuck || (!reachable && d.driver == Driver::Irdma) {
+                if stuck || (!reachable && d.driver == RdmaDriver::Irdma) {
                     // The CM MAD send fails; irdma refuses ERR->RTS for QP 1 from now on.
                     if let Some(g) = d.gsi.get_mut(idx) {
                         *g = QpState::Err;
@@ -1133,7 +1175,7 @@ impl SimHost {
                     // of its retransmissions gets through once the target answers again.
                 } else if !listener {
                     if cm_debug {
-                        Self::kmsg(out, kernel::CM_REJECTED.to_string());
+                        Self::kmsg(out, kernel::cm(kernel::CM_REJECTED));
                     }
                 } else {
                     ok = true;
@@ -1236,11 +1278,12 @@ impl SimHost {
             "{device}: the driver reports a fatal device error; every QP is in ERR"
         )));
         // iser_event_handler prints every async event of the device it is registered on.
+        // (`iser_err`, a `pr_err`: no dictionary.)
         Self::kmsg(
             out,
-            format!(
+            kernel::cm(&format!(
                 "iser: iser_event_handler: async event device fatal (8) on device {device} port 1"
-            ),
+            )),
         );
         if self.async_events {
             out.push(Delivery::AsyncEvent(crate::core::selftest::AsyncEvent {
@@ -1267,7 +1310,7 @@ impl SimHost {
     pub fn stack_facts(&self) -> crate::core::driver_stack::StackFacts {
         let mut modules: Vec<crate::core::driver_stack::RdmaModule> = Vec::new();
         for d in self.devices.values() {
-            if d.driver != Driver::Irdma || !d.present {
+            if d.driver != RdmaDriver::Irdma || !d.present {
                 continue;
             }
             let aux = irdma_aux(d);
@@ -1301,7 +1344,7 @@ impl SimHost {
         let d = self.devices.get(device).filter(|d| d.present)?;
         Some(match d.driver {
             // Virtual: no `device` link; rxe's own `parent` attribute names its netdev.
-            Driver::Rxe => DeviceFacts {
+            RdmaDriver::Rxe => DeviceFacts {
                 name: d.name.clone(),
                 parent: None,
                 aux: None,
@@ -1310,7 +1353,7 @@ impl SimHost {
                 netdevs: d.netdevs.clone(),
                 soft_netdev: d.netdevs.first().cloned(),
             },
-            Driver::Irdma => DeviceFacts {
+            RdmaDriver::Irdma => DeviceFacts {
                 name: d.name.clone(),
                 parent: Some(ParentFacts {
                     bus: "pci".into(),
@@ -1636,7 +1679,7 @@ impl SimHost {
                 let current_aux = self
                     .devices
                     .get(device)
-                    .filter(|d| d.driver == Driver::Irdma)
+                    .filter(|d| d.driver == RdmaDriver::Irdma)
                     .map(irdma_aux);
                 Some((
                     reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts),
@@ -1681,10 +1724,18 @@ impl SimHost {
         now: Instant,
     ) -> Vec<Delivery> {
         let mut out = Vec::new();
+        // A scripted result: what the scenario says the resetter answered.
         let fail = |out: &mut Vec<Delivery>, result: RecreateResult| {
             out.push(Delivery::Outcome {
                 id,
                 outcome: Outcome::Recreate(result),
+            })
+        };
+        // A resetter's answer, translated as the daemon translates it.
+        let answered = |out: &mut Vec<Delivery>, a: crate::answers::Answer| {
+            out.push(Delivery::Outcome {
+                id,
+                outcome: a.outcome,
             })
         };
         // A scripted failure overrides the physics (the scenario says what goes wrong).
@@ -1700,12 +1751,7 @@ impl SimHost {
                     device: device.to_string(),
                     root: "/sys".into(),
                 };
-                fail(
-                    &mut out,
-                    RecreateResult::Unsupported {
-                        reason: e.to_string(),
-                    },
-                );
+                answered(&mut out, crate::answers::recreate(device, &Err(e)));
                 return out;
             }
         };
@@ -1720,8 +1766,8 @@ impl SimHost {
                     let show = format!("devlink dev param show {handle} name {} -j", param.name());
                     self.commands.push(show.clone());
                     out.push(Delivery::Note(format!("{device}: {show}")));
-                    failed_before.push(MethodFailure {
-                        method: m.to_string(),
+                    failed_before.push(crate::io::reset::MethodFailure {
+                        method: m.clone(),
                         error: format!(
                             "`{show}` exited with code 1: kernel answers: Invalid argument"
                         ),
@@ -1735,12 +1781,7 @@ impl SimHost {
                 device: device.to_string(),
                 reasons: plan.skipped,
             };
-            fail(
-                &mut out,
-                RecreateResult::Unsupported {
-                    reason: e.to_string(),
-                },
-            );
+            answered(&mut out, crate::answers::recreate(device, &Err(e)));
             return out;
         };
         if let Some(d) = self.devices.get_mut(device) {
@@ -1792,7 +1833,12 @@ impl SimHost {
             }
             if !self.devices.contains_key(device) {
                 // A link never seen on this host: the kernel creates it all the same.
-                self.add_device_on(device, netdev, Driver::Rxe, std::slice::from_ref(netdev));
+                self.add_device_on(
+                    device,
+                    netdev,
+                    RdmaDriver::Rxe,
+                    std::slice::from_ref(netdev),
+                );
                 if let Some(d) = self.devices.get_mut(device) {
                     d.present = false;
                 }
@@ -1827,7 +1873,7 @@ impl SimHost {
             return out;
         };
         d.recreating = true;
-        d.recreated_by = Some((method.to_string(), failed_before));
+        d.recreated_by = Some(failed_before);
         self.concurrent_recreations += 1;
         self.max_concurrent_recreations = self
             .max_concurrent_recreations
@@ -1880,6 +1926,9 @@ impl SimHost {
                 device: device.to_string(),
                 id,
                 report,
+                method,
+                brought_back: absent,
+                took: back_after,
             },
         );
         out
@@ -1909,7 +1958,8 @@ impl SimHost {
             }
             _ => (21, "iscsiadm: No matching sessions found".to_string()),
         };
-        let last = output.lines().last().unwrap_or("").to_string();
+        let answer =
+            crate::io::iscsiadm::logout_answer(command.clone(), &iscsiadm_output(code, &output));
         let at = now.plus(LOGOUT_TIME);
         self.schedule(
             at,
@@ -1923,7 +1973,7 @@ impl SimHost {
             at,
             HostEvent::Deliver(Box::new(Delivery::Outcome {
                 id,
-                outcome: Outcome::Iscsiadm(IscsiadmStatus::from_exit_code(code, &last)),
+                outcome: crate::answers::logout(&answer).outcome,
             })),
         );
     }
@@ -1988,6 +2038,11 @@ impl SimHost {
 
     fn hang(&mut self, command: String, id: ActionId, now: Instant) {
         let at = now.plus(self.iscsiadm_timeout);
+        // The daemon's iscsiadm runner kills it at the deadline and reports it hung.
+        let hung = crate::answers::login(&Err(crate::io::iscsiadm::IscsiadmError::Hung {
+            command: command.clone(),
+            timeout: self.iscsiadm_timeout,
+        }));
         self.schedule(
             at,
             HostEvent::Deliver(Box::new(Delivery::IscsiadmOutput {
@@ -2003,7 +2058,7 @@ impl SimHost {
             at,
             HostEvent::Deliver(Box::new(Delivery::Outcome {
                 id,
-                outcome: Outcome::Iscsiadm(IscsiadmStatus::Timeout),
+                outcome: hung.outcome,
             })),
         );
     }
@@ -2095,7 +2150,7 @@ impl SimHost {
 /// The parent a netlink report gives: the PCI function of a hardware device, none for a
 /// virtual (rxe) one.
 fn pci_parent(d: &SimDevice) -> Option<String> {
-    (d.driver == Driver::Irdma).then(|| d.pci.clone())
+    (d.driver == RdmaDriver::Irdma).then(|| d.pci.clone())
 }
 
 /// An E810 function's RDMA auxiliary device (`ice.roce.N`, bound to irdma).
@@ -2180,10 +2235,10 @@ fn method_commands(m: &ResetMethod, absent: bool) -> Vec<String> {
     }
 }
 
-fn driver_name(d: Driver) -> &'static str {
+fn driver_name(d: RdmaDriver) -> &'static str {
     match d {
-        Driver::Irdma => "irdma",
-        Driver::Rxe => "rxe",
+        RdmaDriver::Irdma => "irdma",
+        RdmaDriver::Rxe => "rxe",
     }
 }
 

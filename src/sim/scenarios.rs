@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::consumers::SimConsumer;
 use super::harness::{Harness, SimError};
-use super::host::{Driver, HostEvent, RecreatePlan, SimHost};
+use super::host::{HostEvent, RdmaDriver, RecreatePlan, SimHost};
 use super::kernel;
 use crate::config::{OtherSessions, ResetWhen};
 use crate::core::recovery::{OperatorCommand, Policy, PortId, Portal};
@@ -77,7 +77,7 @@ pub fn base_policy() -> Policy {
 /// One E810 (irdma) device with one session to the target.
 pub fn field_host() -> SimHost {
     let mut h = SimHost::new();
-    h.add_device(FIELD_DEVICE, FIELD_PCI, Driver::Irdma, 1);
+    h.add_device(FIELD_DEVICE, FIELD_PCI, RdmaDriver::Irdma, 1);
     h.add_target(TARGET_IQN, portal_a());
     h.add_session(TARGET_IQN, &portal_a(), field_port(), &["sda"]);
     h
@@ -102,7 +102,7 @@ fn field_incident() -> (SimHost, Policy) {
 
 fn rxe_host() -> SimHost {
     let mut h = SimHost::new();
-    h.add_device("rxe_ini", "ini0", Driver::Rxe, 1);
+    h.add_device("rxe_ini", "ini0", RdmaDriver::Rxe, 1);
     h.add_target(TARGET_IQN, portal_a());
     h.add_session(TARGET_IQN, &portal_a(), PortId::new("rxe_ini", 1), &["sda"]);
     h
@@ -232,7 +232,7 @@ fn lab_field_incident() -> (SimHost, Policy) {
 /// session on each; only the target behind port 0 goes away.
 fn dual_port_nic() -> (SimHost, Policy) {
     let mut h = field_host();
-    h.add_device("rocep2s0f1", "0000:02:00.1", Driver::Irdma, 1);
+    h.add_device("rocep2s0f1", "0000:02:00.1", RdmaDriver::Irdma, 1);
     h.add_target(TARGET_B_IQN, portal_b());
     h.add_session(
         TARGET_B_IQN,
@@ -364,7 +364,7 @@ fn iscsid_recovers() -> (SimHost, Policy) {
 
 fn two_ports() -> (SimHost, Policy) {
     let mut h = SimHost::new();
-    h.add_device("ibp65s0", "0000:41:00.0", Driver::Irdma, 2);
+    h.add_device("ibp65s0", "0000:41:00.0", RdmaDriver::Irdma, 2);
     h.add_target(TARGET_IQN, portal_a());
     h.add_session(TARGET_IQN, &portal_a(), PortId::new("ibp65s0", 1), &["sda"]);
     let key_b = portal_b();
@@ -382,7 +382,7 @@ fn two_ports() -> (SimHost, Policy) {
 
 fn two_devices() -> (SimHost, Policy) {
     let mut h = field_host();
-    h.add_device("rocep2s0f1", "0000:02:00.1", Driver::Irdma, 1);
+    h.add_device("rocep2s0f1", "0000:02:00.1", RdmaDriver::Irdma, 1);
     h.add_target(TARGET_B_IQN, portal_b());
     h.add_session(
         TARGET_B_IQN,
@@ -412,7 +412,7 @@ fn storm() -> (SimHost, Policy) {
         at(60),
         HostEvent::Lines {
             facility: 0,
-            lines: vec![kernel::CM_ADDR_ERROR.to_string(); 10_000],
+            lines: vec![kernel::cm(kernel::CM_ADDR_ERROR); 10_000],
         },
     );
     (h, base_policy())
@@ -651,11 +651,17 @@ fn driver_reset() -> (SimHost, Policy) {
             facility: 0,
             lines: vec![
                 // irdma utils.c irdma_handle_cqp_op, then main.c irdma_request_reset.
-                format!(
-                    "ice 0000:02:00.0 {FIELD_DEVICE}: [Modify QP Cmd Error][op_code=6] \
-                     status=-110 waiting=1 completion_err=0 maj=0x0 min=0x0"
+                kernel::KernelRecord::ibdev_err(
+                    FIELD_DEVICE,
+                    format!(
+                        "ice 0000:02:00.0 {FIELD_DEVICE}: [Modify QP Cmd Error][op_code=6] \
+                         status=-110 waiting=1 completion_err=0 maj=0x0 min=0x0"
+                    ),
                 ),
-                format!("ice 0000:02:00.0 {FIELD_DEVICE}: Requesting a reset"),
+                kernel::KernelRecord::ibdev_err(
+                    FIELD_DEVICE,
+                    format!("ice 0000:02:00.0 {FIELD_DEVICE}: Requesting a reset"),
+                ),
             ],
         },
     );
@@ -734,9 +740,15 @@ fn nic_safe_mode() -> (SimHost, Policy) {
         at(60),
         HostEvent::Lines {
             facility: 0,
-            lines: vec![format!(
-                "ice {FIELD_PCI}: The DDP package file was not found or could not be read. \
-                 Entering Safe Mode"
+            // ice_main.c ice_request_fw: dev_err on the PCI function.
+            lines: vec![kernel::KernelRecord::device(
+                kernel::ERR,
+                "pci",
+                FIELD_PCI,
+                format!(
+                    "ice {FIELD_PCI}: The DDP package file was not found or could not be read. \
+                     Entering Safe Mode"
+                ),
             )],
         },
     );

@@ -13,10 +13,10 @@
 
 use std::time::Duration;
 
-use super::host::{Delivery, Driver, HostEvent, SimHost};
+use super::host::{Delivery, HostEvent, RdmaDriver, SimHost};
 use super::kernel;
 use crate::core::qp::QpState;
-use crate::core::recovery::{ActionId, Outcome};
+use crate::core::recovery::ActionId;
 use crate::core::selftest::{SelfTestReport, SelfTestResult, SelfTestStep};
 use crate::core::time::Instant;
 
@@ -46,7 +46,7 @@ impl SimHost {
             now.plus(after),
             HostEvent::Deliver(Box::new(Delivery::Outcome {
                 id,
-                outcome: Outcome::SelfTest(result),
+                outcome: crate::answers::self_test(result).outcome,
             })),
         );
         out
@@ -96,14 +96,14 @@ impl SimHost {
             },
         };
         if gsi == QpState::Err {
-            if d.driver == Driver::Irdma {
+            if d.driver == RdmaDriver::Irdma {
                 out.push(Delivery::Kmsg {
                     facility: 0,
-                    text: kernel::modify_qp_invalid(&d.pci, &d.name),
+                    record: kernel::modify_qp_invalid(&d.pci, &d.name),
                 });
                 out.push(Delivery::Kmsg {
                     facility: 0,
-                    text: kernel::mad_send_error(&d.name),
+                    record: kernel::mad_send_error(&d.name),
                 });
             }
             let r = report(vec![step(

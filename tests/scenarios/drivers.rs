@@ -14,7 +14,7 @@
 //!   answers ARP/ND: the portal is probed by the neighbour probe and the port recovers only
 //!   once the target is back.
 
-use iser_guard::core::recovery::{Phase, Severity};
+use iser_guard::core::recovery::{AlertClass, Phase};
 use iser_guard::sim::scenarios::FIELD_DEVICE;
 use iser_guard::sim::Entry;
 
@@ -49,7 +49,7 @@ fn a_recreation_blocked_in_the_kernel_is_reported_never_doubled_and_resumed() {
         "re-creation of rocep2s0f0 has been blocked in the kernel for 32 s",
     );
     assert_eq!(first.len(), 1, "{:#?}", h.alerts);
-    assert_eq!(first[0].severity, Severity::Critical);
+    assert_eq!(first[0].severity, AlertClass::Critical);
     for needle in [
         "D (uninterruptible sleep)",
         "ice_devlink_enable_roce_set [ice]",
@@ -137,7 +137,7 @@ fn a_reset_by_the_driver_is_waited_for_and_verified_like_our_own() {
     assert_eq!(h.host.devices[FIELD_DEVICE].recreations_started, 0);
     let alert = alerts_with(&h, "the driver of rocep2s0f0 requested a reset");
     assert_eq!(alert.len(), 1, "{:#?}", h.alerts);
-    assert_eq!(alert[0].severity, Severity::Warning);
+    assert_eq!(alert[0].severity, AlertClass::Warning);
     // Verified as after our own re-creation: a fresh QP 1 is expected, the port goes
     // through Reconnecting (iscsid's grace, the self-test) to Healthy.
     let back = h
@@ -172,7 +172,7 @@ fn a_device_replugged_as_iwarp_is_restored_and_the_operator_told() {
     assert_eq!(h.host.devices[FIELD_DEVICE].recreations_started, 1);
     let alert = alerts_with(&h, "came back from its re-creation in the wrong RDMA mode");
     assert_eq!(alert.len(), 1, "{:#?}", h.alerts);
-    assert_eq!(alert[0].severity, Severity::Error);
+    assert_eq!(alert[0].severity, AlertClass::Error);
     assert!(
         alert[0].detail.contains("ice.iwarp.0 (not roce)")
             && alert[0]
@@ -256,7 +256,7 @@ fn an_out_of_tree_irdma_is_named_once_and_recreated_without_the_devlink_toggle_i
     // Named once, from the first report of the host's facts on.
     let named = alerts_with(&h, "irdma (serving rocep2s0f0) is an out-of-tree driver");
     assert_eq!(named.len(), 1, "{:#?}", h.alerts);
-    assert_eq!(named[0].severity, Severity::Warning);
+    assert_eq!(named[0].severity, AlertClass::Warning);
     assert!(
         named[0]
             .summary
@@ -301,7 +301,7 @@ fn a_bonded_e810_port_without_rdma_is_named_once_and_never_recreated() {
     assert!(h.host.commands.is_empty(), "{:?}", h.host.commands);
     let named = alerts_with(&h, "is a member of bond bond0 and has no RDMA device");
     assert_eq!(named.len(), 1, "{:#?}", h.alerts);
-    assert_eq!(named[0].severity, Severity::Critical);
+    assert_eq!(named[0].severity, AlertClass::Critical);
     // Held with the reason: nothing to re-create, an operator must act.
     assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
     let held = h
@@ -332,7 +332,7 @@ fn ice_safe_mode_is_named_once_and_never_recreated() {
     assert!(h.recreations().is_empty(), "{:?}", h.recreations());
     let named = alerts_with(&h, "ice is in safe mode on 0000:02:00.0");
     assert_eq!(named.len(), 1, "{:#?}", h.alerts);
-    assert_eq!(named[0].severity, Severity::Critical);
+    assert_eq!(named[0].severity, AlertClass::Critical);
     assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
     let held = h
         .transitions

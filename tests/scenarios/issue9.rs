@@ -3,9 +3,9 @@
 
 use iser_guard::core::qp::QpState;
 use iser_guard::core::recovery::{
-    ActionKind, EngineSnapshot, Hold, IscsiadmStatus, Observation, OperatorCommand, OtherSessions,
-    Outcome, Phase, PortId, Portal, ProbeResult, RecreateMethod, ResetWhen, SessionInfo,
-    SessionKey, SessionState, Severity, StuckEvidence,
+    ActionKind, AlertClass, EngineSnapshot, Hold, IscsiadmStatus, Observation, OperatorCommand,
+    OtherSessions, Outcome, Phase, PortId, Portal, ProbeResult, RecreateMethod, ResetWhen,
+    SessionInfo, SessionKey, SessionState, StuckEvidence,
 };
 use iser_guard::core::reset_plan::{RecreateFrom, SoftType};
 use iser_guard::core::time::Instant;
@@ -425,8 +425,8 @@ fn a_not_allowed_device_is_an_operator_action_alert() {
         .find(|a| a.summary.contains("devices.allow"))
         .cloned()
         .expect("alerted");
-    // Severity::Critical is the class the daemon sends at alerts.severity-operator.
-    assert_eq!(a.severity, Severity::Critical, "{a:?}");
+    // AlertClass::Critical is the class the daemon sends at alerts.severity-operator.
+    assert_eq!(a.severity, AlertClass::Critical, "{a:?}");
 }
 
 #[test]

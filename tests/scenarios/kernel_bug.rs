@@ -5,8 +5,8 @@
 
 use iser_guard::core::journal;
 use iser_guard::core::recovery::{
-    read_record, ActionKind, Hold, Observation, OperatorCommand, Phase, ProbeResult, SessionState,
-    Severity, Trust,
+    read_record, ActionKind, AlertClass, Hold, Observation, OperatorCommand, Phase, ProbeResult,
+    SessionState, Trust,
 };
 
 use super::kernel_run::*;
@@ -49,7 +49,7 @@ fn fault_with_target_back(r: &mut Rig, until: f64) {
 fn kernel_bug_alerts(r: &Rig) -> usize {
     r.alerts()
         .iter()
-        .filter(|a| a.severity == Severity::Critical && a.summary.starts_with("kernel bug:"))
+        .filter(|a| a.severity == AlertClass::Critical && a.summary.starts_with("kernel bug:"))
         .count()
 }
 

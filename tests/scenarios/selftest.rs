@@ -4,7 +4,7 @@
 //! `cm-connect` where a connect cannot be made, and is unavailable without verbs.
 
 use iser_guard::core::recovery::{
-    ActionKind, Engine, Phase, SelfTestPolicy, SelfTestVerdict, Severity, Transition,
+    ActionKind, AlertClass, Engine, Phase, SelfTestPolicy, SelfTestVerdict, Transition,
 };
 use iser_guard::core::time::Instant;
 use iser_guard::sim::scenarios::{self, FIELD_DEVICE};
@@ -65,7 +65,7 @@ fn a_failing_self_test_fails_the_attempt_until_quarantine_with_its_summary() {
     assert_eq!(failed.len(), max - 1, "attempts 1..max-1 back off");
     let q = alerts_with(&h, "automatic recovery stopped");
     assert_eq!(q.len(), 1);
-    assert_eq!(q[0].severity, Severity::Critical);
+    assert_eq!(q[0].severity, AlertClass::Critical);
     assert!(
         q[0].detail
             .contains("self-test of rocep2s0f0/1 failed at cm-connect: rdma_connect: no answer"),
@@ -112,7 +112,7 @@ fn an_unavailable_self_test_leaves_recovery_as_it_was() {
     // Said once, as information; the verdict says no self-test ran.
     let said = alerts_with(&with, "self-test is not available");
     assert_eq!(said.len(), 1);
-    assert_eq!(said[0].severity, Severity::Info);
+    assert_eq!(said[0].severity, AlertClass::Info);
     assert_eq!(
         last_selftest(with.engine()),
         Some(SelfTestVerdict::Unavailable)

@@ -1,7 +1,7 @@
 //! Helpers for the scenario tests: run a named scenario with a step bound, and look at what
 //! the agent did.
 
-use iser_guard::core::recovery::{ActionKind, Alert, Origin, Phase, PortId, Severity};
+use iser_guard::core::recovery::{ActionKind, Alert, AlertClass, Origin, Phase, PortId};
 use iser_guard::sim::{scenarios, Harness};
 
 /// Steps allowed for one scenario run (livelock = failure).
@@ -62,7 +62,7 @@ pub fn alerts_with<'a>(h: &'a Harness, needle: &str) -> Vec<&'a Alert> {
 }
 
 /// Alerts at or above a severity.
-pub fn alerts_at_least(h: &Harness, s: Severity) -> Vec<&Alert> {
+pub fn alerts_at_least(h: &Harness, s: AlertClass) -> Vec<&Alert> {
     h.alerts
         .iter()
         .map(|(_, a)| a)

@@ -3,7 +3,7 @@
 //! steady state, every `poll.netlink` seconds).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use iser_guard_core::nldev::{DeviceInfo, PhysState, PortInfo, PortState, QpEntry, QpTypeOrRaw};
+use iser_guard_core::nldev::{DeviceInfo, IbPortState, PhysState, PortInfo, QpEntry, QpTypeOrRaw};
 use iser_guard_core::qp::{QpState, QpType};
 use iser_guard_core::time::Instant;
 use iser_guard_core::topology::{DeviceObservation, Snapshot, Topology};
@@ -28,7 +28,7 @@ fn device(index: u32, name: &str, qps: u32) -> DeviceObservation {
         dev_index: index,
         dev_name: name.into(),
         port: 1,
-        state: PortState::Active,
+        state: IbPortState::Active,
         phys_state: PhysState::LinkUp,
         netdev_index: Some(index + 10),
         netdev_name: Some(format!("eth{index}")),

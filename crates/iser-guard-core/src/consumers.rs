@@ -71,7 +71,7 @@ impl ConsumerKind {
     ];
 
     /// The kind of a kernel module's consumer.
-    pub fn of_module(module: &str) -> Self {
+    pub(crate) fn of_module(module: &str) -> Self {
         match module {
             "ib_iser" => ConsumerKind::Iser,
             "nvme_rdma" => ConsumerKind::NvmeRdma,
@@ -99,7 +99,7 @@ impl ConsumerKind {
     }
 
     /// The kind whose key this is.
-    pub fn from_key(key: &str) -> Option<Self> {
+    pub(crate) fn from_key(key: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.key() == key)
     }
 
@@ -443,7 +443,7 @@ impl fmt::Display for ConsumerRef {
 /// The consumers of a device (its ports' entries in `ports`) that hold an automatic
 /// re-creation under `policy`: live, not brought back by iser-guard, and of a kind that
 /// waits.
-pub fn in_the_way(
+pub(crate) fn in_the_way(
     device: &str,
     ports: &[PortConsumers],
     policy: &ConsumerPolicy,

@@ -23,7 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use serde::{Deserialize, Serialize};
 
 /// What open-iscsi prints for a value it does not have (`UNKNOWN_VALUE`).
-pub const UNKNOWN_VALUE: &str = "<empty>";
+pub(crate) const UNKNOWN_VALUE: &str = "<empty>";
 
 /// Longest line kept verbatim in a [`Skipped`] record; longer ones are cut (on a char
 /// boundary) so hostile input cannot blow up logs.
@@ -201,9 +201,10 @@ impl fmt::Display for Transport {
     }
 }
 
-/// A target portal as iscsiadm prints it: `address:port,tpgt`, IPv6 as `[address]:port,tpgt`.
+/// A target portal as iscsiadm lists it: `address:port,tpgt`, IPv6 as `[address]:port,tpgt`
+/// (the engine's portal, an address and a port, is [`crate::recovery::Portal`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Portal {
+pub struct ListedPortal {
     /// The address, without brackets.
     pub address: String,
     /// The TCP port (3260 by default).
@@ -212,10 +213,10 @@ pub struct Portal {
     pub tpgt: i32,
 }
 
-impl Portal {
+impl ListedPortal {
     /// Parses `10.0.0.5:3260,1`, `[fe80::1]:3260,1` or `::ffff:10.0.0.5:3260,1` (iscsiadm
     /// brackets only addresses without a dot).
-    pub fn parse(s: &str) -> Result<Portal, String> {
+    pub fn parse(s: &str) -> Result<ListedPortal, String> {
         let s = s.trim();
         let (addr_port, tpgt) = s
             .rsplit_once(',')
@@ -224,7 +225,7 @@ impl Portal {
             .parse()
             .map_err(|_| format!("tpgt '{tpgt}' is not a number"))?;
         let (address, port) = split_addr_port(addr_port, ':')?;
-        Ok(Portal {
+        Ok(ListedPortal {
             address,
             port,
             tpgt,
@@ -242,7 +243,7 @@ impl Portal {
     }
 }
 
-impl fmt::Display for Portal {
+impl fmt::Display for ListedPortal {
     /// As iscsiadm prints it (brackets when the address has no dot).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.address.contains('.') {
@@ -309,7 +310,7 @@ pub struct SessionSummary {
     /// The session id (`sessionN` in sysfs).
     pub sid: u32,
     /// The persistent portal (address, port, tpgt).
-    pub portal: Portal,
+    pub portal: ListedPortal,
     /// The target name (IQN/EUI/NAA).
     pub target: String,
     /// `(non-flash)` / `(flash)`; `None` with open-iscsi versions that do not print it.
@@ -345,7 +346,7 @@ pub fn parse_session_line(line: &str) -> Result<SessionSummary, SkipReason> {
         .map_err(|_| bad("sid", format!("'{sid}' is not a session number")))?;
     let mut tokens = rest.split_whitespace();
     let portal = tokens.next().ok_or(SkipReason::Unrecognised)?;
-    let portal = Portal::parse(portal).map_err(|e| bad("portal", e))?;
+    let portal = ListedPortal::parse(portal).map_err(|e| bad("portal", e))?;
     let target = tokens
         .next()
         .ok_or_else(|| bad("target", "missing"))?
@@ -563,7 +564,7 @@ impl DeviceState {
 
     /// True when I/O to the device fails rather than waits (`offline`,
     /// `transport-offline`, `deleted`, `cancel`).
-    pub fn rejects_io(&self) -> bool {
+    pub(crate) fn rejects_io(&self) -> bool {
         matches!(
             self,
             DeviceState::Offline
@@ -607,9 +608,9 @@ pub struct SessionDetail {
     /// `(non-flash)` / `(flash)` after the target, if printed.
     pub node_type: Option<NodeType>,
     /// `Current Portal:` (the address actually connected to).
-    pub current_portal: Option<Portal>,
+    pub current_portal: Option<ListedPortal>,
     /// `Persistent Portal:` (the address from the node record).
-    pub persistent_portal: Option<Portal>,
+    pub persistent_portal: Option<ListedPortal>,
     /// The `Interface:` block.
     pub iface: IfaceInfo,
     /// `SID:`.
@@ -710,8 +711,8 @@ impl SessionSummary {
 #[derive(Default)]
 struct Pending {
     first_line: Option<(usize, String)>,
-    current_portal: Option<Portal>,
-    persistent_portal: Option<Portal>,
+    current_portal: Option<ListedPortal>,
+    persistent_portal: Option<ListedPortal>,
     iface: IfaceInfo,
     sid: Option<u32>,
     connection_state: Option<ConnectionState>,
@@ -737,8 +738,8 @@ impl Pending {
 struct TreeParser {
     out: Parsed<SessionDetail>,
     target: Option<(String, Option<NodeType>)>,
-    current_portal: Option<Portal>,
-    persistent_portal: Option<Portal>,
+    current_portal: Option<ListedPortal>,
+    persistent_portal: Option<ListedPortal>,
     pending: Option<Pending>,
 }
 
@@ -836,7 +837,7 @@ impl TreeParser {
         if let Some(v) = line.strip_prefix("Current Portal:") {
             self.finish();
             self.persistent_portal = None;
-            match Portal::parse(v) {
+            match ListedPortal::parse(v) {
                 Ok(p) => self.current_portal = Some(p),
                 Err(e) => {
                     self.current_portal = None;
@@ -846,7 +847,7 @@ impl TreeParser {
             return;
         }
         if let Some(v) = line.strip_prefix("Persistent Portal:") {
-            match Portal::parse(v) {
+            match ListedPortal::parse(v) {
                 Ok(p) => {
                     self.persistent_portal = Some(p.clone());
                     if let Some(pend) = self.pending.as_mut() {
@@ -1118,7 +1119,7 @@ pub fn parse_session_tree(text: &str) -> Parsed<SessionDetail> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiscoveredTarget {
     /// The portal the target is reachable at.
-    pub portal: Portal,
+    pub portal: ListedPortal,
     /// The target name.
     pub target: String,
 }
@@ -1140,7 +1141,7 @@ pub fn parse_discovery(text: &str) -> Parsed<DiscoveredTarget> {
             out.skip(line_no, line, SkipReason::Unrecognised);
             continue;
         };
-        match Portal::parse(portal) {
+        match ListedPortal::parse(portal) {
             Ok(portal) => out.items.push(DiscoveredTarget {
                 portal,
                 target: target.to_string(),
@@ -1595,7 +1596,7 @@ impl IscsiadmStatus {
 
     /// The target refused the login for good: 24 (authentication failed) or 19
     /// (non-retryable login failure). The engine stops retrying that node.
-    pub fn is_login_refused(self) -> bool {
+    pub(crate) fn is_login_refused(self) -> bool {
         matches!(
             self,
             IscsiadmStatus::LoginAuthFailed | IscsiadmStatus::FatalLogin

@@ -129,7 +129,7 @@ impl Record {
 
 /// Appends `bytes` to `out` escaped the way the kernel escapes /dev/kmsg text: every byte
 /// below `' '`, at or above 0x7f, and `\` becomes `\xNN` (lower-case hex).
-pub fn escape_into(bytes: &[u8], out: &mut String) {
+pub(crate) fn escape_into(bytes: &[u8], out: &mut String) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for &b in bytes {
         if !(b' '..0x7f).contains(&b) || b == b'\\' {
@@ -458,7 +458,7 @@ pub fn parse_record(buf: &[u8]) -> Result<RecordRef<'_>, KmsgParseError> {
 }
 
 /// [`parse_record`] on text already known to be UTF-8.
-pub fn parse_record_str(s: &str) -> Result<RecordRef<'_>, KmsgParseError> {
+pub(crate) fn parse_record_str(s: &str) -> Result<RecordRef<'_>, KmsgParseError> {
     let (line, rest) = match s.split_once('\n') {
         Some((l, r)) => (l, r),
         None => (s, ""),
@@ -476,7 +476,7 @@ pub fn parse_record_str(s: &str) -> Result<RecordRef<'_>, KmsgParseError> {
 
 /// Parses the header line of a /dev/kmsg record (no dictionary), e.g.
 /// `6,401,10063342,-;infiniband rxe_ini: set active`. A trailing `\r` is dropped.
-pub fn parse_kmsg_line(line: &str) -> Result<RecordRef<'_>, KmsgParseError> {
+pub(crate) fn parse_kmsg_line(line: &str) -> Result<RecordRef<'_>, KmsgParseError> {
     let line = line.strip_suffix('\r').unwrap_or(line);
     if line.is_empty() {
         return Err(KmsgParseError::Empty);

@@ -283,7 +283,7 @@ impl fmt::Display for Refusal {
 }
 
 /// True when `dir` is one of the directories the whole system shares.
-pub fn is_system_directory(dir: &Path) -> bool {
+pub(crate) fn is_system_directory(dir: &Path) -> bool {
     SYSTEM_DIRS.iter().any(|d| Path::new(d) == dir)
 }
 

@@ -275,13 +275,13 @@ impl QpType {
 
     /// True for the special QPs the kernel's MAD layer creates and owns on every port:
     /// QP 0 (SMI) and QP 1 (GSI). Userspace can never modify them.
-    pub fn is_kernel_owned_special(self) -> bool {
+    pub(crate) fn is_kernel_owned_special(self) -> bool {
         matches!(self, QpType::Smi | QpType::Gsi)
     }
 
     /// The type of the special QP with this number, if it is one: QP 0 is the SMI QP and
     /// QP 1 the GSI QP on every port.
-    pub fn of_special_qpn(qpn: u32) -> Option<QpType> {
+    pub(crate) fn of_special_qpn(qpn: u32) -> Option<QpType> {
         match qpn {
             0 => Some(QpType::Smi),
             1 => Some(QpType::Gsi),
@@ -432,7 +432,7 @@ impl AttrMask {
     }
 
     /// Bits set in this mask that have no name (reserved bits).
-    pub fn unnamed_bits(self) -> AttrMask {
+    pub(crate) fn unnamed_bits(self) -> AttrMask {
         self.difference(Self::all_named())
     }
 
@@ -567,7 +567,7 @@ impl TransitionRule {
 ///
 /// RESET is reachable from every state and ERR from every state except RESET; ERR leads only
 /// to RESET or ERR.
-pub fn is_valid_transition(from: QpState, to: QpState) -> bool {
+pub(crate) fn is_valid_transition(from: QpState, to: QpState) -> bool {
     use QpState::*;
     matches!(
         (from, to),
@@ -599,27 +599,28 @@ mod groups {
     use super::AttrMask as M;
 
     /// RESET→INIT (required) and INIT→INIT (optional) of connected QPs.
-    pub const CONN_INIT: M = M(M::PKEY_INDEX.0 | M::PORT.0 | M::ACCESS_FLAGS.0);
+    pub(crate) const CONN_INIT: M = M(M::PKEY_INDEX.0 | M::PORT.0 | M::ACCESS_FLAGS.0);
     /// RESET→INIT and INIT→INIT of UD QPs.
-    pub const UD_INIT: M = M(M::PKEY_INDEX.0 | M::PORT.0 | M::QKEY.0);
+    pub(crate) const UD_INIT: M = M(M::PKEY_INDEX.0 | M::PORT.0 | M::QKEY.0);
     /// The datagram special QPs' (SMI/GSI) keys.
-    pub const PKEY_QKEY: M = M(M::PKEY_INDEX.0 | M::QKEY.0);
+    pub(crate) const PKEY_QKEY: M = M(M::PKEY_INDEX.0 | M::QKEY.0);
     /// INIT→RTR required, UC and XRC initiator.
-    pub const RTR_BASE: M = M(M::AV.0 | M::PATH_MTU.0 | M::DEST_QPN.0 | M::RQ_PSN.0);
+    pub(crate) const RTR_BASE: M = M(M::AV.0 | M::PATH_MTU.0 | M::DEST_QPN.0 | M::RQ_PSN.0);
     /// INIT→RTR required, RC and XRC target (they have a responder side).
-    pub const RTR_RESPONDER: M = M(RTR_BASE.0 | M::MAX_DEST_RD_ATOMIC.0 | M::MIN_RNR_TIMER.0);
+    pub(crate) const RTR_RESPONDER: M =
+        M(RTR_BASE.0 | M::MAX_DEST_RD_ATOMIC.0 | M::MIN_RNR_TIMER.0);
     /// INIT→RTR optional, connected types.
-    pub const RTR_CONN_OPT: M = M(M::ALT_PATH.0 | M::ACCESS_FLAGS.0 | M::PKEY_INDEX.0);
+    pub(crate) const RTR_CONN_OPT: M = M(M::ALT_PATH.0 | M::ACCESS_FLAGS.0 | M::PKEY_INDEX.0);
     /// RTR→RTS required, RC and XRC initiator (they have a requester side).
-    pub const RTS_REQUESTER: M =
+    pub(crate) const RTS_REQUESTER: M =
         M(M::TIMEOUT.0 | M::RETRY_CNT.0 | M::RNR_RETRY.0 | M::SQ_PSN.0 | M::MAX_QP_RD_ATOMIC.0);
     /// Optional into RTS (RTR→RTS, RTS→RTS, SQD→RTS) for datagram types.
-    pub const RTS_DGRAM_OPT: M = M(M::CUR_STATE.0 | M::QKEY.0);
+    pub(crate) const RTS_DGRAM_OPT: M = M(M::CUR_STATE.0 | M::QKEY.0);
     /// Optional into RTS for UC and XRC initiator.
-    pub const RTS_UC_OPT: M =
+    pub(crate) const RTS_UC_OPT: M =
         M(M::CUR_STATE.0 | M::ALT_PATH.0 | M::ACCESS_FLAGS.0 | M::PATH_MIG_STATE.0);
     /// Optional into RTS for RC and XRC target.
-    pub const RTS_RC_OPT: M = M(RTS_UC_OPT.0 | M::MIN_RNR_TIMER.0);
+    pub(crate) const RTS_RC_OPT: M = M(RTS_UC_OPT.0 | M::MIN_RNR_TIMER.0);
 }
 
 /// `(required, optional)` of the core table, for a valid transition and a type it covers.
@@ -757,7 +758,7 @@ pub fn rule(from: QpState, to: QpState, qp_type: QpType) -> Option<TransitionRul
 
 /// True if `IB_QP_CUR_STATE` may appear in a mask at all while the QP is in `from`
 /// (`ib_modify_qp_is_ok()`: only RTR, RTS, SQD and SQE).
-pub fn cur_state_allowed_from(from: QpState) -> bool {
+pub(crate) fn cur_state_allowed_from(from: QpState) -> bool {
     matches!(
         from,
         QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe

@@ -35,7 +35,7 @@ use crate::nldev::CmIdEntry;
 use crate::recovery::{PortId, SessionKey};
 
 /// The `RES_KERN_NAME` of the iSER initiator's cm_ids (the target's are `ib_isert`).
-pub const ISER_INITIATOR_KERN_NAME: &str = "ib_iser";
+pub(crate) const ISER_INITIATOR_KERN_NAME: &str = "ib_iser";
 
 /// One address configured on a netdev.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +108,7 @@ impl Default for HostFacts<'_> {
 
 impl HostFacts<'_> {
     /// The distinct RDMA ports.
-    pub fn distinct_ports(&self) -> Vec<PortId> {
+    pub(crate) fn distinct_ports(&self) -> Vec<PortId> {
         let set: BTreeSet<PortId> = self
             .ports
             .iter()

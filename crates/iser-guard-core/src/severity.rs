@@ -75,8 +75,8 @@ impl Default for AlertSeverities {
 
 impl AlertSeverities {
     /// The severity an alert of this class is shown and sent with.
-    pub fn of(&self, class: crate::recovery::Severity) -> Severity {
-        use crate::recovery::Severity as C;
+    pub fn of(&self, class: crate::recovery::AlertClass) -> Severity {
+        use crate::recovery::AlertClass as C;
         match class {
             C::Info => self.recovered,
             C::Warning => self.action,

@@ -19,13 +19,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::nldev::{
-    DeviceInfo, MonitorEvent, MonitorEventType, PhysState, PortInfo, PortState, QpEntry,
+    DeviceInfo, IbPortState, MonitorEvent, MonitorEventType, PhysState, PortInfo, QpEntry,
 };
 use crate::qp::QpState;
 use crate::time::Instant;
 
 /// How many removed devices are remembered to recognise their re-creation.
-pub const GHOST_LIMIT: usize = 32;
+pub(crate) const GHOST_LIMIT: usize = 32;
 
 /// A device's identity in the model, stable across re-creation (assigned on first sight).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,7 +57,7 @@ pub struct Port {
     /// Port number (1-based).
     pub port: u32,
     /// Logical state.
-    pub state: PortState,
+    pub state: IbPortState,
     /// Physical state.
     pub phys_state: PhysState,
     /// Attached netdev, if any (and visible in our network namespace).
@@ -223,7 +223,7 @@ pub enum TopologyEvent {
         /// The port.
         port: u32,
         /// Its logical state now.
-        state: PortState,
+        state: IbPortState,
         /// Its physical state now.
         phys_state: PhysState,
     },
@@ -306,7 +306,7 @@ impl Topology {
         self.stuck.is_empty()
             && self.devices.iter().all(|d| {
                 d.qp_error.is_none()
-                    && d.ports.iter().all(|p| p.state == PortState::Active)
+                    && d.ports.iter().all(|p| p.state == IbPortState::Active)
                     && d.qps.as_ref().is_some_and(|qps| {
                         qps.iter()
                             .all(|q| !matches!(q.state, QpState::Err | QpState::Sqe))
@@ -691,8 +691,8 @@ fn same_device(d: &Device, o: &DeviceObservation, by: MatchedBy) -> bool {
     }
 }
 
-fn is_active(s: PortState) -> bool {
-    s == PortState::Active
+fn is_active(s: IbPortState) -> bool {
+    s == IbPortState::Active
 }
 
 fn port_changes(dev: &Device, old: &[Port], events: &mut Vec<TopologyEvent>) {
@@ -808,7 +808,7 @@ pub struct Poller {
 impl Poller {
     /// Delay between a device event and the dump it triggers, so a burst (REGISTER then
     /// NETDEV_ATTACH, or a driver reload) costs one dump.
-    pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(250);
+    pub(crate) const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(250);
 
     /// A poller dumping every `interval` (config `poll.netlink`, default 5 s). The first
     /// dump is due at `now`.
@@ -936,13 +936,13 @@ mod tests {
         }
     }
 
-    fn port(index: u32, name: &str, state: PortState, netdev: Option<(u32, &str)>) -> PortInfo {
+    fn port(index: u32, name: &str, state: IbPortState, netdev: Option<(u32, &str)>) -> PortInfo {
         PortInfo {
             dev_index: index,
             dev_name: name.into(),
             port: 1,
             state,
-            phys_state: if state == PortState::Active {
+            phys_state: if state == IbPortState::Active {
                 PhysState::LinkUp
             } else {
                 PhysState::Disabled
@@ -988,7 +988,7 @@ mod tests {
         name: &str,
         parent: Option<&str>,
         netdev: Option<(u32, &str)>,
-        state: PortState,
+        state: IbPortState,
         gsi: QpState,
         rc: Option<QpState>,
     ) -> DeviceObservation {
@@ -1008,7 +1008,7 @@ mod tests {
         Snapshot { devices }
     }
 
-    const ACTIVE: PortState = PortState::Active;
+    const ACTIVE: IbPortState = IbPortState::Active;
     const E810: Option<&str> = Some("pci:0000:02:00.0");
 
     #[test]
@@ -1302,7 +1302,7 @@ mod tests {
                 "irdma0",
                 E810,
                 None,
-                PortState::Down,
+                IbPortState::Down,
                 QpState::Rts,
                 None,
             )]),
@@ -1328,7 +1328,7 @@ mod tests {
                         index: 3
                     },
                     port: 1,
-                    state: PortState::Down,
+                    state: IbPortState::Down,
                     phys_state: PhysState::Disabled,
                 },
                 TopologyEvent::PortUnstuck {
@@ -1472,7 +1472,7 @@ mod tests {
                 "rxe_ini",
                 None,
                 nd,
-                PortState::Down,
+                IbPortState::Down,
                 QpState::Rts,
                 Some(QpState::Err),
             )]),
@@ -1483,7 +1483,7 @@ mod tests {
             &ev[0],
             TopologyEvent::PortDown {
                 port: 1,
-                state: PortState::Down,
+                state: IbPortState::Down,
                 ..
             }
         ));
@@ -1502,7 +1502,7 @@ mod tests {
                 "rxe_ini",
                 None,
                 nd,
-                PortState::Down,
+                IbPortState::Down,
                 QpState::Rts,
                 Some(QpState::Err),
             )]),
@@ -1719,9 +1719,9 @@ mod tests {
             )
                 .prop_map(|(i, name, parent, netdev, active, gsi, dump_ok)| {
                     let state = if active {
-                        PortState::Active
+                        IbPortState::Active
                     } else {
-                        PortState::Down
+                        IbPortState::Down
                     };
                     let mut o = obs(i, name, parent, netdev, state, gsi, Some(QpState::Rts));
                     if !dump_ok {

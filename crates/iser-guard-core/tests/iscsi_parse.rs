@@ -5,8 +5,8 @@ use std::net::IpAddr;
 
 use iser_guard_core::iscsi::{
     parse_discovery, parse_login_output, parse_records, parse_session_line, parse_session_list,
-    parse_session_tree, ConnectionState, DeviceState, IscsiadmStatus, IscsidState, LoginLine,
-    NodeType, Portal, SessionState, SkipReason, StatusClass, Transport,
+    parse_session_tree, ConnectionState, DeviceState, IscsiadmStatus, IscsidState, ListedPortal,
+    LoginLine, NodeType, SessionState, SkipReason, StatusClass, Transport,
 };
 use proptest::prelude::*;
 
@@ -41,7 +41,7 @@ fn real_loggedin_session() {
     assert_eq!(s.node_type, Some(NodeType::NonFlash));
     assert_eq!(
         s.current_portal,
-        Some(Portal::parse("192.0.2.2:3260,1").unwrap())
+        Some(ListedPortal::parse("192.0.2.2:3260,1").unwrap())
     );
     assert_eq!(s.persistent_portal, s.current_portal);
     assert_eq!(s.iface.name.as_deref(), Some("iser"));
@@ -505,7 +505,7 @@ fn exit_codes() {
 
 // ----- properties -----
 
-fn portal_strategy() -> impl Strategy<Value = Portal> {
+fn portal_strategy() -> impl Strategy<Value = ListedPortal> {
     (
         prop_oneof![
             any::<[u8; 4]>().prop_map(|a| std::net::Ipv4Addr::from(a).to_string()),
@@ -514,7 +514,7 @@ fn portal_strategy() -> impl Strategy<Value = Portal> {
         any::<u16>(),
         0i32..65536,
     )
-        .prop_map(|(address, port, tpgt)| Portal {
+        .prop_map(|(address, port, tpgt)| ListedPortal {
             address,
             port,
             tpgt,
@@ -526,7 +526,7 @@ proptest! {
 
     #[test]
     fn portal_round_trips(p in portal_strategy()) {
-        prop_assert_eq!(Portal::parse(&p.to_string()), Ok(p));
+        prop_assert_eq!(ListedPortal::parse(&p.to_string()), Ok(p));
     }
 
     #[test]

@@ -18,7 +18,7 @@ impl Loop {
             return;
         }
         self.sessions_inflight = true;
-        self.listing_placed = self.ready.topology;
+        self.listing_placed = self.driver.topology_known();
         let iscsi = self.ex.iscsi.clone();
         let tx = self.sessions_tx.clone();
         let job = move || {
@@ -41,9 +41,7 @@ impl Loop {
         // A listing taken before the ports were known placed nothing: the first scan (and
         // a one-shot command) waits for the one asked for when the topology came.
         let placed = self.listing_placed;
-        if placed {
-            self.ready.sessions = true;
-        }
+        self.driver.sessions_listed(placed, r.is_ok());
         match r {
             Ok(parsed) => {
                 self.obs.source_ok(ISCSIADM, clocks(self.now()));
@@ -75,7 +73,7 @@ impl Loop {
                 };
                 // Before the first topology report the ports are unknown: place with a
                 // scratch copy so nothing is remembered or warned about from that.
-                let mapped = if self.ready.topology {
+                let mapped = if self.driver.topology_known() {
                     place_listing(&parsed.items, &facts, &mut self.placer)
                 } else {
                     place_listing(&parsed.items, &facts, &mut self.placer.clone())
@@ -87,7 +85,7 @@ impl Loop {
                         NoteLevel::Debug => tracing::debug!("{note}"),
                     }
                 }
-                if self.ready.topology {
+                if self.driver.topology_known() {
                     for w in &mapped.warnings {
                         tracing::warn!("{w}");
                     }
@@ -101,9 +99,6 @@ impl Loop {
                 tracing::debug!(sessions = list.len(), "iscsiadm session snapshot");
                 let now = self.now();
                 self.driver.handle_sessions(list, now);
-                if placed {
-                    self.ready.sessions_read = true;
-                }
             }
             Err(e) => {
                 self.obs.source_failed(ISCSIADM, e.clone());
@@ -139,8 +134,7 @@ impl Loop {
                 ports,
                 cm_ids,
             } => {
-                let first = !self.ready.topology;
-                self.ready.topology = true;
+                let first = self.driver.topology_reported();
                 if !self.netlink_warned {
                     self.obs.source_ok(RDMA_NETLINK, clocks(self.now()));
                 }

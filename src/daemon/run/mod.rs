@@ -52,16 +52,6 @@ struct Finished {
     executed: Executed,
 }
 
-#[derive(Default)]
-struct Ready {
-    topology: bool,
-    sessions: bool,
-    /// A session snapshot was read (not only attempted): with `topology`, the first
-    /// complete scan that ends safe mode's hold.
-    sessions_read: bool,
-    sent: bool,
-}
-
 struct Loop {
     /// Events, incidents and sources for `status`, `events` and `history`.
     obs: Observer,
@@ -112,7 +102,6 @@ struct Loop {
     answering: usize,
     answered_tx: UnboundedSender<()>,
     netlink_warned: bool,
-    ready: Ready,
     status: String,
     /// Prometheus metrics (a no-op when `metrics.enabled` is false).
     metrics: crate::metrics::Metrics,
@@ -183,29 +172,22 @@ async fn event_loop(lp: &mut Loop, inputs: &mut Inputs, mode: Mode) -> Result<u8
     loop {
         lp.pump();
         lp.check_pendings();
-        if lp.driver.held_until_scan().is_some() && lp.ready.topology && lp.ready.sessions_read {
-            lp.driver.first_scan_complete();
+        // The first-scan rule is the driver's.
+        if lp.driver.end_hold_if_scanned() {
             tracing::warn!(
                 "safe mode: first complete scan done; automatic destructive actions are allowed again"
             );
         }
         lp.update_status();
         lp.metrics.engine(lp.driver.engine());
-        if !lp.ready.sent && lp.ready.topology && lp.ready.sessions {
-            lp.ready.sent = true;
-            // Nothing destructive runs before the engine hears this (issue 9.10).
-            let now = lp.clock.now();
-            lp.driver.handle(
-                crate::core::recovery::Input::ScanComplete(crate::core::recovery::ScanComplete {
-                    qp_table_available: !lp.netlink_warned,
-                }),
-                now,
-            );
+        // Nothing destructive runs before the engine hears the first scan is complete.
+        let now = lp.clock.now();
+        if lp.driver.complete_first_scan(!lp.netlink_warned, now) {
             lp.pump();
             tracing::info!(status = %lp.status, "first scan done: ready");
             lp.notifier.ready(&lp.status);
         }
-        if lp.ready.sent && !command_issued {
+        if lp.driver.first_scan_done() && !command_issued {
             if let Some((req, sink)) = one_shot.take() {
                 command_issued = true;
                 lp.operator(req, sink);

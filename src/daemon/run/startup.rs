@@ -9,7 +9,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::control::accept_loop;
 use super::deps::{driver_for, effective, Deps, Settings};
-use super::{Finished, Loop, Ready};
+use super::{Finished, Loop};
 use crate::config::Config;
 use crate::core::driver::EffectId;
 use crate::core::iscsi::{Parsed, SessionDetail};
@@ -270,7 +270,6 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
         answering: 0,
         answered_tx,
         netlink_warned: false,
-        ready: Ready::default(),
         status: String::new(),
         metrics: metrics.clone(),
         witness,

@@ -324,7 +324,7 @@ pub struct CmId {
 
 impl CmId {
     /// A listener (no QP, LISTEN state).
-    pub fn is_listener(&self) -> bool {
+    pub(crate) fn is_listener(&self) -> bool {
         self.state == "LISTEN"
     }
 }

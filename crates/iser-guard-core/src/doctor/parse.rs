@@ -32,7 +32,7 @@ impl CharDevices {
     }
 
     /// The group names registered with `major`.
-    pub fn names_of(&self, major: u32) -> Vec<&str> {
+    pub(crate) fn names_of(&self, major: u32) -> Vec<&str> {
         self.groups
             .iter()
             .filter(|(m, _)| *m == major)
@@ -97,7 +97,7 @@ pub fn parse_proc_modules(text: &str) -> (Vec<String>, usize) {
 
 /// A module's name as the kernel knows it from its file name: `irdma.ko.zst` → `irdma`,
 /// `mlx5-ib.ko` → `mlx5_ib` (kbuild turns `-` into `_`).
-pub fn module_name_of_path(path: &str) -> Option<String> {
+pub(crate) fn module_name_of_path(path: &str) -> Option<String> {
     let file = path.rsplit('/').next()?;
     let stem = file.split(".ko").next()?;
     if stem.is_empty() || stem.len() == file.len() {
@@ -143,7 +143,7 @@ pub enum ModuleOrigin {
 }
 
 /// The origin of a module by its `modules.dep` path.
-pub fn origin_of_path(path: &str) -> ModuleOrigin {
+pub(crate) fn origin_of_path(path: &str) -> ModuleOrigin {
     if path.starts_with("kernel/") {
         ModuleOrigin::InTree
     } else {
@@ -247,7 +247,7 @@ pub fn parse_iscsi_settings(text: &str) -> IscsiSettings {
 
 /// True for an open-iscsi key that holds a secret (CHAP passwords, for sessions and
 /// discovery, in both directions).
-pub fn is_secret_key(key: &str) -> bool {
+pub(crate) fn is_secret_key(key: &str) -> bool {
     let last = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
     last.starts_with("password")
 }
@@ -409,12 +409,12 @@ impl DeviceAllow {
     }
 
     /// The `/proc/devices` group pattern of a `char-GROUP` entry.
-    pub fn char_group(&self) -> Option<&str> {
+    pub(crate) fn char_group(&self) -> Option<&str> {
         self.spec.strip_prefix("char-")
     }
 
     /// True when a `char-GROUP` pattern (a trailing `*` matches any suffix) names `group`.
-    pub fn matches_group(&self, group: &str) -> bool {
+    pub(crate) fn matches_group(&self, group: &str) -> bool {
         match self.char_group() {
             Some(p) => match p.strip_suffix('*') {
                 Some(prefix) => group.starts_with(prefix),
@@ -426,7 +426,7 @@ impl DeviceAllow {
 }
 
 /// A systemd boolean (`yes`/`true`/`on`/`1`, `no`/`false`/`off`/`0`).
-pub fn unit_bool(v: &str) -> Option<bool> {
+pub(crate) fn unit_bool(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "yes" | "true" | "on" | "1" => Some(true),
         "no" | "false" | "off" | "0" => Some(false),

@@ -317,7 +317,7 @@ pub(super) struct Running {
 
 impl Driver {
     /// The sessions an operator command's filter selects (the one place it is written).
-    pub fn matching_sessions<'a>(
+    pub(crate) fn matching_sessions<'a>(
         &'a self,
         target: &'a Option<String>,
         portal: &'a Option<Portal>,
@@ -330,7 +330,7 @@ impl Driver {
 
     /// Refuses a command naming a device or port that does not exist, a filter no session
     /// matches, or a gone device nothing is known to re-create it from. Changes nothing.
-    pub fn check_command(&self, cmd: &OperatorCommand) -> Result<(), CommandError> {
+    pub(crate) fn check_command(&self, cmd: &OperatorCommand) -> Result<(), CommandError> {
         let device = match cmd {
             OperatorCommand::Recover { device, .. } | OperatorCommand::ResetDevice { device } => {
                 device

@@ -16,7 +16,10 @@
 //!
 //! 1. feed every input that arrived, each with the current time: [`Driver::handle_observation`],
 //!    [`Driver::handle_sessions`], [`Driver::handle_command`], [`Driver::set_policy`], and
-//!    [`Driver::handle_effect_outcome`] for an effect that finished;
+//!    [`Driver::handle_effect_outcome`] for an effect that finished; report the topology and
+//!    each session listing to the first-scan rule ([`Driver::topology_reported`],
+//!    [`Driver::sessions_listed`]), then call [`Driver::end_hold_if_scanned`] and
+//!    [`Driver::complete_first_scan`];
 //! 2. when [`Driver::next_timeout`] is due, call [`Driver::handle_timeout`];
 //! 3. drain [`Driver::poll_effect`] and start each effect **in the order given** (a
 //!    `WriteJournal` must be completed and reported before the driver gives out what follows
@@ -26,6 +29,7 @@
 
 mod command;
 mod effect;
+mod scan;
 #[cfg(test)]
 mod tests;
 
@@ -108,6 +112,8 @@ pub struct Driver {
     /// Safe mode: automatic destructive actions are refused until
     /// [`Driver::first_scan_complete`]; the reason, in words.
     held_until_scan: Option<String>,
+    /// What the first scan after start has seen (see scan.rs).
+    scan: scan::FirstScan,
     stats: DriverStats,
 }
 
@@ -131,6 +137,7 @@ impl Driver {
             device_ports: BTreeMap::new(),
             grants: Vec::new(),
             held_until_scan: None,
+            scan: scan::FirstScan::default(),
             stats: DriverStats::default(),
         }
     }
@@ -160,7 +167,7 @@ impl Driver {
     }
 
     /// The first complete scan is done: ends [`Driver::hold_until_first_scan`].
-    pub fn first_scan_complete(&mut self) {
+    pub(crate) fn first_scan_complete(&mut self) {
         self.held_until_scan = None;
     }
 

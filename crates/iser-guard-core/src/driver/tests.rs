@@ -372,7 +372,7 @@ fn safe_mode_refuses_automatic_destructive_actions_until_the_first_complete_scan
 
 mod lab_reset_device {
     use super::*;
-    use crate::nldev::{DeviceInfo, PhysState, PortInfo, PortState, QpEntry, QpTypeOrRaw};
+    use crate::nldev::{DeviceInfo, IbPortState, PhysState, PortInfo, QpEntry, QpTypeOrRaw};
     use crate::qp::{QpState, QpType};
     use crate::recovery::from_topology_event;
     use crate::topology::{DeviceObservation, Snapshot, Topology};
@@ -400,7 +400,7 @@ mod lab_reset_device {
                 dev_index: index,
                 dev_name: name.into(),
                 port: 1,
-                state: PortState::Active,
+                state: IbPortState::Active,
                 phys_state: PhysState::LinkUp,
                 netdev_index: Some(netdev.0),
                 netdev_name: Some(netdev.1.into()),
@@ -609,4 +609,26 @@ fn an_operator_logout_interrupted_by_a_stop_is_said_once_after_resume_not_timed_
     }
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     assert!(alerts[0].contains("was interrupted"), "{alerts:?}");
+}
+
+#[test]
+fn the_first_scan_is_the_topology_then_a_listing_asked_for_after_it() {
+    let mut d = Driver::new(Engine::new(policy(&[]), 7), true);
+    d.hold_until_first_scan("no journal");
+    // A listing asked for before the ports were known completes nothing.
+    d.sessions_listed(d.topology_known(), true);
+    assert!(!d.end_hold_if_scanned());
+    assert!(!d.complete_first_scan(true, Instant(0)));
+    assert!(d.topology_reported(), "the first report");
+    assert!(!d.topology_reported(), "only the first");
+    // A failed listing answers the scan (the engine is not left waiting on iscsiadm) but
+    // shows no sessions: the hold stays.
+    d.sessions_listed(d.topology_known(), false);
+    assert!(!d.end_hold_if_scanned());
+    assert!(d.complete_first_scan(true, Instant(1)));
+    assert!(d.engine().scan_complete() && d.first_scan_done());
+    assert!(!d.complete_first_scan(true, Instant(2)), "told once");
+    d.sessions_listed(true, true);
+    assert!(d.end_hold_if_scanned());
+    assert_eq!(d.held_until_scan(), None);
 }

@@ -16,7 +16,7 @@ use crate::time::Instant;
 
 impl v2::JournalFile {
     /// The on-disk form of `snapshot`.
-    pub fn from_snapshot(s: &EngineSnapshot) -> Self {
+    pub(crate) fn from_snapshot(s: &EngineSnapshot) -> Self {
         v2::JournalFile {
             version: 2,
             taken_at: s.taken_at.0,
@@ -77,7 +77,7 @@ impl v2::JournalFile {
     }
 
     /// The on-disk form of `snapshot` with the daemon's incident list.
-    pub fn from_parts(s: &EngineSnapshot, incidents: &[Incident]) -> Self {
+    pub(crate) fn from_parts(s: &EngineSnapshot, incidents: &[Incident]) -> Self {
         v2::JournalFile {
             incidents: incidents.iter().map(incident_out).collect(),
             ..Self::from_snapshot(s)
@@ -91,7 +91,7 @@ impl v2::JournalFile {
 
     /// The engine's snapshot of this file; a value the engine's types cannot hold (a portal
     /// address that is not an IP address) is [`JournalFormatError::Value`].
-    pub fn into_snapshot(self) -> Result<EngineSnapshot, JournalFormatError> {
+    pub(crate) fn into_snapshot(self) -> Result<EngineSnapshot, JournalFormatError> {
         Ok(EngineSnapshot {
             version: EngineSnapshot::VERSION,
             taken_at: Instant(self.taken_at),

@@ -80,7 +80,7 @@ struct VersionOnly {
 }
 
 /// Reads a journal of any known version, migrated to the current format.
-pub fn decode_file(bytes: &[u8]) -> Result<Current, JournalFormatError> {
+pub(crate) fn decode_file(bytes: &[u8]) -> Result<Current, JournalFormatError> {
     let VersionOnly { version } =
         serde_json::from_slice(bytes).map_err(|source| JournalFormatError::Invalid {
             version: None,
@@ -100,7 +100,7 @@ pub fn decode_file(bytes: &[u8]) -> Result<Current, JournalFormatError> {
 
 /// v1 → v2: v2 is v1 with new fields that all have defaults and new enum variants, so the
 /// strictly-read v1 file, written out again with version 2, is read as v2 unchanged.
-pub fn migrate_v1(file: v1::JournalFile) -> Result<v2::JournalFile, JournalFormatError> {
+pub(crate) fn migrate_v1(file: v1::JournalFile) -> Result<v2::JournalFile, JournalFormatError> {
     let invalid = |source| JournalFormatError::Invalid {
         version: Some(1),
         source,

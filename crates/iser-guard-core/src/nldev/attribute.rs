@@ -24,7 +24,7 @@ use netlink_packet_core::{
 };
 
 use super::constants::*;
-use super::state::{PhysState, PortState};
+use super::state::{IbPortState, PhysState};
 
 /// Deepest nesting the decoder follows. The kernel nests at most three levels
 /// (RES_QP → RES_QP_ENTRY → DRIVER); the limit keeps hostile input from exhausting the stack.
@@ -62,7 +62,7 @@ pub enum NldevAttribute {
     /// RDMA_NLDEV_ATTR_LMC (u8).
     Lmc(u8),
     /// RDMA_NLDEV_ATTR_PORT_STATE (u8, `enum ib_port_state`).
-    PortState(PortState),
+    PortState(IbPortState),
     /// RDMA_NLDEV_ATTR_PORT_PHYS_STATE (u8, `enum ib_port_phys_state`).
     PortPhysState(PhysState),
     /// RDMA_NLDEV_ATTR_DEV_NODE_TYPE (u8, `enum rdma_node_type`: 1 = CA).

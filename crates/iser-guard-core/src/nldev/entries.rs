@@ -16,7 +16,7 @@ use super::attribute::{parse_attribute, strv, u32v, u8v, NldevAttribute, SockAdd
 use super::constants::*;
 use super::error::NldevError;
 use super::message::{NldevCommand, NldevMessage};
-use super::state::{MonitorEventType, PhysState, PortState};
+use super::state::{IbPortState, MonitorEventType, PhysState};
 
 /// First attribute for which `pick` returns `Some`.
 fn find<'a, T>(
@@ -124,7 +124,7 @@ pub struct PortInfo {
     /// RDMA_NLDEV_ATTR_PORT_INDEX (from 1).
     pub port: u32,
     /// RDMA_NLDEV_ATTR_PORT_STATE.
-    pub state: PortState,
+    pub state: IbPortState,
     /// RDMA_NLDEV_ATTR_PORT_PHYS_STATE.
     pub phys_state: PhysState,
     /// RDMA_NLDEV_ATTR_NDEV_INDEX (RoCE/iWARP, when the netdev is in the caller's namespace).

@@ -28,7 +28,7 @@ pub use message::{
 };
 pub use qp_dump::QpDump;
 pub use state::{
-    cm_state_name, path_mig_state_name, port_space_name, MonitorEventType, PhysState, PortState,
+    cm_state_name, path_mig_state_name, port_space_name, IbPortState, MonitorEventType, PhysState,
 };
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use super::message::{NldevCommand, NldevMessage, NldevNetlinkMessage};
 /// Flags of a dump request: `NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP` (0x305).
 pub const DUMP_FLAGS: u16 = NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP;
 /// Flags of a single-object request: `NLM_F_REQUEST | NLM_F_ACK` (0x5).
-pub const DOIT_FLAGS: u16 = NLM_F_REQUEST | NLM_F_ACK;
+pub(crate) const DOIT_FLAGS: u16 = NLM_F_REQUEST | NLM_F_ACK;
 
 /// A finalized request (length and type filled in) of `command` with `attributes`.
 pub fn request(

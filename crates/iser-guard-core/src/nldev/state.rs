@@ -9,7 +9,7 @@ use super::constants::*;
 
 /// Logical port state (`enum ib_port_state`, RDMA_NLDEV_ATTR_PORT_STATE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PortState {
+pub enum IbPortState {
     /// IB_PORT_NOP (0).
     Nop,
     /// IB_PORT_DOWN (1).
@@ -26,51 +26,51 @@ pub enum PortState {
     Other(u8),
 }
 
-impl From<u8> for PortState {
+impl From<u8> for IbPortState {
     fn from(v: u8) -> Self {
         match v {
-            IB_PORT_NOP => PortState::Nop,
-            IB_PORT_DOWN => PortState::Down,
-            IB_PORT_INIT => PortState::Init,
-            IB_PORT_ARMED => PortState::Armed,
-            IB_PORT_ACTIVE => PortState::Active,
-            IB_PORT_ACTIVE_DEFER => PortState::ActiveDefer,
-            other => PortState::Other(other),
+            IB_PORT_NOP => IbPortState::Nop,
+            IB_PORT_DOWN => IbPortState::Down,
+            IB_PORT_INIT => IbPortState::Init,
+            IB_PORT_ARMED => IbPortState::Armed,
+            IB_PORT_ACTIVE => IbPortState::Active,
+            IB_PORT_ACTIVE_DEFER => IbPortState::ActiveDefer,
+            other => IbPortState::Other(other),
         }
     }
 }
 
-impl From<PortState> for u8 {
-    fn from(s: PortState) -> u8 {
+impl From<IbPortState> for u8 {
+    fn from(s: IbPortState) -> u8 {
         match s {
-            PortState::Nop => IB_PORT_NOP,
-            PortState::Down => IB_PORT_DOWN,
-            PortState::Init => IB_PORT_INIT,
-            PortState::Armed => IB_PORT_ARMED,
-            PortState::Active => IB_PORT_ACTIVE,
-            PortState::ActiveDefer => IB_PORT_ACTIVE_DEFER,
-            PortState::Other(v) => v,
+            IbPortState::Nop => IB_PORT_NOP,
+            IbPortState::Down => IB_PORT_DOWN,
+            IbPortState::Init => IB_PORT_INIT,
+            IbPortState::Armed => IB_PORT_ARMED,
+            IbPortState::Active => IB_PORT_ACTIVE,
+            IbPortState::ActiveDefer => IB_PORT_ACTIVE_DEFER,
+            IbPortState::Other(v) => v,
         }
     }
 }
 
-impl PortState {
+impl IbPortState {
     /// The name `rdma link` prints (`NOP`, `DOWN`, `INIT`, `ARMED`, `ACTIVE`, `ACTIVE_DEFER`,
     /// else `UNKNOWN`).
     pub fn name(self) -> &'static str {
         match self {
-            PortState::Nop => "NOP",
-            PortState::Down => "DOWN",
-            PortState::Init => "INIT",
-            PortState::Armed => "ARMED",
-            PortState::Active => "ACTIVE",
-            PortState::ActiveDefer => "ACTIVE_DEFER",
-            PortState::Other(_) => "UNKNOWN",
+            IbPortState::Nop => "NOP",
+            IbPortState::Down => "DOWN",
+            IbPortState::Init => "INIT",
+            IbPortState::Armed => "ARMED",
+            IbPortState::Active => "ACTIVE",
+            IbPortState::ActiveDefer => "ACTIVE_DEFER",
+            IbPortState::Other(_) => "UNKNOWN",
         }
     }
 }
 
-impl fmt::Display for PortState {
+impl fmt::Display for IbPortState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }

@@ -423,7 +423,7 @@ struct WideHolds {
 }
 
 /// The kind word and the operator words of an engine hold.
-pub fn describe_hold(h: &Hold, device: &str) -> (&'static str, String) {
+pub(crate) fn describe_hold(h: &Hold, device: &str) -> (&'static str, String) {
     match h {
         Hold::Paused => (
             "paused",

@@ -43,7 +43,7 @@ impl fmt::Display for Origin {
 /// `Display`): what `simulate`, `events`, the daemon's log and syslog show is the configured
 /// severity. Serialized with the configuration's words (`fault`, `action`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Severity {
+pub enum AlertClass {
     /// Storage is back, no action was needed (`alerts.severity-recovered`).
     #[serde(rename = "recovered", alias = "Info")]
     Info,
@@ -63,7 +63,7 @@ pub enum Severity {
 pub struct Alert {
     /// Its class, which the configuration maps to a syslog severity.
     #[serde(rename = "class", alias = "severity")]
-    pub severity: Severity,
+    pub severity: AlertClass,
     /// One line.
     pub summary: String,
     /// What happened and why, in operator words.

@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::action::{Alert, Severity};
+use super::action::{Alert, AlertClass};
 use crate::time::Instant;
 
 /// Subjects named in one coalesced alert; the rest are counted.
@@ -64,7 +64,7 @@ struct Batch {
     /// Occurrences gathered (the sum of their counts).
     count: u64,
     /// The most urgent severity gathered.
-    severity: Severity,
+    severity: AlertClass,
     /// The first [`MAX_NAMED`] distinct keys gathered.
     keys: Vec<String>,
     /// Occurrences whose key is not in `keys`.
@@ -257,7 +257,7 @@ fn flush(kind: &str, b: Batch, w: &mut Window, repeat: Duration) -> Alert {
             return a;
         }
         return Alert {
-            severity: Severity::Info,
+            severity: AlertClass::Info,
             summary: format!("the previous alert repeated {} more time(s)", b.count),
             detail: format!(
                 "identical alerts ({}) were counted, not repeated",
@@ -311,7 +311,7 @@ mod tests {
         Instant(ms)
     }
 
-    fn alert(key: &str, severity: Severity) -> Alert {
+    fn alert(key: &str, severity: AlertClass) -> Alert {
         Alert {
             severity,
             summary: format!("{key} happened"),
@@ -326,7 +326,7 @@ mod tests {
     fn offer(g: &mut AlertGate, key: &str, coalesce: bool, now: Instant) -> Vec<Alert> {
         let c = coalesce.then_some(EARLY);
         let mut out: Vec<Alert> = g
-            .offer(alert(key, Severity::Error), c, REPEAT, now)
+            .offer(alert(key, AlertClass::Error), c, REPEAT, now)
             .into_iter()
             .collect();
         out.extend(g.due(now, REPEAT));
@@ -396,7 +396,7 @@ mod tests {
         let out = drain_until(&mut g, at(300_000));
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].count, 5);
-        assert_eq!(out[0].severity, Severity::Info);
+        assert_eq!(out[0].severity, AlertClass::Info);
         assert!(out[0].summary.contains("repeated 5 more time(s)"));
     }
 
@@ -423,7 +423,7 @@ mod tests {
         let total: u64 = sent.iter().map(|a| a.count).sum();
         assert_eq!(total, 60_000, "no occurrence lost");
         let summary = &sent[2];
-        assert_eq!(summary.severity, Severity::Error);
+        assert_eq!(summary.severity, AlertClass::Error);
         assert!(
             summary.summary.contains("fault alert(s) within 300 s"),
             "{}",
@@ -498,26 +498,26 @@ mod tests {
     fn the_summary_is_as_urgent_as_the_most_urgent_alert_gathered() {
         let mut g = AlertGate::default();
         g.offer(
-            alert("failed:a/1:1", Severity::Warning),
+            alert("failed:a/1:1", AlertClass::Warning),
             None,
             REPEAT,
             at(0),
         );
         g.offer(
-            alert("failed:b/1:1", Severity::Warning),
+            alert("failed:b/1:1", AlertClass::Warning),
             None,
             REPEAT,
             at(1),
         );
         g.offer(
-            alert("failed:c/1:1", Severity::Critical),
+            alert("failed:c/1:1", AlertClass::Critical),
             None,
             REPEAT,
             at(2),
         );
         let out = drain_until(&mut g, at(3_000));
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].severity, Severity::Critical);
+        assert_eq!(out[0].severity, AlertClass::Critical);
         assert!(
             out[0].summary.contains("for b/1, c/1;"),
             "{}",

@@ -20,7 +20,8 @@ mod policy;
 mod state;
 
 pub use action::{
-    Action, ActionId, ActionKind, Alert, AlertSubject, IscsiNode, Origin, RecreateMethod, Severity,
+    Action, ActionId, ActionKind, Alert, AlertClass, AlertSubject, IscsiNode, Origin,
+    RecreateMethod,
 };
 pub use adapter::{
     disks, from_topology_event, iscsiadm_outcome, read_record, session_from_detail, session_state,

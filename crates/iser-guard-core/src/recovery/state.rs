@@ -247,7 +247,7 @@ impl SessionRecord {
     }
 
     /// LOGGED_IN with every disk running in the last snapshot that listed it.
-    pub fn is_healthy_when_last_seen(&self) -> bool {
+    pub(crate) fn is_healthy_when_last_seen(&self) -> bool {
         self.state == SessionState::LoggedIn && self.disks.iter().all(DiskInfo::is_running)
     }
 }
@@ -396,7 +396,7 @@ impl PortRecord {
     }
 
     /// The fault episode in progress, to change it.
-    pub fn episode_mut(&mut self) -> Option<&mut Episode> {
+    pub(crate) fn episode_mut(&mut self) -> Option<&mut Episode> {
         match &mut self.state {
             PortState::Healthy => None,
             PortState::Recovering { episode, .. } => Some(episode),
@@ -412,7 +412,7 @@ impl PortRecord {
     }
 
     /// The recovery stage, to change it.
-    pub fn stage_mut(&mut self) -> Option<&mut Stage> {
+    pub(crate) fn stage_mut(&mut self) -> Option<&mut Stage> {
         match &mut self.state {
             PortState::Healthy => None,
             PortState::Recovering { stage, .. } => Some(stage),
@@ -545,14 +545,14 @@ impl Episode {
     }
 
     /// The device was re-created in this episode.
-    pub fn was_recreated(&self) -> bool {
+    pub(crate) fn was_recreated(&self) -> bool {
         self.recreated.is_some()
     }
 
     /// The device was re-created and its new GSI QP 1 has not been seen in RTS yet: the
     /// port is not verified healthy until it is (or a scan said the QP table cannot be
     /// read, and the verdict says so).
-    pub fn awaiting_fresh_qp(&self) -> bool {
+    pub(crate) fn awaiting_fresh_qp(&self) -> bool {
         self.recreated == Some(FreshQp::Awaited)
     }
 }
@@ -617,7 +617,7 @@ pub enum Stage {
 
 impl Stage {
     /// Waiting for the target, nothing scheduled yet.
-    pub fn awaiting_target() -> Self {
+    pub(crate) fn awaiting_target() -> Self {
         Stage::AwaitingTarget {
             deadline: None,
             timer: None,
@@ -625,12 +625,12 @@ impl Stage {
     }
 
     /// Waiting for the device, no deadline yet.
-    pub fn awaiting_device() -> Self {
+    pub(crate) fn awaiting_device() -> Self {
         Stage::AwaitingDevice { deadline: None }
     }
 
     /// Re-creating the device, outcome awaited.
-    pub fn resetting_device() -> Self {
+    pub(crate) fn resetting_device() -> Self {
         Stage::ResettingDevice { verify_until: None }
     }
 
@@ -674,7 +674,7 @@ impl Stage {
     }
 
     /// Takes the stage's timer if it is due at `now`.
-    pub fn take_due_wake(&mut self, now: Instant) -> Option<TimerKind> {
+    pub(crate) fn take_due_wake(&mut self, now: Instant) -> Option<TimerKind> {
         match self {
             Stage::AwaitingTarget { timer, .. } => match *timer {
                 Some((k, at)) if at <= now => {
@@ -708,7 +708,7 @@ impl Stage {
     }
 
     /// Sets (or clears) the stage's deadline; a stage without one ignores it.
-    pub fn set_deadline(&mut self, at: Option<Instant>) {
+    pub(crate) fn set_deadline(&mut self, at: Option<Instant>) {
         match self {
             Stage::AwaitingTarget { deadline, .. }
             | Stage::AwaitingDevice { deadline }
@@ -872,7 +872,7 @@ pub struct PortalRecord {
 
 impl PortalRecord {
     /// Most successes a portal record keeps (more than any sane `probe-successes`).
-    pub const MAX_OK_KEPT: usize = 64;
+    pub(crate) const MAX_OK_KEPT: usize = 64;
 
     /// A portal never probed.
     pub fn new(portal: Portal) -> Self {
@@ -887,7 +887,7 @@ impl PortalRecord {
     }
 
     /// Consecutive successes of probes started at or after `from`.
-    pub fn successes_since(&self, from: Instant) -> u32 {
+    pub(crate) fn successes_since(&self, from: Instant) -> u32 {
         let n = self.ok_started.iter().filter(|t| **t >= from).count();
         u32::try_from(n).unwrap_or(u32::MAX)
     }

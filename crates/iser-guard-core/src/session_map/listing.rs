@@ -45,7 +45,7 @@ pub fn portal_addresses(details: &[SessionDetail]) -> BTreeSet<IpAddr> {
         .collect()
 }
 
-fn socket(p: Option<&iscsi::Portal>) -> Option<SocketAddr> {
+fn socket(p: Option<&iscsi::ListedPortal>) -> Option<SocketAddr> {
     let p = p?;
     let ip: IpAddr = p.address.parse().ok()?;
     Some(SocketAddr::new(ip, p.port))

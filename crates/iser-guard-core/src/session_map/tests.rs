@@ -101,7 +101,7 @@ impl Lab {
     fn from_p3(text: &str) -> Lab {
         let parsed = parse_session_tree(text);
         let d = parsed.items.first().expect("one session");
-        let sock = |p: &Option<crate::iscsi::Portal>| {
+        let sock = |p: &Option<crate::iscsi::ListedPortal>| {
             p.as_ref().and_then(|p| {
                 p.address
                     .parse::<IpAddr>()

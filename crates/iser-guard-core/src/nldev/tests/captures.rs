@@ -313,7 +313,7 @@ fn ports_match_rdma_link() {
                     );
                     assert_eq!(
                         (p.state, p.phys_state),
-                        (PortState::Active, PhysState::LinkUp)
+                        (IbPortState::Active, PhysState::LinkUp)
                     );
                     let netdev = if p.dev_name == "rxe_ini" {
                         (3, "ini0")

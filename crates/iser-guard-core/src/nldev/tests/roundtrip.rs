@@ -40,7 +40,7 @@ fn scalar() -> impl Strategy<Value = NldevAttribute> {
         kernel_string().prop_map(A::FwVersion),
         any::<u64>().prop_map(A::NodeGuid),
         any::<u8>().prop_map(A::Lmc),
-        any::<u8>().prop_map(|v| A::PortState(PortState::from(v))),
+        any::<u8>().prop_map(|v| A::PortState(IbPortState::from(v))),
         any::<u8>().prop_map(|v| A::PortPhysState(PhysState::from(v))),
         any::<u32>().prop_map(A::ResLqpn),
         any::<u32>().prop_map(A::ResRqpn),

@@ -363,7 +363,7 @@ fn views_report_missing_attributes_and_wrong_commands() {
         dev_index: 0,
         dev_name: "x".into(),
         port: 1,
-        state: PortState::from(9),
+        state: IbPortState::from(9),
         phys_state: PhysState::from(12),
         netdev_index: None,
         netdev_name: None,

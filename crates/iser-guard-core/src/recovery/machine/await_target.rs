@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::Engine;
-use crate::recovery::action::{ActionId, ActionKind, Origin, Severity};
+use crate::recovery::action::{ActionId, ActionKind, AlertClass, Origin};
 use crate::recovery::input::{PortId, Portal, ProbeResult};
 use crate::recovery::policy::{ProbeMethod, ResetWhen};
 use crate::recovery::state::{
@@ -372,7 +372,7 @@ impl Engine {
                 self.mark_reported(&pid);
                 self.alert(
                     now,
-                    Severity::Error,
+                    AlertClass::Error,
                     format!("listener:{pid}"),
                     format!(
                         "target portal {} answers but its iSER listener is gone",
@@ -394,7 +394,7 @@ impl Engine {
         if !marked {
             self.alert_coalesced(
                 now,
-                Severity::Warning,
+                AlertClass::Warning,
                 "cm-rejected".to_string(),
                 "a target rejected an RDMA CM connection: invalid service ID".to_string(),
                 "nothing listens on the iSER service at the target; if its portal answers TCP, \
@@ -459,7 +459,7 @@ impl Engine {
         let down = self.down_sessions_text(pid);
         self.alert(
             now,
-            Severity::Error,
+            AlertClass::Error,
             format!("listener:{pid}"),
             format!("target portal {portal_list} answers TCP but does not accept iSER logins"),
             format!(

@@ -20,7 +20,7 @@
 use std::time::Duration;
 
 use super::{CommandError, Engine};
-use crate::recovery::action::{Origin, Severity};
+use crate::recovery::action::{AlertClass, Origin};
 use crate::recovery::input::{BlockedStep, PortId, RecreateResult};
 use crate::recovery::state::{BlockedRecreation, InFlightKind, Phase, Stage};
 use crate::time::Instant;
@@ -34,7 +34,7 @@ const STACK_FRAMES_NAMED: usize = 16;
 
 impl Engine {
     /// The blocked re-creation of `device`, if one is blocked.
-    pub fn blocked_recreation(&self, device: &str) -> Option<&BlockedRecreation> {
+    pub(crate) fn blocked_recreation(&self, device: &str) -> Option<&BlockedRecreation> {
         self.devices.get(device).and_then(|d| d.blocked.as_ref())
     }
 
@@ -186,7 +186,7 @@ impl Engine {
         self.gate.reset(&blocked_key(device));
         self.alert(
             now,
-            Severity::Info,
+            AlertClass::Info,
             format!("unblocked:{device}"),
             format!("the re-creation of {device} is no longer blocked (after {secs} s)"),
             reason,
@@ -306,7 +306,7 @@ impl Engine {
         );
         self.alert(
             now,
-            Severity::Critical,
+            AlertClass::Critical,
             blocked_key(device),
             format!("re-creation of {device} has been blocked in the kernel for {secs} s"),
             detail,

@@ -2,7 +2,7 @@
 //! `device_wait` for it, then have it re-created from its parent. Renames follow udev.
 
 use super::{CommandError, Engine};
-use crate::recovery::action::Severity;
+use crate::recovery::action::AlertClass;
 use crate::recovery::input::{PortId, StuckEvidence};
 use crate::recovery::state::{DriverReset, Fault, InFlightKind, Phase};
 use crate::time::Instant;
@@ -194,7 +194,7 @@ impl Engine {
         if !self.policy.allows(to) && self.policy.allows(from) {
             self.alert(
                 now,
-                Severity::Warning,
+                AlertClass::Warning,
                 format!("renamed:{from}:{to}"),
                 format!("RDMA device {from} is now named {to}, which is not in devices.allow"),
                 format!(

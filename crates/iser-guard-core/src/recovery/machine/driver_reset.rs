@@ -5,7 +5,7 @@
 //! re-creation repairs (safe mode, a failed rebuild), said once.
 
 use super::Engine;
-use crate::recovery::action::{ActionKind, Origin, Severity};
+use crate::recovery::action::{ActionKind, AlertClass, Origin};
 use crate::recovery::input::PortId;
 use crate::recovery::state::{DriverReset, FreshQp, Phase};
 use std::time::Duration;
@@ -27,7 +27,7 @@ impl Engine {
         let wait = self.driver_reset_wait(true).as_secs();
         self.alert(
             now,
-            Severity::Warning,
+            AlertClass::Warning,
             format!("driver-reset:{device}"),
             format!("the driver of {device} requested a reset: it re-creates the device itself"),
             format!(
@@ -151,7 +151,7 @@ impl Engine {
     ) {
         self.alert(
             now,
-            Severity::Critical,
+            AlertClass::Critical,
             format!("nic-no-rdma:[{pci}]"),
             format!("{pci}: {what}"),
             format!(

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::Engine;
-use crate::recovery::action::{Action, ActionId, ActionKind, Alert, Origin, Severity};
+use crate::recovery::action::{Action, ActionId, ActionKind, Alert, AlertClass, Origin};
 use crate::recovery::input::PortId;
 use crate::time::Instant;
 
@@ -100,7 +100,7 @@ impl Engine {
     pub(super) fn alert(
         &mut self,
         now: Instant,
-        severity: Severity,
+        severity: AlertClass,
         key: String,
         summary: String,
         detail: String,
@@ -114,7 +114,7 @@ impl Engine {
     pub(super) fn alert_coalesced(
         &mut self,
         now: Instant,
-        severity: Severity,
+        severity: AlertClass,
         key: String,
         summary: String,
         detail: String,
@@ -130,7 +130,7 @@ impl Engine {
         &mut self,
         now: Instant,
         coalesce: Option<std::time::Duration>,
-        severity: Severity,
+        severity: AlertClass,
         key: String,
         summary: String,
         detail: String,

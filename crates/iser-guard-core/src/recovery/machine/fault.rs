@@ -2,7 +2,7 @@
 //! through its stages; stage `Faulted`, which chooses the repair.
 
 use super::Engine;
-use crate::recovery::action::{Origin, Severity};
+use crate::recovery::action::{AlertClass, Origin};
 use crate::recovery::input::PortId;
 use crate::recovery::state::{AwaitTimer, Episode, Fault, Phase, Stage};
 use crate::time::Instant;
@@ -30,8 +30,8 @@ impl Engine {
             }
             self.open_episode(pid, e, Stage::Faulted, reason.clone(), now);
             let severity = match fault {
-                Fault::Zombie { .. } | Fault::SessionsDown => Severity::Warning,
-                _ => Severity::Error,
+                Fault::Zombie { .. } | Fault::SessionsDown => AlertClass::Warning,
+                _ => AlertClass::Error,
             };
             self.alert(
                 now,
@@ -61,7 +61,7 @@ impl Engine {
                     let attempts = e.attempts;
                     self.alert(
                         now,
-                        Severity::Error,
+                        AlertClass::Error,
                         format!("fault:{pid}:gsi"),
                         format!("{pid}: {}", Fault::GsiStuck { evidence }.describe()),
                         reason.clone(),

@@ -2,7 +2,7 @@
 //! one re-creation at a time, no portal known), each said once per repeat interval.
 
 use super::Engine;
-use crate::recovery::action::Severity;
+use crate::recovery::action::AlertClass;
 use crate::recovery::input::PortId;
 use crate::recovery::state::Hold;
 use crate::time::Instant;
@@ -49,14 +49,14 @@ impl Engine {
         let recover = Some(format!("iser-guard recover {pid}"));
         let (severity, kind, summary, remedy, advice) = match &hold {
             Hold::DryRun => (
-                Severity::Warning,
+                AlertClass::Warning,
                 "dry-run",
                 format!("dry-run: would {what}"),
                 recover,
                 Some("or set recovery.dry-run = false to let iser-guard do it".to_string()),
             ),
             Hold::Paused => (
-                Severity::Info,
+                AlertClass::Info,
                 "paused",
                 format!("paused: would {what}"),
                 Some("iser-guard resume".to_string()),
@@ -64,7 +64,7 @@ impl Engine {
             ),
             Hold::NotAllowed => (
                 // An operator-action alert (alerts.severity-operator), not a fault.
-                Severity::Critical,
+                AlertClass::Critical,
                 "not-allowed",
                 format!("{device} is not in devices.allow: will not {what}"),
                 recover,
@@ -100,7 +100,7 @@ impl Engine {
                     knobs.push(format!("[recovery.consumers] {k} = \"proceed\""));
                 }
                 (
-                    Severity::Critical,
+                    AlertClass::Critical,
                     "other-sessions",
                     format!(
                         "{pid}: re-creating {device} would drop {}; waiting for the operator",
@@ -111,14 +111,14 @@ impl Engine {
                 )
             }
             Hold::WaitingForSlot { busy } => (
-                Severity::Info,
+                AlertClass::Info,
                 "slot",
                 format!("{pid}: waiting for the re-creation of {busy} to finish (one at a time)"),
                 None,
                 None,
             ),
             Hold::NoPortalKnown => (
-                Severity::Critical,
+                AlertClass::Critical,
                 "no-portal",
                 format!(
                     "{pid}: no target portal is known for this port, so iser-guard cannot tell \
@@ -132,7 +132,7 @@ impl Engine {
             ),
             Hold::KernelBug { report, .. } => (
                 // Operator class: only an operator can judge a kernel bug.
-                Severity::Critical,
+                AlertClass::Critical,
                 "kernel-bug",
                 format!(
                     "{pid}: the kernel reported {report}: will not {what} on its own (a \

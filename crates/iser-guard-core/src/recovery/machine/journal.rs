@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::reset::VERIFY_RECREATE_WINDOW;
 use super::{Engine, ResumeError};
-use crate::recovery::action::{ActionId, ActionKind, Origin, Severity};
+use crate::recovery::action::{ActionId, ActionKind, AlertClass, Origin};
 use crate::recovery::policy::Policy;
 use crate::recovery::state::{
     EngineSnapshot, InFlight, InFlightKind, PortRecord, RecreationState, Stage,
@@ -91,7 +91,7 @@ impl Engine {
             };
             e.alert(
                 now,
-                Severity::Warning,
+                AlertClass::Warning,
                 format!("reconnect:{}", node.key),
                 format!("an operator reconnect of {} was interrupted", node.key),
                 format!(

@@ -4,7 +4,7 @@
 //! holds automatic re-creation on the devices the module concerns until an operator command.
 
 use super::Engine;
-use crate::recovery::action::Severity;
+use crate::recovery::action::AlertClass;
 use crate::recovery::state::KernelBugHold;
 use crate::time::Instant;
 
@@ -55,7 +55,7 @@ impl Engine {
         let key = format!("kernel-bug:{}", module.as_deref().unwrap_or("kernel"));
         self.alert(
             now,
-            Severity::Critical,
+            AlertClass::Critical,
             key,
             format!("kernel bug: {report}: automatic re-creation held on {scope}"),
             format!(
@@ -86,7 +86,7 @@ impl Engine {
     }
 
     /// The kernel bug report holding automatic re-creation of `device`, if any.
-    pub fn kernel_bug_holding(&self, device: &str) -> Option<&KernelBugHold> {
+    pub(crate) fn kernel_bug_holding(&self, device: &str) -> Option<&KernelBugHold> {
         self.kernel_bug_hold(device)
     }
 

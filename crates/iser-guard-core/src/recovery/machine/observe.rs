@@ -4,7 +4,7 @@
 
 use super::Engine;
 use crate::qp::QpState;
-use crate::recovery::action::Severity;
+use crate::recovery::action::AlertClass;
 use crate::recovery::input::{
     CmAddrCause, IoErrorKind, Observation, PortId, RecreateResult, SessionState, StuckEvidence,
     Trust,
@@ -24,7 +24,7 @@ impl Engine {
             // is that someone writes into /dev/kmsg, not each line they wrote.
             self.alert_coalesced(
                 now,
-                Severity::Warning,
+                AlertClass::Warning,
                 "untrusted".to_string(),
                 format!(
                     "ignored kernel-log record(s) written by userspace, the first: {}",
@@ -142,7 +142,7 @@ impl Engine {
                     CmAddrCause::Other => {
                         self.alert_coalesced(
                             now,
-                            Severity::Error,
+                            AlertClass::Error,
                             format!("cm-addr-error:{status}"),
                             format!(
                                 "RDMA CM address resolution failed (status {}): iSCSI \
@@ -171,7 +171,7 @@ impl Engine {
                 }
                 self.alert_coalesced(
                     now,
-                    Severity::Error,
+                    AlertClass::Error,
                     format!("cm-addr-error:{status}"),
                     format!(
                         "RDMA CM cannot acquire a local RDMA device (status {}): an \

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{CommandError, Engine};
-use crate::recovery::action::{ActionKind, IscsiNode, Origin, Severity};
+use crate::recovery::action::{ActionKind, AlertClass, IscsiNode, Origin};
 use crate::recovery::input::{IscsiadmStatus, OperatorCommand, PortId, SessionInfo, SessionKey};
 use crate::recovery::state::{Episode, Fault, Hold, InFlight, InFlightKind, Phase, Stage};
 use crate::time::Instant;
@@ -34,7 +34,7 @@ impl Engine {
                 self.mark_dirty("paused by the operator".into());
                 self.alert(
                     now,
-                    Severity::Info,
+                    AlertClass::Info,
                     "paused".into(),
                     "automatic recovery paused by the operator".into(),
                     "detection and alerts continue; no device is re-created and no session is \
@@ -226,7 +226,7 @@ impl Engine {
             ));
             self.alert(
                 now,
-                Severity::Error,
+                AlertClass::Error,
                 format!("reconnect:{}", node.key),
                 format!("reconnect of {}: the logout failed", node.key),
                 format!("iscsiadm --logout: {status}; the session was left as it was"),
@@ -280,7 +280,7 @@ impl Engine {
         ));
         self.alert(
             now,
-            Severity::Critical,
+            AlertClass::Critical,
             format!("reconnect:{}", node.key),
             format!("reconnect of {}: the login failed", node.key),
             format!("iscsiadm --login: {status}; the session is logged out now"),
@@ -358,7 +358,7 @@ impl Engine {
 
     /// Operator logouts/logins of sessions on no RDMA port still in flight (`reconnect` of
     /// a session no port holds): its command is not finished before they are.
-    pub fn operator_session_ops(&self) -> usize {
+    pub(crate) fn operator_session_ops(&self) -> usize {
         self.inflight
             .values()
             .filter(|i| {
@@ -385,7 +385,7 @@ impl Engine {
     }
 
     /// Why operator logouts/logins of sessions on no RDMA port failed, oldest first.
-    pub fn operator_failures(&self) -> &[String] {
+    pub(crate) fn operator_failures(&self) -> &[String] {
         &self.operator_failures
     }
 }

@@ -2,7 +2,7 @@
 //! iscsiadm, operator logout/login); a missing outcome becomes a timeout.
 
 use super::Engine;
-use crate::recovery::action::{ActionId, Severity};
+use crate::recovery::action::{ActionId, AlertClass};
 use crate::recovery::input::{IscsiadmStatus, Outcome, PortId, ProbeResult, RecreateResult};
 use crate::recovery::state::{InFlightKind, Phase, PortRecord, ReconnectTimer, Stage, TimerKind};
 use crate::selftest::SelfTestResult;
@@ -15,7 +15,7 @@ impl Engine {
         if let Outcome::PersistFailed { reason } = &outcome {
             self.alert(
                 now,
-                Severity::Critical,
+                AlertClass::Critical,
                 "journal-failed".to_string(),
                 format!("cannot write the state journal: {reason}"),
                 "iser-guard journals its state before every destructive action; until the \

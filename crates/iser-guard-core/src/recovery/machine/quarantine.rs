@@ -3,7 +3,7 @@
 
 use super::queries::describe_session;
 use super::Engine;
-use crate::recovery::action::Severity;
+use crate::recovery::action::AlertClass;
 use crate::recovery::input::PortId;
 use crate::recovery::state::{AwaitTimer, Phase, ReconnectTimer, SessionOp, Stage};
 use crate::time::Instant;
@@ -64,7 +64,7 @@ impl Engine {
         self.transition(pid, stage, msg.clone(), now);
         self.alert(
             now,
-            Severity::Error,
+            AlertClass::Error,
             format!("failed:{pid}:{attempts}"),
             format!("{pid}: attempt {attempts} failed"),
             msg,
@@ -85,7 +85,7 @@ impl Engine {
         self.mark_reported(pid);
         self.alert(
             now,
-            Severity::Critical,
+            AlertClass::Critical,
             format!("quarantine:{pid}"),
             format!("{pid}: RDMA device {device} is gone and cannot be re-created automatically"),
             format!(
@@ -102,7 +102,7 @@ impl Engine {
         self.mark_reported(pid);
         self.alert(
             now,
-            Severity::Critical,
+            AlertClass::Critical,
             format!("quarantine:{pid}"),
             format!("{pid}: automatic recovery stopped, an operator must act"),
             format!("{reason}. Sessions not restored: {down}"),
@@ -132,7 +132,7 @@ impl Engine {
         self.mark_reported(pid);
         self.alert(
             now,
-            Severity::Error,
+            AlertClass::Error,
             format!("quarantine-down:{pid}"),
             format!("{pid} is quarantined and more sessions are down"),
             format!("not restored automatically: {}", unreported.join("; ")),

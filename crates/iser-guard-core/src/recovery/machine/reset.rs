@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::Engine;
-use crate::recovery::action::{ActionKind, Origin, RecreateMethod, Severity};
+use crate::recovery::action::{ActionKind, AlertClass, Origin, RecreateMethod};
 use crate::recovery::input::{PortId, RecreateResult};
 use crate::recovery::policy::OtherSessions;
 use crate::recovery::state::{
@@ -249,7 +249,7 @@ impl Engine {
         let max = self.policy.max_attempts;
         self.alert(
             now,
-            Severity::Warning,
+            AlertClass::Warning,
             format!("recreate:{device}:{attempt}"),
             format!("re-creating RDMA device {device} (attempt {attempt} of {max})"),
             reason,
@@ -315,7 +315,7 @@ impl Engine {
                     let worked = method.as_deref().unwrap_or("a later method");
                     self.alert(
                         now,
-                        Severity::Warning,
+                        AlertClass::Warning,
                         format!("recreate-fallback:{device}"),
                         format!(
                             "{device} was re-created by {worked} after {} failed",
@@ -342,7 +342,7 @@ impl Engine {
                 if let Some(found) = mode_restored {
                     self.alert(
                         now,
-                        Severity::Error,
+                        AlertClass::Error,
                         format!("mode:{device}"),
                         format!(
                             "{device} came back from its re-creation in the wrong RDMA mode; \

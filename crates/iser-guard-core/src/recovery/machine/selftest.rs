@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use super::Engine;
-use crate::recovery::action::{ActionId, ActionKind, Severity};
+use crate::recovery::action::{ActionId, ActionKind, AlertClass};
 use crate::recovery::input::{PortId, StuckEvidence};
 use crate::recovery::policy::SelfTestPolicy;
 use crate::recovery::state::{
@@ -186,7 +186,7 @@ impl Engine {
                     self.selftest_unavailable_said = true;
                     self.alert(
                         now,
-                        Severity::Info,
+                        AlertClass::Info,
                         "selftest-unavailable".to_string(),
                         format!("{pid}: the port self-test is not available: {reason}"),
                         "recovery is verified on the QP table and the iSCSI sessions alone, as \
@@ -259,7 +259,7 @@ impl Engine {
         }
         self.alert(
             now,
-            Severity::Error,
+            AlertClass::Error,
             format!("failed:{pid}:{attempts}"),
             format!("{pid}: attempt {attempts} failed: the port self-test failed"),
             msg,

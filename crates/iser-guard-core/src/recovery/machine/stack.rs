@@ -4,7 +4,7 @@
 
 use super::Engine;
 use crate::driver_stack::StackCondition;
-use crate::recovery::action::Severity;
+use crate::recovery::action::AlertClass;
 use crate::time::Instant;
 
 impl Engine {
@@ -40,9 +40,9 @@ impl Engine {
     fn say_stack_condition(&mut self, c: &StackCondition, now: Instant) {
         let severity = if c.function_without_rdma().is_some() {
             // Only an operator can give the function RDMA back.
-            Severity::Critical
+            AlertClass::Critical
         } else {
-            Severity::Warning
+            AlertClass::Warning
         };
         self.alert(
             now,

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::Engine;
-use crate::recovery::action::Severity;
+use crate::recovery::action::AlertClass;
 use crate::recovery::input::StuckEvidence;
 use crate::time::Instant;
 
@@ -142,7 +142,7 @@ impl Engine {
         };
         self.alert_coalesced(
             now,
-            Severity::Warning,
+            AlertClass::Warning,
             format!("unknown-device:{named}"),
             format!(
                 "kernel-log record(s) about an RDMA device the host does not show, the first: \

@@ -2,7 +2,7 @@
 //! running disks, a re-created device's fresh QP 1 seen, and the "storage is back" alert.
 
 use super::Engine;
-use crate::recovery::action::Severity;
+use crate::recovery::action::AlertClass;
 use crate::recovery::input::PortId;
 use crate::recovery::state::{Episode, SessionRecord, Stage};
 use crate::time::Instant;
@@ -168,7 +168,7 @@ impl Engine {
         };
         self.alert(
             now,
-            Severity::Info,
+            AlertClass::Info,
             format!("healthy:{pid}:{}", now.as_millis()),
             summary,
             format!(
