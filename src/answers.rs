@@ -5,7 +5,7 @@
 //! translation the daemon runs. Each function also gives the answer in words (for the log and
 //! the operator); running the tools and deciding whether to run them are elsewhere.
 
-use crate::core::recovery::{IscsiadmStatus, Outcome, RecreateResult};
+use crate::core::recovery::{IscsiadmStatus, MethodFailure, Outcome, RecreateResult};
 use crate::core::selftest::SelfTestResult;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::reset::{Recreated, ResetError, ResetOutcome};
@@ -92,28 +92,40 @@ pub fn recreated(r: &Recreated) -> RecreateResult {
     RecreateResult::Recreated {
         name: r.new_name.clone(),
         mode_restored: r.mode_restored.clone(),
+        method: Some(r.method.to_string()),
+        failed_before: r.failed_before.iter().map(|f| f.in_words()).collect(),
     }
 }
 
 /// The resetter's answer for `device`.
 pub fn recreate(device: &str, r: &Result<ResetOutcome, ResetError>) -> Answer {
     match r {
-        Ok(ResetOutcome::Recreated(r)) => answer(
-            Outcome::Recreate(recreated(r)),
-            if r.brought_back {
+        Ok(ResetOutcome::Recreated(r)) => {
+            let result = recreated(r);
+            // What failed first is part of what happened: the operator confirmed a plan whose
+            // first method is not the one that worked.
+            let failed = match &result {
+                RecreateResult::Recreated { failed_before, .. } if !failed_before.is_empty() => {
+                    format!(", after {}", MethodFailure::words(failed_before))
+                }
+                _ => String::new(),
+            };
+            let summary = if r.brought_back {
                 format!(
-                    "{device} was gone: brought back by `{}` in {} ms; the device is {} again",
+                    "{device} was gone: brought back by `{}` in {} ms{failed}; the device is {} \
+                     again",
                     r.method.up_command(),
                     r.took_ms,
                     r.new_name
                 )
             } else {
                 format!(
-                    "re-created by {} in {} ms; the device is {} again",
+                    "re-created by {} in {} ms{failed}; the device is {} again",
                     r.method, r.took_ms, r.new_name
                 )
-            },
-        ),
+            };
+            answer(Outcome::Recreate(result), summary)
+        }
         // Asked to run, the resetter only planned: nothing happened to the device. Not a
         // failed re-creation (dry-run is the driver's, decided before this).
         Ok(ResetOutcome::DryRun(plan)) => answer(

@@ -590,3 +590,73 @@ async fn verbs_devices_that_appear_locked_out_after_the_start_are_said_once() {
     assert_eq!(n, 1);
     d.stop().await;
 }
+
+/// A re-creation whose devlink step failed before another method worked: the daemon's alert
+/// names the failed step, its error and the method that worked, and so does the journal's
+/// incident (what `history` shows).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recreation_after_a_failed_devlink_step_names_it_in_the_alert_and_the_journal() {
+    use iser_guard::core::reset_plan::{DevlinkParam, ResetMethod};
+    use iser_guard::io::reset::{MethodFailure, Recreated, ResetOutcome};
+    let dir = tempfile::tempdir().unwrap();
+    let d = LoopTest::new(config(dir.path(), false))
+        .portal_reachable(50)
+        .without_control()
+        .start();
+    let refused = "`devlink dev param set pci/0000:02:00.0 name enable_roce value false cmode \
+                   runtime` exited with code 1: Error: devlink: Operation not supported";
+    d.doubles
+        .resetter
+        .push(Ok(ResetOutcome::Recreated(Recreated {
+            method: ResetMethod::AuxRebind {
+                device: "ice.roce.0".into(),
+                driver: "irdma".into(),
+            },
+            old_name: "rocep2s0f0".into(),
+            new_name: "rocep2s0f0".into(),
+            took_ms: 900,
+            failed_before: vec![MethodFailure {
+                method: ResetMethod::DevlinkToggle {
+                    handle: "pci/0000:02:00.0".into(),
+                    param: DevlinkParam::EnableRoce,
+                },
+                error: refused.into(),
+            }],
+            brought_back: false,
+            mode_restored: None,
+        })));
+    d.host.set("FAILED");
+    d.feed(record(0, STUCK_GSI));
+    let wanted = |a: &Alert| a.what.contains("was re-created by");
+    let alerts = alerts_once(&d.doubles.alerts, wanted).await;
+    let alert = alerts
+        .iter()
+        .find(|a| wanted(a))
+        .unwrap_or_else(|| panic!("no fallback alert: {alerts:#?}"));
+    assert_eq!(
+        alert.what,
+        "rocep2s0f0 was re-created by unbind/bind auxiliary device ice.roce.0 (driver irdma) \
+         after toggle devlink parameter enable_roce of pci/0000:02:00.0 failed"
+    );
+    assert!(alert.why.contains(refused), "{alert:#?}");
+    d.host.set("LOGGED_IN");
+    wait_for(20, "storage never back", || {
+        d.doubles
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.what.contains("storage is back"))
+    })
+    .await;
+    assert_eq!(d.stop().await, ExitStatus::Ok.code());
+    let (_, incidents) = Journal::new(dir.path())
+        .load_with_incidents()
+        .unwrap()
+        .expect("journal written");
+    let how = incidents[0].recreation.as_deref().unwrap_or_default();
+    assert!(
+        how.contains("by unbind/bind auxiliary device ice.roce.0 (driver irdma)")
+            && how.contains(refused),
+        "{incidents:#?}"
+    );
+}

@@ -473,3 +473,76 @@ fn manual_commands_print_their_own_output_and_log_only_when_asked() {
     let dumps = plain_text::log_debug_dumps(&err);
     assert!(dumps.is_empty(), "{}", dumps.join("\n"));
 }
+
+/// A re-creation whose first methods fail before one works tells the operator what failed,
+/// its error, and the method that worked: in the command's output, in `history` (text and
+/// JSON) and in the journal. Here devlink refuses the toggle (as the kernel does for an
+/// unsupported value), the aux driver folder has no unbind file, and the allowed module
+/// reload re-creates the device.
+#[test]
+fn a_recreation_after_failed_methods_names_them_and_the_one_that_worked() {
+    let h = FakeHost::new();
+    let cfg = h.config("");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("[recovery]\n", "[recovery]\nallow-module-reload = true\n"),
+    )
+    .unwrap();
+    std::fs::write(h.bin().join("scenario"), "refuse\n").unwrap();
+    std::fs::remove_file(h.sys().join("bus/auxiliary/drivers/irdma/unbind")).unwrap();
+    std::fs::write(
+        h.bin().join("modprobe.devices"),
+        format!(
+            "{}\n",
+            h.sys()
+                .join("devices/pci0000:00/0000:02:00.0/infiniband/rocep2s0f0")
+                .display()
+        ),
+    )
+    .unwrap();
+    let _target = h.start_target();
+
+    let o = run_as_operator(&cfg, &[], &["reset-device", "rocep2s0f0", "--yes"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let line = out
+        .lines()
+        .find(|l| l.contains("re-created by reload module irdma"))
+        .unwrap_or_else(|| panic!("no re-creation line:\n{out}"));
+    assert!(
+        line.contains("toggle devlink parameter enable_roce of pci/0000:02:00.0 failed")
+            && line.contains("Operation not supported"),
+        "{line}"
+    );
+    assert!(
+        line.contains("unbind/bind auxiliary device ice.roce.0 (driver irdma) failed"),
+        "{line}"
+    );
+    assert!(
+        h.argv().iter().any(|l| l == "modprobe irdma"),
+        "{:?}",
+        h.argv()
+    );
+
+    // history names them too, in text and JSON.
+    let o = run_as_operator(&cfg, &[], &["history"]);
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("re-created"))
+        .unwrap_or_else(|| panic!("no re-created line:\n{out}"));
+    assert!(
+        line.contains("by reload module irdma")
+            && line.contains("toggle devlink parameter enable_roce of pci/0000:02:00.0 failed")
+            && line.contains("Operation not supported"),
+        "{line}"
+    );
+    let o = run_as_operator(&cfg, &[], &["history", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let how = v["incidents"][0]["recreation"].as_str().unwrap_or_default();
+    assert!(
+        how.contains("by reload module irdma") && how.contains("Operation not supported"),
+        "{v}"
+    );
+}

@@ -187,6 +187,8 @@ fn full_exposition() -> String {
         &Outcome::Recreate(RecreateResult::Recreated {
             name: "rocep2s0f0".into(),
             mode_restored: None,
+            method: None,
+            failed_before: Vec::new(),
         }),
         Some("aux-rebind"),
     );

@@ -199,6 +199,8 @@ fuzz_target!(|data: &[u8]| {
                                     0 | 1 => Outcome::Recreate(RecreateResult::Recreated {
                                         name: device.clone(),
                                         mode_restored: None,
+                                        method: None,
+                                        failed_before: Vec::new(),
                                     }),
                                     2 => Outcome::Recreate(RecreateResult::Failed { reason: "x".into() }),
                                     _ => Outcome::NotRun { reason: "journal".into() },

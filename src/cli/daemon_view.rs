@@ -332,6 +332,19 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
     if let Some(r) = &d.recreating {
         let _ = writeln!(out, "  re-creating: {r}");
     }
+    for c in &d.driver_stack {
+        let colour = if c.condition.function_without_rdma().is_some() {
+            Colour::Red
+        } else {
+            Colour::Yellow
+        };
+        let _ = writeln!(
+            out,
+            "  driver stack: {} ({})",
+            style.paint(colour, &c.summary),
+            c.remedy
+        );
+    }
     let sources: Vec<String> = d
         .sources
         .iter()

@@ -1018,11 +1018,17 @@ pub fn recognise_saved_line(line: &str) -> LineVerdict {
 /// - `dmesg -T`: `[Sun Nov 29 14:00:00 2026] text`;
 /// - `dmesg -H`: `[Nov29 14:00] text` (`%b%e %H:%M`, so also `[Dec 1 14:00]`) and the
 ///   relative lines after it, `[  +0.000123] text`;
-/// - `dmesg --time-format iso`: `2026-11-29T14:00:00,123456+00:00 text`.
+/// - `dmesg --time-format iso`: `2026-11-29T14:00:00,123456+00:00 text`;
+/// - `dmesg -x` (`--decode`): `kern  :err   : ` before any of the dmesg forms;
+/// - `talosctl dmesg`: `10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: text`.
+///
+/// Only the kernel facility's lines are unwrapped by the last two: a `user` line was written
+/// by a process and stays unread.
 ///
 /// Called for every line that holds an anchor, so it works on bytes without allocating.
 fn strip_log_prefix(line: &str) -> &str {
     static KERNEL: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    let line = strip_dmesg_decode(line).unwrap_or(line);
     let b = line.as_bytes();
     let head = &b[..b.len().min(96)];
     // Plain dmesg, the commonest saved format, first and without a search:
@@ -1048,6 +1054,9 @@ fn strip_log_prefix(line: &str) -> &str {
                 return line;
             }
         }
+    }
+    if let Some(text) = strip_talosctl(line) {
+        return text;
     }
     // syslog/journal: "... <host> kernel: " within the first few words.
     if let Some(i) = KERNEL
@@ -1082,6 +1091,52 @@ fn strip_log_prefix(line: &str) -> &str {
         },
         _ => line,
     }
+}
+
+/// A syslog level's name as `dmesg -x` (`warn`) and talosctl (`warning`) print it.
+fn is_level_name(w: &str) -> bool {
+    matches!(
+        w,
+        "emerg" | "alert" | "crit" | "err" | "warn" | "warning" | "notice" | "info" | "debug"
+    )
+}
+
+/// `dmesg -x`: `kern  :err   : rest` (facility and level each padded to six columns) →
+/// `rest`.
+fn strip_dmesg_decode(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_prefix("kern")?
+        .trim_start_matches(' ')
+        .strip_prefix(':')?;
+    let head = &rest.as_bytes()[..rest.len().min(8)];
+    let colon = memchr::memchr(b':', head)?;
+    if !is_level_name(rest[..colon].trim_end_matches(' ')) {
+        return None;
+    }
+    rest[colon + 1..].strip_prefix(' ')
+}
+
+/// `talosctl dmesg`: `<node>: kern: <level>: [<ISO 8601 time>]: text` → `text`.
+fn strip_talosctl(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let sp = memchr::memchr(b' ', &b[..b.len().min(96)])?;
+    if sp < 2 || b[sp - 1] != b':' {
+        return None;
+    }
+    let rest = line[sp + 1..]
+        .strip_prefix("kern:")?
+        .trim_start_matches(' ');
+    let colon = memchr::memchr(b':', &rest.as_bytes()[..rest.len().min(8)])?;
+    if !is_level_name(&rest[..colon]) {
+        return None;
+    }
+    let stamped = rest[colon + 1..].strip_prefix(" [")?;
+    let sb = stamped.as_bytes();
+    let close = memchr::memchr(b']', &sb[..sb.len().min(40)])?;
+    if !is_iso_time(&sb[..close]) {
+        return None;
+    }
+    stamped[close + 1..].strip_prefix(": ")
 }
 
 /// The timestamp of a plain `dmesg` line, `[ 5123.456789] `: microseconds and where the
@@ -1338,6 +1393,47 @@ mod tests {
         assert_eq!(
             strip_log_prefix("a b c d e f g kernel: x"),
             "a b c d e f g kernel: x"
+        );
+    }
+
+    #[test]
+    fn dmesg_decode_and_talosctl_wrappers_are_stripped_for_the_kernel_facility_only() {
+        let t = "ice 0000:02:00.0 rocep2s0f0: modify_qp invalid for qp_id=1, old_state=0x6, \
+                 new_state=0x3";
+        // util-linux dmesg -x pads facility and level to six columns; -x combines with -T.
+        // talosctl prints "<node>: <facility>: <level, right-aligned>: [<RFC 3339>]: ".
+        for line in [
+            format!("kern  :err   : [ 5123.456789] {t}"),
+            format!("kern  :notice: [Sun Nov 29 14:00:00 2026] {t}"),
+            format!("kern  :warn  : {t}"),
+            format!("10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: {t}"),
+            format!("node-a: kern: warning: [2024-01-01T00:00:00.000Z]: {t}"),
+        ] {
+            let r = Report::scan(line.as_bytes(), true);
+            assert_eq!(r.recognised, 1, "{line}");
+            let d = &r.groups[0].signature.device;
+            assert_eq!(d.pci.as_deref(), Some("0000:02:00.0"), "{line}");
+            let v = recognise_saved_line(&line);
+            assert_eq!(
+                v.subsystem.as_ref().map(|e| e.subsystem.name()),
+                Some("nic"),
+                "{line}"
+            );
+        }
+        // A process's line (facility user) is not unwrapped, and the wrapper's words are no
+        // driver name.
+        for line in [
+            "user  :warn  : [ 12.000000] mlx5_core 0000:01:00.0: handle_hca_cap failed",
+            "10.5.0.3: user: warning: [2024-02-19T20:45:36.959145652Z]: mlx5_core 0000:01:00.0: handle_hca_cap failed",
+            "kern  :err   : [ 12.000000] usb 1-1: device descriptor read/64, error -71",
+            "10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: cni0: port 1(veth32488a86) entered blocking state",
+        ] {
+            assert!(!recognise_saved_line(line).recognised(), "{line}");
+        }
+        assert_eq!(strip_dmesg_decode("kern  :bogus : x"), None);
+        assert_eq!(
+            strip_talosctl("10.5.0.3: kern:    info: [yesterday]: x"),
+            None
         );
     }
 

@@ -141,6 +141,9 @@ pub fn render(r: &HistoryReport, style: Style) -> String {
             None => "-  none (nothing destructive was decided)".to_string(),
         };
         line(&mut out, "first action", first);
+        if let Some(how) = &i.recreation {
+            line(&mut out, "re-created", how.clone());
+        }
         if let Some(q) = i.quarantined {
             line(&mut out, "quarantined", after(i.started, q));
         }

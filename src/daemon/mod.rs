@@ -11,6 +11,7 @@
 //! - [`witness`] — the devices' asynchronous event listeners (which devices, release before
 //!   a re-creation).
 
+pub mod driver_stack;
 pub mod exec;
 pub mod kernel_events;
 pub mod notify;

@@ -252,6 +252,7 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
     let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
     let mut sent_consumers: Option<Vec<PortConsumers>> = None;
     let mut recipes = super::recipes::Recipes::new(sysfs_root);
+    let mut stack = super::driver_stack::StackWatch::new(sysfs_root);
     loop {
         if finished(tx, stop) {
             return Ok(());
@@ -302,7 +303,9 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
             });
             sent_consumers = Some(consumers);
         }
-        let ports = sysfs_ports(&w.take_scan().unwrap_or_else(|| scan(sysfs_root)));
+        let s = w.take_scan().unwrap_or_else(|| scan(sysfs_root));
+        observations.extend(stack.changed(&s));
+        let ports = sysfs_ports(&s);
         if tx
             .send(TopologyReport::Update {
                 observations,
@@ -352,6 +355,7 @@ pub async fn watch_sysfs_observed(
     let mut view = SysfsView::new();
     let mut first = true;
     let mut recipes = super::recipes::Recipes::new(sysfs_root);
+    let mut stack = super::driver_stack::StackWatch::new(sysfs_root);
     loop {
         if finished(tx, stop) {
             return;
@@ -363,6 +367,7 @@ pub async fn watch_sysfs_observed(
         let mut observations = sysfs_diff(&view, &new);
         observations
             .extend(recipes.changed(s.devices.iter().map(|d| (d.name.as_str(), Vec::new()))));
+        observations.extend(stack.changed(&s));
         if first || forced || !observations.is_empty() {
             let ports = sysfs_ports(&s);
             if tx

@@ -23,9 +23,9 @@ use crate::core::doctor::parse::{
     parse_proc_devices, parse_proc_modules, parse_unit, UnitFile,
 };
 use crate::core::doctor::{
-    BondedPort, CmId, ConfigFacts, Consumer, DaemonWitness, DevNode, DevlinkParam, FactPaths,
-    Facts, Gsi, IscsiFacts, KernelFacts, ModuleFacts, ModuleInfo, NodeRecord, RdmaDevice,
-    RdmaFacts, RdmaPort, RecreatePlan, SandboxFacts, SessionFact,
+    CmId, ConfigFacts, Consumer, DaemonWitness, DevNode, DevlinkParam, FactPaths, Facts, Gsi,
+    IscsiFacts, KernelFacts, ModuleFacts, ModuleInfo, NodeRecord, RdmaDevice, RdmaFacts, RdmaPort,
+    RecreatePlan, SandboxFacts, SessionFact,
 };
 use crate::core::nldev::{cm_state_name, CmIdEntry, DeviceInfo, PortInfo, QpEntry};
 use crate::core::reset_plan::{parse_devlink_param, soft_type};
@@ -137,7 +137,13 @@ pub fn gather<T: Transport>(cfg: &Config, origin: &ConfigOrigin, w: Witnesses<'_
     };
     let netlink = read_netlink(w.netlink);
     facts.rdma = read_rdma(&src, &netlink, w.resetter, w.runner);
-    facts.bonded = read_bonded(&src.sysfs, &facts.rdma.devices);
+    let parents: Vec<&str> = facts
+        .rdma
+        .devices
+        .iter()
+        .filter_map(|d| d.pci.as_deref())
+        .collect();
+    facts.bonded = crate::io::sysfs::stack::read_bonded(&src.sysfs, &parents);
     facts.modules = read_modules(&src, &modules_dir, &facts.rdma.devices);
     facts.sandbox = read_sandbox(&src);
     let ports: Vec<RdmaPortNetdev> = facts
@@ -518,46 +524,6 @@ fn devlink_param(src: &Sources, d: &RdmaDevice, runner: &dyn Runner) -> Option<D
         name: name.into(),
         value,
     })
-}
-
-/// ice functions whose netdev is a bond member.
-fn read_bonded(sysfs: &Path, devices: &[RdmaDevice]) -> Vec<BondedPort> {
-    let mut out = Vec::new();
-    let drivers = ["ice"];
-    for drv in drivers {
-        let Ok(rd) = fs::read_dir(sysfs.join("bus/pci/drivers").join(drv)) else {
-            continue;
-        };
-        let mut bdfs: Vec<String> = rd
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| sysfs_scan::is_pci_bdf(n))
-            .collect();
-        bdfs.sort();
-        for bdf in bdfs {
-            let net = sysfs.join("bus/pci/devices").join(&bdf).join("net");
-            let Ok(nets) = fs::read_dir(&net) else {
-                continue;
-            };
-            for n in nets.flatten() {
-                let netdev = n.file_name().to_string_lossy().into_owned();
-                let Some(master) = link_name(&sysfs.join("class/net").join(&netdev).join("master"))
-                else {
-                    continue;
-                };
-                out.push(BondedPort {
-                    has_rdma: devices
-                        .iter()
-                        .any(|d| d.pci.as_deref() == Some(bdf.as_str())),
-                    pci: bdf.clone(),
-                    driver: drv.into(),
-                    netdev,
-                    master,
-                });
-            }
-        }
-    }
-    out
 }
 
 /// The modules iser-guard cares about besides the devices' own.

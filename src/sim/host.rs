@@ -186,6 +186,17 @@ pub struct SimDevice {
     /// attempt once the host answers again prints irdma's refusal (without a parent prefix)
     /// and the MAD layer's line; attempts while it does not answer fail address resolution.
     pub irdma_gsi: bool,
+    /// The driver folder its RDMA auxiliary device is bound to (`irdma`; Intel's
+    /// out-of-tree irdma names it `irdma.gen_2` on every kernel).
+    pub aux_folder: String,
+    /// Its RDMA module's `/sys/module/M/taint` (`O`: built outside the kernel tree).
+    pub module_taint: String,
+    /// Its function's devlink has the `enable_roce` parameter (an out-of-tree ice may not:
+    /// the toggle then fails before changing anything and the next method is tried).
+    pub devlink_roce: bool,
+    /// The methods that failed before the one that worked, with the method, for this
+    /// re-creation's outcome.
+    pub recreated_by: Option<Vec<crate::io::reset::MethodFailure>>,
 }
 
 /// One simulated target portal.
@@ -323,6 +334,14 @@ pub enum HostEvent {
         device: String,
         /// Present.
         present: bool,
+    },
+    /// An E810 function's netdev joins a bond: ice unplugs its RDMA auxiliary device, so
+    /// its RDMA device is gone (ice_lag.c, 6.8).
+    Bonded {
+        /// The device on that function.
+        device: String,
+        /// The bond.
+        bond: String,
     },
     /// iscsid drops a session (e.g. an admin ran a logout by mistake while it was failing).
     DropSession {
@@ -478,6 +497,13 @@ pub struct SimHost {
     recipes_reported: BTreeMap<String, RecreateFrom>,
     /// Every re-creation command run on the host (`rdma link add ...`, `echo ... > bind`).
     pub commands: Vec<String>,
+    /// The running kernel's `(major, minor)` (6.8: Ubuntu 24.04's).
+    pub kernel: (u32, u32),
+    /// NIC functions whose netdev is a bond member.
+    pub bonded: Vec<crate::core::doctor::BondedPort>,
+    /// The driver-stack conditions the agent was last told of (none at first, as the
+    /// daemon's `daemon::driver_stack`).
+    stack_reported: Vec<crate::core::driver_stack::StackCondition>,
     /// RDMA consumers other than iSER (NVMe over RDMA, processes).
     pub rdma_consumers: Vec<super::consumers::SimConsumer>,
     /// The consumers per port the agent was last told of.
@@ -536,6 +562,9 @@ impl SimHost {
             async_events: false,
             recipes_reported: BTreeMap::new(),
             rdma_consumers: Vec::new(),
+            kernel: (6, 8),
+            bonded: Vec::new(),
+            stack_reported: Vec::new(),
             consumers_reported: None,
             commands: Vec::new(),
             probes: super::probe::SimProbes::default(),
@@ -588,6 +617,10 @@ impl SimHost {
                 cm_silent_registrations: 0,
                 cm_silent: false,
                 irdma_gsi: false,
+                aux_folder: "irdma".into(),
+                module_taint: String::new(),
+                devlink_roce: true,
+                recreated_by: None,
             },
         );
     }
@@ -775,6 +808,24 @@ impl SimHost {
                 )));
                 self.set_device_present(&device, present, now, out);
             }
+            HostEvent::Bonded { device, bond } => {
+                if let Some(d) = self.devices.get(&device) {
+                    let (pci, netdev) = (d.pci.clone(), d.netdevs.first().cloned());
+                    out.push(Delivery::Note(format!(
+                        "{} of {pci} joined {bond}: ice unplugged its RDMA auxiliary device, \
+                         {device} is gone",
+                        netdev.as_deref().unwrap_or("its netdev")
+                    )));
+                    self.bonded.push(crate::core::doctor::BondedPort {
+                        pci,
+                        driver: "ice".into(),
+                        netdev: netdev.unwrap_or_default(),
+                        master: bond,
+                        has_rdma: false,
+                    });
+                    self.set_device_present(&device, false, now, out);
+                }
+            }
             HostEvent::DropSession { sid } => {
                 if let Some(s) = self.sessions.remove(&sid) {
                     out.push(Delivery::Note(format!(
@@ -871,13 +922,18 @@ impl SimHost {
                     .devices
                     .get_mut(&device)
                     .and_then(|d| d.mode_restored.take());
+                let failed_before = self
+                    .devices
+                    .get_mut(&device)
+                    .and_then(|d| d.recreated_by.take())
+                    .unwrap_or_default();
                 // The resetter's report, translated as the daemon translates it.
                 let result = crate::answers::recreated(&crate::io::reset::Recreated {
                     method,
                     old_name: device.clone(),
                     new_name: device.clone(),
                     took_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-                    failed_before: Vec::new(),
+                    failed_before,
                     brought_back,
                     mode_restored,
                 });
@@ -1246,6 +1302,40 @@ impl SimHost {
     pub fn forget_reports(&mut self) {
         self.gsi_reported.clear();
         self.recipes_reported.clear();
+        self.stack_reported.clear();
+    }
+
+    /// What the daemon's `io::sysfs::stack` reader would read on this host: the modules of
+    /// the present irdma devices with their taint and aux devices, the bonded functions.
+    pub fn stack_facts(&self) -> crate::core::driver_stack::StackFacts {
+        let mut modules: Vec<crate::core::driver_stack::RdmaModule> = Vec::new();
+        for d in self.devices.values() {
+            if d.driver != RdmaDriver::Irdma || !d.present {
+                continue;
+            }
+            let aux = irdma_aux(d);
+            let module = aux.module.clone().unwrap_or_else(|| "irdma".into());
+            let i = match modules.iter().position(|m| m.name == module) {
+                Some(i) => i,
+                None => {
+                    modules.push(crate::core::driver_stack::RdmaModule {
+                        name: module,
+                        taint: Some(d.module_taint.clone()),
+                        ..Default::default()
+                    });
+                    modules.len() - 1
+                }
+            };
+            modules[i].devices.push(d.name.clone());
+            modules[i]
+                .aux
+                .push((aux.name, aux.driver_dir.unwrap_or_default()));
+        }
+        crate::core::driver_stack::StackFacts {
+            kernel: Some(self.kernel),
+            bonded: self.bonded.clone(),
+            modules,
+        }
     }
 
     /// What sysfs shows of a device now, as the resetter's reader returns it; `None` when it
@@ -1330,6 +1420,15 @@ impl SimHost {
                 self.consumers_reported = Some(ports.clone());
                 out.push(Delivery::Netlink(Observation::Consumers { ports }));
             }
+        }
+        // As the daemon's `daemon::driver_stack`: the driver-stack conditions of the host's
+        // facts, when they changed.
+        let stack = crate::core::driver_stack::detect(&self.stack_facts());
+        if self.stack_reported != stack {
+            self.stack_reported.clone_from(&stack);
+            out.push(Delivery::Netlink(Observation::DriverStack {
+                conditions: stack,
+            }));
         }
         // As the daemon's `daemon::recipes`: what each present device's sysfs facts say would
         // re-create it, when it is new or changed.
@@ -1656,7 +1755,28 @@ impl SimHost {
                 return out;
             }
         };
-        let Some(method) = plan.methods.first().cloned() else {
+        // As the resetter: a devlink toggle whose parameter cannot be read fails before
+        // changing anything, and the next method is tried.
+        let lacks_roce = self.devices.get(device).is_some_and(|d| !d.devlink_roce);
+        let mut failed_before = Vec::new();
+        let mut methods = plan.methods.iter();
+        let method = loop {
+            match methods.next() {
+                Some(m @ ResetMethod::DevlinkToggle { handle, param }) if lacks_roce => {
+                    let show = format!("devlink dev param show {handle} name {} -j", param.name());
+                    self.commands.push(show.clone());
+                    out.push(Delivery::Note(format!("{device}: {show}")));
+                    failed_before.push(crate::io::reset::MethodFailure {
+                        method: m.clone(),
+                        error: format!(
+                            "`{show}` exited with code 1: kernel answers: Invalid argument"
+                        ),
+                    });
+                }
+                other => break other.cloned(),
+            }
+        };
+        let Some(method) = method else {
             let e = crate::io::reset::ResetError::NoMethod {
                 device: device.to_string(),
                 reasons: plan.skipped,
@@ -1753,6 +1873,7 @@ impl SimHost {
             return out;
         };
         d.recreating = true;
+        d.recreated_by = Some(failed_before);
         self.concurrent_recreations += 1;
         self.max_concurrent_recreations = self
             .max_concurrent_recreations
@@ -2037,7 +2158,7 @@ fn irdma_aux(d: &SimDevice) -> AuxFacts {
     let n = d.pci.rsplit('.').next().unwrap_or("0");
     AuxFacts {
         name: format!("ice.roce.{n}"),
-        driver_dir: Some("irdma".into()),
+        driver_dir: Some(d.aux_folder.clone()),
         module: Some("irdma".into()),
     }
 }

@@ -7,7 +7,7 @@
 //! daemon uses.
 
 /// Syslog levels the messages below are printed at.
-const ERR: u8 = 3;
+pub const ERR: u8 = 3;
 const WARNING: u8 = 4;
 const INFO: u8 = 6;
 

@@ -703,6 +703,65 @@ fn iser_only_portal() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on Intel's out-of-tree ice/irdma: the RDMA auxiliary device is bound
+/// to `irdma.gen_2` on a 6.8 kernel, the module is tainted `O`, and the function's devlink
+/// has no `enable_roce`: the toggle fails before changing anything, the aux unbind/bind into
+/// `irdma.gen_2` re-creates the device, and the operator is told both.
+fn out_of_tree_irdma() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
+        d.aux_folder = "irdma.gen_2".into();
+        d.module_taint = "O".into();
+        d.devlink_roce = false;
+    }
+    (h, p)
+}
+
+/// The field port's netdev joins a bond: ice (6.8, ice_lag.c) unplugs the function's RDMA
+/// device, and there is nothing to re-create: the port is held with the reason, said once.
+fn bonded_no_rdma() -> (SimHost, Policy) {
+    let mut h = field_host();
+    h.schedule(
+        at(60),
+        HostEvent::Bonded {
+            device: FIELD_DEVICE.into(),
+            bond: "bond0".into(),
+        },
+    );
+    (h, base_policy())
+}
+
+/// ice loses its DDP package in a reset of the function and comes back in safe mode: no RDMA
+/// device, and the kernel says why once. Nothing is re-created; the port is held with the
+/// reason.
+fn nic_safe_mode() -> (SimHost, Policy) {
+    let mut h = field_host();
+    h.schedule(
+        at(60),
+        HostEvent::Lines {
+            facility: 0,
+            // ice_main.c ice_request_fw: dev_err on the PCI function.
+            lines: vec![kernel::KernelRecord::device(
+                kernel::ERR,
+                "pci",
+                FIELD_PCI,
+                format!(
+                    "ice {FIELD_PCI}: The DDP package file was not found or could not be read. \
+                     Entering Safe Mode"
+                ),
+            )],
+        },
+    );
+    h.schedule(
+        at(61),
+        HostEvent::InitiatorDevice {
+            device: FIELD_DEVICE.into(),
+            present: false,
+        },
+    );
+    (h, base_policy())
+}
+
 /// Every scenario, the default first.
 pub fn all() -> Vec<Scenario> {
     let s = |name, about, secs, build| Scenario {
@@ -847,6 +906,28 @@ pub fn all() -> Vec<Scenario> {
              iWARP: the mode is checked, RoCE restored, the operator told",
             700,
             iwarp_flip,
+        ),
+        s(
+            "out-of-tree-irdma",
+            "the field incident on Intel's out-of-tree irdma (irdma.gen_2, no enable_roce in \
+             devlink): named once, the failed devlink step reported, re-created by aux \
+             unbind/bind",
+            700,
+            out_of_tree_irdma,
+        ),
+        s(
+            "bonded-no-rdma",
+            "the E810 port's netdev joins a bond and its RDMA device goes (ice_lag.c): named \
+             once, nothing re-created, the port held with the reason",
+            700,
+            bonded_no_rdma,
+        ),
+        s(
+            "nic-safe-mode",
+            "ice comes back in safe mode (no DDP package) without its RDMA device: named \
+             once, nothing re-created, the port held with the reason",
+            700,
+            nic_safe_mode,
         ),
         s(
             "recreate-outcome-lost",

@@ -213,3 +213,140 @@ fn the_same_host_with_a_tcp_listener_keeps_the_tcp_probe() {
     let probes = h.host.portal_probes();
     assert_eq!(probes.values().next().expect("the portal").method, "tcp");
 }
+
+/// `status` as the daemon answers it for the harness's engine now: the JSON document (read
+/// back as the CLI reads it) and its text.
+fn status_of(h: &iser_guard::sim::Harness) -> (serde_json::Value, String) {
+    use iser_guard::core::observe::{snapshot::Context, Clocks, DaemonSnapshot};
+    let doc = DaemonSnapshot::build(
+        &h.driver,
+        Context {
+            version: "test".into(),
+            pid: 1,
+            started: iser_guard::core::time::Instant::ZERO,
+            clocks: Clocks {
+                mono: h.now,
+                unix_ms: 1_796_158_800_000 + h.now.as_millis(),
+            },
+            status: String::new(),
+            safe_mode: None,
+            sources: Vec::new(),
+            events_kept: 0,
+            events_dropped: 0,
+            portal_probes: h.host.portal_probes(),
+        },
+    );
+    let json = serde_json::to_value(&doc).unwrap();
+    let back: DaemonSnapshot = serde_json::from_value(json.clone()).unwrap();
+    let text = iser_guard::cli::daemon_view::render(
+        &iser_guard::cli::daemon_view::DaemonSide::Running {
+            snapshot: Box::new(back),
+        },
+        iser_guard::cli::term::Style::plain(),
+    );
+    (json, text)
+}
+
+#[test]
+fn an_out_of_tree_irdma_is_named_once_and_recreated_without_the_devlink_toggle_it_lacks() {
+    let h = run("out-of-tree-irdma");
+    assert_safety(&h);
+    assert!(h.host.storage_ok());
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Healthy);
+    // Named once, from the first report of the host's facts on.
+    let named = alerts_with(&h, "irdma (serving rocep2s0f0) is an out-of-tree driver");
+    assert_eq!(named.len(), 1, "{:#?}", h.alerts);
+    assert_eq!(named[0].severity, AlertClass::Warning);
+    assert!(
+        named[0]
+            .summary
+            .contains("/sys/module/irdma/taint has O, driver folder irdma.gen_2 before Linux 6.18"),
+        "{}",
+        named[0].summary
+    );
+    // The devlink parameter was only read, never set; the aux device was rebound into the
+    // out-of-tree driver's own folder.
+    assert!(
+        !h.host.commands.iter().any(|c| c.contains("param set")),
+        "{:?}",
+        h.host.commands
+    );
+    assert!(h
+        .host
+        .commands
+        .iter()
+        .any(|c| c == "echo ice.roce.0 > /sys/bus/auxiliary/drivers/irdma.gen_2/bind"));
+    // The failed step is reported with the method that worked.
+    let told = alerts_with(
+        &h,
+        "was re-created by unbind/bind auxiliary device ice.roce.0",
+    );
+    assert_eq!(told.len(), 1, "{:#?}", h.alerts);
+    assert!(told[0].detail.contains("kernel answers: Invalid argument"));
+    let (json, text) = status_of(&h);
+    let stack = &json["daemon"]["driver_stack"];
+    assert_eq!(stack[0]["kind"], "out-of-tree", "{json:#}");
+    assert_eq!(stack[0]["module"], "irdma");
+    assert!(
+        text.contains("driver stack: irdma (serving rocep2s0f0) is an out-of-tree driver"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bonded_e810_port_without_rdma_is_named_once_and_never_recreated() {
+    let h = run("bonded-no-rdma");
+    assert_safety(&h);
+    assert!(h.recreations().is_empty(), "{:?}", h.recreations());
+    assert!(h.host.commands.is_empty(), "{:?}", h.host.commands);
+    let named = alerts_with(&h, "is a member of bond bond0 and has no RDMA device");
+    assert_eq!(named.len(), 1, "{:#?}", h.alerts);
+    assert_eq!(named[0].severity, AlertClass::Critical);
+    // Held with the reason: nothing to re-create, an operator must act.
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
+    let held = h
+        .transitions
+        .iter()
+        .find(|t| t.to == Phase::Quarantined)
+        .expect("held");
+    assert!(
+        held.reason.contains("rocep2s0f0 is not re-created") && held.reason.contains("bond bond0"),
+        "{}",
+        held.reason
+    );
+    let (json, text) = status_of(&h);
+    let stack = &json["daemon"]["driver_stack"];
+    assert_eq!(stack[0]["kind"], "bonded-without-rdma", "{json:#}");
+    assert_eq!(stack[0]["pci"], "0000:02:00.0");
+    assert_eq!(stack[0]["bond"], "bond0");
+    assert!(
+        text.contains("driver stack: 0000:02:00.0 (rocep2s0f0np0) is a member of bond bond0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ice_safe_mode_is_named_once_and_never_recreated() {
+    let h = run("nic-safe-mode");
+    assert_safety(&h);
+    assert!(h.recreations().is_empty(), "{:?}", h.recreations());
+    let named = alerts_with(&h, "ice is in safe mode on 0000:02:00.0");
+    assert_eq!(named.len(), 1, "{:#?}", h.alerts);
+    assert_eq!(named[0].severity, AlertClass::Critical);
+    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
+    let held = h
+        .transitions
+        .iter()
+        .find(|t| t.to == Phase::Quarantined)
+        .expect("held");
+    assert!(held.reason.contains("safe mode"), "{}", held.reason);
+    let (json, text) = status_of(&h);
+    assert_eq!(
+        json["daemon"]["driver_stack"][0]["kind"], "safe-mode",
+        "{json:#}"
+    );
+    assert!(
+        text.contains("driver stack: ice is in safe mode on 0000:02:00.0"),
+        "{text}"
+    );
+}

@@ -60,6 +60,8 @@ fn host_until(
                     Outcome::Recreate(iser_guard::core::recovery::RecreateResult::Recreated {
                         name: device.clone(),
                         mode_restored: None,
+                        method: None,
+                        failed_before: Vec::new(),
                     })
                 }
                 _ => Outcome::Iscsiadm(iscsi.clone()),

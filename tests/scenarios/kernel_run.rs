@@ -361,6 +361,8 @@ impl Rig {
             Outcome::Recreate(RecreateResult::Recreated {
                 name: INI.to_string(),
                 mode_restored: None,
+                method: None,
+                failed_before: Vec::new(),
             }),
         );
     }

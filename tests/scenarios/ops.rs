@@ -282,6 +282,8 @@ impl World {
                         0 | 1 => Outcome::Recreate(RecreateResult::Recreated {
                             name: device.clone(),
                             mode_restored: None,
+                            method: None,
+                            failed_before: Vec::new(),
                         }),
                         2 => Outcome::Recreate(RecreateResult::Failed {
                             reason: "busy".into(),

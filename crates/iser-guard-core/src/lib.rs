@@ -7,6 +7,7 @@
 pub mod consumers;
 pub mod doctor;
 pub mod driver;
+pub mod driver_stack;
 pub mod iscsi;
 pub mod journal;
 pub mod kernel_caps;

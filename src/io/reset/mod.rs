@@ -201,13 +201,24 @@ pub enum ResetOutcome {
     Recreated(Recreated),
 }
 
-/// A method that failed without taking the device down.
+/// A method that failed without taking the device down. The engine's outcome carries it
+/// in words ([`crate::core::recovery::MethodFailure`], from [`MethodFailure::in_words`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MethodFailure {
     /// The method.
     pub method: ResetMethod,
     /// What went wrong.
     pub error: String,
+}
+
+impl MethodFailure {
+    /// The failure as the engine and the operator see it.
+    pub fn in_words(&self) -> crate::core::recovery::MethodFailure {
+        crate::core::recovery::MethodFailure {
+            method: self.method.to_string(),
+            error: self.error.clone(),
+        }
+    }
 }
 
 /// Why one step failed.

@@ -187,7 +187,7 @@ impl std::fmt::Display for KernelVersion {
 
 /// Parses the leading version of a kernel release; `None` when it does not start with
 /// `MAJOR.MINOR`.
-pub(crate) fn parse_kernel_release(release: &str) -> Option<KernelVersion> {
+pub fn parse_kernel_release(release: &str) -> Option<KernelVersion> {
     let release = release.trim();
     let end = release
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

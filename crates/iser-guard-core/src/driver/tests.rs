@@ -159,6 +159,8 @@ fn a_journal_write_completes_before_every_destructive_effect() {
                     Outcome::Recreate(crate::recovery::RecreateResult::Recreated {
                         name: device,
                         mode_restored: None,
+                        method: None,
+                        failed_before: Vec::new(),
                     })
                 }
                 _ => Outcome::Iscsiadm(crate::recovery::IscsiadmStatus::Success),
@@ -520,6 +522,8 @@ mod lab_reset_device {
             crate::recovery::RecreateResult::Recreated {
                 name: "rxe_ini".into(),
                 mode_restored: None,
+                method: None,
+                failed_before: Vec::new(),
             },
         ));
         if outcome_before_dump {

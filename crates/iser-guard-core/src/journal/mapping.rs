@@ -869,6 +869,7 @@ fn incident_out(i: &Incident) -> v2::Incident {
         },
         attempts: i.attempts,
         last_reason: i.last_reason.clone(),
+        recreation: i.recreation.clone(),
     }
 }
 
@@ -895,6 +896,7 @@ fn incident_in(i: &v2::Incident) -> Incident {
         },
         attempts: i.attempts,
         last_reason: i.last_reason.clone(),
+        recreation: i.recreation.clone(),
     }
 }
 

@@ -663,6 +663,10 @@ pub struct Incident {
     pub attempts: u32,
     /// Last transition's reason.
     pub last_reason: String,
+    /// How the device was last re-created; absent when none was (and in files written
+    /// before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recreation: Option<String>,
 }
 
 /// An RDMA consumer named by a decision (a hold, a re-creation).

@@ -94,6 +94,10 @@ pub struct Incident {
     pub attempts: u32,
     /// The reason of its last transition.
     pub last_reason: String,
+    /// How its device was last re-created (the reason the port left re-creation: the
+    /// method that worked, and any that failed before it); absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recreation: Option<String>,
 }
 
 impl Incident {
@@ -206,6 +210,7 @@ impl IncidentLog {
             outcome: IncidentOutcome::Ongoing,
             attempts: 0,
             last_reason: String::new(),
+            recreation: None,
         });
         self.bound();
     }
@@ -223,6 +228,9 @@ impl IncidentLog {
         }
         if let Some(i) = self.open_mut(&port) {
             i.last_reason.clone_from(&t.reason);
+            if t.from == Phase::ResettingDevice && t.to == Phase::Reconnecting {
+                i.recreation = Some(t.reason.clone());
+            }
             if t.to == Phase::Quarantined && i.quarantined.is_none() {
                 i.quarantined = Some(at);
             }

@@ -81,6 +81,22 @@ pub struct DaemonFacts {
     /// Kernel bug reports automatic re-creation is held on (lifted by `iser-guard resume`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_bugs: Vec<String>,
+    /// Driver-stack conditions recognised on this host (an out-of-tree RDMA driver, a
+    /// bonded E810 function without RDMA, ice's safe mode), each with its summary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub driver_stack: Vec<DriverStackView>,
+}
+
+/// One driver-stack condition as status shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverStackView {
+    /// The condition, typed (`kind`: `out-of-tree`, `bonded-without-rdma`, `safe-mode`).
+    #[serde(flatten)]
+    pub condition: crate::driver_stack::StackCondition,
+    /// In one line.
+    pub summary: String,
+    /// What the operator can do.
+    pub remedy: String,
 }
 
 /// Safe mode (field names as the first status document had them).
@@ -376,6 +392,15 @@ impl DaemonSnapshot {
                     .kernel_bugs()
                     .iter()
                     .map(|k| k.report.clone())
+                    .collect(),
+                driver_stack: engine
+                    .driver_stack()
+                    .into_iter()
+                    .map(|c| DriverStackView {
+                        summary: c.summary(),
+                        remedy: c.remedy(),
+                        condition: c,
+                    })
                     .collect(),
             },
             ports,

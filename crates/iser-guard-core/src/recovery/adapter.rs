@@ -114,13 +114,10 @@ pub(crate) fn from_kernel_event(ev: &KernelEvent) -> Option<(Observation, Trust)
             SignatureKind::DriverResetRequested { .. } => Observation::DriverResetRequested {
                 device: dev.rdma_dev.clone()?,
             },
-            SignatureKind::NicSafeMode => Observation::NicWithoutRdma {
-                pci: dev.pci.clone()?,
-                what: "ice is in safe mode (no DDP package): RDMA is disabled on this function"
-                    .to_string(),
-                remedy: "install the DDP package (/lib/firmware/intel/ice/ddp/ice.pkg, from \
-                         linux-firmware) and reload ice on a maintenance window"
-                    .to_string(),
+            SignatureKind::NicSafeMode => Observation::DriverStackSaid {
+                condition: crate::driver_stack::StackCondition::SafeMode {
+                    pci: dev.pci.clone()?,
+                },
             },
             SignatureKind::NicRebuildFailed => Observation::NicWithoutRdma {
                 pci: dev.pci.clone()?,

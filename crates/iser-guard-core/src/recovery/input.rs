@@ -433,6 +433,19 @@ pub enum Observation {
         /// What the operator can do.
         remedy: String,
     },
+    /// The driver-stack conditions the host's facts show ([`crate::driver_stack::detect`]:
+    /// an out-of-tree RDMA driver, a bonded E810 function without RDMA), whole: it replaces
+    /// the last list. Sent when it changes; never from the kernel log.
+    DriverStack {
+        /// Every condition shown now.
+        conditions: Vec<crate::driver_stack::StackCondition>,
+    },
+    /// A driver-stack condition the kernel log said (ice's safe mode): kept for the
+    /// daemon's run.
+    DriverStackSaid {
+        /// The condition.
+        condition: crate::driver_stack::StackCondition,
+    },
     /// The RDMA consumers of every port (RDMA netlink: the CM id table and the QP table's
     /// owners, [`crate::consumers::per_port`]), whole: it replaces the last one. Sent when
     /// it changes; never from the kernel log.
@@ -496,6 +509,10 @@ impl Observation {
             Observation::IserQpEvent { event, .. } => format!("iser-qp-event:{event}"),
             Observation::DriverResetRequested { device } => format!("driver-reset:{device}"),
             Observation::NicWithoutRdma { pci, what, .. } => format!("nic-no-rdma:{pci}:{what}"),
+            Observation::DriverStack { .. } => "driver-stack".to_string(),
+            Observation::DriverStackSaid { condition } => {
+                format!("driver-stack:{}", condition.key())
+            }
             Observation::AsyncEvent(e) => format!(
                 "async-event:{}/{}:{}",
                 e.device,
@@ -564,6 +581,19 @@ impl Observation {
                 format!("the driver of {device} requested a reset of its device")
             }
             Observation::NicWithoutRdma { pci, what, .. } => format!("{pci}: {what}"),
+            Observation::DriverStack { conditions } => format!(
+                "driver stack: {}",
+                if conditions.is_empty() {
+                    "nothing special".to_string()
+                } else {
+                    conditions
+                        .iter()
+                        .map(|c| c.summary())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
+            ),
+            Observation::DriverStackSaid { condition } => condition.summary(),
             Observation::Consumers { ports } => format!(
                 "RDMA consumers: {}",
                 ports
@@ -609,6 +639,15 @@ pub enum RecreateResult {
         /// the function during the toggle) and the executor restored RoCE: what it found.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mode_restored: Option<String>,
+        /// The method that worked, in operator words (`unbind/bind auxiliary device
+        /// ice.roce.0 (driver irdma)`), when the executor says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        method: Option<String>,
+        /// Methods tried before it that failed without changing anything (a refused
+        /// devlink step): each is named to the operator with its error, since the device
+        /// was re-created another way than the plan's first.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        failed_before: Vec<MethodFailure>,
     },
     /// The re-creation failed; the device state is whatever the executor saw.
     Failed {
@@ -627,6 +666,61 @@ pub enum RecreateResult {
     /// ending it (nothing can) and without starting another writer on the device; its
     /// final result comes later ([`crate::driver::Driver::handle_recreation_returned`]).
     Blocked(BlockedStep),
+}
+
+/// A re-creation method that failed before changing anything, so the next one was tried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodFailure {
+    /// The method, in operator words (`toggle devlink parameter enable_roce of
+    /// pci/0000:02:00.0`).
+    pub method: String,
+    /// What went wrong.
+    pub error: String,
+}
+
+impl MethodFailure {
+    /// Failed methods in one phrase: `FIRST failed (ERROR); SECOND failed (ERROR)`.
+    pub fn words(failed: &[MethodFailure]) -> String {
+        failed
+            .iter()
+            .map(|f| format!("{} failed ({})", f.method, f.error))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+impl fmt::Display for MethodFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.method, self.error)
+    }
+}
+
+impl RecreateResult {
+    /// For a re-creation that worked: how, in one phrase (`by METHOD after FAILED: ERROR
+    /// failed`), or nothing when the executor did not say.
+    pub fn how_recreated(&self) -> Option<String> {
+        let RecreateResult::Recreated {
+            method,
+            failed_before,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let mut out = String::new();
+        if let Some(m) = method {
+            out.push_str("by ");
+            out.push_str(m);
+        }
+        if !failed_before.is_empty() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str("after ");
+            out.push_str(&MethodFailure::words(failed_before));
+        }
+        (!out.is_empty()).then_some(out)
+    }
 }
 
 /// A re-creation step blocked in the kernel, as the executor saw it when it gave up

@@ -28,9 +28,10 @@ pub use adapter::{
     KernelReading,
 };
 pub use input::{
-    BlockedStep, CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmStatus, Observation,
-    OperatorCommand, Outcome, PortId, Portal, PortalError, ProbeResult, RecreateResult,
-    ScanComplete, SessionInfo, SessionKey, SessionState, StuckEvidence, TaskId, Trust,
+    BlockedStep, CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmStatus, MethodFailure,
+    Observation, OperatorCommand, Outcome, PortId, Portal, PortalError, ProbeResult,
+    RecreateResult, ScanComplete, SessionInfo, SessionKey, SessionState, StuckEvidence, TaskId,
+    Trust,
 };
 pub use machine::{CommandError, Engine, ResumeError};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};

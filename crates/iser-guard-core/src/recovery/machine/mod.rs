@@ -47,6 +47,7 @@ mod reconnect;
 mod reset;
 mod selftest;
 mod sessions;
+mod stack;
 mod transition;
 mod unknown;
 mod verify;
@@ -242,6 +243,11 @@ pub struct Engine {
     /// The RDMA consumers per port, as last reported (`None`: never, e.g. no RDMA
     /// netlink). Not journaled: the first dump after a start reports them.
     consumers: Option<Vec<crate::consumers::PortConsumers>>,
+    /// Driver-stack conditions the host's facts show, as last reported; not journaled (the
+    /// first scan after a start reports them again).
+    stack_facts: Vec<crate::driver_stack::StackCondition>,
+    /// Driver-stack conditions the kernel log said (safe mode), for this run.
+    stack_said: Vec<crate::driver_stack::StackCondition>,
 }
 
 impl Engine {
@@ -280,6 +286,8 @@ impl Engine {
             selftest_unavailable_said: false,
             unknown: unknown::UnknownDevices::default(),
             consumers: None,
+            stack_facts: Vec::new(),
+            stack_said: Vec::new(),
         }
     }
 

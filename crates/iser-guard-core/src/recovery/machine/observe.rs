@@ -121,6 +121,8 @@ impl Engine {
             Observation::NicWithoutRdma { pci, what, remedy } => {
                 self.on_nic_without_rdma(&pci, &what, &remedy, now)
             }
+            Observation::DriverStack { conditions } => self.on_driver_stack(conditions, now),
+            Observation::DriverStackSaid { condition } => self.on_driver_stack_said(condition, now),
             Observation::Consumers { ports } => {
                 if self.consumers.as_ref() != Some(&ports) {
                     self.consumers = Some(ports);
@@ -262,6 +264,8 @@ impl Engine {
                 RecreateResult::Recreated {
                     name: device.clone(),
                     mode_restored: None,
+                    method: None,
+                    failed_before: Vec::new(),
                 },
                 now,
             );

@@ -76,6 +76,20 @@ impl Engine {
                 return false;
             }
         }
+        if let Some(c) = self.function_without_rdma(&device) {
+            // Nothing to re-create: the function has no RDMA (a bond member, safe mode), so
+            // any recipe would be the wrong one. Held until an operator fixes the function.
+            self.quarantine(
+                pid,
+                format!(
+                    "{device} is not re-created: {}; {}",
+                    c.summary(),
+                    c.remedy()
+                ),
+                now,
+            );
+            return true;
+        }
         if origin == Origin::Automatic {
             let sessions = if self.policy.other_sessions == OtherSessions::Wait {
                 self.healthy_sessions_of_device(&device)
@@ -286,11 +300,45 @@ impl Engine {
             .devices
             .get(device)
             .and_then(|d| d.recreation.as_ref().map(|r| r.started));
+        let how = result.how_recreated();
         match result {
             RecreateResult::Recreated {
                 name,
                 mode_restored,
+                method,
+                failed_before,
             } => {
+                if !failed_before.is_empty() {
+                    // The device was re-created, but not the way the plan's first method
+                    // would have: the operator confirmed that plan, so what failed and
+                    // what worked instead is said once, as its own alert.
+                    let worked = method.as_deref().unwrap_or("a later method");
+                    self.alert(
+                        now,
+                        AlertClass::Warning,
+                        format!("recreate-fallback:{device}"),
+                        format!(
+                            "{device} was re-created by {worked} after {} failed",
+                            failed_before
+                                .iter()
+                                .map(|f| f.method.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        format!(
+                            "{}. Nothing was changed by the failed step, so the next method \
+                             was tried; recovery continues as usual. Look at why the first \
+                             method failed (for a devlink toggle: devlink dev param show), so \
+                             the next re-creation takes the least disruptive way",
+                            failed_before
+                                .iter()
+                                .map(|f| format!("{} failed: {}", f.method, f.error))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ),
+                        None,
+                    );
+                }
                 if let Some(found) = mode_restored {
                     self.alert(
                         now,
@@ -347,14 +395,16 @@ impl Engine {
                         &pid,
                         true,
                         format!(
-                            "{device} re-created (attempt {attempt}): QP 1 is fresh; giving \
-                             iscsid {grace}s to reconnect before logging sessions in"
+                            "{device} re-created (attempt {attempt}{}): QP 1 is fresh; giving \
+                             iscsid {grace}s to reconnect before logging sessions in",
+                            how.as_deref().map(|h| format!(", {h}")).unwrap_or_default()
                         ),
                         now,
                     );
                 }
                 self.persist(format!(
-                    "re-created {device} (attempt {attempt}): completed"
+                    "re-created {device} (attempt {attempt}): completed{}",
+                    how.as_deref().map(|h| format!(" {h}")).unwrap_or_default()
                 ));
                 // Verification looks at the QP table itself: the new QP 1 must be in RTS.
                 self.push(

@@ -83,6 +83,7 @@ fn describe(s: Subsystem) -> &'static str {
         Subsystem::Scsi => "SCSI disk layer",
         Subsystem::Block => "block layer",
         Subsystem::Nvme => "NVMe host",
+        Subsystem::IscsiTarget => "iSCSI target (LIO)",
     }
 }
 
@@ -169,6 +170,19 @@ fn base(ev: &SubsystemEvent, dev: &str) -> (String, String) {
             ),
             "`nvme list-subsys`, `nvme list`, the RDMA port under it (`rdma link show`) and \
              the target"
+                .into(),
+        ),
+        Subsystem::IscsiTarget => (
+            "LIO, the kernel's iSCSI/iSER target (target_core_mod, iscsi_target_mod, \
+             ib_isert), is the other end of the sessions: this host (or a lab box that is \
+             both ends) exports LUNs. A login timeout, an ABORT_TASK or a connection reset \
+             here is the target's view of an initiator's timed-out command or failed \
+             connection; an ABORT_TASK usually means the backstore did not complete a \
+             command in time."
+                .into(),
+            "`targetcli ls` (portals, ACLs, backstores), the backstore device's health and \
+             latency, and the initiator's log at the same time (`iser-guard explain` there: \
+             `detected conn error`, `session recovery timed out`)"
                 .into(),
         ),
     }

@@ -54,6 +54,9 @@ pub enum Subsystem {
     Block,
     /// The NVMe host (NVMe over RDMA, and its PCI sibling).
     Nvme,
+    /// The LIO target (target_core_mod, iscsi_target_mod, ib_isert): the other end of the
+    /// sessions, on a host that also exports storage or a lab box that is both ends.
+    IscsiTarget,
 }
 
 impl Subsystem {
@@ -69,11 +72,12 @@ impl Subsystem {
             Subsystem::Scsi => "scsi",
             Subsystem::Block => "block",
             Subsystem::Nvme => "nvme",
+            Subsystem::IscsiTarget => "iscsi-target",
         }
     }
 
     /// Every subsystem, in order.
-    pub const ALL: [Subsystem; 9] = [
+    pub const ALL: [Subsystem; 10] = [
         Subsystem::RdmaCore,
         Subsystem::RdmaCm,
         Subsystem::RdmaDriver,
@@ -83,6 +87,7 @@ impl Subsystem {
         Subsystem::Scsi,
         Subsystem::Block,
         Subsystem::Nvme,
+        Subsystem::IscsiTarget,
     ];
 }
 
@@ -159,12 +164,13 @@ pub fn nic_driver(word: &str) -> Option<Subsystem> {
 pub fn could_recognise(text: &str) -> bool {
     let t = text.trim_start_matches([' ', '\t']);
     let t = t.strip_prefix("kernel: ").unwrap_or(t);
+    let t = t.trim_end_matches(['\r', '\n']);
     let Some(&first) = t.as_bytes().first() else {
         return false;
     };
     if matches!(
         first,
-        b'[' | b'<' | b'W' | b'k' | b'c' | b's' | b'B' | b'N' | b'R'
+        b'[' | b'<' | b'W' | b'k' | b'c' | b's' | b'B' | b'N' | b'R' | b'?'
     ) {
         return true;
     }
@@ -172,11 +178,16 @@ pub fn could_recognise(text: &str) -> bool {
     if t.trim_end().ends_with(']') {
         return true;
     }
+    if tables::is_target_opening(t) || t.starts_with("SCSI ") {
+        return true;
+    }
     let end = t.find([' ', ':']).unwrap_or(t.len());
     let word = &t[..end];
     tables::subsystem_of(word).is_some()
         || tables::subsystem_of_function(word).is_some()
         || word.starts_with("nvme")
+        || untagged_frame_function(word).is_some()
+        || blk_status_disk(t).is_some()
 }
 
 /// Syslog level names, for text output.
@@ -208,6 +219,7 @@ pub fn recognise(
     let first = *t.as_bytes().first()?;
     let mut found = match first {
         b'[' => frame_line(t).or_else(|| qedr_line(t)),
+        b'?' => frame_line(t),
         b'<' => angle_module_line(t),
         b'W' if t.starts_with("WARNING: ") => warning_line(t),
         b'k' if t.starts_with("kernel BUG at ") => bug_at_line(t),
@@ -222,7 +234,10 @@ pub fn recognise(
         found = prefixed_line(t).or_else(|| frame_line(t));
     }
     if found.is_none() {
-        found = partition_line(t);
+        found = partition_line(t)
+            .or_else(|| target_line(t))
+            .or_else(|| bare_scsi_line(t))
+            .or_else(|| blk_status_line(t));
     }
     let mut ev = found?;
     if let Some(d) = dict_device {
@@ -276,7 +291,18 @@ fn prefixed_line(t: &str) -> Option<SubsystemEvent> {
     if let Some(after) = rest.strip_prefix(": ") {
         // `pr_fmt` module or `__func__` prefix.
         if let Some(sub) = tables::subsystem_of(word) {
-            return Some(pr_fmt_line(sub, word, after));
+            let mut ev = pr_fmt_line(sub, word, after);
+            if sub == Subsystem::Block {
+                // `blk_update_request: I/O error, dev fd0, …`: the block layer's lines count
+                // for the disks iSCSI/iSER and NVMe-oF sessions can be, not a floppy or loop.
+                if let Some(disk) = named_dev(after) {
+                    if !is_storage_disk(disk) {
+                        return None;
+                    }
+                    ev.device.disk.get_or_insert_with(|| disk.to_string());
+                }
+            }
+            return Some(ev);
         }
         if word.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
             if let Some(sub) = tables::subsystem_of_function(word) {
@@ -426,31 +452,101 @@ fn qedr_line(t: &str) -> Option<SubsystemEvent> {
     let func = head.split(':').next()?;
     let sub = tables::subsystem_of_function(func)?;
     let mut ev = event(sub, None, LineShape::Message, &inner[close + 1..]);
-    apply_prefix(&t[..close + 2], NameRole::Rdma, &mut ev.device);
+    if sub == Subsystem::RdmaDriver {
+        apply_prefix(&t[..close + 2], NameRole::Rdma, &mut ev.device);
+    } else if let (Some(open), Some(end)) = (head.find('('), head.rfind(')')) {
+        // qed/qede's DP_NAME is the PCI function's or netdev's name, not an RDMA device.
+        let name = &head[open + 1..end.max(open + 1)];
+        if looks_like_pci(name) {
+            ev.device.pci = Some(name.to_string());
+        } else if is_ifname(name) {
+            ev.device.netdev = Some(name.to_string());
+        }
+    }
+    let module = func.split('_').next().unwrap_or(func);
+    ev.device.driver = Some(module.to_string());
     Some(ev)
 }
 
 /// A call-trace frame (` [<ffffffffa068ba11>] func+0xb1/0x120 [mod]`, ` func+0x1c/0x90
 /// [mod]`, `? func+…`), a `RIP: 0010:func+0x…/0x… [mod]` or `Workqueue: wq func [mod]`
-/// line, in a module of these subsystems.
+/// line, in a module of these subsystems. Also the older shapes: 2.6.18's
+/// ` [<ffffffff8846c0d8>] :ib_iser:iser_rcv_completion+0x8a/0x1a0`, 3.x's
+/// `RIP: 0010:[<…>]  [<…>] func+…` and ` RIP  [<…>] func+…`, offsets printed without
+/// `0x`, and a frame without a module tag whose function only RDMA code uses
+/// ([`tables::UNTAGGED_FRAME_PREFIXES`]).
 fn frame_line(t: &str) -> Option<SubsystemEvent> {
     let t = t.trim_end();
+    if let Some(ev) = tagged_frame(t) {
+        return Some(ev);
+    }
+    // No `[module]` tag: the symbol is the line's last word.
+    let sym = t.rsplit(' ').next().unwrap_or(t);
+    let body = t.trim_start();
+    let is_rip = body.starts_with("RIP:") || body.starts_with("RIP ");
+    let (module, function) = match sym.strip_prefix(':') {
+        // 2.6.18: `:module:function+0x…/0x…`.
+        Some(rest) => {
+            let (module, symbol) = rest.split_once(':')?;
+            let function = symbol_function(symbol)?;
+            (Some(module), function)
+        }
+        None => {
+            let sym = sym.rsplit(':').next().unwrap_or(sym);
+            (None, symbol_function(sym)?)
+        }
+    };
+    // Everything before the symbol must be frame furniture: `[<addr>]`, `?`, `RIP:`,
+    // `0010:`; a sentence that happens to end in a symbol is not a frame.
+    let before = &t[..t.len() - sym.len()];
+    if !before.split(' ').all(|w| {
+        w.is_empty()
+            || w == "?"
+            || w == "RIP"
+            || w == "RIP:"
+            || w.starts_with("0010:")
+            || (w.starts_with("[<") && w.ends_with(">]"))
+    }) {
+        return None;
+    }
+    let (sub, module) = match module {
+        Some(m) => (tables::subsystem_of(m)?, Some(m)),
+        None => (tables::subsystem_of_untagged_frame(function)?, None),
+    };
+    let shown = module.unwrap_or(function);
+    let message = if is_rip {
+        format!("RIP in {function} [{shown}]")
+    } else {
+        format!("frame {function} [{shown}]")
+    };
+    let mut ev = event(
+        sub,
+        module,
+        LineShape::Frame {
+            function: function.to_string(),
+            module: module.map(str::to_string),
+        },
+        &message,
+    );
+    ev.device.driver = module.map(str::to_string);
+    Some(ev)
+}
+
+/// A frame, `RIP:` or `Workqueue:` line ending in a `[module]` tag of these subsystems.
+fn tagged_frame(t: &str) -> Option<SubsystemEvent> {
     let tag_open = t.rfind(" [")?;
     let tag = t[tag_open + 2..].strip_suffix(']')?;
     // `mlx5_core(OE)` in some reports: the module name ends at `(`.
     let module = tag.split('(').next().unwrap_or(tag);
     let sub = tables::subsystem_of(module)?;
     let body = &t[..tag_open];
-    let is_rip = body.starts_with("RIP: ");
+    let trimmed = body.trim_start();
+    let is_rip = trimmed.starts_with("RIP:") || trimmed.starts_with("RIP ");
     let is_wq = body.starts_with("Workqueue: ");
     let sym = body.rsplit(' ').next().unwrap_or(body);
     let sym = sym.strip_prefix("0010:").unwrap_or(sym);
     let sym = sym.rsplit(':').next().unwrap_or(sym);
-    let is_symbol = sym.contains("+0x") && sym.contains("/0x");
-    if !(is_wq || is_symbol) {
-        return None;
-    }
-    let function = sym.split('+').next().unwrap_or(sym);
+    let function = if is_wq { sym } else { symbol_function(sym)? };
     if function.is_empty() {
         return None;
     }
@@ -472,6 +568,121 @@ fn frame_line(t: &str) -> Option<SubsystemEvent> {
     );
     ev.device.driver = Some(module.to_string());
     Some(ev)
+}
+
+/// The function of a `%pS` symbol, `func+0x1c/0x90` (some kernels and renderers drop the
+/// `0x`: `func+1c/90`): `None` for any other word.
+fn symbol_function(sym: &str) -> Option<&str> {
+    let (function, offsets) = sym.split_once('+')?;
+    let (off, size) = offsets.split_once('/')?;
+    let hex = |s: &str| {
+        let s = s.strip_prefix("0x").unwrap_or(s);
+        !s.is_empty() && s.len() <= 16 && s.bytes().all(|c| c.is_ascii_hexdigit())
+    };
+    let name_ok = !function.is_empty()
+        && function
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.'));
+    (name_ok && hex(off) && hex(size)).then_some(function)
+}
+
+/// The function of an untagged frame word (`mlx5_cmd_exec+0x12/0x40`) when only RDMA code
+/// uses that name; for the cheap pretest.
+fn untagged_frame_function(word: &str) -> Option<Subsystem> {
+    let f = symbol_function(word)?;
+    tables::subsystem_of_untagged_frame(f)
+}
+
+/// LIO's target-side lines ([`tables::TARGET_OPENINGS`]): `iSCSI Login timeout on Network
+/// Portal 0.0.0.0:3260`, `ABORT_TASK: Found referenced iSCSI task_tag: 101`,
+/// `iSCSI/iqn.…: Unsupported SCSI Opcode 0xa3, sending CHECK_CONDITION.`.
+fn target_line(t: &str) -> Option<SubsystemEvent> {
+    if !tables::is_target_opening(t) {
+        return None;
+    }
+    let mut ev = event(Subsystem::IscsiTarget, None, LineShape::Message, t);
+    ev.device.driver = Some("iscsi_target_mod".into());
+    if let Some(rest) = t.strip_prefix("iSCSI/") {
+        // `iSCSI/<initiator name>: …`: the initiator the target was serving.
+        if let Some((name, _)) = rest.split_once(": ") {
+            ev.device.other = Some(name.to_string());
+        }
+    }
+    Some(ev)
+}
+
+/// Bare SCSI midlayer lines of older kernels, without a `sd H:C:T:L:` prefix:
+/// `SCSI error: return code = 0x08000002` (2.6 sd.c), `SCSI device sdb: 2097152 512-byte
+/// hdwr sectors (1074 MB)`.
+fn bare_scsi_line(t: &str) -> Option<SubsystemEvent> {
+    let rest = t.strip_prefix("SCSI ")?;
+    if rest.starts_with("error: ") {
+        return Some(event(Subsystem::Scsi, None, LineShape::Message, t));
+    }
+    let name = rest.strip_prefix("device ")?.split(':').next()?;
+    if !is_storage_disk(name) {
+        return None;
+    }
+    let mut ev = event(Subsystem::Scsi, None, LineShape::Message, t);
+    ev.device.disk = Some(name.to_string());
+    Some(ev)
+}
+
+/// block/blk-core.c's `blk_print_req_error` since 5.x, without a prefix: `<status> error,
+/// dev sdb, sector 1234 op 0x0:(READ) flags …` (`I/O`, `critical medium`, `timeout`, …).
+fn blk_status_line(t: &str) -> Option<SubsystemEvent> {
+    let disk = blk_status_disk(t)?;
+    let mut ev = event(Subsystem::Block, None, LineShape::Message, t);
+    ev.device.disk = Some(disk.to_string());
+    Some(ev)
+}
+
+/// The disk of a `<status> error, dev <disk>, sector …` line of a storage disk. One pass
+/// over the status words (lowercase, `I/O`), which ends at the first other byte: most lines
+/// stop at their first or second byte.
+fn blk_status_disk(t: &str) -> Option<&str> {
+    let b = t.as_bytes();
+    let comma = b
+        .iter()
+        .take(48)
+        .position(|&c| !(c.is_ascii_lowercase() || matches!(c, b' ' | b'/' | b'I' | b'O')))?;
+    if b[comma] != b',' || !t[..comma].ends_with(" error") {
+        return None;
+    }
+    let rest = t[comma..].strip_prefix(", dev ")?;
+    let (disk, tail) = rest.split_once(',')?;
+    (tail.starts_with(" sector ") && is_storage_disk(disk)).then_some(disk)
+}
+
+/// The disk a block-layer message names after `dev ` (`I/O error, dev sdc, sector 1`).
+fn named_dev(message: &str) -> Option<&str> {
+    let at = message.find("dev ")?;
+    if at > 0 && !matches!(message.as_bytes()[at - 1], b' ' | b',') {
+        return None;
+    }
+    let rest = &message[at + 4..];
+    let end = rest.find([',', ' ']).unwrap_or(rest.len());
+    Some(&rest[..end]).filter(|d| !d.is_empty())
+}
+
+/// A disk the storage sessions can be: a SCSI disk (`sdb`, `sdb1`, `sdaa`), a
+/// device-mapper node over them (`dm-3`), an NVMe namespace (`nvme0n1`, `nvme0c1n1`,
+/// `nvme0n1p2`). Floppies, loop, virtio and MMC disks are not.
+pub(crate) fn is_storage_disk(name: &str) -> bool {
+    if let Some(r) = name.strip_prefix("sd") {
+        let letters = r.bytes().take_while(u8::is_ascii_lowercase).count();
+        return letters > 0 && r[letters..].bytes().all(|c| c.is_ascii_digit());
+    }
+    if let Some(r) = name.strip_prefix("dm-") {
+        return !r.is_empty() && r.bytes().all(|c| c.is_ascii_digit());
+    }
+    if let Some(r) = name.strip_prefix("nvme") {
+        return r.contains('n')
+            && r.as_bytes().first().is_some_and(u8::is_ascii_digit)
+            && r.bytes()
+                .all(|c| c.is_ascii_digit() || matches!(c, b'n' | b'c' | b'p'));
+    }
+    false
 }
 
 /// `WARNING: CPU: 3 PID: 1416 at drivers/nvme/host/rdma.c:1394 func+0x…/0x… [mod]`.
@@ -572,6 +783,9 @@ fn buffer_line(t: &str) -> Option<SubsystemEvent> {
         .strip_prefix("Buffer I/O error on device ")
         .or_else(|| t.strip_prefix("Buffer I/O error on dev "))?;
     let disk = rest.split([',', ' ']).next().unwrap_or("");
+    if !disk.is_empty() && !is_storage_disk(disk) {
+        return None;
+    }
     let mut ev = event(Subsystem::Block, None, LineShape::Message, t);
     if !disk.is_empty() {
         ev.device.disk = Some(disk.to_string());

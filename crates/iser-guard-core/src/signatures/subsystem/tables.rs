@@ -81,6 +81,18 @@ pub(crate) const NAMES: &[Name] = &[
     n("iscsi_tcp", Subsystem::Iscsi),
     n("scsi_transport_iscsi", Subsystem::Iscsi),
     n("iscsi", Subsystem::Iscsi),
+    n("qedi", Subsystem::Iscsi),
+    // The LIO target (drivers/target, its iSCSI fabric and iSER's target side): a host that
+    // also exports storage, or a lab box that is both ends, logs these.
+    n("target_core_mod", Subsystem::IscsiTarget),
+    n("target_core_iblock", Subsystem::IscsiTarget),
+    n("target_core_file", Subsystem::IscsiTarget),
+    n("target_core_pscsi", Subsystem::IscsiTarget),
+    n("target_core_user", Subsystem::IscsiTarget),
+    n("iscsi_target_mod", Subsystem::IscsiTarget),
+    n("ib_isert", Subsystem::IscsiTarget),
+    n("isert", Subsystem::IscsiTarget),
+    n("tcm_loop", Subsystem::IscsiTarget),
     // SCSI disks and hosts.
     n("sd", Subsystem::Scsi),
     n("sd_mod", Subsystem::Scsi),
@@ -92,6 +104,9 @@ pub(crate) const NAMES: &[Name] = &[
     n("blk_update_request", Subsystem::Block),
     n("print_req_error", Subsystem::Block),
     n("blk_print_req_error", Subsystem::Block),
+    // Kernels before 4.12 (block/blk-core.c end_request, "end_request: I/O error, dev sdc,
+    // sector 123").
+    n("end_request", Subsystem::Block),
     n("dm_multipath", Subsystem::Block),
     n("device-mapper", Subsystem::Block),
     // NVMe host (NVMe over RDMA and its PCI sibling).
@@ -134,6 +149,12 @@ pub(crate) const FUNCTION_PREFIXES: &[(&str, Subsystem)] = &[
     ("bnxt_re_", Subsystem::RdmaDriver),
     ("bnxt_qplib_", Subsystem::RdmaDriver),
     ("qedr_", Subsystem::RdmaDriver),
+    // qed/qede print `[%s:%d(%s)]` with __func__ (qed.h DP_ERR/DP_NOTICE/DP_INFO).
+    ("qed_", Subsystem::Nic),
+    ("qede_", Subsystem::Nic),
+    ("qedi_", Subsystem::Iscsi),
+    ("isert_", Subsystem::IscsiTarget),
+    ("iscsit_", Subsystem::IscsiTarget),
     ("hns_roce_", Subsystem::RdmaDriver),
     ("rxe_", Subsystem::RdmaDriver),
     ("siw_", Subsystem::RdmaDriver),
@@ -159,6 +180,7 @@ fn by_prefix(table: &[(&str, Subsystem)], s: &str) -> Option<Subsystem> {
 pub(crate) const SOURCE_DIRS: &[(&str, Subsystem)] = &[
     ("drivers/infiniband/core/", Subsystem::RdmaCore),
     ("drivers/infiniband/ulp/iser/", Subsystem::Iser),
+    ("drivers/infiniband/ulp/isert/", Subsystem::IscsiTarget),
     ("drivers/infiniband/", Subsystem::RdmaDriver),
     ("drivers/net/ethernet/mellanox/", Subsystem::Nic),
     ("drivers/net/ethernet/intel/ice/", Subsystem::Nic),
@@ -170,12 +192,83 @@ pub(crate) const SOURCE_DIRS: &[(&str, Subsystem)] = &[
     ("drivers/scsi/iscsi_tcp", Subsystem::Iscsi),
     ("drivers/scsi/", Subsystem::Scsi),
     ("drivers/nvme/host/", Subsystem::Nvme),
+    ("drivers/target/", Subsystem::IscsiTarget),
     ("block/", Subsystem::Block),
 ];
 
 /// The subsystem of a kernel source path (`drivers/nvme/host/rdma.c`).
 pub(crate) fn subsystem_of_path(path: &str) -> Option<Subsystem> {
     by_prefix(SOURCE_DIRS, path)
+}
+
+/// Function-name prefixes a call-trace frame may carry without a `[module]` tag (the module
+/// built in, or the tag cut off by a renderer): only names no other subsystem uses.
+#[rustfmt::skip]
+pub(crate) const UNTAGGED_FRAME_PREFIXES: &[(&str, Subsystem)] = &[
+    ("ib_", Subsystem::RdmaCore),
+    ("__ib_", Subsystem::RdmaCore),
+    ("rdma_", Subsystem::RdmaCm),
+    ("cma_", Subsystem::RdmaCm),
+    ("iser_", Subsystem::Iser),
+    ("iscsi_iser_", Subsystem::Iser),
+    ("isert_", Subsystem::IscsiTarget),
+    ("iscsit_", Subsystem::IscsiTarget),
+    ("mlx5_ib_", Subsystem::RdmaDriver),
+    ("mlx4_ib_", Subsystem::RdmaDriver),
+    ("mlx5_", Subsystem::Nic),
+    ("mlx4_", Subsystem::Nic),
+    ("irdma_", Subsystem::RdmaDriver),
+    ("bnxt_re_", Subsystem::RdmaDriver),
+    ("bnxt_qplib_", Subsystem::RdmaDriver),
+    ("qedr_", Subsystem::RdmaDriver),
+    ("nvme_rdma_", Subsystem::Nvme),
+];
+
+/// The subsystem of a frame's function without a module tag.
+pub(crate) fn subsystem_of_untagged_frame(func: &str) -> Option<Subsystem> {
+    by_prefix(UNTAGGED_FRAME_PREFIXES, func)
+}
+
+/// How LIO's messages start: iscsi_target_mod and target_core_mod print with a bare
+/// `pr_err`/`pr_warn` and no module prefix, so their first words are what names them
+/// (format strings of drivers/target/iscsi/iscsi_target_login.c, _nego.c, _erl0.c,
+/// _util.c, target_core_transport.c, target_core_tmr.c, target_core_device.c).
+#[rustfmt::skip]
+pub(crate) const TARGET_OPENINGS: &[&str] = &[
+    "iSCSI Login timeout on Network Portal",
+    "iSCSI Login negotiation failed",
+    "iSCSI Initiator Node: ",
+    "iSCSI/",
+    "iSCSI - ",
+    "TARGET_CORE[",
+    "ABORT_TASK: ",
+    "LUN_RESET: ",
+    "TMR_",
+    "Unable to locate Target Portal Group",
+    "Unable to locate Target IQN",
+    "Unable to recover from DataOut timeout",
+    "Unable to accept connection for",
+    "Initiator is requesting CSG",
+    "rx_data returned",
+    "tx_data returned",
+    "Detected MISCOMPARE",
+];
+
+/// True when `t` opens with one of [`TARGET_OPENINGS`] (the first byte picks the few to
+/// compare).
+pub(crate) fn is_target_opening(t: &str) -> bool {
+    let Some(&first) = t.as_bytes().first() else {
+        return false;
+    };
+    if !matches!(
+        first,
+        b'i' | b'T' | b'A' | b'L' | b'U' | b'I' | b'r' | b't' | b'D'
+    ) {
+        return false;
+    }
+    TARGET_OPENINGS
+        .iter()
+        .any(|o| o.as_bytes()[0] == first && t.starts_with(o))
 }
 
 #[cfg(test)]

@@ -281,3 +281,198 @@ fn the_cheap_pretest_never_rejects_a_line_recognise_takes() {
         "IPv6: ADDRCONF(NETDEV_UP): ens803: link is not ready"
     ));
 }
+
+// The fixtures below are written from the kernel's own format strings (file and format
+// named above each), not copied from the evaluation sets.
+
+#[test]
+fn lio_target_lines_are_the_iscsi_target_subsystem() {
+    for t in [
+        // iscsi_target_login.c: pr_err("iSCSI Login timeout on Network Portal %pISpc\n")
+        "iSCSI Login timeout on Network Portal 192.168.10.5:3260",
+        // iscsi_target_nego.c: pr_err("Unable to locate Target Portal Group on %s\n")
+        "Unable to locate Target Portal Group on iqn.2003-01.org.linux-iscsi.lab:sn.0123",
+        // target_core_device.c: pr_err("TARGET_CORE[%s]: Detected WRITE_PROTECTED LUN Access for 0x%08llx\n")
+        "TARGET_CORE[iSCSI]: Detected WRITE_PROTECTED LUN Access for 0x00000002",
+        // target_core_tmr.c: printk("ABORT_TASK: Found referenced %s task_tag: %llu\n")
+        "ABORT_TASK: Found referenced iSCSI task_tag: 4711",
+        "ABORT_TASK: Sending TMR_FUNCTION_COMPLETE for ref_tag: 4711",
+        // iscsi_target_login.c: pr_err("iSCSI Initiator Node: %s is not authorized to access iSCSI target portal group: %hu.\n")
+        "iSCSI Initiator Node: iqn.1994-05.com.redhat:host2 is not authorized to access iSCSI target portal group: 1.",
+        // ib_isert.h: isert_err(fmt) = pr_err("isert: %s: " fmt, __func__)
+        "isert: isert_allocate_cmd: Unable to allocate iscsit_cmd + isert_cmd",
+    ] {
+        let e = rec(t);
+        assert_eq!(e.subsystem, Subsystem::IscsiTarget, "{t}");
+        assert!(could_recognise(t), "{t}");
+        let x = explain_event(&e);
+        assert!(x.title.contains("iSCSI target (LIO)"), "{x:?}");
+        assert!(x.next.contains("targetcli"), "{x:?}");
+    }
+    // target_core_transport.c: "%s/%s: Unsupported SCSI Opcode 0x%02x, sending CHECK_CONDITION.\n"
+    let e = rec("iSCSI/iqn.1994-05.com.redhat:host2: Unsupported SCSI Opcode 0x85, sending CHECK_CONDITION.");
+    assert_eq!(
+        e.device.other.as_deref(),
+        Some("iqn.1994-05.com.redhat:host2")
+    );
+    // A WARN in drivers/target and a frame tagged with a target module.
+    let e = rec("WARNING: CPU: 7 PID: 901 at drivers/target/target_core_transport.c:3010 target_put_cmd_and_wait+0x5e/0x70 [target_core_mod]");
+    assert_eq!(e.subsystem, Subsystem::IscsiTarget);
+    assert_eq!(
+        rec(" isert_cq_comp_err+0x91/0xb0 [ib_isert]").subsystem,
+        Subsystem::IscsiTarget
+    );
+    // The initiator's own `iscsi:` and `iser:` lines stay theirs.
+    assert_eq!(
+        rec("iscsi: registered transport (iser)").subsystem,
+        Subsystem::Iscsi
+    );
+    // Words that merely start alike are not target lines.
+    for t in [
+        "iSCSI is great",
+        "TARGET reached",
+        "Unable to handle kernel paging request",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn bare_block_and_scsi_lines_of_old_and_new_kernels() {
+    // 2.6 sd.c: printk(KERN_INFO "SCSI error: return code = 0x%08x\n", result)
+    let e = rec("SCSI error: return code = 0x00070000");
+    assert_eq!(e.subsystem, Subsystem::Scsi);
+    // 2.6 blk-core.c end_request: "end_request: I/O error, dev %s, sector %llu\n"
+    let e = rec("end_request: I/O error, dev sdk, sector 20971392");
+    assert_eq!(e.subsystem, Subsystem::Block);
+    assert_eq!(e.device.disk.as_deref(), Some("sdk"));
+    // blk-core.c blk_print_req_error (5.x+): "%s error, dev %s, sector %llu op 0x%x:(%s) flags 0x%x phys_seg %u prio class %u\n"
+    for (t, disk) in [
+        ("I/O error, dev sdd, sector 8 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 2", "sdd"),
+        ("critical target error, dev dm-4, sector 2048 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0", "dm-4"),
+        ("recoverable transport error, dev nvme1n1, sector 64 op 0x0:(READ) flags 0x0 phys_seg 8 prio class 0", "nvme1n1"),
+    ] {
+        let e = rec(t);
+        assert_eq!(e.subsystem, Subsystem::Block, "{t}");
+        assert_eq!(e.device.disk.as_deref(), Some(disk), "{t}");
+        assert!(could_recognise(t), "{t}");
+    }
+    // fs/buffer.c on a partition: "Buffer I/O error on dev %pg, logical block %llu, async page read\n"
+    assert_eq!(
+        rec("Buffer I/O error on dev sdf1, logical block 0, async page read")
+            .device
+            .disk
+            .as_deref(),
+        Some("sdf1")
+    );
+    // Disks no storage session can be: a floppy, a loop device, a virtio or MMC disk.
+    for t in [
+        "I/O error, dev fd0, sector 0 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0",
+        "blk_update_request: I/O error, dev loop3, sector 0 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0",
+        "end_request: I/O error, dev fd0, sector 0",
+        "Buffer I/O error on dev mmcblk0p2, logical block 0, async page read",
+        "SCSI subsystem initialized",
+        "io error, dev sda: the end",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+    // `scsi H:C:T:L:` and `scsi hostN:` lines of a session's LUN.
+    assert_eq!(
+        rec("scsi 7:0:0:2: Direct-Access     LIO-ORG  block2           4.0  PQ: 0 ANSI: 5")
+            .device
+            .scsi_hctl
+            .as_deref(),
+        Some("7:0:0:2")
+    );
+    assert_eq!(
+        rec("scsi host7: iSCSI Initiator over iSER")
+            .device
+            .scsi_host,
+        Some(7)
+    );
+}
+
+#[test]
+fn qed_and_qede_bracketed_function_lines() {
+    // qed.h DP_NOTICE/DP_ERR: "[%s:%d(%s)]" fmt, __func__, __LINE__, DP_NAME(cdev)
+    let t =
+        "[qed_mcp_cmd_and_union:565(0000:3b:00.1)]MFW failed to respond [cmd 0x30000000 param 0x0]";
+    let e = rec(t);
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert_eq!(e.device.pci.as_deref(), Some("0000:3b:00.1"));
+    assert_eq!(e.device.rdma_dev, None);
+    assert_eq!(
+        e.message,
+        "MFW failed to respond [cmd 0x30000000 param 0x0]"
+    );
+    assert_eq!(e.level, 3);
+    let e = rec("[qede_tx_timeout:527(enp59s0f1)]TX timeout on queue 3");
+    assert_eq!(e.device.netdev.as_deref(), Some("enp59s0f1"));
+    // qedr keeps its RDMA device.
+    let e = rec("[qedr_poll_cq_req:4012(qedr1)]Error: POLL CQ with RDMA_CQE_REQ_STS_WORK_REQUEST_FLUSHED_ERR. CQ icid=0x1, QP icid=0x6");
+    assert_eq!(e.subsystem, Subsystem::RdmaDriver);
+    assert_eq!(e.device.rdma_dev.as_deref(), Some("qedr1"));
+    // dev_err on a qede PCI function.
+    assert_eq!(
+        rec("qede 0000:3b:00.1 enp59s0f1: Link is down").subsystem,
+        Subsystem::Nic
+    );
+    // A bracketed word that is no qed function.
+    assert_eq!(recognise("[drm] Initialized i915 1.6.0", None, None), None);
+}
+
+#[test]
+fn ice_reset_failure_has_its_pci_function() {
+    // ice_main.c ice_do_reset: dev_err(dev, "reset %d failed\n", reset_type)
+    let e = rec("ice 0000:af:00.0: reset 2 failed");
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert_eq!(e.device.pci.as_deref(), Some("0000:af:00.0"));
+    assert_eq!(e.level, 3);
+    assert!(explain_event(&e)
+        .meaning
+        .starts_with("0000:af:00.0 is being reset"));
+}
+
+#[test]
+fn frames_of_older_kernels_and_without_module_tags() {
+    for (t, function, module, sub) in [
+        // 3.x: "[<addr>] ? func+off/size [mod]"
+        (" [<ffffffffa03c1e2b>] ? iser_cq_callback+0x2b/0x60 [ib_iser]", "iser_cq_callback", Some("ib_iser"), Subsystem::Iser),
+        // 2.6.18: "[<addr>] :module:func+off/size"
+        (" [<ffffffff8846c0d8>] :ib_iser:iser_rcv_completion+0x8a/0x1a0", "iser_rcv_completion", Some("ib_iser"), Subsystem::Iser),
+        // 3.x RIP lines.
+        ("RIP: 0010:[<ffffffffa0401d6e>]  [<ffffffffa0401d6e>] mlx5_cmd_comp_handler+0x4e/0x3c0 [mlx5_core]", "mlx5_cmd_comp_handler", Some("mlx5_core"), Subsystem::Nic),
+        (" RIP  [<ffffffffa0401d6e>] mlx5_cmd_comp_handler+0x4e/0x3c0 [mlx5_core]", "mlx5_cmd_comp_handler", Some("mlx5_core"), Subsystem::Nic),
+        // Offsets without 0x.
+        (" irdma_cqp_ce_handler+1b4/2c0 [irdma]", "irdma_cqp_ce_handler", Some("irdma"), Subsystem::RdmaDriver),
+        // No module tag (built in, or cut by a renderer).
+        (" ib_dispatch_event+0x41/0x70", "ib_dispatch_event", None, Subsystem::RdmaCore),
+        (" ? mlx5_ib_event+0x15c/0x1c0", "mlx5_ib_event", None, Subsystem::RdmaDriver),
+        (" [<ffffffff815a1b2c>] irdma_flush_wqes+0x9a/0x160", "irdma_flush_wqes", None, Subsystem::RdmaDriver),
+        ("RIP: 0010:mlx5_eq_comp_int+0x2e/0x120", "mlx5_eq_comp_int", None, Subsystem::Nic),
+    ] {
+        let e = rec(t);
+        assert_eq!(e.subsystem, sub, "{t}");
+        assert_eq!(
+            e.shape,
+            LineShape::Frame {
+                function: function.into(),
+                module: module.map(str::to_string)
+            },
+            "{t}"
+        );
+        assert!(could_recognise(t), "{t}");
+    }
+    for t in [
+        // Untagged frames of other code, and sentences ending in a symbol-like word.
+        " ? usb_submit_urb+0x12/0x40",
+        " ext4_end_bio+0x1c/0x90",
+        " [<ffffffff81234567>] ? kthread+0x12/0x40",
+        "RIP: 0010:[<ffffffff81234567>]  [<ffffffff81234567>] intel_idle+0x12/0x40",
+        "called from ib_foo+0x1/0x2",
+        " ib_foo+0xzz/0x2",
+        " :snd_hda:azx_send_cmd+0x8a/0x1a0",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}

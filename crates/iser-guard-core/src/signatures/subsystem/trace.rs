@@ -385,4 +385,26 @@ mod tests {
             Some("ib_dealloc_pd_user [ib_core]")
         );
     }
+
+    // The older report shapes (a 3.x oops: `RIP: 0010:[<…>]  [<…>] func+…`, frames with
+    // `? `, the closing ` RIP  [<…>]` line) and untagged frames of built-in RDMA code; the
+    // formats of arch/x86/kernel/dumpstack.c before 4.x.
+    #[test]
+    fn an_old_style_report_with_untagged_rdma_frames_is_one_event() {
+        let ev = feed(&[
+            "BUG: unable to handle kernel NULL pointer dereference at 0000000000000010",
+            "RIP: 0010:[<ffffffffa03c1e2b>]  [<ffffffffa03c1e2b>] iser_cq_callback+0x2b/0x60 [ib_iser]",
+            "Call Trace:",
+            " [<ffffffff815a1b2c>] ? ib_dispatch_event+0x41/0x70",
+            " [<ffffffff81090a1f>] kthread+0xcf/0xe0",
+            "RIP  [<ffffffffa03c1e2b>] iser_cq_callback+0x2b/0x60 [ib_iser]",
+        ]);
+        assert_eq!(ev.len(), 1, "{ev:#?}");
+        assert_eq!(ev[0].subsystem, Subsystem::Iser);
+        assert_eq!(ev[0].modules, ["ib_iser"]);
+        assert_eq!(
+            ev[0].first_frame.as_deref(),
+            Some("iser_cq_callback [ib_iser]")
+        );
+    }
 }
