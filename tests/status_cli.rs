@@ -392,3 +392,33 @@ fn binary_status_with_a_bad_config_warns_and_still_shows_the_kernel() {
         "{err}"
     );
 }
+
+#[test]
+fn status_json_lists_the_consumers_of_each_port_from_the_cm_id_table() {
+    // The lab's moment 1: one iSER session from rxe_ini to LIO's iSER portal on rxe_tgt.
+    let g = with_kernel(lab(), |c| gather(Ok(c), &sysfs("rxe")));
+    let r = StatusReport::build(&g);
+    let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+    let ports = json["consumers"].as_array().expect("consumers listed per port");
+    let port = |dev: &str| {
+        ports
+            .iter()
+            .find(|p| p["device"] == dev && p["port"] == 1)
+            .unwrap_or_else(|| panic!("no consumers entry for {dev}/1 in {json:#}"))
+    };
+    let ini = &port("rxe_ini")["consumers"];
+    assert_eq!(ini.as_array().unwrap().len(), 1, "{ini:#}");
+    assert_eq!(ini[0]["kind"], "iser", "{ini:#}");
+    assert_eq!(ini[0]["live_connections"], 1, "{ini:#}");
+    // The target side listens (isert) and holds the session's other end.
+    let tgt = &port("rxe_tgt")["consumers"];
+    assert!(
+        tgt.as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["listeners"].as_u64() > Some(0)),
+        "{tgt:#}"
+    );
+    let text = r.render_text();
+    assert!(text.contains("rxe_ini/1"), "{text}");
+}
