@@ -399,7 +399,9 @@ fn status_json_lists_the_consumers_of_each_port_from_the_cm_id_table() {
     let g = with_kernel(lab(), |c| gather(Ok(c), &sysfs("rxe")));
     let r = StatusReport::build(&g);
     let json: serde_json::Value = serde_json::to_value(&r).unwrap();
-    let ports = json["consumers"].as_array().expect("consumers listed per port");
+    let ports = json["consumers"]
+        .as_array()
+        .expect("consumers listed per port");
     let port = |dev: &str| {
         ports
             .iter()
