@@ -34,7 +34,7 @@ use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, Origin, Unprove
 use crate::core::qp::{explain_qp_transition, explain_transition, AttrMask, QpState, QpType};
 use crate::core::signatures::subsystem::could_recognise as subsystem_could_recognise;
 use crate::core::signatures::{
-    self, explain, DeviceRef, Explanation, Severity, Signature, SignatureKind,
+    self, explain, Explanation, NamedDevices, Seriousness, Signature, SignatureKind,
 };
 use crate::error::Error;
 
@@ -470,7 +470,7 @@ impl Report {
     /// ([`Group::trust_rank`]): a line written by userspace (possibly forged) lends nothing,
     /// and a line of unproven origin lends nothing to a line the kernel provably wrote.
     fn enrich(&mut self) {
-        let mut known: HashMap<String, (u8, DeviceRef)> = HashMap::new();
+        let mut known: HashMap<String, (u8, NamedDevices)> = HashMap::new();
         for g in &self.groups {
             let d = &g.signature.device;
             let rank = g.trust_rank();
@@ -921,7 +921,7 @@ fn folded_qp(kind: &SignatureKind) -> Option<u32> {
     }
 }
 
-fn describe_device(d: &DeviceRef) -> String {
+fn describe_device(d: &NamedDevices) -> String {
     let mut parts = Vec::new();
     if let Some(v) = &d.rdma_dev {
         parts.push(format!("RDMA device {v}"));
@@ -971,11 +971,11 @@ fn describe_device(d: &DeviceRef) -> String {
     }
 }
 
-fn severity_name(s: Severity) -> &'static str {
+fn severity_name(s: Seriousness) -> &'static str {
     match s {
-        Severity::Info => "info",
-        Severity::Warning => "warning",
-        Severity::Critical => "critical",
+        Seriousness::Info => "info",
+        Seriousness::Warning => "warning",
+        Seriousness::Critical => "critical",
     }
 }
 

@@ -5,7 +5,7 @@
 use iser_guard_core::kmsg::Record;
 use iser_guard_core::qp::QpState;
 use iser_guard_core::signatures::{
-    classify, classify_bytes, classify_record, prefilter, DeviceRef, IscsiErr, RdmaDriver,
+    classify, classify_bytes, classify_record, prefilter, IscsiErr, NamedDevices, RdmaDriver,
     Signature, SignatureKind,
 };
 
@@ -446,9 +446,9 @@ fn scsi_and_block_lines_from_captures() {
     );
     assert_eq!(
         s.device,
-        DeviceRef {
+        NamedDevices {
             disk: Some("sda".into()),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         }
     );
     // Older kernels put the function name first.

@@ -15,7 +15,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use super::device::{apply_dict_device, apply_prefix, NameRole};
 use super::types::{
-    DeviceRef, IscsiErr, IserFailure, KernelBugKind, RdmaDriver, Signature, SignatureKind,
+    IscsiErr, IserFailure, KernelBugKind, NamedDevices, RdmaDriver, Signature, SignatureKind,
 };
 use crate::qp::QpState;
 
@@ -37,7 +37,7 @@ struct Parsed {
     prefix_end: Option<usize>,
     role: NameRole,
     /// Extra attribution found inside the message (`on device D port N`, `[sdX]`).
-    extra: Option<DeviceRef>,
+    extra: Option<NamedDevices>,
     /// Set by a sub-table dispatcher ([`dispatch`]) when a distinctive sub-anchor was found
     /// but its message did not parse: the record is then reported as drift, exactly as
     /// when a distinctive top-level anchor does not parse.
@@ -544,7 +544,7 @@ fn classify_inner(text: &[u8], dict_device: Option<&[u8]>, escaped: bool) -> Opt
     }
     let (kind, mut device) = match best {
         Some((_, p)) => {
-            let mut dev = DeviceRef::default();
+            let mut dev = NamedDevices::default();
             if let Some(end) = p.prefix_end {
                 if let Some(prefix) = s.get(..end) {
                     apply_prefix(prefix, p.role, &mut dev);
@@ -557,7 +557,7 @@ fn classify_inner(text: &[u8], dict_device: Option<&[u8]>, escaped: bool) -> Opt
         }
         None => {
             let anchor = unknown?;
-            let mut dev = DeviceRef::default();
+            let mut dev = NamedDevices::default();
             if let Some(end) = printk_prefix_end(s, s.len()) {
                 if let Some(prefix) = s.get(..end) {
                     apply_prefix(prefix, NameRole::Auto, &mut dev);
@@ -615,7 +615,7 @@ fn hexval(b: u8) -> Option<u8> {
     }
 }
 
-fn merge(dev: &mut DeviceRef, extra: DeviceRef) {
+fn merge(dev: &mut NamedDevices, extra: NamedDevices) {
     macro_rules! take {
         ($($f:ident),*) => { $( if extra.$f.is_some() { dev.$f = extra.$f; } )* };
     }
@@ -1018,10 +1018,10 @@ fn p_iser_event(s: &str, start: usize, end: usize) -> Option<Parsed> {
         kind,
         prefix_end: printk_prefix_end(s, start),
         role: NameRole::Auto,
-        extra: Some(DeviceRef {
+        extra: Some(NamedDevices {
             rdma_dev: Some(dev.to_string()),
             port: Some(port),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         }),
         drift: None,
         rank: None,
@@ -1060,7 +1060,7 @@ fn p_scsi_failed(s: &str, start: usize, end: usize) -> Option<Parsed> {
         .map(str::to_string);
     let prefix_end = printk_prefix_end(s, start);
     let mid = s.get(prefix_end.unwrap_or(0)..start).unwrap_or("");
-    let mut extra = DeviceRef::default();
+    let mut extra = NamedDevices::default();
     let mut tag = None;
     for w in mid.split(' ') {
         if let Some(d) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
@@ -1109,9 +1109,9 @@ fn p_io_error(s: &str, _start: usize, end: usize) -> Option<Parsed> {
         // name there: "blk_update_request: I/O error, …"); the disk is named in the text.
         prefix_end: None,
         role: NameRole::Auto,
-        extra: Some(DeviceRef {
+        extra: Some(NamedDevices {
             disk: Some(disk.to_string()),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         }),
         drift: None,
         rank: None,
@@ -1234,9 +1234,9 @@ fn p_mad_port_open(s: &str, start: usize, end: usize) -> Option<Parsed> {
         kind: SignatureKind::MadPortOpenFailed { port, agents },
         prefix_end: printk_prefix_end(s, start),
         role: NameRole::Rdma,
-        extra: Some(DeviceRef {
+        extra: Some(NamedDevices {
             port: Some(port),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         }),
         drift: None,
         rank: None,
@@ -1293,7 +1293,7 @@ fn p_bnxt_hw_qp(s: &str, start: usize, end: usize) -> Option<Parsed> {
 /// ib device (`infiniband mlx5_0: dump_cqe:272:(pid 0): `); older kernels printed
 /// `mlx5_0:dump_cqe:262:(pid 0): ` with `pr_warn`. Returns where the `dev_printk` prefix
 /// ends, and the device of the old form.
-fn mlx5_log_prefix(s: &str, start: usize) -> Option<(Option<usize>, Option<DeviceRef>)> {
+fn mlx5_log_prefix(s: &str, start: usize) -> Option<(Option<usize>, Option<NamedDevices>)> {
     let before = s.get(..start)?;
     let pid = before.rfind(":(pid ")?;
     let head = before.get(..pid)?;
@@ -1307,9 +1307,9 @@ fn mlx5_log_prefix(s: &str, start: usize) -> Option<(Option<usize>, Option<Devic
             }
             Some((
                 None,
-                Some(DeviceRef {
+                Some(NamedDevices {
                     rdma_dev: Some(dev.to_string()),
-                    ..DeviceRef::default()
+                    ..NamedDevices::default()
                 }),
             ))
         }
@@ -1512,10 +1512,10 @@ fn p_rxe_legacy_port(s: &str, start: usize, end: usize) -> Option<Parsed> {
         kind,
         prefix_end: None,
         role: NameRole::Rdma,
-        extra: Some(DeviceRef {
+        extra: Some(NamedDevices {
             driver: Some(module.to_string()),
             rdma_dev: Some(name.to_string()),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         }),
         drift: None,
         rank: None,
@@ -1525,9 +1525,13 @@ fn p_rxe_legacy_port(s: &str, start: usize, end: usize) -> Option<Parsed> {
 // ---- SCSI error handling, block and buffer I/O -------------------------------------------------
 
 /// The disk (`[sdX]`) and tag (`tag#N`) words between a `sd H:C:T:L: ` prefix and the message.
-fn scsi_disk_words(s: &str, prefix_end: Option<usize>, start: usize) -> (DeviceRef, Option<u32>) {
+fn scsi_disk_words(
+    s: &str,
+    prefix_end: Option<usize>,
+    start: usize,
+) -> (NamedDevices, Option<u32>) {
     let mid = s.get(prefix_end.unwrap_or(0)..start).unwrap_or("");
-    let mut extra = DeviceRef::default();
+    let mut extra = NamedDevices::default();
     let mut tag = None;
     for w in mid.split(' ') {
         if let Some(d) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
@@ -1641,9 +1645,9 @@ fn p_block_error(s: &str, start: usize, end: usize) -> Option<Parsed> {
         },
         prefix_end: None,
         role: NameRole::Auto,
-        extra: Some(DeviceRef {
+        extra: Some(NamedDevices {
             disk: Some(disk.to_string()),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         }),
         drift: None,
         rank: None,
@@ -1675,9 +1679,9 @@ fn p_buffer_io_error(s: &str, _start: usize, end: usize) -> Option<Parsed> {
         kind: SignatureKind::BufferIoError { block, what },
         prefix_end: None,
         role: NameRole::Auto,
-        extra: Some(DeviceRef {
+        extra: Some(NamedDevices {
             disk: Some(disk.to_string()),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         }),
         drift: None,
         rank: None,

@@ -10,7 +10,7 @@
 //! - `netdev_printk`: `"<driver> <parent dev> <netdev>: "` (`ice 0000:02:00.0 enp2s0f0: `);
 //! - `pr_fmt` module prefixes: `iser: `, `rdma_rxe: `, `ib_mad: `.
 
-use super::types::DeviceRef;
+use super::types::NamedDevices;
 
 /// What the last word of a prefix names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,7 @@ fn parse_conn_id(s: &str) -> Option<(u32, u32)> {
 
 /// Fills `dev` from a message prefix (the text before the message proper, e.g.
 /// `"ice 0000:02:00.0 rocep2s0f0: "`). Unknown shapes leave `dev` untouched.
-pub(crate) fn apply_prefix(prefix: &str, role: NameRole, dev: &mut DeviceRef) {
+pub(crate) fn apply_prefix(prefix: &str, role: NameRole, dev: &mut NamedDevices) {
     let p = prefix.trim().trim_end_matches(':').trim_end();
     if p.is_empty() {
         return;
@@ -119,7 +119,7 @@ pub(crate) fn apply_prefix(prefix: &str, role: NameRole, dev: &mut DeviceRef) {
 
 /// A one-word prefix: an iSCSI connection/session device, a module `pr_fmt`, or a bare
 /// ib device name.
-fn apply_single(word: &str, role: NameRole, dev: &mut DeviceRef) {
+fn apply_single(word: &str, role: NameRole, dev: &mut NamedDevices) {
     if let Some(id) = word.strip_prefix("connection") {
         if let Some((s, c)) = parse_conn_id(id) {
             dev.iscsi_session = Some(s);
@@ -166,7 +166,7 @@ const MODULE_PREFIXES: &[&str] = &[
 ];
 
 /// A `dev_printk` prefix `"<driver|bus|class> <name>"`.
-fn apply_named(drv: &str, name: &str, role: NameRole, dev: &mut DeviceRef) {
+fn apply_named(drv: &str, name: &str, role: NameRole, dev: &mut NamedDevices) {
     match drv {
         "infiniband" => set(&mut dev.rdma_dev, name),
         "sd" | "scsi" | "sr" | "sg" if looks_like_hctl(name) => set(&mut dev.scsi_hctl, name),
@@ -187,7 +187,7 @@ fn apply_named(drv: &str, name: &str, role: NameRole, dev: &mut DeviceRef) {
 /// `+pci:0000:02:00.0`, `+scsi:0:0:0:0`, `+scsi:host0`, `+net:eth0`, `n<ifindex>`,
 /// `b<maj>:<min>`, `c<maj>:<min>`. What the text says takes precedence; the dictionary
 /// completes it (e.g. the PCI function of an irdma line, the RDMA device of a MAD line).
-pub(crate) fn apply_dict_device(value: &str, dev: &mut DeviceRef) {
+pub(crate) fn apply_dict_device(value: &str, dev: &mut NamedDevices) {
     let value = value.trim();
     let Some(first) = value.as_bytes().first() else {
         return;
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn ibdev_prefix_with_pci_parent() {
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix("ice 0000:02:00.0 rocep2s0f0: ", NameRole::Rdma, &mut d);
         assert_eq!(d.driver.as_deref(), Some("ice"));
         assert_eq!(d.pci.as_deref(), Some("0000:02:00.0"));
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn netdev_prefix() {
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix(
             "mlx5_core 0000:81:00.0 enp129s0f0np0: ",
             NameRole::Netdev,
@@ -291,13 +291,13 @@ mod tests {
 
     #[test]
     fn iscsi_and_scsi_prefixes() {
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix(" connection3:0: ", NameRole::Auto, &mut d);
         assert_eq!((d.iscsi_session, d.iscsi_conn), (Some(3), Some(0)));
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix(" session12: ", NameRole::Auto, &mut d);
         assert_eq!(d.iscsi_session, Some(12));
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix("sd 0:0:0:0: ", NameRole::Auto, &mut d);
         assert_eq!(d.scsi_hctl.as_deref(), Some("0:0:0:0"));
         assert_eq!(d.driver.as_deref(), Some("sd"));
@@ -305,32 +305,32 @@ mod tests {
 
     #[test]
     fn module_prefixes_name_the_module() {
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix("ib_mad: ", NameRole::Rdma, &mut d);
         assert_eq!(d.driver.as_deref(), Some("ib_mad"));
         assert_eq!(d.rdma_dev, None);
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix("rocep2s0f0: ", NameRole::Rdma, &mut d);
         assert_eq!(d.rdma_dev.as_deref(), Some("rocep2s0f0"));
     }
 
     #[test]
     fn qedr_prefix() {
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix("[qedr_modify_qp:2398(qedr0)]", NameRole::Rdma, &mut d);
         assert_eq!(d.rdma_dev.as_deref(), Some("qedr0"));
     }
 
     #[test]
     fn long_prefix_is_ignored() {
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_prefix("this is a whole sentence: ", NameRole::Auto, &mut d);
         assert!(d.is_empty());
     }
 
     #[test]
     fn dict_values() {
-        let mut d = DeviceRef::default();
+        let mut d = NamedDevices::default();
         apply_dict_device("+infiniband:rocep2s0f0", &mut d);
         assert_eq!(d.rdma_dev.as_deref(), Some("rocep2s0f0"));
         apply_dict_device("+pci:0000:02:00.0", &mut d);
@@ -352,7 +352,7 @@ mod tests {
         for v in [
             "", "+", "+:", "n", "nx", "b", "b1", "c1:x", "\u{0}", "+pci:",
         ] {
-            apply_dict_device(v, &mut DeviceRef::default());
+            apply_dict_device(v, &mut NamedDevices::default());
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::types::{DeviceRef, RdmaDriver, Signature, SignatureKind, GSI_QPN};
+use super::types::{NamedDevices, RdmaDriver, Signature, SignatureKind, GSI_QPN};
 use crate::qp::{
     explain_qp_transition, explain_transition, AttrMask, QpState, QpType, TransitionExplanation,
 };
@@ -12,7 +12,7 @@ use crate::qp::{
 /// How serious a signature is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Severity {
+pub enum Seriousness {
     /// State news (port active, link up).
     Info,
     /// Something failed and may recover by itself (iSCSI reconnects, I/O errors).
@@ -29,7 +29,7 @@ pub struct Explanation {
     /// The kernel component that printed it (`irdma`, `ib_mad`, `libiscsi`, …).
     pub source: &'static str,
     /// How serious it is.
-    pub severity: Severity,
+    pub severity: Seriousness,
     /// A forbidden QP transition or a stuck GSI QP: `explain` exits 1 when one is found.
     pub finding: bool,
     /// The record shows the GSI QP (QP 1) of its port stuck in ERR (or on its way there):
@@ -85,7 +85,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                     if finding { " (forbidden)" } else { "" }
                 ),
                 "irdma",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::MadRtsFailed { errno, legacy } => {
@@ -124,7 +124,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                     if *legacy { " (mad_error_handler)" } else { "" }
                 ),
                 "ib_mad",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::MadQpFatal { event, qp } => {
@@ -145,7 +145,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("fatal async event {event} on MAD QP {qp} of {name}"),
                 "ib_mad",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::MadQpStartFailed { qp, to, errno } => {
@@ -160,7 +160,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("MAD layer could not start QP {qp} of {name} ({to}: {errno})"),
                 "ib_mad",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::IrdmaAsyncError {
@@ -190,7 +190,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                     if *is_qp { "QP" } else { "CQ" }
                 ),
                 "irdma",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::InvalidAttrMask { driver, mask } => {
@@ -202,7 +202,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{driver} refused attribute mask {mask:#x}"),
                 driver.module(),
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::RejectedQpInfo {
@@ -220,7 +220,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{driver} refused modify_qp of QP {qp} ({t})"),
                 driver.module(),
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::InvalidTransition {
@@ -262,7 +262,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                     qp.map(|q| format!(" of QP {q}")).unwrap_or_default()
                 ),
                 driver.module(),
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::ModifyQpRejected { driver } => {
@@ -273,7 +273,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{driver} refused a modify_qp"),
                 driver.module(),
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::RxeQpState { qp, state } => {
@@ -298,9 +298,9 @@ pub fn explain(sig: &Signature) -> Explanation {
                 format!("rxe QP {qp} -> {state}"),
                 "rdma_rxe",
                 if finding {
-                    Severity::Critical
+                    Seriousness::Critical
                 } else {
-                    Severity::Info
+                    Seriousness::Info
                 },
             )
         }
@@ -309,11 +309,11 @@ pub fn explain(sig: &Signature) -> Explanation {
                 "the RDMA core marked {name}'s port down (its netdev lost link): iSER \
                  connections on it fail until it is active again"
             ));
-            (format!("{name} port down"), "ib_core", Severity::Warning)
+            (format!("{name} port down"), "ib_core", Seriousness::Warning)
         }
         SignatureKind::IbPortActive => {
             meaning.push(format!("the RDMA core marked {name}'s port active again"));
-            (format!("{name} port active"), "ib_core", Severity::Info)
+            (format!("{name} port active"), "ib_core", Seriousness::Info)
         }
         SignatureKind::NetdevLinkDown => {
             let n = dev.netdev.as_deref().unwrap_or("the interface");
@@ -321,7 +321,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                 "{n} lost link: the RDMA port on it goes down (PORT_ERR); the GSI QP is not \
                  touched by a link event"
             ));
-            (format!("{n} link down"), "netdev", Severity::Warning)
+            (format!("{n} link down"), "netdev", Seriousness::Warning)
         }
         SignatureKind::NetdevLinkUp { speed } => {
             let n = dev.netdev.as_deref().unwrap_or("the interface");
@@ -335,7 +335,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                         .unwrap_or_default()
                 ),
                 "netdev",
-                Severity::Info,
+                Seriousness::Info,
             )
         }
         SignatureKind::IscsiConnError { code } => {
@@ -349,7 +349,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSCSI {} error {code}", conn_label(dev)),
                 "libiscsi",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::IscsiSessionRecoveryTimedOut { secs } => {
@@ -368,7 +368,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                     conn_label(dev)
                 ),
                 "scsi_transport_iscsi",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::IscsiNopoutFailed => {
@@ -380,7 +380,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSCSI {} could not send NOP-Out", conn_label(dev)),
                 "libiscsi",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::IscsiTmfFailed => {
@@ -392,7 +392,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSCSI {} could not send TMF", conn_label(dev)),
                 "libiscsi",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::IscsiPingTimeout {
@@ -406,7 +406,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSCSI {} ping timeout", conn_label(dev)),
                 "libiscsi",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::IserCompletionError {
@@ -422,7 +422,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSER {wr} completion failed: {status}"),
                 "ib_iser",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::IserPortError => {
@@ -432,7 +432,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSER: {} port error", port_label(dev)),
                 "ib_iser",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::IserPortActive => {
@@ -440,7 +440,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSER: {} port active", port_label(dev)),
                 "ib_iser",
-                Severity::Info,
+                Seriousness::Info,
             )
         }
         SignatureKind::IserAsyncEvent { event, name: ev } => {
@@ -448,7 +448,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSER: {} async event {ev}", port_label(dev)),
                 "ib_iser",
-                Severity::Info,
+                Seriousness::Info,
             )
         }
         SignatureKind::IserTaskInitFailed { errno } => {
@@ -460,7 +460,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSER task init failed: {errno}"),
                 "ib_iser",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::ScsiCommandFailed {
@@ -488,7 +488,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("SCSI command failed on {}: {hostbyte}", disk_label(dev)),
                 "sd",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::BlockIoError { op, .. } => {
@@ -500,7 +500,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("I/O error on {}", disk_label(dev)),
                 "block",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::ScsiRejectingOffline => {
@@ -513,7 +513,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{} offline", disk_label(dev)),
                 "scsi",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::RdmaCmRejected { reason } => {
@@ -533,7 +533,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 "RDMA CM connect rejected".to_string(),
                 "rdma_cm",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::RdmaCmAddrError { reason, status } => {
@@ -558,7 +558,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 "RDMA CM address error".to_string(),
                 "rdma_cm",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::RdmaCmError {
@@ -570,7 +570,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                 "RDMA CM {event}: {detail}{}",
                 status.map(|s| format!(" ({s})")).unwrap_or_default()
             ));
-            (format!("RDMA CM {event}"), "rdma_cm", Severity::Warning)
+            (format!("RDMA CM {event}"), "rdma_cm", Seriousness::Warning)
         }
         SignatureKind::MadPortOpenFailed { port, agents } => {
             meaning.push(format!(
@@ -591,7 +591,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("MAD layer could not open {name} port {port}"),
                 "ib_mad",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::MadPortSetupFailed { step } => {
@@ -602,7 +602,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("MAD port set-up failed on {name}: {step}"),
                 "ib_mad",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::DriverQpCommandFailed { driver, op } => {
@@ -623,7 +623,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{driver}: failed to {what} on {name}"),
                 driver.module(),
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::Mlx5ErrorCompletion { status, message } => {
@@ -645,7 +645,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                         .unwrap_or_default()
                 ),
                 "mlx5_ib",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::UnexpectedQpEvent { driver, event, qp } => {
@@ -655,7 +655,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{driver}: unexpected event {event} on QP {qp:#x}"),
                 driver.module(),
-                Severity::Info,
+                Seriousness::Info,
             )
         }
         SignatureKind::IserQpEvent { event, name: ev } => {
@@ -679,9 +679,9 @@ pub fn explain(sig: &Signature) -> Explanation {
                 format!("iSER QP event: {ev} ({event})"),
                 "ib_iser",
                 if matches!(event, 1..=3 | 7 | 8) {
-                    Severity::Warning
+                    Seriousness::Warning
                 } else {
-                    Severity::Info
+                    Seriousness::Info
                 },
             )
         }
@@ -696,7 +696,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("iSER: {}", what.describe()),
                 "ib_iser",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::ScsiDeviceOfflined => {
@@ -714,7 +714,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{} offlined by SCSI error handling", disk_label(dev)),
                 "scsi",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::ScsiCommandTimedOut { secs } => {
@@ -726,7 +726,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("SCSI command timed out on {}", disk_label(dev)),
                 "scsi",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::ScsiRejectingDead => {
@@ -737,7 +737,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{} deleted", disk_label(dev)),
                 "scsi",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::BlockRequestError { status, op, .. } => {
@@ -758,7 +758,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{status} error on {}", disk_label(dev)),
                 "block",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::BufferIoError { block, what } => {
@@ -781,7 +781,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("buffer I/O error on {}", disk_label(dev)),
                 "fs",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::KernelBug {
@@ -829,7 +829,7 @@ pub fn explain(sig: &Signature) -> Explanation {
                         .unwrap_or_default()
                 ),
                 "kernel",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::IrdmaCqpFailed {
@@ -853,7 +853,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("irdma control QP command failed: {command}"),
                 "irdma",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::IrdmaSuspendTimeout { qp, last_ae } => {
@@ -864,7 +864,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("irdma: QP {qp} did not suspend in time"),
                 "irdma",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::DriverResetRequested { driver } => {
@@ -881,7 +881,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("{driver} requested a reset of its device"),
                 "irdma",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
         SignatureKind::NicRebuildFailed => {
@@ -898,7 +898,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 "ice: rebuild after reset failed".to_string(),
                 "ice",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::NicSafeMode => {
@@ -915,7 +915,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 "ice in safe mode: RDMA disabled".to_string(),
                 "ice",
-                Severity::Critical,
+                Seriousness::Critical,
             )
         }
         SignatureKind::MultipathPath { map, path, failed } => {
@@ -938,9 +938,9 @@ pub fn explain(sig: &Signature) -> Explanation {
                 ),
                 "dm-multipath",
                 if *failed {
-                    Severity::Warning
+                    Seriousness::Warning
                 } else {
-                    Severity::Info
+                    Seriousness::Info
                 },
             )
         }
@@ -952,7 +952,7 @@ pub fn explain(sig: &Signature) -> Explanation {
             (
                 format!("unknown variant of a known message (`{anchor}`)"),
                 "kernel",
-                Severity::Warning,
+                Seriousness::Warning,
             )
         }
     };
@@ -960,7 +960,7 @@ pub fn explain(sig: &Signature) -> Explanation {
         title,
         source,
         severity: if finding {
-            Severity::Critical
+            Seriousness::Critical
         } else {
             severity
         },
@@ -1010,7 +1010,7 @@ pub fn operator_alert(sig: &Signature) -> Option<String> {
 /// The commands that re-create the RDMA device a record names, least disruptive first
 /// (kernel-facts §2): for an ice (E810) parent the devlink `enable_roce` toggle, for mlx5 the
 /// auxiliary unbind/bind, for rxe `rdma link delete/add`; always `iser-guard reset-device`.
-pub fn recreate_commands(dev: &DeviceRef, driver: Option<RdmaDriver>) -> Vec<String> {
+pub fn recreate_commands(dev: &NamedDevices, driver: Option<RdmaDriver>) -> Vec<String> {
     let mut out = Vec::new();
     let name = dev.rdma_dev.as_deref();
     let label = name.unwrap_or("<rdma device>");
@@ -1101,7 +1101,7 @@ fn state_mask(mask: Option<u32>) -> AttrMask {
     mask.map(AttrMask).unwrap_or(AttrMask::STATE)
 }
 
-fn conn_label(dev: &DeviceRef) -> String {
+fn conn_label(dev: &NamedDevices) -> String {
     match (dev.iscsi_session, dev.iscsi_conn) {
         (Some(s), Some(c)) => format!("connection{s}:{c}"),
         (Some(s), None) => format!("session{s}"),
@@ -1109,7 +1109,7 @@ fn conn_label(dev: &DeviceRef) -> String {
     }
 }
 
-fn port_label(dev: &DeviceRef) -> String {
+fn port_label(dev: &NamedDevices) -> String {
     match (&dev.rdma_dev, dev.port) {
         (Some(d), Some(p)) => format!("{d} port {p}"),
         (Some(d), None) => d.clone(),
@@ -1117,7 +1117,7 @@ fn port_label(dev: &DeviceRef) -> String {
     }
 }
 
-fn disk_label(dev: &DeviceRef) -> String {
+fn disk_label(dev: &NamedDevices) -> String {
     match (&dev.disk, &dev.scsi_hctl) {
         (Some(d), Some(h)) => format!("{d} ({h})"),
         (Some(d), None) => d.clone(),
@@ -1191,7 +1191,7 @@ mod tests {
         .expect("classified");
         let e = explain(&s);
         assert!(e.finding);
-        assert_eq!(e.severity, Severity::Critical);
+        assert_eq!(e.severity, Seriousness::Critical);
         assert!(e.title.contains("QP 1 (GSI): ERR -> RTS"), "{}", e.title);
         let t = e.transition.as_ref().expect("transition");
         assert!(!t.allowed);
@@ -1216,19 +1216,19 @@ mod tests {
 
     #[test]
     fn rxe_and_mlx5_recovery() {
-        let dev = DeviceRef {
+        let dev = NamedDevices {
             rdma_dev: Some("rxe_ini".into()),
             netdev: Some("ini0".into()),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         };
         let c = recreate_commands(&dev, Some(RdmaDriver::Rxe)).join("\n");
         assert!(c.contains("rdma link delete rxe_ini"));
         assert!(c.contains("rdma link add rxe_ini type rxe netdev ini0"));
-        let dev = DeviceRef {
+        let dev = NamedDevices {
             driver: Some("mlx5_core".into()),
             pci: Some("0000:81:00.0".into()),
             rdma_dev: Some("mlx5_0".into()),
-            ..DeviceRef::default()
+            ..NamedDevices::default()
         };
         let c = recreate_commands(&dev, None).join("\n");
         assert!(c.contains("mlx5_ib.rdma/unbind"));
@@ -1240,7 +1240,7 @@ mod tests {
         let s = classify("rdma_rxe: qp#21 state -> ERR", None).expect("classified");
         let e = explain(&s);
         assert!(!e.finding);
-        assert_eq!(e.severity, Severity::Info);
+        assert_eq!(e.severity, Seriousness::Info);
     }
 
     #[test]

@@ -36,9 +36,9 @@ pub mod subsystem;
 mod types;
 
 pub use classify::{anchors, classify, classify_bytes, classify_decoded, next_anchor, prefilter};
-pub use explain::{explain, operator_alert, Explanation, Severity};
+pub use explain::{explain, operator_alert, Explanation, Seriousness};
 pub use types::{
-    DeviceRef, IscsiErr, IserFailure, KernelBugKind, KernelEvent, RdmaDriver, Signature,
+    IscsiErr, IserFailure, KernelBugKind, KernelEvent, NamedDevices, RdmaDriver, Signature,
     SignatureKind, GSI_QPN, SMI_QPN,
 };
 

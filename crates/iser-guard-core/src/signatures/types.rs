@@ -1,4 +1,4 @@
-//! The typed events the classifier produces: [`Signature`], [`SignatureKind`], [`DeviceRef`]
+//! The typed events the classifier produces: [`Signature`], [`SignatureKind`], [`NamedDevices`]
 //! and the record-level [`KernelEvent`]. These types are a contract with the recovery engine
 //! and `watch`: variants are added, never renamed.
 
@@ -12,14 +12,14 @@ pub const GSI_QPN: u32 = 1;
 pub const SMI_QPN: u32 = 0;
 
 /// One classified kernel record: what it says ([`SignatureKind`]) and about which device
-/// ([`DeviceRef`]).
+/// ([`NamedDevices`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Signature {
     /// What the kernel reported.
     pub kind: SignatureKind,
     /// The device(s) the record names, from the text prefix and the `DEVICE=` dictionary
     /// value. Every field is optional: empty when the record names no device.
-    pub device: DeviceRef,
+    pub device: NamedDevices,
 }
 
 /// A classified record of the kernel log with its position in the log.
@@ -742,7 +742,7 @@ impl std::fmt::Display for IscsiErr {
 /// (`on device D`, `[sdX]`, `dev sdX`) and from the record's `DEVICE=` dictionary value.
 /// Every field is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct DeviceRef {
+pub struct NamedDevices {
     /// The driver, bus or class word of the prefix (`ice`, `mlx5_core`, `infiniband`, `sd`)
     /// or the `pr_fmt` module prefix (`iser`, `rdma_rxe`, `ib_mad`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -788,10 +788,10 @@ pub struct DeviceRef {
     pub other: Option<String>,
 }
 
-impl DeviceRef {
+impl NamedDevices {
     /// Names no device at all.
     pub fn is_empty(&self) -> bool {
-        *self == DeviceRef::default()
+        *self == NamedDevices::default()
     }
 
     /// A short human label: the RDMA device, else the netdev, disk, SCSI address, iSCSI

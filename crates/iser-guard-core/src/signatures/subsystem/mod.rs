@@ -30,7 +30,7 @@ pub use explain::{explain_event, SubsystemExplanation};
 use serde::{Deserialize, Serialize};
 
 use super::device::{apply_dict_device, apply_prefix, looks_like_pci, NameRole};
-use super::types::DeviceRef;
+use super::types::NamedDevices;
 
 /// The subsystems an RDMA storage host depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -130,7 +130,7 @@ pub struct SubsystemEvent {
     pub origin: Option<String>,
     /// The device, port, session, controller or disk it concerns (`other`: an NVMe
     /// controller).
-    pub device: DeviceRef,
+    pub device: NamedDevices,
     /// Syslog level 0 (emerg) … 7 (debug).
     pub level: u8,
     /// The level is the record's own (/dev/kmsg, `dmesg -r`); otherwise it was read from
@@ -273,7 +273,7 @@ fn event(
     SubsystemEvent {
         subsystem,
         origin: origin.map(str::to_string),
-        device: DeviceRef::default(),
+        device: NamedDevices::default(),
         level: 6,
         level_from_record: false,
         shape,
@@ -338,7 +338,7 @@ fn prefixed_line(t: &str) -> Option<SubsystemEvent> {
 }
 
 /// Fills the device of a `dev_printk`-style prefix, with what the message adds (`[sdX]`).
-fn device_from_prefix(word: &str, prefix: &str, message: &str, dev: &mut DeviceRef) {
+fn device_from_prefix(word: &str, prefix: &str, message: &str, dev: &mut NamedDevices) {
     match word {
         "nvme" => {
             let name = prefix["nvme ".len()..].trim_end_matches(':');
@@ -392,9 +392,9 @@ fn bracketed_disk(message: &str) -> Option<String> {
 /// `mlx4_en: ens803: …`) or name a PCI function (`probe of 0000:01:00.0 failed`).
 fn pr_fmt_line(sub: Subsystem, module: &str, after: &str) -> SubsystemEvent {
     let mut message = after;
-    let mut dev = DeviceRef {
+    let mut dev = NamedDevices {
         driver: Some(module.to_string()),
-        ..DeviceRef::default()
+        ..NamedDevices::default()
     };
     if let Some(colon) = after.find(": ") {
         let head = &after[..colon];

@@ -236,7 +236,7 @@ fn every_subsystem_has_an_explanation_naming_what_to_look_at() {
         let ev = SubsystemEvent {
             subsystem: s,
             origin: Some("x".into()),
-            device: DeviceRef::default(),
+            device: NamedDevices::default(),
             level: 3,
             level_from_record: false,
             shape: LineShape::Message,

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{recognise, LineShape, Subsystem};
-use crate::signatures::types::DeviceRef;
+use crate::signatures::types::NamedDevices;
 
 /// The longest report assembled; past it the report is closed (a flood is not held).
 const MAX_LINES: usize = 256;
@@ -33,7 +33,7 @@ pub struct TraceEvent {
     /// The first frame in these subsystems: `iscsi_iser_ep_disconnect [ib_iser]`.
     pub first_frame: Option<String>,
     /// A device named by a line of the report (the WARN's own message, usually).
-    pub device: DeviceRef,
+    pub device: NamedDevices,
     /// Lines in the report.
     pub lines: usize,
 }
@@ -66,7 +66,7 @@ struct Building {
     subsystem: Option<Subsystem>,
     modules: Vec<String>,
     first_frame: Option<String>,
-    device: DeviceRef,
+    device: NamedDevices,
     lines: usize,
 }
 
@@ -228,7 +228,7 @@ impl TraceAssembler {
                 if let Some(b) = self.current.as_mut() {
                     if b.lines <= 2 && b.header.is_some() {
                         if let Some(ev) = recognise(t, None, None) {
-                            if ev.device != DeviceRef::default() {
+                            if ev.device != NamedDevices::default() {
                                 b.device = ev.device;
                                 b.subsystem.get_or_insert(ev.subsystem);
                                 b.lines += 1;
