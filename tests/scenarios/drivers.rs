@@ -303,12 +303,7 @@ fn a_bonded_e810_port_without_rdma_is_named_once_and_never_recreated() {
     assert_eq!(named.len(), 1, "{:#?}", h.alerts);
     assert_eq!(named[0].severity, AlertClass::Critical);
     // Held with the reason: nothing to re-create, an operator must act.
-    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
-    let held = h
-        .transitions
-        .iter()
-        .find(|t| t.to == Phase::Quarantined)
-        .expect("held");
+    let held = quarantined(&h);
     assert!(
         held.reason.contains("rocep2s0f0 is not re-created") && held.reason.contains("bond bond0"),
         "{}",
@@ -333,12 +328,7 @@ fn ice_safe_mode_is_named_once_and_never_recreated() {
     let named = alerts_with(&h, "ice is in safe mode on 0000:02:00.0");
     assert_eq!(named.len(), 1, "{:#?}", h.alerts);
     assert_eq!(named[0].severity, AlertClass::Critical);
-    assert_eq!(phase(&h, FIELD_DEVICE, 1), Phase::Quarantined);
-    let held = h
-        .transitions
-        .iter()
-        .find(|t| t.to == Phase::Quarantined)
-        .expect("held");
+    let held = quarantined(&h);
     assert!(held.reason.contains("safe mode"), "{}", held.reason);
     let (json, text) = status_of(&h);
     assert_eq!(
@@ -349,4 +339,14 @@ fn ice_safe_mode_is_named_once_and_never_recreated() {
         text.contains("driver stack: ice is in safe mode on 0000:02:00.0"),
         "{text}"
     );
+}
+
+/// The field port is quarantined (held for an operator: nothing the daemon could re-create);
+/// the transition that put it there.
+fn quarantined(h: &iser_guard::sim::Harness) -> &iser_guard::core::recovery::Transition {
+    assert_eq!(phase(h, FIELD_DEVICE, 1), Phase::Quarantined);
+    h.transitions
+        .iter()
+        .find(|t| t.to == Phase::Quarantined)
+        .expect("held")
 }
