@@ -54,6 +54,10 @@ scenario_field_incident_kernel() {
 	$IG selftest $INI_RXE/1 --json > "$SOUT/selftest-stuck.json" 2> "$SOUT/selftest-stuck.err"
 	local rc=$?
 	check "the self-test by hand fails while QP 1 is in ERR (exit $rc)" [ $rc = 1 ]
+	if [ -n "${KFIELD_REBOOT:-}" ]; then
+		target_reboot || lab_error "the target's reboot (rxe_tgt re-created, iSER listener restarted) failed"
+		log "  target rebooted while away (rxe_tgt re-created, iSER listener restarted)"
+	fi
 	# the target stays away 10 s more (40 probe rounds: none may re-create)
 	sleep ${KFIELD_AWAY_S:-10}
 	if [ -n "${KFIELD_FLAP:-}" ]; then

@@ -63,6 +63,19 @@ cm_trace_stop() {
 # and stretched the flapping target's up windows to a second)
 target_off() { tc qdisc replace dev $TGT_IF root netem loss 100%; }
 target_on() { tc qdisc del dev $TGT_IF root 2>/dev/null; true; }
+# target_reboot: while it is away, the target's host restarts: its RDMA device is re-created
+# (every RDMA CM connection and listener of the old one is gone, as after a power cycle) and
+# LIO's iSER listener is started again on the new one. A powered-off host keeps no connection
+# state; the lab's target shares the guest's kernel, and without this its CM would still
+# hold the old iSER connection when the initiator reconnects (REJECTED: stale conn: the
+# initiator's re-created device reuses the old QP numbers). Runs behind the netem blackhole:
+# nothing the target does reaches the initiator.
+target_reboot() {
+	rdma link delete $TGT_RXE && rdma link add $TGT_RXE type rxe netdev $TGT_IF || return 1
+	echo 0 > $NP/iser 2>/dev/null
+	echo 1 > $NP/iser
+	[ "$(cat $NP/iser)" = 1 ] && [ "$(gsi_state $TGT_RXE)" = RTS ]
+}
 # kfield_outage MAX_S: the target goes away (T_DOWN) until rxe_ini's QP 1 is in ERR (T_ERR),
 # at most MAX_S; sets T_ERR empty when it never was
 kfield_outage() {
