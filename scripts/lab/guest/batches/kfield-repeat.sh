@@ -4,6 +4,7 @@
 # then a 3 s ISCSI_CONN_ERR_REOPEN_DELAY, connections polled once a second) the target
 # returns decides most of the figure. Each run's figures are appended to figures.txt (a
 # scenario's folder holds its last run only).
+export KFIELD_REBOOT=0 # the target keeps its state (what the first measurements had)
 source /lab/guest/lib.sh
 lab_up
 run_scenarios field-incident-kernel field-incident-early field-incident-kernel field-incident-early \

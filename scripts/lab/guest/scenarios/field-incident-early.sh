@@ -25,7 +25,7 @@ scenario_field_incident_early() {
 	done
 	check "the daemon re-created rxe_ini while the target was away (reset-when = immediately)" [ -n "$r_out" ]
 	[ -n "$r_out" ] && figure recreate_after_qp1_err_s $(elapsed $T_ERR $r_out)
-	if [ -n "${KFIELD_REBOOT:-}" ]; then
+	if [ "$KFIELD_REBOOT" = 1 ]; then
 		target_reboot || lab_error "the target's reboot (rxe_tgt re-created, iSER listener restarted) failed"
 	fi
 	sleep ${KFIELD_AWAY_S:-20}

@@ -54,7 +54,7 @@ scenario_field_incident_kernel() {
 	$IG selftest $INI_RXE/1 --json > "$SOUT/selftest-stuck.json" 2> "$SOUT/selftest-stuck.err"
 	local rc=$?
 	check "the self-test by hand fails while QP 1 is in ERR (exit $rc)" [ $rc = 1 ]
-	if [ -n "${KFIELD_REBOOT:-}" ]; then
+	if [ "$KFIELD_REBOOT" = 1 ]; then
 		target_reboot || lab_error "the target's reboot (rxe_tgt re-created, iSER listener restarted) failed"
 		log "  target rebooted while away (rxe_tgt re-created, iSER listener restarted)"
 	fi

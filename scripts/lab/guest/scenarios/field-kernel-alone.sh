@@ -13,6 +13,7 @@ scenario_field_kernel_alone() {
 	local k0=$(kernel_now)
 	kfield_outage 120
 	[ -n "$T_ERR" ] || { lab_error "rxe_ini's QP 1 did not go to ERR within 120 s of the target going away"; kfield_watch_stop; cm_trace_stop; return; }
+	[ "$KFIELD_REBOOT" = 1 ] && { target_reboot || lab_error "the target's reboot (rxe_tgt re-created, iSER listener restarted) failed"; }
 	sleep 5
 	T_UP=$(now)
 	local ku=$(kernel_now)

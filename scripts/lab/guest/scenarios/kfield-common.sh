@@ -63,6 +63,10 @@ cm_trace_stop() {
 # and stretched the flapping target's up windows to a second)
 target_off() { tc qdisc replace dev $TGT_IF root netem loss 100%; }
 target_on() { tc qdisc del dev $TGT_IF root 2>/dev/null; true; }
+# KFIELD_REBOOT (default 1): the powered-off target reboots while it is away (target_reboot);
+# 0 keeps its kernel state, as a network partition would (the lab's target shares the
+# initiator's kernel, so its RDMA CM then still holds the old connection at the return).
+KFIELD_REBOOT=${KFIELD_REBOOT-1}
 # target_reboot: while it is away, the target's host restarts: its RDMA device is re-created
 # (every RDMA CM connection and listener of the old one is gone, as after a power cycle) and
 # LIO's iSER listener is started again on the new one. A powered-off host keeps no connection
@@ -74,6 +78,12 @@ target_reboot() {
 	rdma link delete $TGT_RXE && rdma link add $TGT_RXE type rxe netdev $TGT_IF || return 1
 	echo 0 > $NP/iser 2>/dev/null
 	echo 1 > $NP/iser
+	# nvmet-rdma's listener (guest/nvme.sh), when a scenario serves NVMe over RDMA: unlinking
+	# the port's last subsystem disables the port, linking it again listens on the new device
+	local nq=/sys/kernel/config/nvmet/ports/1/subsystems
+	if [ -d $nq ] && [ -n "${NVME_NQN:-}" ] && [ -L $nq/$NVME_NQN ]; then
+		rm $nq/$NVME_NQN && ln -s /sys/kernel/config/nvmet/subsystems/$NVME_NQN $nq/$NVME_NQN || return 1
+	fi
 	[ "$(cat $NP/iser)" = 1 ] && [ "$(gsi_state $TGT_RXE)" = RTS ]
 }
 # kfield_outage MAX_S: the target goes away (T_DOWN) until rxe_ini's QP 1 is in ERR (T_ERR),
