@@ -338,6 +338,14 @@ pub enum Observation {
         /// RDMA device.
         device: String,
     },
+    /// The NVMe over RDMA controllers of the host (`/sys/class/nvme`), placed on their RDMA
+    /// ports by nvme_rdma's CM ids ([`crate::nvme_fabrics::place_controllers`]). Sent when
+    /// it changes; the engine keeps the last one and remembers a device's controllers in
+    /// the record of its re-creation.
+    NvmeControllers {
+        /// Every rdma controller.
+        controllers: Vec<crate::nvme_fabrics::NvmeRdmaController>,
+    },
     /// An RDMA device (re)appeared (netlink REGISTER, or present in a dump).
     DeviceAppeared {
         /// RDMA device.
@@ -520,6 +528,7 @@ impl Observation {
                 e.kind
             ),
             Observation::Consumers { .. } => "consumers".to_string(),
+            Observation::NvmeControllers { .. } => "nvme-controllers".to_string(),
         }
     }
 
@@ -594,6 +603,10 @@ impl Observation {
                 }
             ),
             Observation::DriverStackSaid { condition } => condition.summary(),
+            Observation::NvmeControllers { controllers } => format!(
+                "NVMe over RDMA controllers: {}",
+                crate::nvme_fabrics::list_controllers(controllers)
+            ),
             Observation::Consumers { ports } => format!(
                 "RDMA consumers: {}",
                 ports
@@ -853,6 +866,14 @@ pub enum Outcome {
         /// The OS error, in words.
         reason: String,
     },
+    /// For [`ActionKind::NvmeReconnect`](super::ActionKind::NvmeReconnect): what became of
+    /// each remembered controller.
+    NvmeReconnect {
+        /// The re-created device.
+        device: String,
+        /// One per controller, in the action's order.
+        reports: Vec<crate::nvme_fabrics::NvmeReconnectReport>,
+    },
     /// The executor did not run the action (journal write failed, shutting down).
     NotRun {
         /// Why.
@@ -892,6 +913,12 @@ impl fmt::Display for Outcome {
             Outcome::SelfTest(crate::selftest::SelfTestResult::Unavailable { .. }) => {
                 f.write_str("self-test unavailable")
             }
+            Outcome::NvmeReconnect { reports, .. } => write!(
+                f,
+                "{} of {} NVMe controller(s) back",
+                reports.iter().filter(|r| r.result.is_back()).count(),
+                reports.len()
+            ),
             Outcome::PersistFailed { .. } => f.write_str("journal write failed"),
             Outcome::NotRun { .. } => f.write_str("not run"),
             Outcome::Planned { .. } => f.write_str("planned, not run"),

@@ -27,6 +27,16 @@ impl Engine {
             self.finish();
             return;
         }
+        // Not tracked in flight (the port's recovery does not wait for it): its verdict
+        // names its device.
+        let outcome = match outcome {
+            Outcome::NvmeReconnect { device, reports } => {
+                self.on_nvme_reconnect(&device, reports, now);
+                self.finish();
+                return;
+            }
+            other => other,
+        };
         let Some(inf) = self.inflight.remove(&id) else {
             // A blocked step reported after the re-creation's own deadline (its outcome was
             // taken for lost and is being verified): it is still the one writer on the
