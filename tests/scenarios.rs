@@ -903,3 +903,46 @@ fn consumers_broken_by_the_same_fault_do_not_hold_and_the_decision_is_journaled(
     assert!(!rec.consumers[0].live);
     assert!(h.host.storage_ok());
 }
+
+#[test]
+fn mixed_consumers_iser_and_nvme_over_rdma_both_come_back_after_one_recreation() {
+    let h = run("mixed-consumers");
+    assert_safety(&h);
+    assert_eq!(h.recreations().len(), 1);
+    // Remembered before the re-creation, and said in its alert.
+    let r = alerts_with(&h, "re-creating RDMA device");
+    assert!(
+        r[0].detail.contains("NVMe over RDMA controllers remembered for nvme connect after it: nvme0 (nqn.2026-12.test.target:nvme-lab at "),
+        "{}",
+        r[0].detail
+    );
+    // Reconnected with the remembered parameters, verified, and told.
+    assert_eq!(
+        h.count_actions(|k| matches!(k, ActionKind::NvmeReconnect { .. })),
+        1
+    );
+    let back = alerts_with(&h, "NVMe over RDMA controller(s) on rocep2s0f0 back");
+    assert_eq!(back.len(), 1);
+    assert!(
+        back[0].detail.contains("back as nvme10"),
+        "{}",
+        back[0].detail
+    );
+    assert!(h.host.storage_ok());
+    assert!(h.host.rdma_consumers.iter().all(|c| !c.gone && !c.broken));
+    // The record keeps both, and survives the journal.
+    let snap = h.engine().snapshot();
+    let bytes = iser_guard::core::journal::encode(&snap);
+    assert!(String::from_utf8_lossy(&bytes).contains("nvme-controllers"));
+    let back = iser_guard::core::journal::decode(&bytes).unwrap();
+    let rec = back
+        .devices
+        .iter()
+        .find(|d| d.name == FIELD_DEVICE)
+        .and_then(|d| d.recreation.clone())
+        .unwrap();
+    assert_eq!(rec.nvme.len(), 1);
+    assert_eq!(rec.nvme[0].name, "nvme0");
+    assert_eq!(rec.nvme_back.len(), 1);
+    assert!(rec.nvme_back[0].result.is_back());
+}

@@ -90,6 +90,9 @@ pub struct Paths {
     pub rdma: PathBuf,
     /// The modprobe binary, used only when `recovery.allow-module-reload` is true.
     pub modprobe: PathBuf,
+    /// nvme-cli's binary: `nvme connect` brings back the NVMe over RDMA controllers a
+    /// re-creation deleted (`recovery.nvme-reconnect`).
+    pub nvme: PathBuf,
     /// Root of procfs (`/proc`): `iser-guard doctor` reads the kernel release, devices and
     /// modules there.
     pub proc_root: PathBuf,
@@ -193,6 +196,9 @@ pub struct Recovery {
     /// `[recovery.consumers]`: per kind of RDMA consumer other than iSER, what a live one
     /// does to an automatic re-creation of its device (`wait`, the default, or `proceed`).
     pub consumers: BTreeMap<ConsumerKind, ConsumerAction>,
+    /// After a re-creation, reconnect the NVMe over RDMA controllers remembered on the device
+    /// with `nvme connect` (paths.nvme) and verify them.
+    pub nvme_reconnect: bool,
 }
 
 /// A syslog facility.
@@ -333,6 +339,7 @@ impl Default for Paths {
             devlink: PathBuf::from("/usr/sbin/devlink"),
             rdma: PathBuf::from("/usr/bin/rdma"),
             modprobe: PathBuf::from("/usr/sbin/modprobe"),
+            nvme: PathBuf::from("/usr/sbin/nvme"),
             proc_root: PathBuf::from("/proc"),
             dev_root: PathBuf::from("/dev"),
             modules_root: PathBuf::from("/lib/modules"),
@@ -375,6 +382,7 @@ impl Default for Recovery {
             selftest: SelfTestPolicy::Auto,
             device_wait: Duration::from_secs(60),
             consumers: BTreeMap::new(),
+            nvme_reconnect: true,
         }
     }
 }
@@ -978,6 +986,7 @@ impl Config {
             ("paths.devlink", &pa.devlink),
             ("paths.rdma", &pa.rdma),
             ("paths.modprobe", &pa.modprobe),
+            ("paths.nvme", &pa.nvme),
             ("paths.proc-root", &pa.proc_root),
             ("paths.dev-root", &pa.dev_root),
             ("paths.modules-root", &pa.modules_root),

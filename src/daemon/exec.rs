@@ -133,6 +133,27 @@ pub fn execute(
             done(crate::answers::logout(&ex.iscsi.logout(&node_id(node))))
         }
         ActionKind::IscsiRescan { sid, .. } => done(crate::answers::rescan(&ex.iscsi.rescan(*sid))),
+        ActionKind::NvmeReconnect {
+            device,
+            controllers,
+            timeout,
+        } => {
+            // Blocks up to `timeout` per controller (nvme connect, sysfs, direct reads): on a
+            // worker, never on the loop thread.
+            let reports = ex.nvme.restore(controllers, *timeout);
+            let summary = reports
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            done(crate::answers::Answer {
+                outcome: Outcome::NvmeReconnect {
+                    device: device.clone(),
+                    reports,
+                },
+                summary,
+            })
+        }
         ActionKind::SelfTestPort {
             device,
             port,

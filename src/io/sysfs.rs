@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub mod attr;
+pub mod nvme;
 pub mod stack;
 
 use crate::core::reset_plan::is_rdma_aux_name;

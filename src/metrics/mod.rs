@@ -122,6 +122,7 @@ struct Families {
     selftest_last_success: Family<Labels, Gauge>,
     selftest_last_timestamp: Family<Labels, Gauge<f64, AtomicU64>>,
     rdma_consumers: Family<Labels, Gauge>,
+    nvme_reconnects: Family<Labels, Counter>,
 }
 
 #[derive(Debug)]
@@ -190,6 +191,7 @@ pub fn action_name(k: &ActionKind) -> &'static str {
         ActionKind::IscsiLogout { .. } => "iscsi_logout",
         ActionKind::IscsiRescan { .. } => "iscsi_rescan",
         ActionKind::SelfTestPort { .. } => "selftest_port",
+        ActionKind::NvmeReconnect { .. } => "nvme_reconnect",
         ActionKind::RefreshSessions => "refresh_sessions",
         ActionKind::RefreshTopology => "refresh_topology",
         ActionKind::Alert(_) => "alert",
@@ -254,6 +256,7 @@ impl Metrics {
             selftest_last_success: Family::default(),
             selftest_last_timestamp: Family::default(),
             rdma_consumers: Family::default(),
+            nvme_reconnects: Family::default(),
         };
         r.register(
             "kernel_events",
@@ -382,6 +385,11 @@ impl Metrics {
             "Time the steps of each port's last self-test took (passed or failed)",
             Unit::Seconds,
             f.selftest_last_duration.clone(),
+        );
+        r.register(
+            "nvme_reconnects",
+            "NVMe over RDMA controllers reconnected with nvme connect after a re-creation of their device, by result (back: live, namespaces present, direct reads succeed; no-nvme-cli, disabled, connect-failed, not-found, not-live, namespaces-missing, read-failed)",
+            f.nvme_reconnects.clone(),
         );
         r.register(
             "rdma_consumers",
@@ -680,6 +688,13 @@ impl Metrics {
     /// the executor knows it.
     pub fn executed(&self, id: EffectId, outcome: &Outcome, method: Option<&str>) {
         self.with(|i| {
+            if let Outcome::NvmeReconnect { reports, .. } = outcome {
+                for r in reports {
+                    i.f.nvme_reconnects
+                        .get_or_create(&l1("result", r.result.label()))
+                        .inc();
+                }
+            }
             if let Some(port) = lock(&i.selftests).remove(&id) {
                 Self::selftest(i, &port, outcome);
                 return;

@@ -508,6 +508,12 @@ pub struct SimHost {
     pub rdma_consumers: Vec<super::consumers::SimConsumer>,
     /// The consumers per port the agent was last told of.
     consumers_reported: Option<Vec<PortConsumers>>,
+    /// The NVMe over RDMA controllers last reported (and placed).
+    nvme_reported: Option<Vec<crate::core::nvme_fabrics::NvmeRdmaController>>,
+    /// nvme-cli is installed.
+    pub nvme_cli: bool,
+    /// The next NVMe controller instance (`nvmeN`) the kernel hands out.
+    nvme_next: u32,
     /// Portal probes: the network's answers through the daemon's probe choice.
     pub probes: super::probe::SimProbes,
     next_dev_index: u32,
@@ -566,6 +572,9 @@ impl SimHost {
             bonded: Vec::new(),
             stack_reported: Vec::new(),
             consumers_reported: None,
+            nvme_reported: None,
+            nvme_cli: false,
+            nvme_next: 10,
             commands: Vec::new(),
             probes: super::probe::SimProbes::default(),
             next_dev_index: 0,
@@ -1420,6 +1429,17 @@ impl SimHost {
                 self.consumers_reported = Some(ports.clone());
                 out.push(Delivery::Netlink(Observation::Consumers { ports }));
             }
+            // As the daemon's topology source: /sys/class/nvme read and placed by
+            // nvme_rdma's CM ids, when it changed.
+            if self.rdma_consumers.iter().any(|c| c.sysfs.is_some()) {
+                let ctrls = self.nvme_controllers();
+                if self.nvme_reported.as_ref() != Some(&ctrls) {
+                    self.nvme_reported = Some(ctrls.clone());
+                    out.push(Delivery::Netlink(Observation::NvmeControllers {
+                        controllers: ctrls,
+                    }));
+                }
+            }
         }
         // As the daemon's `daemon::driver_stack`: the driver-stack conditions of the host's
         // facts, when they changed.
@@ -1570,6 +1590,74 @@ impl SimHost {
             }
         }
         out
+    }
+
+    /// The NVMe over RDMA controllers sysfs shows now, read and placed by the core, as the
+    /// daemon's topology source does.
+    pub fn nvme_controllers(&self) -> Vec<crate::core::nvme_fabrics::NvmeRdmaController> {
+        let mut ctrls: Vec<_> = super::consumers::nvme_files(&self.rdma_consumers)
+            .iter()
+            .filter_map(|f| crate::core::nvme_fabrics::read_ctrl_files(f).ok().flatten())
+            .collect();
+        let (ids, _) = self.consumer_tables();
+        crate::core::nvme_fabrics::place_controllers(
+            &mut ctrls,
+            &ids,
+            self.nvme_reported.as_deref().unwrap_or_default(),
+        );
+        ctrls
+    }
+
+    /// `nvme ARGS` on this host (its nvme-cli): `Err` with nvme-cli's words.
+    pub fn nvme_connect(&mut self, args: &[String]) -> Result<(), String> {
+        if !self.nvme_cli {
+            return Err("nvme: command not found".into());
+        }
+        let present: Vec<String> = self
+            .devices
+            .values()
+            .filter(|d| d.present)
+            .map(|d| d.name.clone())
+            .collect();
+        let targets = &self.targets;
+        let n = self.nvme_next;
+        let r = super::consumers::connect(
+            &mut self.rdma_consumers,
+            args,
+            |c| {
+                present.contains(&c.device)
+                    && c.target
+                        .as_ref()
+                        .is_none_or(|t| targets.get(t).is_some_and(SimTarget::reachable))
+            },
+            n,
+        );
+        if r.is_ok() {
+            self.nvme_next += 1;
+        }
+        r
+    }
+
+    /// The CM id and QP rows of the host's sessions and consumers.
+    fn consumer_tables(&self) -> (Vec<CmIdEntry>, Vec<crate::core::nldev::QpEntry>) {
+        let mut ids = self.cm_ids();
+        let mut qps = Vec::new();
+        for d in self.devices.values().filter(|d| d.present) {
+            let on: Vec<_> = self
+                .rdma_consumers
+                .iter()
+                .filter(|c| c.device == d.name)
+                .cloned()
+                .collect();
+            let local = self
+                .netdev_of(&PortId::new(&d.name, 1))
+                .and_then(|n| self.netdev_addrs.get(&n).copied())
+                .unwrap_or(IpAddr::from([192, 0, 2, 1]));
+            let (i, q) = super::consumers::rows(&on, d.index, local);
+            ids.extend(i);
+            qps.extend(q);
+        }
+        (ids, qps)
     }
 
     /// The consumers per port the CM id and QP tables show now, read by the core's model

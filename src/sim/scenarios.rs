@@ -504,6 +504,21 @@ fn consumers_broken() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on a device that carries iSER and NVMe over RDMA to the same target
+/// (nvme-cli installed): the target's loss breaks both, the re-creation runs when the target
+/// is back, iscsiadm brings the sessions back and `nvme connect` the controller, renumbered.
+fn mixed_consumers() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.nvme_cli = true;
+    h.rdma_consumers.push(SimConsumer::nvme_controller(
+        FIELD_DEVICE,
+        1,
+        Some(portal_a()),
+        0,
+    ));
+    (h, p)
+}
+
 fn pause_resume() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     h.schedule(at(30), HostEvent::Command(OperatorCommand::Pause));
@@ -1027,6 +1042,13 @@ pub fn all() -> Vec<Scenario> {
              broke: re-create at once when the target is back",
             600,
             consumers_broken,
+        ),
+        s(
+            "mixed-consumers",
+            "field incident on a device carrying iSER and NVMe over RDMA to the same target: \
+             both back and verified after one re-creation",
+            600,
+            mixed_consumers,
         ),
         s(
             "pause-resume",

@@ -188,7 +188,9 @@ impl NvmeRdmaController {
 /// Reads one controller's files. `Ok(None)` for a controller of another transport (`tcp`,
 /// `pcie`, `loop`, `fc`) or a discovery controller (nothing to bring back: nvme-cli opens
 /// those for a moment).
-pub fn read_ctrl_files(files: &NvmeCtrlFiles) -> Result<Option<NvmeRdmaController>, NvmeSysfsError> {
+pub fn read_ctrl_files(
+    files: &NvmeCtrlFiles,
+) -> Result<Option<NvmeRdmaController>, NvmeSysfsError> {
     let ctrl = &files.name;
     let get = |attr: &str| files.attrs.get(attr).map(|t| t.trim());
     let Some(transport) = get("transport") else {
@@ -302,9 +304,11 @@ pub fn place_controllers(
         let found = cm_ids.iter().find(|id| {
             id.kern_name.as_deref() == Some("nvme_rdma")
                 && id.port.is_some()
-                && id.dst_addr.as_ref().and_then(|a| a.socket_addr()).is_some_and(|d| {
-                    Some(d.ip()) == traddr && Some(d.port()) == port
-                })
+                && id
+                    .dst_addr
+                    .as_ref()
+                    .and_then(|a| a.socket_addr())
+                    .is_some_and(|d| Some(d.ip()) == traddr && Some(d.port()) == port)
                 && host.is_none_or(|h| {
                     id.src_addr
                         .as_ref()
@@ -351,11 +355,17 @@ pub fn connect_args(c: &NvmeRdmaController) -> Vec<String> {
     opt("nqn", Some(c.subsysnqn.clone()));
     opt("hostnqn", c.hostnqn.clone());
     opt("hostid", c.hostid.clone());
-    opt("nr-io-queues", c.io_queues.filter(|n| *n > 0).map(|n| n.to_string()));
+    opt(
+        "nr-io-queues",
+        c.io_queues.filter(|n| *n > 0).map(|n| n.to_string()),
+    );
     opt("queue-size", c.queue_size.map(|n| n.to_string()));
     opt("ctrl-loss-tmo", c.ctrl_loss_tmo.map(|n| n.to_string()));
     opt("reconnect-delay", c.reconnect_delay.map(|n| n.to_string()));
-    opt("keep-alive-tmo", c.kato.filter(|n| *n > 0).map(|n| n.to_string()));
+    opt(
+        "keep-alive-tmo",
+        c.kato.filter(|n| *n > 0).map(|n| n.to_string()),
+    );
     a
 }
 
@@ -441,27 +451,37 @@ impl fmt::Display for NvmeBackResult {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NvmeBackResult::Back { now } => {
-                write!(f, "back as {now}: live, namespaces present, direct reads succeed")
+                write!(
+                    f,
+                    "back as {now}: live, namespaces present, direct reads succeed"
+                )
             }
             NvmeBackResult::NoNvmeCli => f.write_str("not reconnected: nvme-cli is not installed"),
             NvmeBackResult::Disabled => {
                 f.write_str("not reconnected: recovery.nvme-reconnect = false")
             }
             NvmeBackResult::ConnectFailed { reason } => write!(f, "nvme connect failed: {reason}"),
-            NvmeBackResult::NotFound => {
-                f.write_str("nvme connect returned, but no controller of that subsystem and address appeared")
-            }
+            NvmeBackResult::NotFound => f.write_str(
+                "nvme connect returned, but no controller of that subsystem and address appeared",
+            ),
             NvmeBackResult::NotLive { now, state } => {
                 write!(f, "back as {now} but {state}, not live")
             }
             NvmeBackResult::NamespacesMissing { now, missing } => {
-                write!(f, "back as {now} without namespace(s) {}", missing.join(", "))
+                write!(
+                    f,
+                    "back as {now} without namespace(s) {}",
+                    missing.join(", ")
+                )
             }
             NvmeBackResult::ReadFailed {
                 now,
                 namespace,
                 reason,
-            } => write!(f, "back as {now}, but a direct read of {namespace} failed: {reason}"),
+            } => write!(
+                f,
+                "back as {now}, but a direct read of {namespace} failed: {reason}"
+            ),
         }
     }
 }

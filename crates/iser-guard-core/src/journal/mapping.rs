@@ -808,7 +808,11 @@ fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
                     state: recreation_state_in(r.state),
                     origin: origin_in(r.origin),
                     consumers: consumers_in(r.consumers)?,
-                    nvme: r.nvme_controllers.iter().map(super::nvme_map::controller_in).collect(),
+                    nvme: r
+                        .nvme_controllers
+                        .iter()
+                        .map(super::nvme_map::controller_in)
+                        .collect(),
                     nvme_back: super::nvme_map::reports_in(&r.nvme_controllers)?,
                 })
             })

@@ -10,7 +10,10 @@ fn files(name: &str, address: &str) -> NvmeCtrlFiles {
         ("transport", "rdma\n"),
         ("address", address),
         ("subsysnqn", "nqn.2014-08.org.example:lab-nvme\n"),
-        ("hostnqn", "nqn.2014-08.org.nvmexpress:uuid:0b6a3c1e-5b1f-4a57-9d0e-1f2a3b4c5d6e\n"),
+        (
+            "hostnqn",
+            "nqn.2014-08.org.nvmexpress:uuid:0b6a3c1e-5b1f-4a57-9d0e-1f2a3b4c5d6e\n",
+        ),
         ("hostid", "0b6a3c1e-5b1f-4a57-9d0e-1f2a3b4c5d6e\n"),
         ("state", "live\n"),
         ("queue_count", "5\n"),
@@ -54,14 +57,24 @@ fn an_rdma_controller_is_remembered_with_its_connect_parameters() {
     assert_eq!(c.name, "nvme0");
     assert_eq!(c.state, "live");
     assert_eq!(c.io_queues, Some(4), "queue_count counts the admin queue");
-    assert_eq!(c.queue_size, Some(128), "sqsize is the queue size minus one");
+    assert_eq!(
+        c.queue_size,
+        Some(128),
+        "sqsize is the queue size minus one"
+    );
     assert_eq!(c.ctrl_loss_tmo, Some(600));
     assert_eq!(c.kato, Some(5));
     assert_eq!(
         c.namespaces,
         vec![
-            NvmeNsRef { block: "nvme0n1".into(), nsid: Some(1) },
-            NvmeNsRef { block: "nvme0n2".into(), nsid: Some(2) },
+            NvmeNsRef {
+                block: "nvme0n1".into(),
+                nsid: Some(1)
+            },
+            NvmeNsRef {
+                block: "nvme0n2".into(),
+                nsid: Some(2)
+            },
         ]
     );
     assert_eq!(
@@ -164,15 +177,30 @@ fn a_controller_is_placed_by_nvme_rdmas_rows_of_the_cm_id_table() {
     let c = read_ctrl_files(&files("nvme0", ADDR)).unwrap().unwrap();
     let ids = [
         // ib_iser to the same address: not the controller's.
-        cm_id("rocep2s0f1", "ib_iser", "192.0.2.1:40000", "192.0.2.10:4420"),
-        cm_id("rocep2s0f0", "nvme_rdma", "192.0.2.1:40001", "192.0.2.10:4420"),
+        cm_id(
+            "rocep2s0f1",
+            "ib_iser",
+            "192.0.2.1:40000",
+            "192.0.2.10:4420",
+        ),
+        cm_id(
+            "rocep2s0f0",
+            "nvme_rdma",
+            "192.0.2.1:40001",
+            "192.0.2.10:4420",
+        ),
     ];
     let mut v = vec![c.clone()];
     place_controllers(&mut v, &ids, &[]);
     assert_eq!(v[0].placed, Some(("rocep2s0f0".into(), 1)));
     assert_eq!(on_device(&v, "rocep2s0f0").count(), 1);
     // From another source address: not this controller's connection.
-    let other = [cm_id("rocep2s0f0", "nvme_rdma", "192.0.2.7:40001", "192.0.2.10:4420")];
+    let other = [cm_id(
+        "rocep2s0f0",
+        "nvme_rdma",
+        "192.0.2.7:40001",
+        "192.0.2.10:4420",
+    )];
     let mut w = vec![c.clone()];
     place_controllers(&mut w, &other, &[]);
     assert_eq!(w[0].placed, None);
@@ -185,7 +213,10 @@ fn a_controller_is_placed_by_nvme_rdmas_rows_of_the_cm_id_table() {
 #[test]
 fn a_controller_is_back_when_live_with_its_namespaces() {
     let before = read_ctrl_files(&files("nvme0", ADDR)).unwrap().unwrap();
-    assert_eq!(check_back(&before, &[]).unwrap_err(), NvmeBackResult::NotFound);
+    assert_eq!(
+        check_back(&before, &[]).unwrap_err(),
+        NvmeBackResult::NotFound
+    );
     let mut f = files("nvme1", ADDR);
     f.attrs.insert("state".into(), "connecting\n".into());
     let connecting = read_ctrl_files(&f).unwrap().unwrap();

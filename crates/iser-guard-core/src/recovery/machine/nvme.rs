@@ -26,7 +26,9 @@ impl Engine {
     /// The NVMe over RDMA controllers placed on `device`, as last reported.
     pub(super) fn nvme_of(&self, device: &str) -> Vec<NvmeRdmaController> {
         self.nvme.as_deref().map_or_else(Vec::new, |all| {
-            crate::nvme_fabrics::on_device(all, device).cloned().collect()
+            crate::nvme_fabrics::on_device(all, device)
+                .cloned()
+                .collect()
         })
     }
 
@@ -92,7 +94,9 @@ impl Engine {
                 now,
                 AlertClass::Info,
                 format!("nvme-back:{device}"),
-                format!("{back} NVMe over RDMA controller(s) on {device} back after its re-creation"),
+                format!(
+                    "{back} NVMe over RDMA controller(s) on {device} back after its re-creation"
+                ),
                 detail,
                 None,
             );
