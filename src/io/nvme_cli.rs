@@ -167,6 +167,9 @@ impl NvmeRestore for NvmeCliRestore {
     }
 }
 
+/// What a test runs on each scripted nvme-cli call.
+type CallHook = Box<dyn FnMut(&[String]) + Send>;
+
 /// A scripted nvme-cli: records its calls, answers from a queue (`Ok` when empty), and runs
 /// a hook on each call (a test writes the new controller's sysfs files there).
 #[derive(Default)]
@@ -175,7 +178,7 @@ pub struct ScriptedNvmeCli {
     pub missing: bool,
     answers: Mutex<std::collections::VecDeque<Result<(), String>>>,
     calls: Mutex<Vec<Vec<String>>>,
-    hook: Mutex<Option<Box<dyn FnMut(&[String]) + Send>>>,
+    hook: Mutex<Option<CallHook>>,
 }
 
 impl std::fmt::Debug for ScriptedNvmeCli {
