@@ -945,4 +945,42 @@ fn mixed_consumers_iser_and_nvme_over_rdma_both_come_back_after_one_recreation()
     assert_eq!(rec.nvme[0].name, "nvme0");
     assert_eq!(rec.nvme_back.len(), 1);
     assert!(rec.nvme_back[0].result.is_back());
+    // What the next re-creation would do, as `reset-device --dry-run` prints it: the
+    // controller as it is now, with the nvme connect that would bring it back.
+    let plan = h
+        .plan(&iser_guard::core::recovery::OperatorCommand::ResetDevice {
+            device: FIELD_DEVICE.into(),
+        })
+        .unwrap();
+    let lines = plan.lines().join("\n");
+    assert!(
+        lines
+            .contains("bring back the NVMe over RDMA controller nvme_rdma deletes with the device"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("nvme10 (nqn.2026-12.test.target:nvme-lab at 10.0.0.5:4420): nvme connect --transport=rdma --traddr=10.0.0.5 --trsvcid=4420 --nqn=nqn.2026-12.test.target:nvme-lab --hostnqn="),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("(except the NVMe controllers below)"),
+        "{lines}"
+    );
+}
+
+#[test]
+fn without_nvme_cli_the_controller_is_reported_not_back_and_iser_still_recovers() {
+    let h = run("mixed-consumers-no-nvme-cli");
+    assert_safety(&h);
+    assert_eq!(h.recreations().len(), 1);
+    let a = alerts_with(&h, "NVMe over RDMA controller(s) on rocep2s0f0 NOT back");
+    assert_eq!(a.len(), 1);
+    assert!(
+        a[0].detail
+            .contains("not reconnected: nvme-cli is not installed"),
+        "{}",
+        a[0].detail
+    );
+    assert!(h.host.storage_ok());
+    assert!(h.host.rdma_consumers.iter().all(|c| c.gone));
 }

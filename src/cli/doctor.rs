@@ -104,7 +104,27 @@ pub(crate) fn config(globals: &Globals) -> (Config, ConfigOrigin) {
 
 /// Reads this host and judges it.
 pub(crate) fn passive(cfg: &Config, origin: &ConfigOrigin) -> Report {
-    audit(&facts(cfg, origin))
+    let mut report = audit(&facts(cfg, origin));
+    report
+        .checks
+        .extend(crate::core::doctor::nvme_reconnect_check(&nvme_facts(cfg)));
+    report
+}
+
+/// The NVMe over RDMA controllers (placed by the CM id table when RDMA netlink answers),
+/// nvme-cli and `recovery.nvme-reconnect`, for the NVMe check.
+fn nvme_facts(cfg: &Config) -> crate::core::doctor::NvmeReconnectFacts {
+    let (mut controllers, _) = crate::io::sysfs::nvme::rdma_controllers(&cfg.paths.sysfs_root);
+    if !controllers.is_empty() {
+        let cm_ids = super::status::gather(NldevClient::open(), &cfg.paths.sysfs_root).cm_ids;
+        crate::core::nvme_fabrics::place_controllers(&mut controllers, &cm_ids, &[]);
+    }
+    crate::core::doctor::NvmeReconnectFacts {
+        controllers,
+        nvme_cli: cfg.paths.nvme.display().to_string(),
+        nvme_cli_present: crate::io::process::is_executable(&cfg.paths.nvme),
+        enabled: cfg.recovery.nvme_reconnect,
+    }
 }
 
 /// Reads this host.

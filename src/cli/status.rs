@@ -407,6 +407,11 @@ pub struct StatusReport {
     /// netlink.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumers: Option<Vec<crate::core::consumers::PortConsumers>>,
+    /// The NVMe over RDMA controllers (`/sys/class/nvme`), placed on their RDMA ports by
+    /// nvme_rdma's CM ids: what a re-creation of their device would remember and
+    /// reconnect; absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub nvme_controllers: Vec<crate::core::nvme_fabrics::NvmeRdmaController>,
     /// What the kernel offers the daemon: device events subscribed or polled, the CM id
     /// table, the driver folders found.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -601,6 +606,11 @@ impl StatusReport {
                 .topology
                 .as_ref()
                 .map(|t| crate::core::consumers::of_topology(t, &g.cm_ids)),
+            nvme_controllers: {
+                let (mut c, _) = crate::io::sysfs::nvme::rdma_controllers(&g.sysfs_root);
+                crate::core::nvme_fabrics::place_controllers(&mut c, &g.cm_ids, &[]);
+                c
+            },
             capabilities: g.caps.clone(),
         }
     }
@@ -695,6 +705,7 @@ impl StatusReport {
             );
         }
         out.push_str(&super::consumers_view::render(self.consumers.as_deref()));
+        out.push_str(&super::consumers_view::render_nvme(&self.nvme_controllers));
         for s in &self.stuck_ports {
             let _ = writeln!(
                 out,

@@ -519,6 +519,14 @@ fn mixed_consumers() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The same on a host without nvme-cli: the controller is deleted with the device and
+/// reported not brought back; the iSCSI sessions recover as usual.
+fn mixed_consumers_no_nvme_cli() -> (SimHost, Policy) {
+    let (mut h, p) = mixed_consumers();
+    h.nvme_cli = false;
+    (h, p)
+}
+
 fn pause_resume() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     h.schedule(at(30), HostEvent::Command(OperatorCommand::Pause));
@@ -1049,6 +1057,13 @@ pub fn all() -> Vec<Scenario> {
              both back and verified after one re-creation",
             600,
             mixed_consumers,
+        ),
+        s(
+            "mixed-consumers-no-nvme-cli",
+            "the same on a host without nvme-cli: iSER back, the NVMe controller reported NOT \
+             back",
+            600,
+            mixed_consumers_no_nvme_cli,
         ),
         s(
             "pause-resume",

@@ -20,10 +20,12 @@ mod facts;
 mod host;
 mod iscsi;
 pub mod known;
+mod nvme;
 pub mod parse;
 mod rdma;
 
 pub use facts::*;
+pub use nvme::{nvme_reconnect_check, NvmeReconnectFacts};
 
 use serde::Serialize;
 

@@ -363,6 +363,15 @@ impl DaemonSnapshot {
                             crate::consumers::list(&r.consumers)
                         ));
                     }
+                    if !r.nvme.is_empty() {
+                        s.push_str(&format!(
+                            "; NVMe over RDMA controllers remembered: {}",
+                            crate::nvme_fabrics::list_controllers(&r.nvme)
+                        ));
+                    }
+                    for b in &r.nvme_back {
+                        s.push_str(&format!("; nvme connect {b}"));
+                    }
                     s
                 }),
                 completed_recreations: d.completed_recreations,

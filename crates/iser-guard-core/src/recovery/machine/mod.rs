@@ -39,6 +39,7 @@ mod hold;
 mod journal;
 mod kernel_bug;
 mod nvme;
+pub use nvme::NVME_BACK_TIMEOUT;
 mod observe;
 mod operator;
 mod outcome;

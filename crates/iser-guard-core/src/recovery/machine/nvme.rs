@@ -20,11 +20,11 @@ use crate::time::Instant;
 
 /// How long the executor waits for one reconnected controller to be live with its
 /// namespaces (nvme_rdma's connect is synchronous; namespace scanning follows it).
-pub(super) const NVME_BACK_TIMEOUT: Duration = Duration::from_secs(30);
+pub const NVME_BACK_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Engine {
     /// The NVMe over RDMA controllers placed on `device`, as last reported.
-    pub(super) fn nvme_of(&self, device: &str) -> Vec<NvmeRdmaController> {
+    pub fn nvme_of(&self, device: &str) -> Vec<NvmeRdmaController> {
         self.nvme.as_deref().map_or_else(Vec::new, |all| {
             crate::nvme_fabrics::on_device(all, device)
                 .cloned()
