@@ -49,6 +49,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let root = args.sysfs_root.unwrap_or(cfg.paths.sysfs_root);
     let gathered = gather_with_caps(NldevClient::open(), &root, &cfg.paths.proc_root);
     let mut report = StatusReport::build(&gathered);
+    let nvme = nvme_controllers(&gathered);
     if let Some(ports) = report.consumers.as_mut() {
         crate::io::proc_comm::name_processes(ports, &cfg.paths.proc_root);
     }
@@ -59,12 +60,14 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
             "{}",
             to_json(&Combined {
                 kernel: &report,
+                nvme_controllers: &nvme,
                 daemon: &daemon
             })?
         );
     } else {
         let style = super::term::Style::stdout();
         print!("{}", report.render_styled(style));
+        print!("{}", super::consumers_view::render_nvme(&nvme));
         print!("\n{}", super::daemon_view::render(&daemon, style));
     }
     report.exit(gathered.netlink_error)
@@ -75,7 +78,19 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
 struct Combined<'a> {
     #[serde(flatten)]
     kernel: &'a StatusReport,
+    /// The NVMe over RDMA controllers; absent when there are none.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    nvme_controllers: &'a [crate::core::nvme_fabrics::NvmeRdmaController],
     daemon: &'a super::daemon_view::DaemonSide,
+}
+
+/// The NVMe over RDMA controllers (`/sys/class/nvme` under the sysfs root read), placed on
+/// their RDMA ports by nvme_rdma's CM ids: what a re-creation of their device would
+/// remember and reconnect.
+fn nvme_controllers(g: &Gathered) -> Vec<crate::core::nvme_fabrics::NvmeRdmaController> {
+    let (mut c, _) = crate::io::sysfs::nvme::rdma_controllers(&g.sysfs_root);
+    crate::core::nvme_fabrics::place_controllers(&mut c, &g.cm_ids, &[]);
+    c
 }
 
 /// The sysfs root: `--sysfs-root`, else `paths.sysfs-root` of the configuration.
@@ -407,11 +422,6 @@ pub struct StatusReport {
     /// netlink.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumers: Option<Vec<crate::core::consumers::PortConsumers>>,
-    /// The NVMe over RDMA controllers (`/sys/class/nvme`), placed on their RDMA ports by
-    /// nvme_rdma's CM ids: what a re-creation of their device would remember and
-    /// reconnect; absent when there are none.
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub nvme_controllers: Vec<crate::core::nvme_fabrics::NvmeRdmaController>,
     /// What the kernel offers the daemon: device events subscribed or polled, the CM id
     /// table, the driver folders found.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -606,11 +616,6 @@ impl StatusReport {
                 .topology
                 .as_ref()
                 .map(|t| crate::core::consumers::of_topology(t, &g.cm_ids)),
-            nvme_controllers: {
-                let (mut c, _) = crate::io::sysfs::nvme::rdma_controllers(&g.sysfs_root);
-                crate::core::nvme_fabrics::place_controllers(&mut c, &g.cm_ids, &[]);
-                c
-            },
             capabilities: g.caps.clone(),
         }
     }
@@ -705,7 +710,6 @@ impl StatusReport {
             );
         }
         out.push_str(&super::consumers_view::render(self.consumers.as_deref()));
-        out.push_str(&super::consumers_view::render_nvme(&self.nvme_controllers));
         for s in &self.stuck_ports {
             let _ = writeln!(
                 out,

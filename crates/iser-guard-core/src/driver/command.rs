@@ -472,7 +472,7 @@ impl Driver {
         };
         let nvme = |device: &str| {
             let controllers = self.engine.nvme_of(device);
-            (!controllers.is_empty()).then(|| PlanStep::NvmeReconnect {
+            (!controllers.is_empty()).then_some(PlanStep::NvmeReconnect {
                 controllers,
                 timeout: crate::recovery::NVME_BACK_TIMEOUT,
             })
