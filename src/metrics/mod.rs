@@ -820,6 +820,58 @@ mod tests {
     }
 
     #[test]
+    fn nvme_reconnects_are_counted_by_result() {
+        use crate::core::nvme_fabrics::{
+            parse_fabrics_address, NvmeBackResult, NvmeRdmaController, NvmeReconnectReport,
+        };
+        let c = NvmeRdmaController {
+            name: "nvme0".into(),
+            address: parse_fabrics_address("traddr=192.0.2.2").unwrap(),
+            subsysnqn: "nqn.test".into(),
+            hostnqn: None,
+            hostid: None,
+            state: "live".into(),
+            io_queues: None,
+            queue_size: None,
+            ctrl_loss_tmo: None,
+            reconnect_delay: None,
+            kato: None,
+            namespaces: Vec::new(),
+            placed: None,
+        };
+        let report = |result| NvmeReconnectReport {
+            controller: c.clone(),
+            result,
+        };
+        let m = Metrics::new();
+        m.executed(
+            EffectId(7),
+            &Outcome::NvmeReconnect {
+                device: "rocep2s0f0".into(),
+                reports: vec![
+                    report(NvmeBackResult::Back {
+                        now: "nvme1".into(),
+                    }),
+                    report(NvmeBackResult::NoNvmeCli),
+                    report(NvmeBackResult::Back {
+                        now: "nvme2".into(),
+                    }),
+                ],
+            },
+            None,
+        );
+        let text = m.encode();
+        assert!(
+            text.contains("iser_guard_nvme_reconnects_total{result=\"back\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iser_guard_nvme_reconnects_total{result=\"no-nvme-cli\"} 1\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn counters_carry_the_prefix_and_the_total_suffix() {
         let m = Metrics::new();
         m.kmsg_record(Some("stuck_qp_transition"), false);
