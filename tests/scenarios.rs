@@ -984,3 +984,28 @@ fn without_nvme_cli_the_controller_is_reported_not_back_and_iser_still_recovers(
     assert!(h.host.storage_ok());
     assert!(h.host.rdma_consumers.iter().all(|c| c.gone));
 }
+
+#[test]
+fn a_healthy_nvme_controller_holds_even_with_nvme_cli_and_comes_back_after_the_operators_recover() {
+    let h = run("healthy-nvme-holds-then-reconnected");
+    assert_safety(&h);
+    assert_eq!(
+        alerts_with(&h, "would drop the connections of nvme_rdma").len(),
+        1,
+        "the live controller holds"
+    );
+    let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
+    assert!(t >= 400, "re-created at {t}s, before the operator asked");
+    let (_, act) = h
+        .actions
+        .iter()
+        .find(|(_, a)| matches!(a.kind, ActionKind::NvmeReconnect { .. }))
+        .unwrap();
+    assert_eq!(act.origin, Origin::Operator);
+    assert_eq!(
+        alerts_with(&h, "NVMe over RDMA controller(s) on rocep2s0f0 back").len(),
+        1
+    );
+    assert!(h.host.storage_ok());
+    assert!(h.host.rdma_consumers.iter().all(|c| !c.gone));
+}

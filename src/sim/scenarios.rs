@@ -527,6 +527,18 @@ fn mixed_consumers_no_nvme_cli() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// A healthy NVMe controller (its target elsewhere, still answering) with nvme-cli on the
+/// host: it still holds the automatic re-creation (its block devices would go with the
+/// device), and when the operator recovers the port, `nvme connect` brings it back.
+fn healthy_nvme_holds_then_reconnected() -> (SimHost, Policy) {
+    let (mut h, p) = healthy_nvme_holds();
+    h.nvme_cli = true;
+    h.rdma_consumers.clear();
+    h.rdma_consumers
+        .push(SimConsumer::nvme_controller(FIELD_DEVICE, 1, None, 0));
+    (h, p)
+}
+
 fn pause_resume() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     h.schedule(at(30), HostEvent::Command(OperatorCommand::Pause));
@@ -1057,6 +1069,13 @@ pub fn all() -> Vec<Scenario> {
              both back and verified after one re-creation",
             600,
             mixed_consumers,
+        ),
+        s(
+            "healthy-nvme-holds-then-reconnected",
+            "a healthy NVMe controller holds the re-creation even with nvme-cli; the operator's \
+             recover re-creates the device and nvme connect brings the controller back",
+            700,
+            healthy_nvme_holds_then_reconnected,
         ),
         s(
             "mixed-consumers-no-nvme-cli",
