@@ -23,6 +23,9 @@ use crate::io::process::{run, Invocation};
 /// How often sysfs is read again while a controller is not back yet.
 const POLL: Duration = Duration::from_millis(200);
 
+/// The pause before a failed `nvme connect` is tried again.
+const CONNECT_RETRY: Duration = Duration::from_secs(1);
+
 /// Runs nvme-cli.
 pub trait NvmeConnector: Send + Sync {
     /// nvme-cli is installed (its binary is executable).
@@ -132,11 +135,21 @@ impl NvmeCliRestore {
             return back;
         }
         let deadline = WallInstant::now() + timeout;
-        if let Err(reason) = self.connector.run(&connect_args(c), timeout) {
+        // A port just re-created may not carry a connection yet (link training, the GID
+        // table filling): a failed connect is tried again until the deadline.
+        loop {
+            let left = deadline.saturating_duration_since(WallInstant::now());
+            let Err(reason) = self.connector.run(&connect_args(c), left.max(POLL)) else {
+                break;
+            };
             // nvme-cli refuses a duplicate connect (EALREADY): what sysfs shows decides.
-            return self
-                .verify(c)
-                .unwrap_or(NvmeBackResult::ConnectFailed { reason });
+            if let Ok(back) = self.verify(c) {
+                return back;
+            }
+            if WallInstant::now() + CONNECT_RETRY >= deadline {
+                return NvmeBackResult::ConnectFailed { reason };
+            }
+            std::thread::sleep(CONNECT_RETRY);
         }
         loop {
             let last = match self.verify(c) {

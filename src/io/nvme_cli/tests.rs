@@ -129,3 +129,30 @@ fn without_nvme_cli_or_when_disabled_nothing_is_connected() {
     );
     assert!(cli.calls().is_empty());
 }
+
+#[test]
+fn a_connect_refused_while_the_port_comes_up_is_tried_again_until_the_deadline() {
+    let t = tempfile::tempdir().unwrap();
+    let cli = Arc::new(ScriptedNvmeCli::default());
+    cli.answer(Err(
+        "Code(1): Failed to write to /dev/nvme-fabrics: Connection refused".into(),
+    ));
+    let root = t.path().to_path_buf();
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    // The second connect succeeds and the controller appears.
+    cli.on_call(move |_| {
+        if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            write_ctrl(&root, "nvme1", "live");
+        }
+    });
+    let r =
+        restore(t.path(), cli.clone(), ok_read).restore(&[remembered()], Duration::from_secs(5));
+    assert_eq!(
+        r[0].result,
+        NvmeBackResult::Back {
+            now: "nvme1".into()
+        }
+    );
+    assert_eq!(cli.calls().len(), 2);
+}
