@@ -44,8 +44,8 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// do (nobody but root may create them); the control socket's path must not name anything
 /// but a socket, because binding replaces a stale socket there and nothing else.
 pub fn trust_problems(config: &Config) -> Vec<Problem> {
+    use crate::core::path_trust::PathVerdict;
     use crate::core::path_trust::Target;
-    use crate::core::path_trust::Verdict;
     use crate::io::path_trust::check;
     let pa = &config.paths;
     let socket_dir = pa.control_socket.parent().map(Path::to_path_buf);
@@ -69,8 +69,8 @@ pub fn trust_problems(config: &Config) -> Vec<Problem> {
             continue;
         }
         match check(path, target) {
-            Verdict::Trusted { .. } => {}
-            Verdict::Refused(refusals) => {
+            PathVerdict::Trusted { .. } => {}
+            PathVerdict::Refused(refusals) => {
                 for r in refusals {
                     out.push(Problem::new(
                         key,
@@ -78,7 +78,7 @@ pub fn trust_problems(config: &Config) -> Vec<Problem> {
                     ));
                 }
             }
-            Verdict::Unwalkable(e) => out.push(Problem::new(
+            PathVerdict::Unwalkable(e) => out.push(Problem::new(
                 key,
                 format!("refusing {}: {e}", path.display()),
             )),
@@ -256,14 +256,14 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
     // Whoever can write the file or replace any directory on the way to it controls what
     // the daemon does as root: every component is checked, symlinks followed.
     match crate::io::path_trust::check(path, crate::core::path_trust::Target::File) {
-        crate::core::path_trust::Verdict::Trusted { .. } => {}
-        crate::core::path_trust::Verdict::Refused(refusals) => {
+        crate::core::path_trust::PathVerdict::Trusted { .. } => {}
+        crate::core::path_trust::PathVerdict::Refused(refusals) => {
             return Err(ConfigError::Untrusted {
                 path: path.to_path_buf(),
                 refusals,
             })
         }
-        crate::core::path_trust::Verdict::Unwalkable(source) => {
+        crate::core::path_trust::PathVerdict::Unwalkable(source) => {
             return Err(ConfigError::Unwalkable {
                 path: path.to_path_buf(),
                 source,

@@ -583,7 +583,7 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
         /// Every reason, outermost component first.
-        refusals: Vec<crate::core::path_trust::Refusal>,
+        refusals: Vec<crate::core::path_trust::PathRefusal>,
     },
     /// The trust walk of the file failed (a component cannot be looked at).
     #[error("refusing configuration {path}: {source}")]
