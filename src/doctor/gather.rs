@@ -807,7 +807,7 @@ fn sessions(
 }
 
 fn session_state(d: &crate::core::iscsi::SessionDetail) -> String {
-    use crate::core::iscsi::SessionState as S;
+    use crate::core::iscsi::ListedSessionState as S;
     match &d.session_state {
         Some(S::LoggedIn) => "LOGGED_IN".into(),
         Some(S::Failed) => "FAILED".into(),

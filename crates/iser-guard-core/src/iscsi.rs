@@ -441,7 +441,7 @@ impl ConnectionState {
 /// The kernel's session state (`iSCSI Session State:`, sysfs `iscsi_session/state`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SessionState {
+pub enum ListedSessionState {
     /// `LOGGED_IN`.
     LoggedIn,
     /// `FAILED`: the connection failed, recovery is running (I/O is queued).
@@ -454,15 +454,15 @@ pub enum SessionState {
     Other(String),
 }
 
-impl SessionState {
+impl ListedSessionState {
     /// From the text iscsiadm prints.
-    pub fn parse(s: &str) -> SessionState {
+    pub fn parse(s: &str) -> ListedSessionState {
         match s.trim() {
-            "LOGGED_IN" => SessionState::LoggedIn,
-            "FAILED" => SessionState::Failed,
-            "FREE" => SessionState::Free,
-            "Unknown" => SessionState::Unknown,
-            other => SessionState::Other(other.to_string()),
+            "LOGGED_IN" => ListedSessionState::LoggedIn,
+            "FAILED" => ListedSessionState::Failed,
+            "FREE" => ListedSessionState::Free,
+            "Unknown" => ListedSessionState::Unknown,
+            other => ListedSessionState::Other(other.to_string()),
         }
     }
 }
@@ -618,7 +618,7 @@ pub struct SessionDetail {
     /// `iSCSI Connection State:`.
     pub connection_state: Option<ConnectionState>,
     /// `iSCSI Session State:`.
-    pub session_state: Option<SessionState>,
+    pub session_state: Option<ListedSessionState>,
     /// `Internal iscsid Session State:`.
     pub iscsid_state: Option<IscsidState>,
     /// `Recovery Timeout:` in seconds (replacement_timeout).
@@ -639,7 +639,7 @@ impl SessionDetail {
 
     /// True when the kernel says the session is logged in and iscsid agrees.
     pub fn is_logged_in(&self) -> bool {
-        self.session_state == Some(SessionState::LoggedIn)
+        self.session_state == Some(ListedSessionState::LoggedIn)
             && matches!(
                 self.connection_state,
                 None | Some(ConnectionState::LoggedIn)
@@ -716,7 +716,7 @@ struct Pending {
     iface: IfaceInfo,
     sid: Option<u32>,
     connection_state: Option<ConnectionState>,
-    session_state: Option<SessionState>,
+    session_state: Option<ListedSessionState>,
     iscsid_state: Option<IscsidState>,
     recovery_timeout: Option<i32>,
     host_number: Option<u32>,
@@ -886,7 +886,7 @@ impl TreeParser {
             return;
         }
         if let Some(v) = line.strip_prefix("iSCSI Session State:") {
-            self.pending(line_no, raw).session_state = Some(SessionState::parse(v));
+            self.pending(line_no, raw).session_state = Some(ListedSessionState::parse(v));
             return;
         }
         if let Some(v) = line.strip_prefix("Internal iscsid Session State:") {

@@ -290,12 +290,12 @@ pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Op
 /// `iscsi_session/state`): the one mapping, used by [`session_from_detail`] and the daemon.
 /// The kernel sets FAILED the moment a connection fails, so its word is enough; in every
 /// capture a LOGGED_IN session also has its connection LOGGED IN.
-pub fn session_state(parsed: Option<&iscsi::SessionState>) -> SessionState {
+pub fn session_state(parsed: Option<&iscsi::ListedSessionState>) -> SessionState {
     match parsed {
-        Some(iscsi::SessionState::LoggedIn) => SessionState::LoggedIn,
-        Some(iscsi::SessionState::Failed) => SessionState::Failed,
-        Some(iscsi::SessionState::Free) => SessionState::Free,
-        Some(iscsi::SessionState::Unknown | iscsi::SessionState::Other(_)) | None => {
+        Some(iscsi::ListedSessionState::LoggedIn) => SessionState::LoggedIn,
+        Some(iscsi::ListedSessionState::Failed) => SessionState::Failed,
+        Some(iscsi::ListedSessionState::Free) => SessionState::Free,
+        Some(iscsi::ListedSessionState::Unknown | iscsi::ListedSessionState::Other(_)) | None => {
             SessionState::Unknown
         }
     }
@@ -608,7 +608,7 @@ mod session_state_tests {
 
     #[test]
     fn every_kernel_session_state_has_one_engine_state() {
-        use iscsi::SessionState as K;
+        use iscsi::ListedSessionState as K;
         for (word, engine) in [
             ("LOGGED_IN", SessionState::LoggedIn),
             ("FAILED", SessionState::Failed),
