@@ -31,7 +31,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::core::driver::{Effect, EffectId, EffectKind, Refusal};
 use crate::core::recovery::{
-    ActionKind, Engine, IscsiadmStatus, Outcome, Phase, PortId, RecreateResult, Transition,
+    ActionKind, Engine, IscsiadmOutcome, Outcome, Phase, PortId, RecreateResult, Transition,
 };
 use crate::core::selftest::SelfTestResult;
 use crate::core::topology::Topology;
@@ -700,7 +700,7 @@ impl Metrics {
                 (Started::Recreate, _) => ("recreate_device", false, method.unwrap_or("unknown")),
                 (
                     Started::Reconnect,
-                    Outcome::Iscsiadm(IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn),
+                    Outcome::Iscsiadm(IscsiadmOutcome::Success | IscsiadmOutcome::AlreadyLoggedIn),
                 ) => ("reconnect", true, "iscsiadm"),
                 (Started::Reconnect, Outcome::NotRun { .. }) => ("reconnect", false, "not_run"),
                 (Started::Reconnect, _) => ("reconnect", false, "iscsiadm"),
