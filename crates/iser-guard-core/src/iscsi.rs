@@ -1635,14 +1635,14 @@ impl fmt::Display for IscsiadmStatus {
 /// One `# BEGIN RECORD … # END RECORD` block of `iscsiadm -m node -T … -p …` or
 /// `iscsiadm -m iface -I …`: `key = value` lines, `<empty>` values as `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub struct IscsiadmRecord {
     /// The open-iscsi version after `# BEGIN RECORD`.
     pub version: Option<String>,
     /// The entries, in order.
     pub entries: Vec<(String, Option<String>)>,
 }
 
-impl Record {
+impl IscsiadmRecord {
     /// The value of `key` (`iface.transport_name`), `None` if absent or `<empty>`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.entries
@@ -1654,9 +1654,9 @@ impl Record {
 
 /// Parses node/iface records. Lines outside a `BEGIN`/`END` pair are still collected into a
 /// record, so output without the markers works too.
-pub fn parse_records(text: &str) -> Parsed<Record> {
+pub fn parse_records(text: &str) -> Parsed<IscsiadmRecord> {
     let mut out = Parsed::default();
-    let mut cur: Option<Record> = None;
+    let mut cur: Option<IscsiadmRecord> = None;
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -1667,7 +1667,7 @@ pub fn parse_records(text: &str) -> Parsed<Record> {
             if let Some(r) = cur.take() {
                 out.items.push(r);
             }
-            cur = Some(Record {
+            cur = Some(IscsiadmRecord {
                 version: opt_value(v),
                 entries: Vec::new(),
             });
@@ -1692,7 +1692,7 @@ pub fn parse_records(text: &str) -> Parsed<Record> {
                     "" | UNKNOWN_VALUE => None,
                     v => Some(v.to_string()),
                 };
-                cur.get_or_insert_with(Record::default)
+                cur.get_or_insert_with(IscsiadmRecord::default)
                     .entries
                     .push((k.to_string(), value));
             }
