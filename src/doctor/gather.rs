@@ -31,7 +31,7 @@ use crate::core::nldev::{cm_state_name, CmIdEntry, DeviceInfo, PortInfo, QpEntry
 use crate::core::reset_plan::{parse_devlink_param, soft_type};
 use crate::core::session_map::{place_listing, HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::io::iscsiadm::IscsiAdm;
-use crate::io::netlink::{NetlinkError, NldevClient, Skips, Transport};
+use crate::io::netlink::{BlockingTransport, NetlinkError, NldevClient, Skips};
 use crate::io::process::{is_executable, Invocation, Runner};
 use crate::io::reset::{DeviceResetter, Sysfs};
 use crate::io::sysfs::attr::{link_name, read_attr};
@@ -114,7 +114,11 @@ pub struct ConfigOrigin {
 }
 
 /// Reads everything.
-pub fn gather<T: Transport>(cfg: &Config, origin: &ConfigOrigin, w: Witnesses<'_, T>) -> Facts {
+pub fn gather<T: BlockingTransport>(
+    cfg: &Config,
+    origin: &ConfigOrigin,
+    w: Witnesses<'_, T>,
+) -> Facts {
     let src = Sources::of(cfg);
     let kernel = read_kernel(&src);
     let release = kernel.release.as_ref().ok().cloned();
@@ -249,7 +253,7 @@ impl Netlink {
     }
 }
 
-fn read_netlink<T: Transport>(client: Result<NldevClient<T>, NetlinkError>) -> Netlink {
+fn read_netlink<T: BlockingTransport>(client: Result<NldevClient<T>, NetlinkError>) -> Netlink {
     let mut client = match client {
         Ok(c) => c,
         Err(e) => return Netlink::unavailable(&e),
