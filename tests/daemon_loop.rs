@@ -597,7 +597,7 @@ async fn verbs_devices_that_appear_locked_out_after_the_start_are_said_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recreation_after_a_failed_devlink_step_names_it_in_the_alert_and_the_journal() {
     use iser_guard::core::reset_plan::{DevlinkParam, ResetMethod};
-    use iser_guard::io::reset::{MethodFailure, Recreated, ResetOutcome};
+    use iser_guard::io::reset::{Recreated, ResetMethodFailure, ResetOutcome};
     let dir = tempfile::tempdir().unwrap();
     let d = LoopTest::new(config(dir.path(), false))
         .portal_reachable(50)
@@ -615,7 +615,7 @@ async fn a_recreation_after_a_failed_devlink_step_names_it_in_the_alert_and_the_
             old_name: "rocep2s0f0".into(),
             new_name: "rocep2s0f0".into(),
             took_ms: 900,
-            failed_before: vec![MethodFailure {
+            failed_before: vec![ResetMethodFailure {
                 method: ResetMethod::DevlinkToggle {
                     handle: "pci/0000:02:00.0".into(),
                     param: DevlinkParam::EnableRoce,

@@ -196,7 +196,7 @@ pub struct SimDevice {
     pub devlink_roce: bool,
     /// The methods that failed before the one that worked, with the method, for this
     /// re-creation's outcome.
-    pub recreated_by: Option<Vec<crate::io::reset::MethodFailure>>,
+    pub recreated_by: Option<Vec<crate::io::reset::ResetMethodFailure>>,
 }
 
 /// One simulated target portal.
@@ -1768,7 +1768,7 @@ impl SimHost {
                     let show = format!("devlink dev param show {handle} name {} -j", param.name());
                     self.commands.push(show.clone());
                     out.push(Delivery::Note(format!("{device}: {show}")));
-                    failed_before.push(crate::io::reset::MethodFailure {
+                    failed_before.push(crate::io::reset::ResetMethodFailure {
                         method: m.clone(),
                         error: format!(
                             "`{show}` exited with code 1: kernel answers: Invalid argument"
