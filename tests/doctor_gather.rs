@@ -11,7 +11,7 @@ use std::path::Path;
 
 use fake_kernel::*;
 use iser_guard::config::Config;
-use iser_guard::core::doctor::{audit, CheckKind, CheckVerdict, Consumer, DaemonWitness, Gsi};
+use iser_guard::core::doctor::{audit, CheckKind, CheckVerdict, CmIdOwner, DaemonWitness, Gsi};
 use iser_guard::doctor::{gather, ConfigOrigin, Witnesses};
 use iser_guard::io::iscsiadm::{ScriptedIscsiAdm, SessionListing};
 use iser_guard::io::netlink::NldevClient;
@@ -86,7 +86,7 @@ fn the_lab_host_logged_in_as_rdma_netlink_showed_it() {
     assert_eq!(ini.len(), 1);
     assert_eq!(
         ini[0].consumer,
-        Consumer::Kernel {
+        CmIdOwner::Kernel {
             module: "ib_iser".into()
         }
     );

@@ -23,9 +23,9 @@ use crate::core::doctor::parse::{
     parse_proc_devices, parse_proc_modules, parse_unit, UnitFile,
 };
 use crate::core::doctor::{
-    CmId, ConfigFacts, Consumer, DaemonWitness, DevNode, DevlinkParam, FactPaths, Facts, Gsi,
-    IscsiFacts, KernelFacts, ModuleFacts, ModuleInfo, NodeRecord, RdmaDevice, RdmaFacts, RdmaPort,
-    RecreatePlan, SandboxFacts, SessionFact,
+    CmIdFact, CmIdOwner, ConfigFacts, DaemonWitness, DevNode, DevlinkParamFact, FactPaths, Facts,
+    Gsi, IscsiFacts, KernelFacts, ModuleFacts, ModuleInfo, NodeRecord, RdmaDevice, RdmaFacts,
+    RdmaPort, RecreatePlan, SandboxFacts, SessionFact,
 };
 use crate::core::nldev::{cm_state_name, CmIdEntry, DeviceInfo, PortInfo, QpEntry};
 use crate::core::reset_plan::{parse_devlink_param, soft_type};
@@ -472,18 +472,18 @@ fn device(
     d
 }
 
-fn cm_id(src: &Sources, c: &CmIdEntry) -> CmId {
+fn cm_id(src: &Sources, c: &CmIdEntry) -> CmIdFact {
     let consumer = match (&c.kern_name, c.pid) {
-        (Some(k), _) if !k.is_empty() => Consumer::Kernel { module: k.clone() },
-        (_, Some(pid)) => Consumer::Process {
+        (Some(k), _) if !k.is_empty() => CmIdOwner::Kernel { module: k.clone() },
+        (_, Some(pid)) => CmIdOwner::Process {
             pid,
             comm: read_attr(&src.proc.join(pid.to_string()).join("comm"))
                 .ok()
                 .flatten(),
         },
-        _ => Consumer::Unknown,
+        _ => CmIdOwner::Unknown,
     };
-    CmId {
+    CmIdFact {
         consumer,
         state: cm_state_name(c.state).to_string(),
         src: c.src().map(|a| a.to_string()),
@@ -492,7 +492,7 @@ fn cm_id(src: &Sources, c: &CmIdEntry) -> CmId {
 }
 
 /// The ice function's RDMA parameter, read with `devlink dev param show … -j`.
-fn devlink_param(src: &Sources, d: &RdmaDevice, runner: &dyn Runner) -> Option<DevlinkParam> {
+fn devlink_param(src: &Sources, d: &RdmaDevice, runner: &dyn Runner) -> Option<DevlinkParamFact> {
     let aux = d.aux.as_ref()?;
     let pci = d.pci.as_ref()?;
     if d.pci_driver.as_deref() != Some("ice")
@@ -523,7 +523,7 @@ fn devlink_param(src: &Sources, d: &RdmaDevice, runner: &dyn Runner) -> Option<D
             src.devlink.display()
         ))
     };
-    Some(DevlinkParam {
+    Some(DevlinkParamFact {
         handle,
         name: name.into(),
         value,

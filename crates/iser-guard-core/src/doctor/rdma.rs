@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::known::{Needs, KNOWN};
 use super::parse::{origin_of_path, parse_kernel_release, KernelVersion, ModuleOrigin};
-use super::{in_scope, Check, CheckKind, CheckVerdict, Consumer, Facts, Gsi, RdmaDevice};
+use super::{in_scope, Check, CheckKind, CheckVerdict, CmIdOwner, Facts, Gsi, RdmaDevice};
 use crate::reset_plan::ResetMethod;
 
 /// Kernel taint flags worth naming (kernel/panic.c `taint_flags`), by bit.
@@ -503,7 +503,7 @@ pub(super) fn cm_ids(f: &Facts, out: &mut Vec<Check>) {
                 ));
                 continue;
             }
-            let mut by: BTreeMap<&Consumer, (usize, usize)> = BTreeMap::new();
+            let mut by: BTreeMap<&CmIdOwner, (usize, usize)> = BTreeMap::new();
             for id in ids {
                 let e = by.entry(&id.consumer).or_default();
                 if id.is_listener() {

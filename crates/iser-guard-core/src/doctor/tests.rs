@@ -31,8 +31,8 @@ fn irdma_device() -> RdmaDevice {
         state: "RTS".into(),
         evidence: "link rocep2s0f0/1 lqpn 1 type GSI state RTS sq-psn 0 comm [ib_core]".into(),
     };
-    p.cm_ids = Ok(vec![CmId {
-        consumer: Consumer::Kernel {
+    p.cm_ids = Ok(vec![CmIdFact {
+        consumer: CmIdOwner::Kernel {
             module: "ib_iser".into(),
         },
         state: "CONNECT".into(),
@@ -59,7 +59,7 @@ fn irdma_device() -> RdmaDevice {
         ],
         skipped: vec!["module reload of irdma: not allowed".into()],
     });
-    d.devlink = Some(DevlinkParam {
+    d.devlink = Some(DevlinkParamFact {
         handle: "pci/0000:02:00.0".into(),
         name: "enable_roce".into(),
         value: Ok(true),
@@ -329,16 +329,16 @@ fn a_stuck_port_is_a_problem_with_the_command_that_fixes_it() {
 fn every_consumer_on_a_port_is_listed_and_others_than_iser_are_warned_about() {
     let mut f = host();
     if let Ok(ids) = &mut f.rdma.devices[0].ports[0].cm_ids {
-        ids.push(CmId {
-            consumer: Consumer::Kernel {
+        ids.push(CmIdFact {
+            consumer: CmIdOwner::Kernel {
                 module: "nvme_rdma".into(),
             },
             state: "CONNECT".into(),
             src: None,
             dst: Some("192.0.2.3:4420".into()),
         });
-        ids.push(CmId {
-            consumer: Consumer::Process {
+        ids.push(CmIdFact {
+            consumer: CmIdOwner::Process {
                 pid: 4242,
                 comm: Some("spdk_tgt".into()),
             },
