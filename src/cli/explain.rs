@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use super::explain_subsystem::{SubsystemJson, SubsystemReport};
 use super::Globals;
-use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, Origin, Unproven};
+use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, RecordOrigin, Unproven};
 use crate::core::qp::{explain_qp_transition, explain_transition, AttrMask, QpState, QpType};
 use crate::core::signatures::subsystem::could_recognise as subsystem_could_recognise;
 use crate::core::signatures::{
@@ -642,7 +642,7 @@ impl Report {
         slot: Option<usize>,
         line_no: usize,
         usec: Option<u64>,
-        origin: Option<Origin>,
+        origin: Option<RecordOrigin>,
     ) -> bool {
         let Some(i) = slot else {
             return false;
@@ -656,10 +656,10 @@ impl Report {
                 g.first_usec = g.first_usec.or(usec);
             }
             match origin {
-                Some(Origin::Kernel) => g.kernel += 1,
-                Some(Origin::Userspace(_)) => g.untrusted += 1,
-                Some(Origin::Unproven(Unproven::PriorityWithoutFacility)) => g.unproven += 1,
-                Some(Origin::Unproven(Unproven::NoPriority)) | None => {}
+                Some(RecordOrigin::Kernel) => g.kernel += 1,
+                Some(RecordOrigin::Userspace(_)) => g.untrusted += 1,
+                Some(RecordOrigin::Unproven(Unproven::PriorityWithoutFacility)) => g.unproven += 1,
+                Some(RecordOrigin::Unproven(Unproven::NoPriority)) | None => {}
             }
         }
         true

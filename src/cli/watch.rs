@@ -23,7 +23,9 @@ use tracing::{info, warn};
 
 use super::Globals;
 use crate::config::Config;
-use crate::core::kmsg::{unescape, LineFormat, Origin, Record, RecordRef, SavedLog, Unproven};
+use crate::core::kmsg::{
+    unescape, LineFormat, Record, RecordOrigin, RecordRef, SavedLog, Unproven,
+};
 use crate::core::signatures::subsystem::trace::{TraceAssembler, TraceEvent};
 use crate::core::signatures::subsystem::{self, explain_event, level_name};
 use crate::core::signatures::{self, Signature};
@@ -91,13 +93,13 @@ enum Trust {
 impl Trust {
     /// From what the record's format proves ([`RecordRef::origin`], the one rule `explain`
     /// also follows): only a /dev/kmsg record of facility 0 is the kernel's.
-    fn of(origin: Origin, trust_userspace: bool) -> Trust {
+    fn of(origin: RecordOrigin, trust_userspace: bool) -> Trust {
         match origin {
-            Origin::Kernel => Trust::Kernel,
-            Origin::Userspace(f) if trust_userspace => Trust::TrustedByConfig(f),
-            Origin::Userspace(f) => Trust::Userspace(f),
-            Origin::Unproven(Unproven::PriorityWithoutFacility) => Trust::NoFacility,
-            Origin::Unproven(Unproven::NoPriority) => Trust::Unknown,
+            RecordOrigin::Kernel => Trust::Kernel,
+            RecordOrigin::Userspace(f) if trust_userspace => Trust::TrustedByConfig(f),
+            RecordOrigin::Userspace(f) => Trust::Userspace(f),
+            RecordOrigin::Unproven(Unproven::PriorityWithoutFacility) => Trust::NoFacility,
+            RecordOrigin::Unproven(Unproven::NoPriority) => Trust::Unknown,
         }
     }
 
@@ -201,7 +203,7 @@ impl<'a> View<'a> {
     }
 
     /// Who wrote the record, as far as its format proves it.
-    fn origin(&self) -> Origin {
+    fn origin(&self) -> RecordOrigin {
         RecordRef {
             format: self.format,
             facility: self.facility,
