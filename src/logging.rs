@@ -272,7 +272,7 @@ pub fn alert(a: &crate::core::recovery::Alert, alerts: &crate::config::Alerts, s
 
 /// Logs an alert the daemon itself raises (not the engine: safe mode) as the ALERT line. Its
 /// advice is prose, part of the message; it has no `next` command.
-pub fn daemon_alert(a: &crate::io::syslog::Alert, kind: &str, sent: bool) {
+pub fn daemon_alert(a: &crate::io::syslog::AlertMessage, kind: &str, sent: bool) {
     let sent = if sent { "syslog" } else { "log only" };
     tracing::warn!(
         priority = u64::from(a.severity.code()),

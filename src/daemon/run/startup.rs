@@ -77,12 +77,12 @@ impl SafeMode {
     }
 
     /// The operator alert for it.
-    fn alert(&self, journal: &std::path::Path, cfg: &Config) -> crate::io::syslog::Alert {
+    fn alert(&self, journal: &std::path::Path, cfg: &Config) -> crate::io::syslog::AlertMessage {
         let look = match &self.kept {
             Ok(p) => p.display().to_string(),
             Err(_) => journal.display().to_string(),
         };
-        crate::io::syslog::Alert {
+        crate::io::syslog::AlertMessage {
             severity: cfg.alerts.severity_operator,
             what: format!(
                 "iser-guard started in safe mode: the state journal {} was not usable",
