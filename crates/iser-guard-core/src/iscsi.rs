@@ -709,7 +709,7 @@ impl SessionSummary {
 
 /// A session being assembled while parsing the tree.
 #[derive(Default)]
-struct Pending {
+struct SessionDraft {
     first_line: Option<(usize, String)>,
     current_portal: Option<ListedPortal>,
     persistent_portal: Option<ListedPortal>,
@@ -724,7 +724,7 @@ struct Pending {
     devices: Vec<ScsiDevice>,
 }
 
-impl Pending {
+impl SessionDraft {
     fn touch(&mut self, line_no: usize, line: &str) {
         if self.first_line.is_none() {
             self.first_line = Some((line_no, line.to_string()));
@@ -740,17 +740,17 @@ struct TreeParser {
     target: Option<(String, Option<NodeType>)>,
     current_portal: Option<ListedPortal>,
     persistent_portal: Option<ListedPortal>,
-    pending: Option<Pending>,
+    pending: Option<SessionDraft>,
 }
 
 impl TreeParser {
     /// The session being filled, started with the current portal context if needed.
-    fn pending(&mut self, line_no: usize, line: &str) -> &mut Pending {
+    fn pending(&mut self, line_no: usize, line: &str) -> &mut SessionDraft {
         let (cp, pp) = (&self.current_portal, &self.persistent_portal);
-        let p = self.pending.get_or_insert_with(|| Pending {
+        let p = self.pending.get_or_insert_with(|| SessionDraft {
             current_portal: cp.clone(),
             persistent_portal: pp.clone(),
-            ..Pending::default()
+            ..SessionDraft::default()
         });
         p.touch(line_no, line);
         p

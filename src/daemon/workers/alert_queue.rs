@@ -45,14 +45,15 @@ impl Coalesced {
     }
 }
 
-type Pending = (Arc<dyn AlertSink>, AlertMessage);
+/// An alert waiting in the queue, with the sink it goes to.
+type QueuedAlert = (Arc<dyn AlertSink>, AlertMessage);
 
 /// The queue and the count of what did not fit, under one lock: the sender can then wait
 /// without a timeout while there is nothing to report (an idle daemon's alert thread never
 /// wakes), and still never miss a count that arrives while it waits.
 #[derive(Default)]
 struct State {
-    queue: VecDeque<Pending>,
+    queue: VecDeque<QueuedAlert>,
     coalesced: Coalesced,
     /// Every [`AlertQueue`] is gone: the sender drains what is left and stops.
     closed: bool,
@@ -149,7 +150,7 @@ impl AlertQueue {
 
 /// What the sender found when it woke.
 enum Next {
-    Alert(Pending),
+    Alert(QueuedAlert),
     /// No alert within [`COALESCE_FLUSH`] while a count waits.
     Flush,
     Closed,
