@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use super::{
-    parse_spanned, sorted, Config, ConfigError, LineIndex, Problem, Source, DEFAULT_CONFIG_PATH,
-    MAX_CONFIG_BYTES,
+    parse_spanned, sorted, Config, ConfigError, ConfigSource, LineIndex, Problem,
+    DEFAULT_CONFIG_PATH, MAX_CONFIG_BYTES,
 };
 
 /// Reads, checks and validates the configuration file at `path`.
@@ -163,7 +163,7 @@ pub fn host_warnings(config: &Config) -> Vec<String> {
 ///
 /// A missing default file is normal (the daemon then only alerts, since the default
 /// allow-list is empty); a missing explicit file is an operator error.
-pub fn load_or_default(explicit: Option<&Path>) -> Result<(Config, Source), ConfigError> {
+pub fn load_or_default(explicit: Option<&Path>) -> Result<(Config, ConfigSource), ConfigError> {
     load_or_default_from(explicit, Path::new(DEFAULT_CONFIG_PATH))
 }
 
@@ -184,10 +184,10 @@ pub fn check_named(path: &Path) -> Result<(), ConfigError> {
 pub fn load_or_default_from(
     explicit: Option<&Path>,
     default_path: &Path,
-) -> Result<(Config, Source), ConfigError> {
+) -> Result<(Config, ConfigSource), ConfigError> {
     if let Some(p) = explicit {
         check_named(p)?;
-        return Ok((load(p)?, Source::File(p.to_path_buf())));
+        return Ok((load(p)?, ConfigSource::File(p.to_path_buf())));
     }
     match std::fs::symlink_metadata(default_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -200,13 +200,13 @@ pub fn load_or_default_from(
             if !problems.is_empty() {
                 return Err(ConfigError::DefaultsUntrusted { problems });
             }
-            Ok((config, Source::Defaults))
+            Ok((config, ConfigSource::Defaults))
         }
         // Any other outcome (exists, or cannot be looked at) goes through `load`, which
         // reports it properly.
         _ => Ok((
             load(default_path)?,
-            Source::File(default_path.to_path_buf()),
+            ConfigSource::File(default_path.to_path_buf()),
         )),
     }
 }

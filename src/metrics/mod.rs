@@ -441,7 +441,7 @@ impl Metrics {
 
     /// Live metrics if `cfg` enables them and this is the daemon (`daemon`), else
     /// [`Metrics::disabled`].
-    pub fn for_config(cfg: &crate::config::Metrics, daemon: bool) -> Metrics {
+    pub fn for_config(cfg: &crate::config::MetricsConfig, daemon: bool) -> Metrics {
         if cfg.enabled && daemon {
             Metrics::new()
         } else {
