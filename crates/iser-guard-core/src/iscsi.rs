@@ -7,7 +7,7 @@
 //! reference/kernel-facts.md §4 and the real captures under tests/fixtures/iscsi/.
 //!
 //! Parsers never fail as a whole and never panic: a line they cannot use is skipped and
-//! reported in [`Parsed::skipped`] with its line number and a typed [`SkipReason`], so the
+//! reported in [`ParsedListing::skipped`] with its line number and a typed [`SkipReason`], so the
 //! caller can log it and count it.
 //!
 //! Entry points:
@@ -33,25 +33,26 @@ const MAX_KEPT_LINE: usize = 200;
 // Parse results
 // ---------------------------------------------------------------------------------------------
 
-/// The result of a tolerant parse: what could be understood, and what was skipped and why.
+/// The result of a tolerant parse of an iscsiadm listing: what could be understood, and what
+/// was skipped and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Parsed<T> {
+pub struct ParsedListing<T> {
     /// The items understood, in input order.
     pub items: Vec<T>,
     /// Lines that were skipped, with why.
     pub skipped: Vec<Skipped>,
 }
 
-impl<T> Default for Parsed<T> {
+impl<T> Default for ParsedListing<T> {
     fn default() -> Self {
-        Parsed {
+        ParsedListing {
             items: Vec::new(),
             skipped: Vec::new(),
         }
     }
 }
 
-impl<T> Parsed<T> {
+impl<T> ParsedListing<T> {
     /// True if nothing was skipped.
     pub fn is_clean(&self) -> bool {
         self.skipped.is_empty()
@@ -318,8 +319,8 @@ pub struct SessionSummary {
 }
 
 /// Parses the output of `iscsiadm -m session` (flat form, one session per line).
-pub fn parse_session_list(text: &str) -> Parsed<SessionSummary> {
-    let mut out = Parsed::default();
+pub fn parse_session_list(text: &str) -> ParsedListing<SessionSummary> {
+    let mut out = ParsedListing::default();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
         if line.trim().is_empty() {
@@ -736,7 +737,7 @@ impl SessionDraft {
 /// changed (iscsiadm prints them once per target / portal).
 #[derive(Default)]
 struct TreeParser {
-    out: Parsed<SessionDetail>,
+    out: ParsedListing<SessionDetail>,
     target: Option<(String, Option<NodeType>)>,
     current_portal: Option<ListedPortal>,
     persistent_portal: Option<ListedPortal>,
@@ -1102,7 +1103,7 @@ fn parse_lun_line(line: &str) -> Result<ScsiDevice, SkipReason> {
 ///
 /// Sessions sharing a target (and portal) are printed under one `Target:` (and one portal
 /// pair, then an empty line per extra session); each [`SessionDetail`] gets its own copy.
-pub fn parse_session_tree(text: &str) -> Parsed<SessionDetail> {
+pub fn parse_session_tree(text: &str) -> ParsedListing<SessionDetail> {
     let mut p = TreeParser::default();
     for (i, line) in text.lines().enumerate() {
         p.line(i + 1, line);
@@ -1125,8 +1126,8 @@ pub struct DiscoveredTarget {
 }
 
 /// Parses `iscsiadm -m discovery` / `-m node` listings (`portal,tpgt target` per line).
-pub fn parse_discovery(text: &str) -> Parsed<DiscoveredTarget> {
-    let mut out = Parsed::default();
+pub fn parse_discovery(text: &str) -> ParsedListing<DiscoveredTarget> {
+    let mut out = ParsedListing::default();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
         if line.trim().is_empty() {
@@ -1192,8 +1193,8 @@ pub enum LoginLine {
 
 /// Parses the output of `iscsiadm -m node … --login` / `--logout` (stdout and stderr
 /// together, in order). Unknown lines are skipped.
-pub fn parse_login_output(text: &str) -> Parsed<LoginLine> {
-    let mut out = Parsed::default();
+pub fn parse_login_output(text: &str) -> ParsedListing<LoginLine> {
+    let mut out = ParsedListing::default();
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -1654,8 +1655,8 @@ impl IscsiadmRecord {
 
 /// Parses node/iface records. Lines outside a `BEGIN`/`END` pair are still collected into a
 /// record, so output without the markers works too.
-pub fn parse_records(text: &str) -> Parsed<IscsiadmRecord> {
-    let mut out = Parsed::default();
+pub fn parse_records(text: &str) -> ParsedListing<IscsiadmRecord> {
+    let mut out = ParsedListing::default();
     let mut cur: Option<IscsiadmRecord> = None;
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
