@@ -115,7 +115,7 @@ pub(crate) fn facts(cfg: &Config, origin: &ConfigOrigin) -> crate::core::doctor:
     let live = sources.is_live();
     let iscsi = Iscsiadm::new(cfg.paths.iscsiadm.clone(), cfg.recovery.iscsiadm_timeout);
     let resetter = SysfsResetter::new(crate::compose::reset_config(cfg));
-    let route = |ip: std::net::IpAddr| -> Result<String, String> {
+    let route = move |ip: std::net::IpAddr| -> Result<String, String> {
         if live {
             crate::io::route::route_netdev(ip).map_err(|e| e.to_string())
         } else {

@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,6 +33,7 @@ use crate::io::iscsiadm::IscsiAdm;
 use crate::io::netlink::{BlockingTransport, NetlinkError, NldevClient, Skips};
 use crate::io::process::{is_executable, Invocation, Runner};
 use crate::io::reset::{DeviceResetter, Sysfs};
+use crate::io::route::RouteLookup;
 use crate::io::sysfs::attr::{link_name, read_attr};
 use crate::io::sysfs::{self as sysfs_scan, Parent, SysfsDevice};
 
@@ -80,9 +80,6 @@ impl Sources {
     }
 }
 
-/// Finds the netdev the kernel routes an address through.
-pub type RouteLookup<'a> = &'a dyn Fn(IpAddr) -> Result<String, String>;
-
 /// What doctor asks besides files: the kernel (netlink), iscsiadm, the resetter's plan, the
 /// tools it runs (devlink), the host's addresses and routes, and the daemon's answer.
 pub struct Witnesses<'a, T> {
@@ -97,7 +94,7 @@ pub struct Witnesses<'a, T> {
     /// The host's interface addresses (session placement).
     pub addresses: Vec<NetdevAddr>,
     /// Route lookups (session placement).
-    pub routes: RouteLookup<'a>,
+    pub routes: &'a RouteLookup,
     /// The daemon's answer on its control socket.
     pub daemon: DaemonWitness,
 }
@@ -674,7 +671,7 @@ fn read_iscsi(
     cm_ids: &[CmIdEntry],
     ports: &[RdmaPortNetdev],
     addresses: &[NetdevAddr],
-    routes: RouteLookup<'_>,
+    routes: &RouteLookup,
 ) -> IscsiFacts {
     let conf = src.iscsi.join("iscsid.conf");
     let iscsid_conf = match read_text(&conf) {
@@ -758,7 +755,7 @@ fn sessions(
     cm_ids: &[CmIdEntry],
     ports: &[RdmaPortNetdev],
     addresses: &[NetdevAddr],
-    routes: RouteLookup<'_>,
+    routes: &RouteLookup,
 ) -> Result<Vec<SessionFact>, String> {
     let parsed = iscsi.session_details().map_err(|e| e.to_string())?;
     let mut route_map = BTreeMap::new();

@@ -198,6 +198,11 @@ pub fn decode_reply(datagram: &[u8], seq: u32) -> Result<Option<RouteAnswer>, Re
     Ok(None)
 }
 
+/// Names the netdev the kernel routes an address through (`ip route get`, [`route_netdev`]
+/// or a double); `Err` says why there is no answer. The daemon shares one
+/// (`Arc<RouteLookup>`), doctor borrows one.
+pub type RouteLookup = dyn Fn(IpAddr) -> Result<String, String> + Send + Sync;
+
 /// What [`decode_reply`] could not turn into an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplyDecodeError {

@@ -63,7 +63,7 @@ struct Loop {
     clock: Arc<dyn Clock>,
     notifier: Notifier,
     addresses: AddressLister,
-    routes: RouteLookup,
+    routes: Arc<RouteLookup>,
     journal: Journal,
     /// The journal write running on a blocking thread, if any: the shutdown write waits
     /// for it, so the last snapshot written is the final one.
