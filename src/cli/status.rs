@@ -28,7 +28,7 @@ use crate::core::nldev::{path_mig_state_name, IbPortState, PhysState, QpEntry};
 use crate::core::time::Instant;
 use crate::core::topology::{Device, StuckPort, Topology};
 use crate::error::Error;
-use crate::io::netlink::{NetlinkError, NldevClient, Skips, Transport};
+use crate::io::netlink::{BlockingTransport, NetlinkError, NldevClient, Skips};
 use crate::io::sysfs::{self, Parent, SysfsDevice, SysfsScan};
 
 /// Arguments.
@@ -154,7 +154,7 @@ pub struct Gathered {
 /// [`gather`], after probing the kernel's capabilities (device events, the CM id table,
 /// driver folders; `io::kernel_caps`) through the same client; the release is read under
 /// `proc_root`.
-pub fn gather_with_caps<T: Transport>(
+pub fn gather_with_caps<T: BlockingTransport>(
     client: Result<NldevClient<T>, NetlinkError>,
     sysfs_root: &Path,
     proc_root: &Path,
@@ -169,7 +169,7 @@ pub fn gather_with_caps<T: Transport>(
 }
 
 /// Reads sysfs, then one netlink snapshot through `client` (or records why there is none).
-pub fn gather<T: Transport>(
+pub fn gather<T: BlockingTransport>(
     client: Result<NldevClient<T>, NetlinkError>,
     sysfs_root: &Path,
 ) -> Gathered {

@@ -176,14 +176,14 @@ pub fn execute(
 pub fn syslog_alert(
     a: &crate::core::recovery::Alert,
     cfg: &crate::config::Alerts,
-) -> crate::io::syslog::Alert {
+) -> crate::io::syslog::AlertMessage {
     let severity = cfg.syslog_severity(a.severity);
     let what = if a.count > 1 {
         format!("{} ({} times)", a.summary, a.count)
     } else {
         a.summary.clone()
     };
-    crate::io::syslog::Alert {
+    crate::io::syslog::AlertMessage {
         severity,
         what,
         why: a.detail.clone(),

@@ -31,7 +31,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::core::driver::{Effect, EffectId, EffectKind, Refusal};
 use crate::core::recovery::{
-    ActionKind, Engine, IscsiadmStatus, Outcome, Phase, PortId, RecreateResult, Transition,
+    ActionKind, Engine, IscsiadmOutcome, Outcome, Phase, PortId, RecreateResult, Transition,
 };
 use crate::core::selftest::SelfTestResult;
 use crate::core::topology::Topology;
@@ -77,14 +77,14 @@ impl Source {
 
 /// A recovery the driver started, remembered until its outcome comes back.
 #[derive(Debug, Clone, Copy)]
-enum Started {
+enum StartedRecovery {
     Recreate,
     Reconnect,
 }
 
 /// A port's fault episode, for the fault-to-recovery histogram.
 #[derive(Debug, Clone)]
-struct Episode {
+struct OpenEpisode {
     /// Engine time (ms) the port left Healthy.
     start_ms: u64,
     /// The fault, once the engine named it.
@@ -132,11 +132,11 @@ struct Inner {
     topology: Arc<census::TopologyCollector>,
     engine: Arc<census::EngineCollector>,
     /// Recoveries in flight, by effect id (their outcome names no action).
-    started: Mutex<BTreeMap<EffectId, Started>>,
+    started: Mutex<BTreeMap<EffectId, StartedRecovery>>,
     /// Port self-tests in flight, by effect id, with their port.
     selftests: Mutex<BTreeMap<EffectId, PortId>>,
     /// Ports out of Healthy, with when they left it.
-    episodes: Mutex<BTreeMap<PortId, Episode>>,
+    episodes: Mutex<BTreeMap<PortId, OpenEpisode>>,
     /// The netlink client's counters as last seen (exported as the increase since).
     client_stats: Mutex<crate::io::netlink::ClientStats>,
 }
@@ -449,7 +449,7 @@ impl Metrics {
 
     /// Live metrics if `cfg` enables them and this is the daemon (`daemon`), else
     /// [`Metrics::disabled`].
-    pub fn for_config(cfg: &crate::config::Metrics, daemon: bool) -> Metrics {
+    pub fn for_config(cfg: &crate::config::MetricsConfig, daemon: bool) -> Metrics {
         if cfg.enabled && daemon {
             Metrics::new()
         } else {
@@ -646,8 +646,8 @@ impl Metrics {
                     .get_or_create(&l1("action", action_name(&action.kind)))
                     .inc();
                 let started = match &action.kind {
-                    ActionKind::RecreateDevice { .. } => Some(Started::Recreate),
-                    ActionKind::IscsiLogin { .. } => Some(Started::Reconnect),
+                    ActionKind::RecreateDevice { .. } => Some(StartedRecovery::Recreate),
+                    ActionKind::IscsiLogin { .. } => Some(StartedRecovery::Reconnect),
                     ActionKind::SelfTestPort { device, port, .. } => {
                         lock(&i.selftests).insert(effect.id, PortId::new(device.clone(), *port));
                         None
@@ -663,8 +663,8 @@ impl Metrics {
                 };
                 if let Some(s) = started {
                     let action = match s {
-                        Started::Recreate => "recreate_device",
-                        Started::Reconnect => "reconnect",
+                        StartedRecovery::Recreate => "recreate_device",
+                        StartedRecovery::Reconnect => "reconnect",
                     };
                     i.f.recoveries_started
                         .get_or_create(&l1("action", action))
@@ -703,22 +703,28 @@ impl Metrics {
                 return;
             };
             let (action, ok, method) = match (started, outcome) {
-                (Started::Recreate, Outcome::Recreate(RecreateResult::Recreated { .. })) => {
-                    ("recreate_device", true, method.unwrap_or("unknown"))
-                }
-                (Started::Recreate, Outcome::Recreate(RecreateResult::Unsupported { .. })) => {
-                    ("recreate_device", false, "none")
-                }
-                (Started::Recreate, Outcome::NotRun { .. }) => {
+                (
+                    StartedRecovery::Recreate,
+                    Outcome::Recreate(RecreateResult::Recreated { .. }),
+                ) => ("recreate_device", true, method.unwrap_or("unknown")),
+                (
+                    StartedRecovery::Recreate,
+                    Outcome::Recreate(RecreateResult::Unsupported { .. }),
+                ) => ("recreate_device", false, "none"),
+                (StartedRecovery::Recreate, Outcome::NotRun { .. }) => {
                     ("recreate_device", false, "not_run")
                 }
-                (Started::Recreate, _) => ("recreate_device", false, method.unwrap_or("unknown")),
+                (StartedRecovery::Recreate, _) => {
+                    ("recreate_device", false, method.unwrap_or("unknown"))
+                }
                 (
-                    Started::Reconnect,
-                    Outcome::Iscsiadm(IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn),
+                    StartedRecovery::Reconnect,
+                    Outcome::Iscsiadm(IscsiadmOutcome::Success | IscsiadmOutcome::AlreadyLoggedIn),
                 ) => ("reconnect", true, "iscsiadm"),
-                (Started::Reconnect, Outcome::NotRun { .. }) => ("reconnect", false, "not_run"),
-                (Started::Reconnect, _) => ("reconnect", false, "iscsiadm"),
+                (StartedRecovery::Reconnect, Outcome::NotRun { .. }) => {
+                    ("reconnect", false, "not_run")
+                }
+                (StartedRecovery::Reconnect, _) => ("reconnect", false, "iscsiadm"),
             };
             let family = if ok {
                 &i.f.recoveries_succeeded
@@ -774,7 +780,7 @@ impl Metrics {
             } else if t.from == Phase::Healthy {
                 episodes.insert(
                     t.port.clone(),
-                    Episode {
+                    OpenEpisode {
                         start_ms: t.at.as_millis(),
                         fault: None,
                     },
@@ -792,7 +798,7 @@ impl Metrics {
             {
                 let mut episodes = lock(&i.episodes);
                 for p in engine.ports().filter(|p| p.phase() != Phase::Healthy) {
-                    let e = episodes.entry(p.id.clone()).or_insert_with(|| Episode {
+                    let e = episodes.entry(p.id.clone()).or_insert_with(|| OpenEpisode {
                         start_ms: p.episode().map_or(p.since, |e| e.since).as_millis(),
                         fault: None,
                     });

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::{Check, CheckKind, Verdict};
+use super::{Check, CheckKind, CheckVerdict};
 use crate::nvme_fabrics::NvmeRdmaController;
 
 /// What the NVMe check is judged from.
@@ -38,7 +38,7 @@ pub fn nvme_reconnect_check(f: &NvmeReconnectFacts) -> Option<Check> {
         Check::new(
             CheckKind::CmIds,
             "nvme-rdma",
-            Verdict::Warning,
+            CheckVerdict::Warning,
             format!(
                 "{n} NVMe over RDMA controller(s): NOT brought back after a re-creation \
                  (recovery.nvme-reconnect = false)"
@@ -49,7 +49,7 @@ pub fn nvme_reconnect_check(f: &NvmeReconnectFacts) -> Option<Check> {
         Check::new(
             CheckKind::CmIds,
             "nvme-rdma",
-            Verdict::Warning,
+            CheckVerdict::Warning,
             format!(
                 "{n} NVMe over RDMA controller(s): NOT brought back after a re-creation, \
                  nvme-cli is not installed ({} is missing)",
@@ -61,7 +61,7 @@ pub fn nvme_reconnect_check(f: &NvmeReconnectFacts) -> Option<Check> {
         Check::new(
             CheckKind::CmIds,
             "nvme-rdma",
-            Verdict::Ok,
+            CheckVerdict::Ok,
             format!(
                 "{n} NVMe over RDMA controller(s): nvme connect ({}) brings them back after a \
                  re-creation and each is verified; a live one still holds an automatic \
@@ -107,7 +107,7 @@ mod tests {
     fn without_nvme_cli_the_controllers_are_said_not_brought_back() {
         assert!(nvme_reconnect_check(&facts(false, true, 0)).is_none());
         let c = nvme_reconnect_check(&facts(false, true, 1)).unwrap();
-        assert_eq!(c.verdict, Verdict::Warning);
+        assert_eq!(c.verdict, CheckVerdict::Warning);
         assert!(
             c.finding.contains("nvme-cli is not installed"),
             "{}",
@@ -115,10 +115,10 @@ mod tests {
         );
         assert!(c.evidence[0].contains("nvme0"), "{:?}", c.evidence);
         let c = nvme_reconnect_check(&facts(true, false, 1)).unwrap();
-        assert_eq!(c.verdict, Verdict::Warning);
+        assert_eq!(c.verdict, CheckVerdict::Warning);
         assert!(c.finding.contains("recovery.nvme-reconnect = false"));
         let c = nvme_reconnect_check(&facts(true, true, 2)).unwrap();
-        assert_eq!(c.verdict, Verdict::Ok);
+        assert_eq!(c.verdict, CheckVerdict::Ok);
         assert!(c.finding.starts_with("2 NVMe over RDMA controller(s)"));
     }
 }

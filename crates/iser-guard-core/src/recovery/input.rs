@@ -788,7 +788,7 @@ impl fmt::Display for RecreateResult {
 /// What one iscsiadm invocation means to the engine; the exit codes themselves are given
 /// meaning in one table, [`crate::iscsi::IscsiadmStatus`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum IscsiadmStatus {
+pub enum IscsiadmOutcome {
     /// Exit 0.
     Success,
     /// Exit 15 (ISCSI_ERR_SESS_EXISTS): already logged in. Counts as success for a login.
@@ -810,7 +810,7 @@ pub enum IscsiadmStatus {
     },
 }
 
-impl IscsiadmStatus {
+impl IscsiadmOutcome {
     /// Maps an iscsiadm exit code (and its last output line) to a status, through the one
     /// exit-code table ([`crate::iscsi::IscsiadmStatus`], see
     /// [`iscsiadm_outcome`](super::iscsiadm_outcome)).
@@ -819,27 +819,27 @@ impl IscsiadmStatus {
     }
 }
 
-impl fmt::Display for IscsiadmStatus {
+impl fmt::Display for IscsiadmOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            IscsiadmStatus::Success => f.write_str("succeeded"),
-            IscsiadmStatus::AlreadyLoggedIn => f.write_str("already logged in"),
-            IscsiadmStatus::NotFound => f.write_str("no such session"),
-            IscsiadmStatus::Timeout => f.write_str("timed out"),
-            IscsiadmStatus::AuthFailed => f.write_str("login refused (authentication)"),
-            IscsiadmStatus::Other {
+            IscsiadmOutcome::Success => f.write_str("succeeded"),
+            IscsiadmOutcome::AlreadyLoggedIn => f.write_str("already logged in"),
+            IscsiadmOutcome::NotFound => f.write_str("no such session"),
+            IscsiadmOutcome::Timeout => f.write_str("timed out"),
+            IscsiadmOutcome::AuthFailed => f.write_str("login refused (authentication)"),
+            IscsiadmOutcome::Other {
                 code: Some(code),
                 message,
             } if message.is_empty() => write!(f, "exit {code}"),
-            IscsiadmStatus::Other {
+            IscsiadmOutcome::Other {
                 code: Some(code),
                 message,
             } => write!(f, "exit {code}: {message}"),
-            IscsiadmStatus::Other {
+            IscsiadmOutcome::Other {
                 code: None,
                 message,
             } if message.is_empty() => f.write_str("killed by a signal"),
-            IscsiadmStatus::Other {
+            IscsiadmOutcome::Other {
                 code: None,
                 message,
             } => write!(f, "killed by a signal: {message}"),
@@ -855,7 +855,7 @@ pub enum Outcome {
     /// For [`ActionKind::RecreateDevice`](super::ActionKind::RecreateDevice).
     Recreate(RecreateResult),
     /// For the iscsiadm actions.
-    Iscsiadm(IscsiadmStatus),
+    Iscsiadm(IscsiadmOutcome),
     /// For [`ActionKind::SelfTestPort`](super::ActionKind::SelfTestPort): what the port
     /// self-test found, or why it could not run.
     SelfTest(crate::selftest::SelfTestResult),

@@ -28,7 +28,7 @@ pub use adapter::{
     KernelReading,
 };
 pub use input::{
-    BlockedStep, CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmStatus, MethodFailure,
+    BlockedStep, CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmOutcome, MethodFailure,
     Observation, OperatorCommand, Outcome, PortId, Portal, PortalError, ProbeResult,
     RecreateResult, ScanComplete, SessionInfo, SessionKey, SessionState, StuckEvidence, TaskId,
     Trust,
