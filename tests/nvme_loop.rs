@@ -1,7 +1,7 @@
 //! The daemon's loop with an NVMe over RDMA controller on the device it re-creates (the
 //! builder of tests/support/daemon_loop.rs): the controller the topology source reported is
 //! remembered in the journal before the re-creation, handed to the NVMe executor after it,
-//! and its verdict alerted.
+//! and its result alerted.
 
 #[path = "support/daemon_loop.rs"]
 mod daemon_loop;
@@ -66,7 +66,7 @@ async fn the_controllers_on_the_recreated_device_are_journaled_reconnected_and_a
     .await;
     assert_eq!(d.doubles.nvme.calls(), vec![vec![controller()]]);
     d.host.set("LOGGED_IN");
-    wait_for(20, "no NVMe verdict", || {
+    wait_for(20, "no NVMe result", || {
         d.doubles.alerts.alerts().iter().any(|a| {
             a.what
                 .contains("NVMe over RDMA controller(s) on rocep2s0f0 NOT back")
@@ -86,8 +86,8 @@ async fn the_controllers_on_the_recreated_device_are_journaled_reconnected_and_a
         "{}",
         a.why
     );
-    // The verdict is journaled with the controller.
-    wait_for(20, "verdict not journaled", || {
+    // The result is journaled with the controller.
+    wait_for(20, "result not journaled", || {
         std::fs::read_to_string(Journal::new(dir.path()).path())
             .unwrap()
             .contains("read-failed")

@@ -1,5 +1,5 @@
 //! The NVMe over RDMA controllers of a re-creation's record to and from their journal form
-//! (`v2::JournalNvmeCtrl`: the remembered parameters, and the verdict once reported).
+//! (`v2::JournalNvmeCtrl`: the remembered parameters, and the result once reported).
 
 use super::v2::{JournalNvmeCtrl, JournalNvmeResult};
 use super::JournalFormatError;
@@ -7,7 +7,7 @@ use crate::nvme_fabrics::{
     FabricsAddress, NvmeBackResult, NvmeNsRef, NvmeRdmaController, NvmeReconnectReport,
 };
 
-/// The journal form of `remembered`, each with its verdict in `back` if there is one.
+/// The journal form of `remembered`, each with its result in `back` if there is one.
 pub(super) fn out(
     remembered: &[NvmeRdmaController],
     back: &[NvmeReconnectReport],
@@ -108,7 +108,7 @@ pub(super) fn controller_in(j: &JournalNvmeCtrl) -> NvmeRdmaController {
     }
 }
 
-/// The verdicts of the entries that have one.
+/// The results of the entries that have one.
 pub(super) fn reports_in(
     js: &[JournalNvmeCtrl],
 ) -> Result<Vec<NvmeReconnectReport>, JournalFormatError> {

@@ -1,8 +1,8 @@
 //! NVMe over RDMA controllers around a re-creation: remembered in the re-creation's record
 //! when it is decided (journaled with it, before the device goes), reconnected once the
-//! device is back ([`ActionKind::NvmeReconnect`]), and their verdicts kept in the record and
+//! device is back ([`ActionKind::NvmeReconnect`]), and their results kept in the record and
 //! told in one alert. The port's own recovery (iSCSI reconnect, verification) does not wait
-//! for them: they are another consumer of the device, with their own verdict.
+//! for them: they are another consumer of the device, with their own result.
 //!
 //! Policy (issue 23): a live controller still holds an automatic re-creation
 //! (`[recovery.consumers] nvme-rdma`, `crate::consumers::in_the_way`), reconnect or not:
