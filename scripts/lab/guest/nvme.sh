@@ -57,25 +57,33 @@ nvme_state() {
 	c=$(nvme_ctrl) || { echo none; return; }
 	cat /sys/class/nvme/$c/state 2>/dev/null || echo none
 }
-# nvme_disk: /dev/nvmeXnY of the lab's namespace, or nothing
+# nvme_disk: the block device (/dev/nvmeXnY) of the lab's namespace, or nothing. With native
+# NVMe multipath (Debian's default) the controller's child nvmeXcYnZ is a hidden path node with
+# no /dev entry; the block device is the subsystem's head nvmeXnZ. Only a real block device
+# counts: a dd to a missing /dev path would write a regular file and "succeed".
 nvme_disk() {
-	local c n
+	local c s n
 	c=$(nvme_ctrl) || return 1
+	for s in /sys/class/nvme-subsystem/*; do
+		[ "$(cat $s/subsysnqn 2>/dev/null)" = $NVME_NQN ] || continue
+		[ -e $s/$c ] || continue
+		for n in $s/nvme*n*; do
+			[ -e "$n" ] || continue
+			[ -b /dev/$(basename $n) ] && { echo /dev/$(basename $n); return 0; }
+		done
+	done
 	for n in /sys/class/nvme/$c/nvme*n*; do
 		[ -e "$n" ] || continue
-		n=$(basename $n)
-		# nvmeXcYnZ is the path node of a multipath namespace; its block device is nvmeXnZ
-		[ -e /sys/block/$n ] && { echo /dev/$n; return 0; }
-	done
-	for n in /sys/block/nvme*n*; do
-		[ -e "$n/device" ] && [ "$(basename $(readlink -f $n/device))" = $c ] && { echo /dev/$(basename $n); return 0; }
+		[ -b /dev/$(basename $n) ] && { echo /dev/$(basename $n); return 0; }
 	done
 	return 1
 }
+nvme_has_disk() { nvme_disk > /dev/null; }
 # nvme_io_check: one bounded direct-I/O write and read on the namespace
 nvme_io_check() {
 	local dev
 	dev=$(nvme_disk) || return 1
+	[ -b "$dev" ] || return 1
 	(dd if=/dev/urandom of=$dev bs=4k count=32 oflag=direct conv=fsync status=none &&
 		dd if=$dev of=/dev/null bs=4k count=32 iflag=direct status=none && echo ok) > /tmp/nvme-dio.out 2>&1 &
 	local p=$! i

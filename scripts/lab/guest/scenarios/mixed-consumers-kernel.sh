@@ -37,7 +37,7 @@ scenario_mixed_consumers_kernel() {
 	# the NVMe controller: back when a controller to the same subsystem is live with its namespace
 	local t0=$(now) nv=
 	while python3 -c "import sys; sys.exit(0 if $(now)-$t0 < 60 else 1)"; do
-		if [ "$(nvme_state)" = live ] && nvme_disk > /dev/null; then nv=$(now); break; fi
+		if [ "$(nvme_state)" = live ] && nvme_has_disk; then nv=$(now); break; fi
 		sleep 0.25
 	done
 	sleep 5 # a second re-creation would show here
@@ -47,7 +47,7 @@ scenario_mixed_consumers_kernel() {
 	check "session LOGGED_IN" session_logged_in
 	check "iSCSI direct-I/O write and read" direct_io_check
 	check "the NVMe controller is live again ($(nvme_ctrl) $(nvme_state))" [ "$(nvme_state)" = live ]
-	check "its namespace is present ($(nvme_disk))" nvme_disk
+	check "its namespace is present ($(nvme_disk))" nvme_has_disk
 	check "NVMe direct-I/O write and read" nvme_io_check
 	check "daemon still running" daemon_alive
 	check "the daemon's log names the NVMe controller it connected again" grep -q "$NVME_NQN" "$SOUT/daemon.log"

@@ -26,7 +26,7 @@ scenario_nvme_recreate_alone() {
 	check "nvme-rdma deleted the controller with the device" [ -n "$gone" ]
 	sleep 30
 	check "30 s later the controller has not come back ($(nvme_state))" not nvme_ctrl
-	check "nor its namespace" not nvme_disk
+	check "nor its namespace" not nvme_has_disk
 	local w=$(wait_logged_in 60)
 	check "the iSER session came back by itself ($w)" session_logged_in
 	nvme_teardown
