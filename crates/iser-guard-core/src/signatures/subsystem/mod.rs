@@ -196,6 +196,9 @@ pub fn could_recognise(text: &str) -> bool {
         || untagged_frame_function(word).is_some()
         || blk_status_disk(t).is_some()
         || t.split(' ').next().is_some_and(|w| w.ends_with(":(pid"))
+        || word
+            .split_once('/')
+            .is_some_and(|(d, _)| tables::looks_like_rdma_dev(d))
 }
 
 /// Syslog level names, for text output.
@@ -234,7 +237,9 @@ pub fn recognise(
         b'c' | b's' => iscsi_class_line(t),
         b'B' if t.starts_with("Buffer I/O error on dev") => buffer_line(t),
         b'N' if t.starts_with("NETDEV WATCHDOG: ") => watchdog_line(t),
-        b'R' if t.starts_with("RIP: ") => frame_line(t),
+        // 4.x's end-of-report summary appends the stack pointer: `RIP: func+0x3c/0x190
+        // [mod] RSP: ffffbbae48c8fdf0`.
+        b'R' if t.starts_with("RIP: ") => frame_line(t.split(" RSP: ").next().unwrap_or(t)),
         b'R' if t.starts_with("RPC:") => rpc_rdma_line(t),
         b'R' if t.starts_with("RDMA CM") => rdma_cm_line(t),
         b'W' if t.starts_with("Workqueue: ") => frame_line(t),
@@ -246,6 +251,7 @@ pub fn recognise(
     if found.is_none() {
         found = mlx_pid_line(t)
             .or_else(|| ipoib_line(t))
+            .or_else(|| rdma_port_line(t))
             .or_else(|| partition_line(t))
             .or_else(|| target_line(t))
             .or_else(|| bare_scsi_line(t))
@@ -484,6 +490,28 @@ fn is_ipoib_netdev(word: &str) -> bool {
     r.as_bytes().first().is_some_and(u8::is_ascii_digit)
         && word.len() <= 15
         && r.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'.')
+}
+
+/// `<ibdev>/<port>: message`: an RDMA device and port named without `dev_printk`, as
+/// mlx5_ib's `mlx5_ib_qp_err_syndrome` does (drivers/infiniband/hw/mlx5/qp.c: `pr_err("%s/%d:
+/// QP %d error: %s (0x%x 0x%x 0x%x)\n", ibqp->device->name, ibqp->port, …)`). The device
+/// name must be one the RDMA drivers or rdma-core's udev rules give
+/// ([`tables::looks_like_rdma_dev`]).
+fn rdma_port_line(t: &str) -> Option<SubsystemEvent> {
+    let (head, message) = t.split_once(": ")?;
+    let (dev, port) = head.split_once('/')?;
+    if port.is_empty() || !port.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    if !tables::looks_like_rdma_dev(dev) {
+        return None;
+    }
+    let origin = dev.starts_with("mlx5").then_some("mlx5_ib");
+    let mut ev = event(Subsystem::RdmaDriver, origin, LineShape::Message, message);
+    ev.device.rdma_dev = Some(dev.to_string());
+    ev.device.port = port.parse().ok();
+    ev.device.driver = origin.map(str::to_string);
+    Some(ev)
 }
 
 /// `ib0: multicast join failed for ff12:401b:…, status -22` (IPoIB).

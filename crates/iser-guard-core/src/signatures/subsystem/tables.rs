@@ -142,6 +142,28 @@ pub(crate) const NAMES: &[Name] = &[
     n("nfs", Subsystem::Nfs),
 ];
 
+/// How the kernel and rdma-core name RDMA devices: the drivers' `ib_register_device` name
+/// templates (`mlx5_%d`, `mlx5_bond_%d`, `irdma%d`, `bnxt_re%d`, `qedr%d`, `hns_%d`,
+/// `efa_%d`, `erdma_%d`, `mana_%d`, `siw_…`/`rxe_…` as the user names them) and
+/// rdma-core's udev naming (`rocep33s0f0`, `roceo1`, `ibp3s0`, `iwp2s0`, …: the `NAME_*`
+/// policies of kernel-boot/rdma_rename.c).
+#[rustfmt::skip]
+const RDMA_DEV_PREFIXES: &[&str] = &[
+    "mlx5_", "mlx4_", "irdma", "i40iw", "bnxt_re", "qedr", "hns_", "efa_", "erdma_",
+    "mana_", "ionic_", "ocrdma", "vmw_pvrdma", "cxgb4_", "hfi1_", "qib", "usnic_", "rxe",
+    "siw", "roce", "ibp", "ibs", "ibo", "iwp", "iws", "iwo",
+];
+
+/// True when `name` is an RDMA device name ([`RDMA_DEV_PREFIXES`], then word characters
+/// only, at most 64 bytes as IB_DEVICE_NAME_MAX allows).
+pub(crate) fn looks_like_rdma_dev(name: &str) -> bool {
+    name.len() <= 64
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        && RDMA_DEV_PREFIXES
+            .iter()
+            .any(|p| name.len() > p.len() && name.starts_with(p))
+}
+
 /// Names whose `pr_fmt` is `"<name> "`, without a colon (drivers/infiniband/ulp/srpt/
 /// ib_srpt.c).
 pub(crate) const SPACE_PREFIXED: &[&str] = &["ib_srpt"];
