@@ -184,7 +184,11 @@ pub fn could_recognise(text: &str) -> bool {
     if t.trim_end().ends_with(']') {
         return true;
     }
-    if tables::is_target_opening(t) || t.starts_with("SCSI ") {
+    if tables::is_target_opening(t)
+        || t.starts_with("SCSI ")
+        || t.starts_with("Dev ")
+        || t.starts_with("Loading iSCSI")
+    {
         return true;
     }
     let end = t.find([' ', ':']).unwrap_or(t.len());
@@ -253,6 +257,8 @@ pub fn recognise(
             .or_else(|| ipoib_line(t))
             .or_else(|| rdma_port_line(t))
             .or_else(|| partition_line(t))
+            .or_else(|| amiga_partition_line(t))
+            .or_else(|| iscsi_transport_banner(t))
             .or_else(|| target_line(t))
             .or_else(|| bare_scsi_line(t))
             .or_else(|| blk_status_line(t));
@@ -310,7 +316,7 @@ fn prefixed_line(t: &str) -> Option<SubsystemEvent> {
         // `pr_fmt` module or `__func__` prefix.
         let mut ev = if let Some(sub) = tables::subsystem_of(word) {
             pr_fmt_line(sub, word, after)
-        } else if is_identifier(word) {
+        } else if is_identifier(word.strip_suffix("()").unwrap_or(word)) {
             let sub = tables::subsystem_of_function(word)?;
             event(sub, None, LineShape::Message, after)
         } else {
@@ -1003,6 +1009,29 @@ fn partition_line(t: &str) -> Option<SubsystemEvent> {
     let mut ev = event(Subsystem::Block, None, LineShape::Message, message);
     ev.device.disk = Some(disk.to_string());
     Some(ev)
+}
+
+/// block/partitions/amiga.c's `Dev %s: unable to read RDB block %d`: the partition scan of
+/// a disk that does not answer (an iSCSI disk whose session is failing), printed before the
+/// ` sdb: unable to read partition table` line. Only storage disks are taken.
+fn amiga_partition_line(t: &str) -> Option<SubsystemEvent> {
+    let (disk, message) = t.strip_prefix("Dev ")?.split_once(": ")?;
+    if !is_storage_disk(disk) {
+        return None;
+    }
+    let mut ev = event(Subsystem::Block, None, LineShape::Message, message);
+    ev.device.disk = Some(disk.to_string());
+    Some(ev)
+}
+
+/// scsi_transport_iscsi.c iscsi_transport_init's banner, printed without a prefix:
+/// `Loading iSCSI transport class v2.0-870.`.
+fn iscsi_transport_banner(t: &str) -> Option<SubsystemEvent> {
+    t.starts_with("Loading iSCSI transport class").then(|| {
+        let mut ev = event(Subsystem::Iscsi, None, LineShape::Message, t);
+        ev.device.driver = Some("scsi_transport_iscsi".into());
+        ev
+    })
 }
 
 /// fs/buffer.c `Buffer I/O error on dev sdb1, logical block …` (older kernels: `on

@@ -111,6 +111,10 @@ pub(crate) const NAMES: &[Name] = &[
     n("scsi", Subsystem::Scsi),
     n("scsi_mod", Subsystem::Scsi),
     n("scsi_dh_alua", Subsystem::Scsi),
+    // The device handlers' own names (scsi_dh_alua.c ALUA_DH_NAME, scsi_dh_rdac.c
+    // RDAC_NAME): `alua: device handler registered`, `rdac: LUN 0 (IOSHIP) (owned)`.
+    n("alua", Subsystem::Scsi),
+    n("rdac", Subsystem::Scsi),
     // Block layer and multipath.
     n("block", Subsystem::Block),
     n("blk_update_request", Subsystem::Block),
@@ -242,6 +246,10 @@ pub(crate) const FUNCTION_PREFIXES: &[(&str, Subsystem)] = &[
     // block layer (`blk_cloned_rq_check_limits: over max size limit`).
     ("scsi_", Subsystem::Scsi),
     ("blk_", Subsystem::Block),
+    // block/partitions/ldm.c ldm_crit/ldm_error: `printk("%s(): " f, __func__)`, the
+    // partition scan of a disk that does not answer (`ldm_validate_partition_table():
+    // Disk read failed.`).
+    ("ldm_", Subsystem::Block),
 ];
 
 /// The subsystem of a function name by its prefix (`__ib_cache_gid_add` → RDMA core).

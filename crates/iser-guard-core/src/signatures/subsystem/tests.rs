@@ -727,3 +727,43 @@ fn more_lio_openings_from_the_target_sources() {
         assert_eq!(recognise(t, None, None), None, "{t}");
     }
 }
+
+#[test]
+fn partition_scan_device_handler_and_transport_banner_lines() {
+    // block/partitions/amiga.c amiga_partition: pr_err("Dev %s: unable to read RDB block %d\n")
+    let e = rec("Dev sdb: unable to read RDB block 8");
+    assert_eq!(e.subsystem, Subsystem::Block);
+    assert_eq!(e.device.disk.as_deref(), Some("sdb"));
+    assert_eq!(e.level, 3);
+    assert!(could_recognise("Dev sdb: unable to read RDB block 8"));
+    // …not for a floppy or a loop device.
+    assert_eq!(
+        recognise("Dev fd0: unable to read RDB block 0", None, None),
+        None
+    );
+    assert_eq!(
+        recognise("Dev loop0: unable to read RDB block 0", None, None),
+        None
+    );
+    // block/partitions/ldm.c ldm_validate_partition_table: ldm_crit("Disk read failed.")
+    // = printk(KERN_CRIT "%s(): " f "\n", __func__)
+    let e = rec("ldm_validate_partition_table(): Disk read failed.");
+    assert_eq!(e.subsystem, Subsystem::Block);
+    // scsi_dh_alua.c alua_init: pr_info(ALUA_DH_NAME ": device handler registered\n")
+    assert_eq!(
+        rec("alua: device handler registered").subsystem,
+        Subsystem::Scsi
+    );
+    // scsi_transport_iscsi.c iscsi_transport_init: printk(KERN_INFO "Loading iSCSI
+    // transport class v%s.\n", ISCSI_TRANSPORT_VERSION)
+    let e = rec("Loading iSCSI transport class v2.0-870.");
+    assert_eq!(e.subsystem, Subsystem::Iscsi);
+    assert!(could_recognise("Loading iSCSI transport class v2.0-870."));
+    for t in [
+        "Dev: nothing",
+        "Loading compiled-in X.509 certificates",
+        "foo(): bar",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
