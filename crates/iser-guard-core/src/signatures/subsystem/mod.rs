@@ -176,7 +176,7 @@ pub fn could_recognise(text: &str) -> bool {
     };
     if matches!(
         first,
-        b'[' | b'<' | b'W' | b'k' | b'c' | b's' | b'B' | b'N' | b'R' | b'?'
+        b'[' | b'<' | b'W' | b'k' | b'c' | b's' | b'B' | b'N' | b'R' | b'?' | b'Q'
     ) {
         return true;
     }
@@ -246,6 +246,7 @@ pub fn recognise(
         b'R' if t.starts_with("RIP: ") => frame_line(t.split(" RSP: ").next().unwrap_or(t)),
         b'R' if t.starts_with("RPC:") => rpc_rdma_line(t),
         b'R' if t.starts_with("RDMA CM") => rdma_cm_line(t),
+        b'Q' if t.starts_with("QPLIB: ") => qplib_line(t),
         b'W' if t.starts_with("Workqueue: ") => frame_line(t),
         _ => None,
     };
@@ -553,6 +554,20 @@ fn rpc_rdma_line(t: &str) -> Option<SubsystemEvent> {
     }
     let mut ev = event(Subsystem::Nfs, Some("rpcrdma"), LineShape::Message, rest);
     ev.device.driver = Some("rpcrdma".into());
+    Some(ev)
+}
+
+/// bnxt_re's `QPLIB: ` tag (drivers/infiniband/hw/bnxt_re/qplib_*.c print it before every
+/// message of the queue-pair library: `QPLIB: cmdq[%#x]=%#x timedout (%d)msec`) when the
+/// `dev_err` prefix before it is gone.
+fn qplib_line(t: &str) -> Option<SubsystemEvent> {
+    let mut ev = event(
+        Subsystem::RdmaDriver,
+        Some("bnxt_re"),
+        LineShape::Message,
+        t.strip_prefix("QPLIB: ")?,
+    );
+    ev.device.driver = Some("bnxt_re".into());
     Some(ev)
 }
 
@@ -1081,6 +1096,8 @@ pub(crate) fn wording_level(message: &str) -> u8 {
         "FAIL",
         "timeout",
         "timed out",
+        // bnxt_re's `QPLIB: cmdq[…] timedout (…)msec`.
+        "timedout",
         "Timeout",
         "unable",
         "Unable",

@@ -767,3 +767,26 @@ fn partition_scan_device_handler_and_transport_banner_lines() {
         assert_eq!(recognise(t, None, None), None, "{t}");
     }
 }
+
+#[test]
+fn other_rdma_drivers_function_and_tag_prefixes() {
+    // drivers/infiniband/hw/bnxt_re/qplib_rcfw.c __send_message_basic:
+    // "QPLIB: cmdq[%#x]=%#x timedout (%d)msec\n" (its dev_err prefix cut away)
+    let e = rec("QPLIB: cmdq[0x4b]=0x15 timedout (20000)msec");
+    assert_eq!(e.subsystem, Subsystem::RdmaDriver);
+    assert_eq!(e.level, 3);
+    assert!(could_recognise(
+        "QPLIB: cmdq[0x4b]=0x15 timedout (20000)msec"
+    ));
+    // i40iw_pr_err(fmt) = pr_err("%s: " fmt, __func__) (drivers/infiniband/hw/i40iw/i40iw.h)
+    assert_eq!(
+        rec("i40iw_deinit_device: state = 11").subsystem,
+        Subsystem::RdmaDriver
+    );
+    // An untagged frame of iw_cxgb4 (built in).
+    assert_eq!(
+        rec(" c4iw_ev_dispatch+0x1d4/0x3a0").subsystem,
+        Subsystem::RdmaDriver
+    );
+    assert_eq!(recognise("QPLIBX: nothing", None, None), None);
+}
