@@ -193,7 +193,7 @@ pub fn could_recognise(text: &str) -> bool {
     }
     let end = t.find([' ', ':']).unwrap_or(t.len());
     let word = &t[..end];
-    tables::subsystem_of(word).is_some()
+    tables::line_prefix_subsystem(word).is_some()
         || tables::subsystem_of_function(word).is_some()
         || word.starts_with("nvme")
         || is_ipoib_netdev(word)
@@ -315,7 +315,7 @@ fn prefixed_line(t: &str) -> Option<SubsystemEvent> {
     let rest = &t[end..];
     if let Some(after) = rest.strip_prefix(": ") {
         // `pr_fmt` module or `__func__` prefix.
-        let mut ev = if let Some(sub) = tables::subsystem_of(word) {
+        let mut ev = if let Some(sub) = tables::line_prefix_subsystem(word) {
             pr_fmt_line(sub, word, after)
         } else if is_identifier(word.strip_suffix("()").unwrap_or(word)) {
             let sub = tables::subsystem_of_function(word)?;

@@ -137,14 +137,21 @@ pub(crate) const NAMES: &[Name] = &[
     n("nvme_auth", Subsystem::Nvme),
     n("nvme_keyring", Subsystem::Nvme),
     // NFS over RDMA: the client transport's `pr_fmt`-less `pr_err("rpcrdma: …")` (verbs.c,
-    // frwr_ops.c, transport.c), the module names as frame tags, the server transport's
-    // `svcrdma: …` (svc_rdma_transport.c, svc_rdma_rw.c) and the NFS client's RPC program
-    // name (`nfs: server … not responding`, net/sunrpc/clnt.c call_timeout).
+    // frwr_ops.c, transport.c), the module names as frame tags, and the server transport's
+    // `svcrdma: …` (svc_rdma_transport.c, svc_rdma_rw.c). The NFS client's `nfs: ` is not
+    // here: it opens a line ([`line_prefix_subsystem`]) but a frame tagged `[nfs]` is
+    // fs/nfs code, not the RDMA transport.
     n("rpcrdma", Subsystem::Nfs),
     n("xprtrdma", Subsystem::Nfs),
     n("svcrdma", Subsystem::Nfs),
-    n("nfs", Subsystem::Nfs),
 ];
+
+/// The subsystem of a `<word>: ` line prefix: a name of [`NAMES`], or `nfs`, the NFS
+/// client's RPC program name that net/sunrpc/clnt.c prints before `server … not
+/// responding, still trying` and `server … OK`.
+pub(crate) fn line_prefix_subsystem(word: &str) -> Option<Subsystem> {
+    subsystem_of(word).or_else(|| (word == "nfs").then_some(Subsystem::Nfs))
+}
 
 /// How the kernel and rdma-core name RDMA devices: the drivers' `ib_register_device` name
 /// templates (`mlx5_%d`, `mlx5_bond_%d`, `irdma%d`, `bnxt_re%d`, `qedr%d`, `hns_%d`,

@@ -543,6 +543,9 @@ fn nfs_over_rdma_lines_are_the_nfs_subsystem() {
         "NFS: Registering the id_resolver key type",
         "nfsd: last server has exited, flushing export cache",
         "rpc-srv/tcp: nfsd: got error -104 when sending 140 bytes - shutting down socket",
+        // fs/nfs's frames are the file system, not the transport.
+        " nfs_file_write+0x1c/0x90 [nfs]",
+        " [<ffffffffa07eb80d>] nfs_updatepage+0x5d/0x1a0 [nfs]",
     ] {
         assert_eq!(recognise(t, None, None), None, "{t}");
     }
