@@ -10,7 +10,7 @@ use iser_guard::core::reset_plan::{plan, PlanOptions};
 use iser_guard::core::severity::Severity;
 use iser_guard::io::process::{run, Invocation};
 use iser_guard::io::reset::Sysfs;
-use iser_guard::io::syslog::{format_datagram, Alert, FACILITY_DAEMON};
+use iser_guard::io::syslog::{format_datagram, AlertMessage, FACILITY_DAEMON};
 
 fn fake_e810(root: &std::path::Path) {
     let pf = root.join("devices/pci0000:00/0000:02:00.0");
@@ -57,7 +57,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| plan(&sysfs.facts("rocep2s0f0").unwrap().unwrap(), &opts))
     });
 
-    let alert = Alert {
+    let alert = AlertMessage {
         severity: Severity::Alert,
         what: "RDMA device rocep2s0f0 port 1: GSI QP 1 stuck in ERR".into(),
         why: "every ERR->RTS modify fails with EINVAL".into(),

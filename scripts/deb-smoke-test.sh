@@ -57,6 +57,7 @@ done
 if grep -Eq 'librdmacm1t64( \([^)]*\))? \| librdmacm1\b' <<<"$depends"; then ok "Depends has librdmacm1t64 | librdmacm1"; else bad "Depends lacks the librdmacm1t64 alternative: $depends"; fi
 if grep -q rdma-core <<<"$(field Recommends)"; then ok "Recommends rdma-core"; else bad "Recommends lacks rdma-core"; fi
 if grep -q ibverbs-providers <<<"$(field Recommends)"; then ok "Recommends ibverbs-providers"; else bad "Recommends lacks ibverbs-providers"; fi
+if grep -q nvme-cli <<<"$(field Recommends)"; then ok "Recommends nvme-cli"; else bad "Recommends lacks nvme-cli"; fi
 [ "$(field Section)" = admin ] && ok "Section admin" || bad "Section is $(field Section)"
 [ "$(field Priority)" = optional ] && ok "Priority optional" || bad "Priority is $(field Priority)"
 

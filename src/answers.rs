@@ -5,7 +5,7 @@
 //! translation the daemon runs. Each function also gives the answer in words (for the log and
 //! the operator); running the tools and deciding whether to run them are elsewhere.
 
-use crate::core::recovery::{IscsiadmStatus, MethodFailure, Outcome, RecreateResult};
+use crate::core::recovery::{IscsiadmOutcome, MethodFailure, Outcome, RecreateResult};
 use crate::core::selftest::SelfTestResult;
 use crate::io::iscsiadm::{IscsiadmError, LoginOutcome, LogoutOutcome};
 use crate::io::reset::{Recreated, ResetError, ResetOutcome};
@@ -27,13 +27,13 @@ fn answer(outcome: Outcome, summary: impl Into<String>) -> Answer {
 }
 
 /// The engine's reading of an iscsiadm failure.
-pub fn iscsiadm_error(e: &IscsiadmError) -> IscsiadmStatus {
+pub fn iscsiadm_error(e: &IscsiadmError) -> IscsiadmOutcome {
     match e {
         IscsiadmError::Failed {
             status, message, ..
         } => crate::core::recovery::iscsiadm_outcome(*status, message),
-        IscsiadmError::Hung { .. } => IscsiadmStatus::Timeout,
-        other => IscsiadmStatus::Other {
+        IscsiadmError::Hung { .. } => IscsiadmOutcome::Timeout,
+        other => IscsiadmOutcome::Other {
             code: None,
             message: other.to_string(),
         },
@@ -44,10 +44,10 @@ pub fn iscsiadm_error(e: &IscsiadmError) -> IscsiadmStatus {
 pub fn login(r: &Result<LoginOutcome, IscsiadmError>) -> Answer {
     match r {
         Ok(LoginOutcome::LoggedIn) => {
-            answer(Outcome::Iscsiadm(IscsiadmStatus::Success), "logged in")
+            answer(Outcome::Iscsiadm(IscsiadmOutcome::Success), "logged in")
         }
         Ok(LoginOutcome::AlreadyLoggedIn) => answer(
-            Outcome::Iscsiadm(IscsiadmStatus::AlreadyLoggedIn),
+            Outcome::Iscsiadm(IscsiadmOutcome::AlreadyLoggedIn),
             "already logged in",
         ),
         Err(e) => answer(Outcome::Iscsiadm(iscsiadm_error(e)), e.to_string()),
@@ -58,10 +58,10 @@ pub fn login(r: &Result<LoginOutcome, IscsiadmError>) -> Answer {
 pub fn logout(r: &Result<LogoutOutcome, IscsiadmError>) -> Answer {
     match r {
         Ok(LogoutOutcome::LoggedOut) => {
-            answer(Outcome::Iscsiadm(IscsiadmStatus::Success), "logged out")
+            answer(Outcome::Iscsiadm(IscsiadmOutcome::Success), "logged out")
         }
         Ok(LogoutOutcome::NotLoggedIn) => answer(
-            Outcome::Iscsiadm(IscsiadmStatus::NotFound),
+            Outcome::Iscsiadm(IscsiadmOutcome::NotFound),
             "was not logged in",
         ),
         Err(e) => answer(Outcome::Iscsiadm(iscsiadm_error(e)), e.to_string()),
@@ -71,7 +71,7 @@ pub fn logout(r: &Result<LogoutOutcome, IscsiadmError>) -> Answer {
 /// `iscsiadm --rescan`'s answer.
 pub fn rescan(r: &Result<(), IscsiadmError>) -> Answer {
     match r {
-        Ok(()) => answer(Outcome::Iscsiadm(IscsiadmStatus::Success), "rescanned"),
+        Ok(()) => answer(Outcome::Iscsiadm(IscsiadmOutcome::Success), "rescanned"),
         Err(e) => answer(Outcome::Iscsiadm(iscsiadm_error(e)), e.to_string()),
     }
 }
@@ -200,7 +200,7 @@ mod tests {
         };
         assert_eq!(
             login(&Err(e)).outcome,
-            Outcome::Iscsiadm(IscsiadmStatus::Timeout)
+            Outcome::Iscsiadm(IscsiadmOutcome::Timeout)
         );
     }
 
@@ -215,7 +215,7 @@ mod tests {
         };
         assert_eq!(
             login(&Err(e)).outcome,
-            Outcome::Iscsiadm(IscsiadmStatus::AuthFailed)
+            Outcome::Iscsiadm(IscsiadmOutcome::AuthFailed)
         );
     }
 
@@ -223,7 +223,7 @@ mod tests {
     fn a_logout_without_a_session_is_not_found() {
         assert_eq!(
             logout(&Ok(LogoutOutcome::NotLoggedIn)).outcome,
-            Outcome::Iscsiadm(IscsiadmStatus::NotFound)
+            Outcome::Iscsiadm(IscsiadmOutcome::NotFound)
         );
     }
 

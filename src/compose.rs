@@ -62,5 +62,11 @@ pub fn executors(cfg: &Config) -> Executors {
         iscsiadm: (cfg.paths.iscsiadm.clone(), cfg.recovery.iscsiadm_timeout),
         syslog: cfg.alerts.syslog.then(|| syslog_sink(&cfg.alerts)),
         probe: probe_options(cfg),
+        nvme: crate::io::nvme_cli::NvmeCliRestore::new(
+            cfg.paths.nvme.clone(),
+            cfg.paths.sysfs_root.clone(),
+            cfg.paths.dev_root.clone(),
+            cfg.recovery.nvme_reconnect,
+        ),
     })
 }

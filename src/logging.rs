@@ -30,18 +30,18 @@ use tracing_subscriber::registry::LookupSpan;
 
 /// How stderr lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub enum LogStyle {
     /// A terminal: time, colours.
     Terminal,
     /// The journal or a pipe: `<N>` prefixes, no colour, no time.
     Journal,
 }
 
-impl Style {
+impl LogStyle {
     /// The style for this process's stderr.
-    pub fn detect() -> Style {
+    pub fn detect() -> LogStyle {
         let journal_stream = std::env::var("JOURNAL_STREAM").ok();
-        Style::choose(
+        LogStyle::choose(
             std::io::stderr().is_terminal(),
             journal_stream.as_deref(),
             stderr_identity(),
@@ -54,14 +54,14 @@ impl Style {
         is_terminal: bool,
         journal_stream: Option<&str>,
         stderr: Option<(u64, u64)>,
-    ) -> Style {
+    ) -> LogStyle {
         if names_stderr(journal_stream, stderr) {
-            return Style::Journal;
+            return LogStyle::Journal;
         }
         if is_terminal {
-            Style::Terminal
+            LogStyle::Terminal
         } else {
-            Style::Journal
+            LogStyle::Journal
         }
     }
 }
@@ -122,7 +122,7 @@ pub fn priority(level: &Level) -> u8 {
 
 /// Installs the stderr subscriber for `filter` (`info` when absent or invalid), in `style`.
 /// A second call (tests running several commands in one process) changes nothing.
-pub fn init(filter: Option<&str>, style: Style) {
+pub fn init(filter: Option<&str>, style: LogStyle) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("info"))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
@@ -130,8 +130,8 @@ pub fn init(filter: Option<&str>, style: Style) {
         .with_writer(std::io::stderr);
     let _ = match style {
         // No module paths (`iser_guard::daemon::run::effects:`): the lines are for operators.
-        Style::Terminal => builder.with_target(false).try_init(),
-        Style::Journal => builder
+        LogStyle::Terminal => builder.with_target(false).try_init(),
+        LogStyle::Journal => builder
             .with_ansi(false)
             .event_format(JournalFormat)
             .try_init(),
@@ -272,7 +272,7 @@ pub fn alert(a: &crate::core::recovery::Alert, alerts: &crate::config::Alerts, s
 
 /// Logs an alert the daemon itself raises (not the engine: safe mode) as the ALERT line. Its
 /// advice is prose, part of the message; it has no `next` command.
-pub fn daemon_alert(a: &crate::io::syslog::Alert, kind: &str, sent: bool) {
+pub fn daemon_alert(a: &crate::io::syslog::AlertMessage, kind: &str, sent: bool) {
     let sent = if sent { "syslog" } else { "log only" };
     tracing::warn!(
         priority = u64::from(a.severity.code()),
@@ -306,13 +306,22 @@ mod tests {
     #[test]
     fn journal_form_when_journal_stream_names_stderr_or_stderr_is_no_terminal() {
         let me = Some((64769, 1234));
-        assert_eq!(Style::choose(true, Some("64769:1234"), me), Style::Journal);
+        assert_eq!(
+            LogStyle::choose(true, Some("64769:1234"), me),
+            LogStyle::Journal
+        );
         // Inherited from a parent whose stream was another one: look at stderr itself.
-        assert_eq!(Style::choose(true, Some("64769:99"), me), Style::Terminal);
-        assert_eq!(Style::choose(true, Some("garbage"), me), Style::Terminal);
-        assert_eq!(Style::choose(true, None, me), Style::Terminal);
-        assert_eq!(Style::choose(false, None, me), Style::Journal);
-        assert_eq!(Style::choose(false, None, None), Style::Journal);
+        assert_eq!(
+            LogStyle::choose(true, Some("64769:99"), me),
+            LogStyle::Terminal
+        );
+        assert_eq!(
+            LogStyle::choose(true, Some("garbage"), me),
+            LogStyle::Terminal
+        );
+        assert_eq!(LogStyle::choose(true, None, me), LogStyle::Terminal);
+        assert_eq!(LogStyle::choose(false, None, me), LogStyle::Journal);
+        assert_eq!(LogStyle::choose(false, None, None), LogStyle::Journal);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use daemon_loop::{config, config_text, record, wait_for, LoopTest, STUCK_GSI};
 
 use iser_guard::io::control::{Reply, Request};
 use iser_guard::io::journal::Journal;
-use iser_guard::io::syslog::{Alert, RecordingSink};
+use iser_guard::io::syslog::{AlertMessage, RecordingSink};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_gsi_record_recreates_the_device_and_the_session_comes_back() {
@@ -203,7 +203,10 @@ async fn reload_over_the_control_socket_reports_a_refused_file() {
 
 /// The alerts sent so far, once one matches `wanted` (or after 5 s): the alert thread
 /// sends them after the loop decided, so they may arrive after a status answer.
-async fn alerts_once(sink: &RecordingSink, wanted: impl Fn(&Alert) -> bool) -> Vec<Alert> {
+async fn alerts_once(
+    sink: &RecordingSink,
+    wanted: impl Fn(&AlertMessage) -> bool,
+) -> Vec<AlertMessage> {
     let end = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         let alerts = sink.alerts();
@@ -495,7 +498,7 @@ async fn a_sandbox_lockout_of_the_verbs_devices_is_named_with_its_fix() {
         .verbs_access(LockoutWatch::with_opener(dev, denied))
         .start();
     let alerts = alerts_once(&d.doubles.alerts, |a| a.what.contains("locked out")).await;
-    let lock: Vec<&Alert> = alerts
+    let lock: Vec<&AlertMessage> = alerts
         .iter()
         .filter(|a| a.what.contains("locked out"))
         .collect();
@@ -597,7 +600,7 @@ async fn verbs_devices_that_appear_locked_out_after_the_start_are_said_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recreation_after_a_failed_devlink_step_names_it_in_the_alert_and_the_journal() {
     use iser_guard::core::reset_plan::{DevlinkParam, ResetMethod};
-    use iser_guard::io::reset::{MethodFailure, Recreated, ResetOutcome};
+    use iser_guard::io::reset::{Recreated, ResetMethodFailure, ResetOutcome};
     let dir = tempfile::tempdir().unwrap();
     let d = LoopTest::new(config(dir.path(), false))
         .portal_reachable(50)
@@ -615,7 +618,7 @@ async fn a_recreation_after_a_failed_devlink_step_names_it_in_the_alert_and_the_
             old_name: "rocep2s0f0".into(),
             new_name: "rocep2s0f0".into(),
             took_ms: 900,
-            failed_before: vec![MethodFailure {
+            failed_before: vec![ResetMethodFailure {
                 method: ResetMethod::DevlinkToggle {
                     handle: "pci/0000:02:00.0".into(),
                     param: DevlinkParam::EnableRoce,
@@ -627,7 +630,7 @@ async fn a_recreation_after_a_failed_devlink_step_names_it_in_the_alert_and_the_
         })));
     d.host.set("FAILED");
     d.feed(record(0, STUCK_GSI));
-    let wanted = |a: &Alert| a.what.contains("was re-created by");
+    let wanted = |a: &AlertMessage| a.what.contains("was re-created by");
     let alerts = alerts_once(&d.doubles.alerts, wanted).await;
     let alert = alerts
         .iter()

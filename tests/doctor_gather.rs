@@ -11,7 +11,7 @@ use std::path::Path;
 
 use fake_kernel::*;
 use iser_guard::config::Config;
-use iser_guard::core::doctor::{audit, CheckKind, Consumer, DaemonWitness, Gsi, Verdict};
+use iser_guard::core::doctor::{audit, CheckKind, CheckVerdict, CmIdOwner, DaemonWitness, Gsi};
 use iser_guard::doctor::{gather, ConfigOrigin, Witnesses};
 use iser_guard::io::iscsiadm::{ScriptedIscsiAdm, SessionListing};
 use iser_guard::io::netlink::NldevClient;
@@ -86,7 +86,7 @@ fn the_lab_host_logged_in_as_rdma_netlink_showed_it() {
     assert_eq!(ini.len(), 1);
     assert_eq!(
         ini[0].consumer,
-        Consumer::Kernel {
+        CmIdOwner::Kernel {
             module: "ib_iser".into()
         }
     );
@@ -118,7 +118,7 @@ fn the_lab_host_logged_in_as_rdma_netlink_showed_it() {
 
     let r = audit(&facts);
     let c = r.find(CheckKind::GsiQp, "rxe_ini/1").unwrap();
-    assert_eq!(c.verdict, Verdict::Ok);
+    assert_eq!(c.verdict, CheckVerdict::Ok);
     assert_eq!(
         c.evidence,
         ["QP table: rxe_ini/1 lqpn 1 type GSI state RTS owner ib_core"]
@@ -126,18 +126,18 @@ fn the_lab_host_logged_in_as_rdma_netlink_showed_it() {
     let c = r.find(CheckKind::CmIds, "rxe_ini/1").unwrap();
     assert_eq!(
         c.verdict,
-        Verdict::Ok,
+        CheckVerdict::Ok,
         "only ib_iser on the allow-listed device"
     );
     assert_eq!(c.finding, "consumers: ib_iser (1 connection)");
     let c = r.find(CheckKind::CmIds, "rxe_tgt/1").unwrap();
     assert_eq!(
         c.verdict,
-        Verdict::Ok,
+        CheckVerdict::Ok,
         "rxe_tgt is not iser-guard's to re-create"
     );
     assert_eq!(c.finding, "consumers: ib_isert (1 connection, 1 listener)");
     // rxe_tgt is in netlink only (the sysfs fixture has rxe_ini alone).
     let c = r.find(CheckKind::Device, "rxe_tgt").unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
 }

@@ -11,7 +11,7 @@ use iser_guard::io::iscsiadm::{IscsiCall, LoginOutcome, NodeId, SessionListing, 
 use iser_guard::io::lock::RecoveryLock;
 use iser_guard::io::probe::{ProbeResult, ProbeSource, TcpAnswer};
 use iser_guard::io::reset::ResetOutcome;
-use iser_guard::io::syslog::Alert;
+use iser_guard::io::syslog::AlertMessage;
 
 #[test]
 fn scripted_executors_answer_in_order_and_record_calls() {
@@ -62,7 +62,7 @@ fn scripted_executors_answer_in_order_and_record_calls() {
         ]
     );
 
-    let a = Alert {
+    let a = AlertMessage {
         severity: Severity::Alert,
         what: "w".into(),
         why: "y".into(),

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use iser_guard::core::iscsi::{SessionState, Transport};
+use iser_guard::core::iscsi::{ListedSessionState, Transport};
 use iser_guard::io::iscsiadm::{
     IscsiAdm, Iscsiadm, IscsiadmError, IscsiadmStatus, LoginOutcome, LogoutOutcome, NodeId,
     NodeOutcome, SessionListing, StatusClass,
@@ -79,7 +79,7 @@ fn parsed_listings_come_from_the_core_parsers() {
         panic!("{:?}", details.items)
     };
     assert_eq!(d.sid, 2);
-    assert_eq!(d.session_state, Some(SessionState::Failed));
+    assert_eq!(d.session_state, Some(ListedSessionState::Failed));
     assert_eq!(d.node_id(), Some(node()));
     let flat = s.adm(T).session_summaries().unwrap();
     assert_eq!(flat.items.len(), 1);

@@ -5,11 +5,12 @@ use std::os::unix::net::UnixDatagram;
 
 use iser_guard::core::severity::Severity;
 use iser_guard::io::syslog::{
-    format_datagram, Alert, AlertSink, SyslogError, SyslogSink, FACILITY_DAEMON, MAX_MESSAGE_BYTES,
+    format_datagram, AlertMessage, AlertSink, SyslogError, SyslogSink, FACILITY_DAEMON,
+    MAX_MESSAGE_BYTES,
 };
 
-fn alert(severity: Severity) -> Alert {
-    Alert {
+fn alert(severity: Severity) -> AlertMessage {
+    AlertMessage {
         severity,
         what: "RDMA device rocep2s0f0 port 1: GSI QP 1 stuck in ERR".into(),
         why: "every ERR->RTS modify fails with EINVAL, so no iSER login can succeed".into(),

@@ -16,8 +16,8 @@ use iser_guard::core::qp::{QpState, QpType};
 use iser_guard::core::time::Instant;
 use iser_guard::core::topology::{MatchedBy, Topology, TopologyEvent};
 use iser_guard::io::netlink::{
-    AsyncNldevClient, AsyncTransport, FdTransport, MonitorRead, NetlinkError, NldevClient,
-    NldevMonitor, NldevWatcher, Skips, StepEnd, Transport,
+    AsyncNldevClient, AsyncTransport, BlockingTransport, FdTransport, MonitorRead, NetlinkError,
+    NldevClient, NldevMonitor, NldevWatcher, Skips, StepEnd,
 };
 
 fn no_parent(_: &str) -> Option<String> {
@@ -409,7 +409,7 @@ fn monitor_events_from_a_6_12_kernel_fold_into_the_model() {
 /// A transport whose receive fails with ENOBUFS once, as an overflowed netlink socket does.
 struct Overflowing(bool);
 
-impl Transport for Overflowing {
+impl BlockingTransport for Overflowing {
     fn send(&mut self, _: &[u8]) -> io::Result<()> {
         Ok(())
     }

@@ -10,7 +10,7 @@ mod util;
 use std::time::Duration;
 
 use iser_guard::core::observe::{
-    snapshot::Context, Clocks, DaemonSnapshot, EventRing, IncidentLog, IncidentOutcome,
+    snapshot::DaemonContext, Clocks, DaemonSnapshot, EventRing, IncidentLog, IncidentOutcome,
 };
 use iser_guard::core::recovery::{Phase, PortId};
 use iser_guard::core::time::Instant;
@@ -29,7 +29,7 @@ fn clocks(h: &Harness) -> Clocks {
 fn doc(h: &Harness) -> DaemonSnapshot {
     DaemonSnapshot::build(
         &h.driver,
-        Context {
+        DaemonContext {
             version: "test".into(),
             pid: 1,
             started: Instant::ZERO,

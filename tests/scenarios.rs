@@ -903,3 +903,109 @@ fn consumers_broken_by_the_same_fault_do_not_hold_and_the_decision_is_journaled(
     assert!(!rec.consumers[0].live);
     assert!(h.host.storage_ok());
 }
+
+#[test]
+fn mixed_consumers_iser_and_nvme_over_rdma_both_come_back_after_one_recreation() {
+    let h = run("mixed-consumers");
+    assert_safety(&h);
+    assert_eq!(h.recreations().len(), 1);
+    // Remembered before the re-creation, and said in its alert.
+    let r = alerts_with(&h, "re-creating RDMA device");
+    assert!(
+        r[0].detail.contains("NVMe over RDMA controllers remembered for nvme connect after it: nvme0 (nqn.2026-12.test.target:nvme-lab at "),
+        "{}",
+        r[0].detail
+    );
+    // Reconnected with the remembered parameters, verified, and told.
+    assert_eq!(
+        h.count_actions(|k| matches!(k, ActionKind::NvmeReconnect { .. })),
+        1
+    );
+    let back = alerts_with(&h, "NVMe over RDMA controller(s) on rocep2s0f0 back");
+    assert_eq!(back.len(), 1);
+    assert!(
+        back[0].detail.contains("back as nvme10"),
+        "{}",
+        back[0].detail
+    );
+    assert!(h.host.storage_ok());
+    assert!(h.host.rdma_consumers.iter().all(|c| !c.gone && !c.broken));
+    // The record keeps both, and survives the journal.
+    let snap = h.engine().snapshot();
+    let bytes = iser_guard::core::journal::encode(&snap);
+    assert!(String::from_utf8_lossy(&bytes).contains("nvme-controllers"));
+    let back = iser_guard::core::journal::decode(&bytes).unwrap();
+    let rec = back
+        .devices
+        .iter()
+        .find(|d| d.name == FIELD_DEVICE)
+        .and_then(|d| d.recreation.clone())
+        .unwrap();
+    assert_eq!(rec.nvme.len(), 1);
+    assert_eq!(rec.nvme[0].name, "nvme0");
+    assert_eq!(rec.nvme_back.len(), 1);
+    assert!(rec.nvme_back[0].result.is_back());
+    // What the next re-creation would do, as `reset-device --dry-run` prints it: the
+    // controller as it is now, with the nvme connect that would bring it back.
+    let plan = h
+        .plan(&iser_guard::core::recovery::OperatorCommand::ResetDevice {
+            device: FIELD_DEVICE.into(),
+        })
+        .unwrap();
+    let lines = plan.lines().join("\n");
+    assert!(
+        lines
+            .contains("bring back the NVMe over RDMA controller nvme_rdma deletes with the device"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("nvme10 (nqn.2026-12.test.target:nvme-lab at 10.0.0.5:4420): nvme connect --transport=rdma --traddr=10.0.0.5 --trsvcid=4420 --nqn=nqn.2026-12.test.target:nvme-lab --hostnqn="),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("(except the NVMe controllers below)"),
+        "{lines}"
+    );
+}
+
+#[test]
+fn without_nvme_cli_the_controller_is_reported_not_back_and_iser_still_recovers() {
+    let h = run("mixed-consumers-no-nvme-cli");
+    assert_safety(&h);
+    assert_eq!(h.recreations().len(), 1);
+    let a = alerts_with(&h, "NVMe over RDMA controller(s) on rocep2s0f0 NOT back");
+    assert_eq!(a.len(), 1);
+    assert!(
+        a[0].detail
+            .contains("not reconnected: nvme-cli is not installed"),
+        "{}",
+        a[0].detail
+    );
+    assert!(h.host.storage_ok());
+    assert!(h.host.rdma_consumers.iter().all(|c| c.gone));
+}
+
+#[test]
+fn a_healthy_nvme_controller_holds_even_with_nvme_cli_and_comes_back_after_the_operators_recover() {
+    let h = run("healthy-nvme-holds-then-reconnected");
+    assert_safety(&h);
+    assert_eq!(
+        alerts_with(&h, "would drop the connections of nvme_rdma").len(),
+        1,
+        "the live controller holds"
+    );
+    let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
+    assert!(t >= 400, "re-created at {t}s, before the operator asked");
+    let (_, act) = h
+        .actions
+        .iter()
+        .find(|(_, a)| matches!(a.kind, ActionKind::NvmeReconnect { .. }))
+        .unwrap();
+    assert_eq!(act.origin, Origin::Operator);
+    assert_eq!(
+        alerts_with(&h, "NVMe over RDMA controller(s) on rocep2s0f0 back").len(),
+        1
+    );
+    assert!(h.host.storage_ok());
+    assert!(h.host.rdma_consumers.iter().all(|c| !c.gone));
+}

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
-use iser_guard::core::kmsg::{parse_saved_line, Origin, Record, SavedLog, Unproven};
+use iser_guard::core::kmsg::{parse_saved_line, Record, RecordOrigin, SavedLog, Unproven};
 use iser_guard::core::recovery::{read_record, Observation, StuckEvidence, Trust};
 use iser_guard::core::signatures::{
     classify, operator_alert, KernelBugKind, Signature, SignatureKind,
@@ -341,18 +341,18 @@ fn dmesg_r_priorities_prove_no_kernel_origin() {
         .expect("parses");
     assert_eq!(
         low.origin(),
-        Origin::Unproven(Unproven::PriorityWithoutFacility)
+        RecordOrigin::Unproven(Unproven::PriorityWithoutFacility)
     );
     assert!(!low.is_kernel());
     let user = parse_saved_line("<11>[ 5123.456789] infiniband rxe_ini: Couldn't open port 1")
         .expect("parses");
-    assert_eq!(user.origin(), Origin::Userspace(1));
+    assert_eq!(user.origin(), RecordOrigin::Userspace(1));
     let kmsg = parse_saved_line("3,7,5123456789,-;infiniband rxe_ini: Couldn't open port 1")
         .expect("parses");
-    assert_eq!(kmsg.origin(), Origin::Kernel);
+    assert_eq!(kmsg.origin(), RecordOrigin::Kernel);
     let plain = parse_saved_line("[ 5123.456789] infiniband rxe_ini: Couldn't open port 1")
         .expect("parses");
-    assert_eq!(plain.origin(), Origin::Unproven(Unproven::NoPriority));
+    assert_eq!(plain.origin(), RecordOrigin::Unproven(Unproven::NoPriority));
 
     let path = corpus("lines.dmesg-r.log");
     let text = explain_text(&["--file", &path]);

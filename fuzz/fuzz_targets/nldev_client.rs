@@ -14,7 +14,7 @@ use std::time::Duration;
 use iser_guard::core::nldev::{MonitorEvent, NldevMessage};
 use iser_guard::core::time::Instant;
 use iser_guard::core::topology::Topology;
-use iser_guard::io::netlink::{MonitorRead, NldevClient, NldevMonitor, Transport};
+use iser_guard::io::netlink::{MonitorRead, NldevClient, NldevMonitor, BlockingTransport};
 use libfuzzer_sys::fuzz_target;
 
 struct Script {
@@ -22,7 +22,7 @@ struct Script {
     seq: [u8; 4],
 }
 
-impl Transport for Script {
+impl BlockingTransport for Script {
     fn send(&mut self, d: &[u8]) -> io::Result<()> {
         if let Some(s) = d.get(8..12) {
             self.seq.copy_from_slice(s);

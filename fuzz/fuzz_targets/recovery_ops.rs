@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use iser_guard::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome};
 use iser_guard::core::qp::QpState;
 use iser_guard::core::recovery::{
-    Action, ActionKind, DiskInfo, Engine, InFlightKind, IoErrorKind, IscsiadmStatus,
+    Action, ActionKind, DiskInfo, Engine, InFlightKind, IoErrorKind, IscsiadmOutcome,
     Observation, OperatorCommand, Origin, Outcome, Phase, Policy, PortId, Portal, ProbeResult,
     RecreateResult, SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
 };
@@ -205,7 +205,7 @@ fuzz_target!(|data: &[u8]| {
                                     2 => Outcome::Recreate(RecreateResult::Failed { reason: "x".into() }),
                                     _ => Outcome::NotRun { reason: "journal".into() },
                                 },
-                                _ => Outcome::Iscsiadm(IscsiadmStatus::from_exit_code(
+                                _ => Outcome::Iscsiadm(IscsiadmOutcome::from_exit_code(
                                     [0, 15, 21, 8, 24, 5][usize::from(v) % 6],
                                     "",
                                 )),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::Globals;
-use crate::config::{self, Config, ConfigError, ProbeMethod, Source};
+use crate::config::{self, Config, ConfigError, ConfigSource, ProbeMethod};
 use crate::error::Error;
 
 /// Arguments.
@@ -57,10 +57,10 @@ fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
-fn ok_json(cfg: &Config, source: &Source, warnings: &[String]) -> serde_json::Value {
+fn ok_json(cfg: &Config, source: &ConfigSource, warnings: &[String]) -> serde_json::Value {
     let path = match source {
-        Source::File(p) => serde_json::Value::String(p.display().to_string()),
-        Source::Defaults => serde_json::Value::Null,
+        ConfigSource::File(p) => serde_json::Value::String(p.display().to_string()),
+        ConfigSource::Defaults => serde_json::Value::Null,
     };
     serde_json::json!({
         "ok": true,
@@ -100,7 +100,7 @@ fn secs(d: std::time::Duration) -> String {
 }
 
 /// The human summary: `OK: <source>`, then one line per aspect, then `warnings`.
-pub fn summary(cfg: &Config, source: &Source, warnings: &[String]) -> String {
+pub fn summary(cfg: &Config, source: &ConfigSource, warnings: &[String]) -> String {
     let r = &cfg.recovery;
     let a = &cfg.alerts;
     let mut out = format!("OK: {source}\n");
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn summary_of_defaults_says_alert_only() {
         let cfg = Config::default();
-        let s = summary(&cfg, &Source::Defaults, &cfg.warnings());
+        let s = summary(&cfg, &ConfigSource::Defaults, &cfg.warnings());
         assert!(s.starts_with("OK: built-in defaults"), "{s}");
         assert!(
             s.contains("none (devices.allow is empty: alert only)"),

@@ -21,6 +21,34 @@ pub fn render(ports: Option<&[PortConsumers]>) -> String {
     out
 }
 
+/// The NVMe over RDMA controllers, one line each with the port they are placed on and
+/// what a re-creation of that device would run to bring them back; nothing when none.
+pub fn render_nvme(ctrls: &[crate::core::nvme_fabrics::NvmeRdmaController]) -> String {
+    if ctrls.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nNVMe over RDMA controllers (reconnected after a re-creation):\n");
+    for c in ctrls {
+        let on = c
+            .placed
+            .as_ref()
+            .map_or_else(|| "port not known".to_string(), |(d, p)| format!("{d}/{p}"));
+        let ns: Vec<&str> = c.namespaces.iter().map(|n| n.block.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "  {} on {on}: {}, namespaces {}",
+            c.describe(),
+            c.state,
+            if ns.is_empty() {
+                "none".to_string()
+            } else {
+                ns.join(" ")
+            }
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,6 +78,33 @@ mod tests {
             "\nRDMA consumers:\n  rocep2s0f0/1: nvme_rdma (2 connections, live)\n"
         );
         assert!(render(None).contains("not known"));
+        assert_eq!(render_nvme(&[]), "");
+        let c =
+            crate::core::nvme_fabrics::read_ctrl_files(&crate::core::nvme_fabrics::NvmeCtrlFiles {
+                name: "nvme0".into(),
+                attrs: [
+                    ("transport", "rdma\n"),
+                    ("address", "traddr=192.0.2.10,trsvcid=4420\n"),
+                    ("subsysnqn", "nqn.2014-08.org.example:lab-nvme\n"),
+                    ("state", "live\n"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+                namespaces: vec![("nvme0c0n1".into(), Some("1\n".into()))],
+            })
+            .unwrap()
+            .unwrap();
+        let placed = crate::core::nvme_fabrics::NvmeRdmaController {
+            placed: Some(("rocep2s0f0".into(), 1)),
+            ..c
+        };
+        assert_eq!(
+            render_nvme(&[placed]),
+            "\nNVMe over RDMA controllers (reconnected after a re-creation):\n  nvme0 \
+             (nqn.2014-08.org.example:lab-nvme at 192.0.2.10:4420) on rocep2s0f0/1: live, \
+             namespaces nvme0n1\n"
+        );
         assert!(render(Some(&[])).contains("none"));
     }
 }

@@ -50,8 +50,10 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
         if let Some(why) = crate::io::caps::module_reload_refusal(&config.paths.proc_root) {
             return Err(Error::Config(crate::config::ConfigError::Invalid {
                 path: match &source {
-                    crate::config::Source::File(p) => p.clone(),
-                    crate::config::Source::Defaults => crate::config::DEFAULT_CONFIG_PATH.into(),
+                    crate::config::ConfigSource::File(p) => p.clone(),
+                    crate::config::ConfigSource::Defaults => {
+                        crate::config::DEFAULT_CONFIG_PATH.into()
+                    }
                 },
                 problems: vec![crate::config::Problem::new(
                     "recovery.allow-module-reload",

@@ -22,7 +22,9 @@ use super::daemon_view::{self, DaemonSide};
 use super::term::{Colour, Style};
 use super::Globals;
 use crate::config::Config;
-use crate::core::doctor::{audit, Check, Counts, DaemonWitness, Outcome, Report, Verdict};
+use crate::core::doctor::{
+    audit, AuditOutcome, Check, CheckVerdict, Counts, DaemonWitness, Report,
+};
 use crate::doctor::{gather, ConfigOrigin, Sources, Witnesses};
 use crate::error::Error;
 use crate::exit::ExitStatus;
@@ -104,7 +106,27 @@ pub(crate) fn config(globals: &Globals) -> (Config, ConfigOrigin) {
 
 /// Reads this host and judges it.
 pub(crate) fn passive(cfg: &Config, origin: &ConfigOrigin) -> Report {
-    audit(&facts(cfg, origin))
+    let mut report = audit(&facts(cfg, origin));
+    report
+        .checks
+        .extend(crate::core::doctor::nvme_reconnect_check(&nvme_facts(cfg)));
+    report
+}
+
+/// The NVMe over RDMA controllers (placed by the CM id table when RDMA netlink answers),
+/// nvme-cli and `recovery.nvme-reconnect`, for the NVMe check.
+fn nvme_facts(cfg: &Config) -> crate::core::doctor::NvmeReconnectFacts {
+    let (mut controllers, _) = crate::io::sysfs::nvme::rdma_controllers(&cfg.paths.sysfs_root);
+    if !controllers.is_empty() {
+        let cm_ids = super::status::gather(NldevClient::open(), &cfg.paths.sysfs_root).cm_ids;
+        crate::core::nvme_fabrics::place_controllers(&mut controllers, &cm_ids, &[]);
+    }
+    crate::core::doctor::NvmeReconnectFacts {
+        controllers,
+        nvme_cli: cfg.paths.nvme.display().to_string(),
+        nvme_cli_present: crate::io::process::is_executable(&cfg.paths.nvme),
+        enabled: cfg.recovery.nvme_reconnect,
+    }
 }
 
 /// Reads this host.
@@ -113,7 +135,7 @@ pub(crate) fn facts(cfg: &Config, origin: &ConfigOrigin) -> crate::core::doctor:
     let live = sources.is_live();
     let iscsi = Iscsiadm::new(cfg.paths.iscsiadm.clone(), cfg.recovery.iscsiadm_timeout);
     let resetter = SysfsResetter::new(crate::compose::reset_config(cfg));
-    let route = |ip: std::net::IpAddr| -> Result<String, String> {
+    let route = move |ip: std::net::IpAddr| -> Result<String, String> {
         if live {
             crate::io::route::route_netdev(ip).map_err(|e| e.to_string())
         } else {
@@ -150,19 +172,19 @@ fn witness(side: DaemonSide) -> DaemonWitness {
 }
 
 /// The documented exit status of an audit.
-pub fn status_of(outcome: Outcome) -> ExitStatus {
+pub fn status_of(outcome: AuditOutcome) -> ExitStatus {
     match outcome {
-        Outcome::AllOk => ExitStatus::Ok,
-        Outcome::Warnings => ExitStatus::DOCTOR_WARNINGS,
-        Outcome::Problems => ExitStatus::Finding,
-        Outcome::NoRdma => ExitStatus::Unavailable,
+        AuditOutcome::AllOk => ExitStatus::Ok,
+        AuditOutcome::Warnings => ExitStatus::DOCTOR_WARNINGS,
+        AuditOutcome::Problems => ExitStatus::Finding,
+        AuditOutcome::NoRdma => ExitStatus::Unavailable,
     }
 }
 
 /// `doctor --json`.
 #[derive(Serialize)]
 struct JsonReport<'a> {
-    outcome: Outcome,
+    outcome: AuditOutcome,
     exit_code: u8,
     counts: Counts,
     #[serde(flatten)]
@@ -179,12 +201,12 @@ pub fn to_json(report: &Report, status: ExitStatus) -> Result<String, Error> {
     })
 }
 
-fn colour(v: Verdict) -> Colour {
+fn colour(v: CheckVerdict) -> Colour {
     match v {
-        Verdict::Ok => Colour::Green,
-        Verdict::Unknown => Colour::Dim,
-        Verdict::Warning => Colour::Yellow,
-        Verdict::Problem => Colour::Red,
+        CheckVerdict::Ok => Colour::Green,
+        CheckVerdict::Unknown => Colour::Dim,
+        CheckVerdict::Warning => Colour::Yellow,
+        CheckVerdict::Problem => Colour::Red,
     }
 }
 
@@ -232,11 +254,11 @@ pub fn render(report: &Report, status: ExitStatus, style: Style) -> String {
         c.problem,
         c.unknown,
         match report.outcome() {
-            Outcome::AllOk => "this host can be protected as it is",
-            Outcome::Warnings => "no problem; read the warnings",
-            Outcome::Problems =>
+            AuditOutcome::AllOk => "this host can be protected as it is",
+            AuditOutcome::Warnings => "no problem; read the warnings",
+            AuditOutcome::Problems =>
                 "iser-guard cannot protect everything here as it is: see the problems",
-            Outcome::NoRdma => "this host has no RDMA device",
+            AuditOutcome::NoRdma => "this host has no RDMA device",
         },
         status.code()
     );

@@ -15,7 +15,7 @@ use super::term::Steps;
 use super::Globals;
 use crate::core::doctor::active::ActiveReport;
 use crate::core::doctor::parse::redact_iscsi_secrets;
-use crate::core::doctor::{audit, Counts, Outcome, Report};
+use crate::core::doctor::{audit, AuditOutcome, Counts, Report};
 use crate::doctor::active::{
     default_report_path, node_record_texts, plan, ActiveDeps, ActiveTiming, DirectDisks, KmsgLines,
     NetlinkGsi, PlanRefusal,
@@ -46,7 +46,7 @@ struct ReportFile<'a> {
 
 #[derive(Serialize)]
 struct DoctorPart<'a> {
-    outcome: Outcome,
+    outcome: AuditOutcome,
     counts: Counts,
     #[serde(flatten)]
     report: &'a Report,

@@ -166,7 +166,7 @@ struct EventsReport {
 }
 
 /// What one non-following `events` request gave.
-struct Answer {
+struct EventsBatch {
     events: Vec<Event>,
     detail: Option<serde_json::Value>,
 }
@@ -178,7 +178,7 @@ fn ask(
     req: &Request,
     follow: bool,
     mut on_event: impl FnMut(Event),
-) -> Result<Option<(Answer, bool, String)>, Error> {
+) -> Result<Option<(EventsBatch, bool, String)>, Error> {
     let timeout = (!follow).then_some(super::daemon_view::STATUS_TIMEOUT);
     let mut events = Vec::new();
     let answer = request_lines(socket, req, timeout, |r| {
@@ -196,7 +196,7 @@ fn ask(
             message,
             detail,
             ..
-        }) => Ok(Some((Answer { events, detail }, ok, message))),
+        }) => Ok(Some((EventsBatch { events, detail }, ok, message))),
         Ok(other) => Err(Error::Data(format!(
             "unexpected answer from the daemon: {other:?}"
         ))),

@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use super::explain_subsystem::{SubsystemJson, SubsystemReport};
 use super::Globals;
-use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, Origin, Unproven};
+use crate::core::kmsg::{dict_line, parse_saved_line, LineFormat, RecordOrigin, Unproven};
 use crate::core::qp::{explain_qp_transition, explain_transition, AttrMask, QpState, QpType};
 use crate::core::signatures::subsystem::could_recognise as subsystem_could_recognise;
 use crate::core::signatures::{
@@ -117,7 +117,7 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
             (None, lines) => {
                 let joined = lines.join("\n");
                 (
-                    Report::scan(joined.as_bytes(), true),
+                    Findings::scan(joined.as_bytes(), true),
                     "arguments".to_string(),
                 )
             }
@@ -138,18 +138,18 @@ pub fn run(args: Args, _globals: &Globals) -> Result<ExitCode, Error> {
     }))
 }
 
-fn scan_stdin() -> Result<Report, Error> {
+fn scan_stdin() -> Result<Findings, Error> {
     scan_input(std::io::stdin().lock(), "standard input")
 }
 
 /// Reads a saved log: decompressed if it is gzip or zstd, refused if it is not text (exit
 /// 65, never an all-clear about input that was not read), its lines capped. What the cap
 /// cut is the command's to say (on stderr), not only the diagnostic log's.
-fn scan_input<R: Read>(src: R, name: &str) -> Result<Report, Error> {
+fn scan_input<R: Read>(src: R, name: &str) -> Result<Findings, Error> {
     use crate::io::saved_log;
     let (text, _) = saved_log::open(src, name)?;
     let mut capped = crate::io::lines::CappedLines::new(text, name);
-    let report = Report::scan_reader(&mut capped).map_err(|e| saved_log::read_error(e, name))?;
+    let report = Findings::scan_reader(&mut capped).map_err(|e| saved_log::read_error(e, name))?;
     let cut = capped.stats();
     if cut.lines_cut > 0 {
         eprintln!(
@@ -267,7 +267,7 @@ struct Unrecognised {
 
 /// Everything found in one input.
 #[derive(Debug, Default)]
-struct Report {
+struct Findings {
     /// Lines in the input (non-empty ones, for arguments).
     lines: usize,
     /// Newlines consumed so far while scanning in chunks.
@@ -292,11 +292,11 @@ struct Report {
     subsystem: SubsystemReport,
 }
 
-impl Report {
+impl Findings {
     /// Scans a whole input. `per_line`: every line is an operator-given line (arguments);
     /// unrecognised ones are listed.
-    fn scan(buf: &[u8], per_line: bool) -> Report {
-        let mut r = Report::default();
+    fn scan(buf: &[u8], per_line: bool) -> Findings {
+        let mut r = Findings::default();
         let mut scratch = String::new();
         if per_line {
             // Every line is looked at (to report the unrecognised ones), in order.
@@ -325,18 +325,18 @@ impl Report {
             return r;
         }
         // Whole-log scan of an in-memory log: the same path as a file.
-        Report::scan_reader(buf).unwrap_or_else(|_| unreachable_read_error())
+        Findings::scan_reader(buf).unwrap_or_else(|_| unreachable_read_error())
     }
 
     /// Scans a log from a reader in large chunks: the anchor search runs over each chunk
     /// as a whole (like grep), and only lines holding an anchor are parsed. Memory stays at
     /// about one chunk whatever the log's size.
-    fn scan_reader<R: Read>(src: R) -> std::io::Result<Report> {
-        Report::scan_reader_chunked(src, CHUNK)
+    fn scan_reader<R: Read>(src: R) -> std::io::Result<Findings> {
+        Findings::scan_reader_chunked(src, CHUNK)
     }
 
-    fn scan_reader_chunked<R: Read>(mut src: R, chunk: usize) -> std::io::Result<Report> {
-        let mut r = Report::default();
+    fn scan_reader_chunked<R: Read>(mut src: R, chunk: usize) -> std::io::Result<Findings> {
+        let mut r = Findings::default();
         let mut scratch = String::new();
         let mut chunk = chunk.max(1);
         let mut buf: Vec<u8> = Vec::with_capacity(chunk);
@@ -642,7 +642,7 @@ impl Report {
         slot: Option<usize>,
         line_no: usize,
         usec: Option<u64>,
-        origin: Option<Origin>,
+        origin: Option<RecordOrigin>,
     ) -> bool {
         let Some(i) = slot else {
             return false;
@@ -656,10 +656,10 @@ impl Report {
                 g.first_usec = g.first_usec.or(usec);
             }
             match origin {
-                Some(Origin::Kernel) => g.kernel += 1,
-                Some(Origin::Userspace(_)) => g.untrusted += 1,
-                Some(Origin::Unproven(Unproven::PriorityWithoutFacility)) => g.unproven += 1,
-                Some(Origin::Unproven(Unproven::NoPriority)) | None => {}
+                Some(RecordOrigin::Kernel) => g.kernel += 1,
+                Some(RecordOrigin::Userspace(_)) => g.untrusted += 1,
+                Some(RecordOrigin::Unproven(Unproven::PriorityWithoutFacility)) => g.unproven += 1,
+                Some(RecordOrigin::Unproven(Unproven::NoPriority)) | None => {}
             }
         }
         true
@@ -1316,9 +1316,9 @@ const CHUNK: usize = 1 << 20;
 const MAX_CHUNK: usize = 16 << 20;
 
 #[cold]
-fn unreachable_read_error() -> Report {
+fn unreachable_read_error() -> Findings {
     // Reading from a byte slice cannot fail; an empty report rather than a panic.
-    Report::default()
+    Findings::default()
 }
 
 fn trim_cr(l: &[u8]) -> &[u8] {
@@ -1345,19 +1345,9 @@ fn secs(usec: u64) -> String {
 mod tests {
     use super::*;
 
-    /// A reader that hands out at most `n` bytes per read, like a pipe.
-    struct Trickle<'a>(&'a [u8], usize);
+    use crate::io::lines::Trickle;
 
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.0.len().min(self.1).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
-
-    fn summary(r: &Report) -> Vec<(String, u64, usize, usize, Option<String>)> {
+    fn summary(r: &Findings) -> Vec<(String, u64, usize, usize, Option<String>)> {
         r.groups
             .iter()
             .map(|g| {
@@ -1382,7 +1372,7 @@ mod tests {
             format!("2026-11-29T14:00:00.123456+00:00 host kernel: {t}"),
             format!("[Sun Nov 29 14:00:00 2026] {t}"),
         ] {
-            let r = Report::scan(line.as_bytes(), true);
+            let r = Findings::scan(line.as_bytes(), true);
             assert_eq!(r.recognised, 1, "{line}");
             let d = &r.groups[0].signature.device;
             assert_eq!(d.pci.as_deref(), Some("0000:02:00.0"), "{line}");
@@ -1409,7 +1399,7 @@ mod tests {
             format!("10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: {t}"),
             format!("node-a: kern: warning: [2024-01-01T00:00:00.000Z]: {t}"),
         ] {
-            let r = Report::scan(line.as_bytes(), true);
+            let r = Findings::scan(line.as_bytes(), true);
             assert_eq!(r.recognised, 1, "{line}");
             let d = &r.groups[0].signature.device;
             assert_eq!(d.pci.as_deref(), Some("0000:02:00.0"), "{line}");
@@ -1462,7 +1452,7 @@ mod tests {
                 "[{i:5}.000001] infiniband rxe_ini: Couldn't open port 1\n[{i:5}.000002] other\n"
             ));
         }
-        let r = Report::scan(log.as_bytes(), false);
+        let r = Findings::scan(log.as_bytes(), false);
         assert_eq!((r.lines, r.recognised, r.groups.len()), (10, 5, 1));
         let g = &r.groups[0];
         assert_eq!((g.count, g.first_line, g.last_line), (5, 1, 9));
@@ -1481,12 +1471,12 @@ mod tests {
             ));
         }
         log.push_str("[   1.000000] infiniband rocep2s0f0: set down"); // no final newline
-        let whole = Report::scan_reader_chunked(log.as_bytes(), 1 << 20).expect("reads");
+        let whole = Findings::scan_reader_chunked(log.as_bytes(), 1 << 20).expect("reads");
         assert_eq!(whole.lines, 161);
         assert_eq!(whole.recognised, 41);
         for chunk in [1, 7, 50, 64, 97, 300, 4096] {
             for trickle in [1, 13, 1 << 20] {
-                let r = Report::scan_reader_chunked(Trickle(log.as_bytes(), trickle), chunk)
+                let r = Findings::scan_reader_chunked(Trickle(log.as_bytes(), trickle), chunk)
                     .expect("reads");
                 assert_eq!(r.lines, whole.lines, "chunk {chunk} trickle {trickle}");
                 assert_eq!(r.recognised, whole.recognised, "chunk {chunk}");

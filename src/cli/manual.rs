@@ -141,7 +141,7 @@ fn print_plan(plan: &CommandPlan, dry_run: bool) {
 }
 
 /// What asking the daemon gave.
-enum Answer {
+enum DaemonAnswer {
     /// The daemon answered: its `done` line.
     Done {
         ok: bool,
@@ -153,9 +153,9 @@ enum Answer {
     NoDaemon,
 }
 
-/// Sends `req` to the daemon, printing its progress lines; [`Answer::NoDaemon`] when no
+/// Sends `req` to the daemon, printing its progress lines; [`DaemonAnswer::NoDaemon`] when no
 /// daemon runs.
-fn ask_daemon(cfg: &Config, req: &Request, steps: &Steps) -> Result<Answer, Error> {
+fn ask_daemon(cfg: &Config, req: &Request, steps: &Steps) -> Result<DaemonAnswer, Error> {
     match request(&cfg.paths.control_socket, req, REPLY_TIMEOUT, |m| {
         steps.step(m)
     }) {
@@ -164,7 +164,7 @@ fn ask_daemon(cfg: &Config, req: &Request, steps: &Steps) -> Result<Answer, Erro
             message,
             exit_code,
             detail,
-        }) => Ok(Answer::Done {
+        }) => Ok(DaemonAnswer::Done {
             ok,
             message,
             exit_code,
@@ -173,7 +173,7 @@ fn ask_daemon(cfg: &Config, req: &Request, steps: &Steps) -> Result<Answer, Erro
         Ok(Reply::Progress { .. } | Reply::Event { .. }) => Err(Error::Data(
             "the daemon's answer ended without its final line".into(),
         )),
-        Err(ControlError::NotRunning { .. }) => Ok(Answer::NoDaemon),
+        Err(ControlError::NotRunning { .. }) => Ok(DaemonAnswer::NoDaemon),
         Err(e @ ControlError::PermissionDenied { .. }) => Err(Error::NoPermission(e.to_string())),
         Err(e) => Err(Error::Data(e.to_string())),
     }
@@ -182,7 +182,12 @@ fn ask_daemon(cfg: &Config, req: &Request, steps: &Steps) -> Result<Answer, Erro
 /// Runs `req` in a one-shot loop on this host: the daemon's own loop around the core's
 /// driver, started after a first scan. `read_only`: a plan, which writes nothing (no state
 /// directory, no journal, no lock, no alert). Returns the loop's `done` line.
-fn one_shot(cfg: &Config, req: Request, read_only: bool, steps: Steps) -> Result<Answer, Error> {
+fn one_shot(
+    cfg: &Config,
+    req: Request,
+    read_only: bool,
+    steps: Steps,
+) -> Result<DaemonAnswer, Error> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -211,7 +216,7 @@ fn one_shot(cfg: &Config, req: Request, read_only: bool, steps: Steps) -> Result
                         exit_code,
                         detail,
                     } => {
-                        last = Some(Answer::Done {
+                        last = Some(DaemonAnswer::Done {
                             ok,
                             message,
                             exit_code,
@@ -230,7 +235,7 @@ fn one_shot(cfg: &Config, req: Request, read_only: bool, steps: Steps) -> Result
         let answer = printer.await.ok().flatten();
         Ok::<_, Error>(match answer {
             Some(a) => a,
-            None => Answer::Done {
+            None => DaemonAnswer::Done {
                 ok: false,
                 message: "the command ended without an answer".into(),
                 exit_code: if loop_code == ExitStatus::Ok.code() {
@@ -248,7 +253,7 @@ fn one_shot(cfg: &Config, req: Request, read_only: bool, steps: Steps) -> Result
 
 /// The standalone run of a command: refused while a daemon holds its lock without
 /// answering, then under the recovery lock.
-fn standalone(cfg: &Config, req: Request, steps: Steps) -> Result<Answer, Error> {
+fn standalone(cfg: &Config, req: Request, steps: Steps) -> Result<DaemonAnswer, Error> {
     std::fs::create_dir_all(&cfg.paths.state_dir)
         .map_err(|e| Error::io(format!("create {}", cfg.paths.state_dir.display()), e))?;
     let purpose = format!("iser-guard {req}");
@@ -258,9 +263,9 @@ fn standalone(cfg: &Config, req: Request, steps: Steps) -> Result<Answer, Error>
 }
 
 /// Prints a `done` line the way the progress printer does, and gives its exit status.
-fn finish(answer: Answer, steps: Steps) -> ExitCode {
+fn finish(answer: DaemonAnswer, steps: Steps) -> ExitCode {
     match answer {
-        Answer::Done {
+        DaemonAnswer::Done {
             ok,
             message,
             exit_code,
@@ -269,7 +274,7 @@ fn finish(answer: Answer, steps: Steps) -> ExitCode {
             steps.done(ok, &message);
             ExitCode::from(exit_code)
         }
-        Answer::NoDaemon => ExitCode::from(ExitStatus::Unavailable.code()),
+        DaemonAnswer::NoDaemon => ExitCode::from(ExitStatus::Unavailable.code()),
     }
 }
 
@@ -285,7 +290,7 @@ fn operate(
         command: command.clone(),
     };
     let (answer, daemon) = match ask_daemon(cfg, &plan_req, &steps)? {
-        Answer::NoDaemon => {
+        DaemonAnswer::NoDaemon => {
             println!(
                 "no iser-guard daemon is running ({} is not answering): {} here",
                 cfg.paths.control_socket.display(),
@@ -300,7 +305,7 @@ fn operate(
         a => (a, true),
     };
     let plan: CommandPlan = match answer {
-        Answer::Done {
+        DaemonAnswer::Done {
             ok: true,
             detail: Some(d),
             ..
@@ -321,13 +326,13 @@ fn operate(
     let answer = if daemon {
         match ask_daemon(cfg, &run, &steps)? {
             // The daemon stopped between the plan and the command: run it here.
-            Answer::NoDaemon => standalone(cfg, run, steps)?,
+            DaemonAnswer::NoDaemon => standalone(cfg, run, steps)?,
             a => a,
         }
     } else {
         standalone(cfg, run, steps)?
     };
-    if let Answer::Done {
+    if let DaemonAnswer::Done {
         ok: true,
         detail: Some(_),
         message,
@@ -391,7 +396,7 @@ pub fn pause(_a: PauseArgs, g: &Globals, pause: bool) -> Result<ExitCode, Error>
     };
     let steps = Steps::new();
     match ask_daemon(&cfg, &req, &steps)? {
-        Answer::NoDaemon => {
+        DaemonAnswer::NoDaemon => {
             eprintln!(
                 "iser-guard: the daemon is not running (nothing listens on {}): there are no \
                  automatic actions to {}. Manual commands still work; they run standalone.",

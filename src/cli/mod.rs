@@ -148,7 +148,7 @@ fn init_logging(command: &Command, filter: Option<&str>) {
     };
     // Journal-friendly (`<N>` priorities, no colour, no second timestamp) unless stderr is
     // a terminal; see crate::logging.
-    crate::logging::init(Some(filter), crate::logging::Style::detect());
+    crate::logging::init(Some(filter), crate::logging::LogStyle::detect());
 }
 
 #[cfg(test)]

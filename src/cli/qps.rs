@@ -13,7 +13,7 @@ use super::status::{gather, to_json, Gathered, QpRow};
 use super::Globals;
 use crate::core::qp::{QpState, QpType};
 use crate::error::Error;
-use crate::io::netlink::{NetlinkError, NldevClient, Transport};
+use crate::io::netlink::{BlockingTransport, NetlinkError, NldevClient};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -85,7 +85,7 @@ pub struct QpTable {
 
 /// Reads the QP table through `client` and filters it. On failure, returns the netlink error
 /// with what sysfs showed.
-pub fn qp_table<T: Transport>(
+pub fn qp_table<T: BlockingTransport>(
     client: Result<NldevClient<T>, NetlinkError>,
     sysfs_root: &Path,
     filter: &Filter,

@@ -28,7 +28,7 @@ use crate::core::nldev::{path_mig_state_name, IbPortState, PhysState, QpEntry};
 use crate::core::time::Instant;
 use crate::core::topology::{Device, StuckPort, Topology};
 use crate::error::Error;
-use crate::io::netlink::{NetlinkError, NldevClient, Skips, Transport};
+use crate::io::netlink::{BlockingTransport, NetlinkError, NldevClient, Skips};
 use crate::io::sysfs::{self, Parent, SysfsDevice, SysfsScan};
 
 /// Arguments.
@@ -49,6 +49,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let root = args.sysfs_root.unwrap_or(cfg.paths.sysfs_root);
     let gathered = gather_with_caps(NldevClient::open(), &root, &cfg.paths.proc_root);
     let mut report = StatusReport::build(&gathered);
+    let nvme = nvme_controllers(&gathered);
     if let Some(ports) = report.consumers.as_mut() {
         crate::io::proc_comm::name_processes(ports, &cfg.paths.proc_root);
     }
@@ -59,12 +60,14 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
             "{}",
             to_json(&Combined {
                 kernel: &report,
+                nvme_controllers: &nvme,
                 daemon: &daemon
             })?
         );
     } else {
         let style = super::term::Style::stdout();
         print!("{}", report.render_styled(style));
+        print!("{}", super::consumers_view::render_nvme(&nvme));
         print!("\n{}", super::daemon_view::render(&daemon, style));
     }
     report.exit(gathered.netlink_error)
@@ -75,7 +78,19 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
 struct Combined<'a> {
     #[serde(flatten)]
     kernel: &'a StatusReport,
+    /// The NVMe over RDMA controllers; absent when there are none.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    nvme_controllers: &'a [crate::core::nvme_fabrics::NvmeRdmaController],
     daemon: &'a super::daemon_view::DaemonSide,
+}
+
+/// The NVMe over RDMA controllers (`/sys/class/nvme` under the sysfs root read), placed on
+/// their RDMA ports by nvme_rdma's CM ids: what a re-creation of their device would
+/// remember and reconnect.
+fn nvme_controllers(g: &Gathered) -> Vec<crate::core::nvme_fabrics::NvmeRdmaController> {
+    let (mut c, _) = crate::io::sysfs::nvme::rdma_controllers(&g.sysfs_root);
+    crate::core::nvme_fabrics::place_controllers(&mut c, &g.cm_ids, &[]);
+    c
 }
 
 /// The sysfs root: `--sysfs-root`, else `paths.sysfs-root` of the configuration.
@@ -139,7 +154,7 @@ pub struct Gathered {
 /// [`gather`], after probing the kernel's capabilities (device events, the CM id table,
 /// driver folders; `io::kernel_caps`) through the same client; the release is read under
 /// `proc_root`.
-pub fn gather_with_caps<T: Transport>(
+pub fn gather_with_caps<T: BlockingTransport>(
     client: Result<NldevClient<T>, NetlinkError>,
     sysfs_root: &Path,
     proc_root: &Path,
@@ -154,7 +169,7 @@ pub fn gather_with_caps<T: Transport>(
 }
 
 /// Reads sysfs, then one netlink snapshot through `client` (or records why there is none).
-pub fn gather<T: Transport>(
+pub fn gather<T: BlockingTransport>(
     client: Result<NldevClient<T>, NetlinkError>,
     sysfs_root: &Path,
 ) -> Gathered {

@@ -23,7 +23,9 @@ use tracing::{info, warn};
 
 use super::Globals;
 use crate::config::Config;
-use crate::core::kmsg::{unescape, LineFormat, Origin, Record, RecordRef, SavedLog, Unproven};
+use crate::core::kmsg::{
+    unescape, LineFormat, Record, RecordOrigin, RecordRef, SavedLog, Unproven,
+};
 use crate::core::signatures::subsystem::trace::{TraceAssembler, TraceEvent};
 use crate::core::signatures::subsystem::{self, explain_event, level_name};
 use crate::core::signatures::{self, Signature};
@@ -74,7 +76,7 @@ fn facility_name(f: u8) -> Cow<'static, str> {
 
 /// Whether a record may be believed, and why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Trust {
+enum RecordTrust {
     /// Facility 0: written by the kernel.
     Kernel,
     /// Written by userspace, but `kmsg.trust-userspace-records` is set.
@@ -88,33 +90,37 @@ enum Trust {
     NoFacility,
 }
 
-impl Trust {
+impl RecordTrust {
     /// From what the record's format proves ([`RecordRef::origin`], the one rule `explain`
     /// also follows): only a /dev/kmsg record of facility 0 is the kernel's.
-    fn of(origin: Origin, trust_userspace: bool) -> Trust {
+    fn of(origin: RecordOrigin, trust_userspace: bool) -> RecordTrust {
         match origin {
-            Origin::Kernel => Trust::Kernel,
-            Origin::Userspace(f) if trust_userspace => Trust::TrustedByConfig(f),
-            Origin::Userspace(f) => Trust::Userspace(f),
-            Origin::Unproven(Unproven::PriorityWithoutFacility) => Trust::NoFacility,
-            Origin::Unproven(Unproven::NoPriority) => Trust::Unknown,
+            RecordOrigin::Kernel => RecordTrust::Kernel,
+            RecordOrigin::Userspace(f) if trust_userspace => RecordTrust::TrustedByConfig(f),
+            RecordOrigin::Userspace(f) => RecordTrust::Userspace(f),
+            RecordOrigin::Unproven(Unproven::PriorityWithoutFacility) => RecordTrust::NoFacility,
+            RecordOrigin::Unproven(Unproven::NoPriority) => RecordTrust::Unknown,
         }
     }
 
     fn trusted(&self) -> bool {
-        matches!(self, Trust::Kernel | Trust::TrustedByConfig(_))
+        matches!(self, RecordTrust::Kernel | RecordTrust::TrustedByConfig(_))
     }
 
     /// The flag printed next to the record; `None` for kernel records.
     fn note(&self) -> Option<String> {
         match self {
-            Trust::Kernel => None,
-            Trust::TrustedByConfig(f) => Some(format!(
+            RecordTrust::Kernel => None,
+            RecordTrust::TrustedByConfig(f) => Some(format!(
                 "written by userspace, facility {f}, trusted by kmsg.trust-userspace-records"
             )),
-            Trust::Userspace(f) => Some(format!("untrusted: written by userspace, facility {f}")),
-            Trust::Unknown => Some("untrusted: origin unknown (no priority in this line)".into()),
-            Trust::NoFacility => Some(
+            RecordTrust::Userspace(f) => {
+                Some(format!("untrusted: written by userspace, facility {f}"))
+            }
+            RecordTrust::Unknown => {
+                Some("untrusted: origin unknown (no priority in this line)".into())
+            }
+            RecordTrust::NoFacility => Some(
                 "untrusted: origin unproven (a dmesg -r priority below 8 carries no facility: \
                  older util-linux printed userspace records that way too)"
                     .into(),
@@ -201,7 +207,7 @@ impl<'a> View<'a> {
     }
 
     /// Who wrote the record, as far as its format proves it.
-    fn origin(&self) -> Origin {
+    fn origin(&self) -> RecordOrigin {
         RecordRef {
             format: self.format,
             facility: self.facility,
@@ -317,7 +323,7 @@ impl<W: Write> Printer<W> {
         if event.is_none() && sub.is_none() && !self.all {
             return Ok(());
         }
-        let trust = Trust::of(v.origin(), self.trust_userspace);
+        let trust = RecordTrust::of(v.origin(), self.trust_userspace);
         if self.json {
             let rec = JsonRecord {
                 line: v.line,

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use super::{
-    parse_spanned, sorted, Config, ConfigError, LineIndex, Problem, Source, DEFAULT_CONFIG_PATH,
-    MAX_CONFIG_BYTES,
+    parse_spanned, sorted, Config, ConfigError, ConfigSource, LineIndex, Problem,
+    DEFAULT_CONFIG_PATH, MAX_CONFIG_BYTES,
 };
 
 /// Reads, checks and validates the configuration file at `path`.
@@ -44,8 +44,8 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// do (nobody but root may create them); the control socket's path must not name anything
 /// but a socket, because binding replaces a stale socket there and nothing else.
 pub fn trust_problems(config: &Config) -> Vec<Problem> {
+    use crate::core::path_trust::PathVerdict;
     use crate::core::path_trust::Target;
-    use crate::core::path_trust::Verdict;
     use crate::io::path_trust::check;
     let pa = &config.paths;
     let socket_dir = pa.control_socket.parent().map(Path::to_path_buf);
@@ -69,8 +69,8 @@ pub fn trust_problems(config: &Config) -> Vec<Problem> {
             continue;
         }
         match check(path, target) {
-            Verdict::Trusted { .. } => {}
-            Verdict::Refused(refusals) => {
+            PathVerdict::Trusted { .. } => {}
+            PathVerdict::Refused(refusals) => {
                 for r in refusals {
                     out.push(Problem::new(
                         key,
@@ -78,7 +78,7 @@ pub fn trust_problems(config: &Config) -> Vec<Problem> {
                     ));
                 }
             }
-            Verdict::Unwalkable(e) => out.push(Problem::new(
+            PathVerdict::Unwalkable(e) => out.push(Problem::new(
                 key,
                 format!("refusing {}: {e}", path.display()),
             )),
@@ -163,7 +163,7 @@ pub fn host_warnings(config: &Config) -> Vec<String> {
 ///
 /// A missing default file is normal (the daemon then only alerts, since the default
 /// allow-list is empty); a missing explicit file is an operator error.
-pub fn load_or_default(explicit: Option<&Path>) -> Result<(Config, Source), ConfigError> {
+pub fn load_or_default(explicit: Option<&Path>) -> Result<(Config, ConfigSource), ConfigError> {
     load_or_default_from(explicit, Path::new(DEFAULT_CONFIG_PATH))
 }
 
@@ -184,10 +184,10 @@ pub fn check_named(path: &Path) -> Result<(), ConfigError> {
 pub fn load_or_default_from(
     explicit: Option<&Path>,
     default_path: &Path,
-) -> Result<(Config, Source), ConfigError> {
+) -> Result<(Config, ConfigSource), ConfigError> {
     if let Some(p) = explicit {
         check_named(p)?;
-        return Ok((load(p)?, Source::File(p.to_path_buf())));
+        return Ok((load(p)?, ConfigSource::File(p.to_path_buf())));
     }
     match std::fs::symlink_metadata(default_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -200,13 +200,13 @@ pub fn load_or_default_from(
             if !problems.is_empty() {
                 return Err(ConfigError::DefaultsUntrusted { problems });
             }
-            Ok((config, Source::Defaults))
+            Ok((config, ConfigSource::Defaults))
         }
         // Any other outcome (exists, or cannot be looked at) goes through `load`, which
         // reports it properly.
         _ => Ok((
             load(default_path)?,
-            Source::File(default_path.to_path_buf()),
+            ConfigSource::File(default_path.to_path_buf()),
         )),
     }
 }
@@ -256,14 +256,14 @@ fn read_checked(path: &Path) -> Result<String, ConfigError> {
     // Whoever can write the file or replace any directory on the way to it controls what
     // the daemon does as root: every component is checked, symlinks followed.
     match crate::io::path_trust::check(path, crate::core::path_trust::Target::File) {
-        crate::core::path_trust::Verdict::Trusted { .. } => {}
-        crate::core::path_trust::Verdict::Refused(refusals) => {
+        crate::core::path_trust::PathVerdict::Trusted { .. } => {}
+        crate::core::path_trust::PathVerdict::Refused(refusals) => {
             return Err(ConfigError::Untrusted {
                 path: path.to_path_buf(),
                 refusals,
             })
         }
-        crate::core::path_trust::Verdict::Unwalkable(source) => {
+        crate::core::path_trust::PathVerdict::Unwalkable(source) => {
             return Err(ConfigError::Unwalkable {
                 path: path.to_path_buf(),
                 source,

@@ -65,7 +65,7 @@ pub struct Config {
     /// Trust settings for the kernel log.
     pub kmsg: Kmsg,
     /// Prometheus metrics (node_exporter textfile).
-    pub metrics: Metrics,
+    pub metrics: MetricsConfig,
 }
 
 /// File-system locations.
@@ -90,6 +90,9 @@ pub struct Paths {
     pub rdma: PathBuf,
     /// The modprobe binary, used only when `recovery.allow-module-reload` is true.
     pub modprobe: PathBuf,
+    /// nvme-cli's binary: `nvme connect` brings back the NVMe over RDMA controllers a
+    /// re-creation deleted (`recovery.nvme-reconnect`).
+    pub nvme: PathBuf,
     /// Root of procfs (`/proc`): `iser-guard doctor` reads the kernel release, devices and
     /// modules there.
     pub proc_root: PathBuf,
@@ -193,6 +196,9 @@ pub struct Recovery {
     /// `[recovery.consumers]`: per kind of RDMA consumer other than iSER, what a live one
     /// does to an automatic re-creation of its device (`wait`, the default, or `proceed`).
     pub consumers: BTreeMap<ConsumerKind, ConsumerAction>,
+    /// After a re-creation, reconnect the NVMe over RDMA controllers remembered on the device
+    /// with `nvme connect` (paths.nvme) and verify them.
+    pub nvme_reconnect: bool,
 }
 
 /// A syslog facility.
@@ -306,9 +312,12 @@ impl Default for Kmsg {
 }
 
 /// Prometheus metrics, written for node_exporter's textfile collector.
+/// (`metrics::Metrics` is the daemon's registry; the serde name stays `Metrics`, so a
+/// wrong `[metrics]` table is reported as before.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
-pub struct Metrics {
+#[serde(rename = "Metrics")]
+pub struct MetricsConfig {
     /// Write the metrics file.
     pub enabled: bool,
     /// The file, written atomically (temporary file + rename). node_exporter reads `*.prom`.
@@ -333,6 +342,7 @@ impl Default for Paths {
             devlink: PathBuf::from("/usr/sbin/devlink"),
             rdma: PathBuf::from("/usr/bin/rdma"),
             modprobe: PathBuf::from("/usr/sbin/modprobe"),
+            nvme: PathBuf::from("/usr/sbin/nvme"),
             proc_root: PathBuf::from("/proc"),
             dev_root: PathBuf::from("/dev"),
             modules_root: PathBuf::from("/lib/modules"),
@@ -375,6 +385,7 @@ impl Default for Recovery {
             selftest: SelfTestPolicy::Auto,
             device_wait: Duration::from_secs(60),
             consumers: BTreeMap::new(),
+            nvme_reconnect: true,
         }
     }
 }
@@ -396,9 +407,9 @@ impl Default for Alerts {
     }
 }
 
-impl Default for Metrics {
+impl Default for MetricsConfig {
     fn default() -> Self {
-        Metrics {
+        MetricsConfig {
             enabled: false,
             textfile: PathBuf::from("/var/lib/prometheus/node-exporter/iser-guard.prom"),
             interval: Duration::from_secs(15),
@@ -514,18 +525,18 @@ impl fmt::Display for Problem {
 
 /// Where the configuration in use came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum ConfigSource {
     /// Read from this file.
     File(PathBuf),
     /// Built-in defaults, because `--config` was not given and the default file is absent.
     Defaults,
 }
 
-impl fmt::Display for Source {
+impl fmt::Display for ConfigSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::File(p) => write!(f, "{}", p.display()),
-            Source::Defaults => write!(
+            ConfigSource::File(p) => write!(f, "{}", p.display()),
+            ConfigSource::Defaults => write!(
                 f,
                 "built-in defaults ({DEFAULT_CONFIG_PATH} does not exist)"
             ),
@@ -583,7 +594,7 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
         /// Every reason, outermost component first.
-        refusals: Vec<crate::core::path_trust::Refusal>,
+        refusals: Vec<crate::core::path_trust::PathRefusal>,
     },
     /// The trust walk of the file failed (a component cannot be looked at).
     #[error("refusing configuration {path}: {source}")]
@@ -739,7 +750,7 @@ fn check_section_key(section: &str, one: Spanned<DeTable<'_>>) -> Result<(), tom
         "recovery" => Recovery::deserialize(de).map(drop),
         "alerts" => Alerts::deserialize(de).map(drop),
         "kmsg" => Kmsg::deserialize(de).map(drop),
-        "metrics" => Metrics::deserialize(de).map(drop),
+        "metrics" => MetricsConfig::deserialize(de).map(drop),
         // Not a section: let the top-level struct say so (it lists the valid ones).
         _ => Config::deserialize(de).map(drop),
     }
@@ -978,6 +989,7 @@ impl Config {
             ("paths.devlink", &pa.devlink),
             ("paths.rdma", &pa.rdma),
             ("paths.modprobe", &pa.modprobe),
+            ("paths.nvme", &pa.nvme),
             ("paths.proc-root", &pa.proc_root),
             ("paths.dev-root", &pa.dev_root),
             ("paths.modules-root", &pa.modules_root),
@@ -1595,7 +1607,7 @@ ident = \"\"
         let absent = dir.path().join("absent.toml");
         // No --config and no default file: built-in defaults.
         let (c, src) = load_or_default_from(None, &absent).expect("defaults");
-        assert_eq!((c, src), (Config::default(), Source::Defaults));
+        assert_eq!((c, src), (Config::default(), ConfigSource::Defaults));
         // --config naming a missing file is an error.
         let e = load_or_default_from(Some(&absent), &absent).expect_err("missing");
         assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
@@ -1603,7 +1615,7 @@ ident = \"\"
         let good = write(dir.path(), "c.toml", "[recovery]\ndry-run = true\n", 0o640);
         let (c, src) = load_or_default_from(None, &good).expect("file");
         assert!(c.recovery.dry_run);
-        assert_eq!(src, Source::File(good.clone()));
+        assert_eq!(src, ConfigSource::File(good.clone()));
         let bad = write(dir.path(), "bad.toml", "x = 1\n", 0o640);
         let e = load_or_default_from(None, &bad).expect_err("invalid");
         assert!(matches!(e, ConfigError::Invalid { ref problems, .. } if problems.len() == 1));

@@ -133,6 +133,27 @@ pub fn execute(
             done(crate::answers::logout(&ex.iscsi.logout(&node_id(node))))
         }
         ActionKind::IscsiRescan { sid, .. } => done(crate::answers::rescan(&ex.iscsi.rescan(*sid))),
+        ActionKind::NvmeReconnect {
+            device,
+            controllers,
+            timeout,
+        } => {
+            // Blocks up to `timeout` per controller (nvme connect, sysfs, direct reads): on a
+            // worker, never on the loop thread.
+            let reports = ex.nvme.restore(controllers, *timeout);
+            let summary = reports
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            done(crate::answers::Answer {
+                outcome: Outcome::NvmeReconnect {
+                    device: device.clone(),
+                    reports,
+                },
+                summary,
+            })
+        }
         ActionKind::SelfTestPort {
             device,
             port,
@@ -155,14 +176,14 @@ pub fn execute(
 pub fn syslog_alert(
     a: &crate::core::recovery::Alert,
     cfg: &crate::config::Alerts,
-) -> crate::io::syslog::Alert {
+) -> crate::io::syslog::AlertMessage {
     let severity = cfg.syslog_severity(a.severity);
     let what = if a.count > 1 {
         format!("{} ({} times)", a.summary, a.count)
     } else {
         a.summary.clone()
     };
-    crate::io::syslog::Alert {
+    crate::io::syslog::AlertMessage {
         severity,
         what,
         why: a.detail.clone(),

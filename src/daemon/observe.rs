@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 
 use crate::core::driver::{Authority, Driver, Refusal};
 use crate::core::observe::{
-    snapshot::Context, Clocks, DaemonSnapshot, Event, EventKind, EventRing, Incident, IncidentLog,
-    SourceState, SourceView, EVENT_RING_CAPACITY, INCIDENTS_KEPT,
+    snapshot::DaemonContext, Clocks, DaemonSnapshot, Event, EventKind, EventRing, Incident,
+    IncidentLog, SourceState, SourceView, EVENT_RING_CAPACITY, INCIDENTS_KEPT,
 };
 use crate::core::recovery::{Action, EngineSnapshot, PortId, Transition};
 use crate::core::time::Instant;
@@ -235,7 +235,7 @@ impl Observer {
             .collect();
         DaemonSnapshot::build(
             driver,
-            Context {
+            DaemonContext {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 pid: std::process::id(),
                 started: self.started,

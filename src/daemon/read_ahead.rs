@@ -22,12 +22,13 @@ use crate::io::kmsg::{KmsgError, KmsgEvent};
 /// Kernel-log records read ahead of the loop. Worst case ≈ 65 536 × ~250 bytes ≈ 16 MB.
 pub const KMSG_READ_AHEAD: usize = 65_536;
 
-type Event = Result<KmsgEvent, KmsgError>;
+/// One read of the kernel log: a record or a loss report, or the error that ends it.
+type KmsgRead = Result<KmsgEvent, KmsgError>;
 
 /// The reader and the queue it fills.
 pub struct ReadAhead {
     /// Records and loss reports, in order; an `Err` is the last item.
-    pub rx: tokio::sync::mpsc::Receiver<Event>,
+    pub rx: tokio::sync::mpsc::Receiver<KmsgRead>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     done: tokio::sync::oneshot::Receiver<Box<dyn KernelLog>>,
 }
@@ -36,7 +37,7 @@ pub struct ReadAhead {
 /// stopped, so the log can be given back).
 async fn pump(
     mut log: Box<dyn KernelLog>,
-    tx: tokio::sync::mpsc::Sender<Event>,
+    tx: tokio::sync::mpsc::Sender<KmsgRead>,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) -> Box<dyn KernelLog> {
     loop {
@@ -125,9 +126,9 @@ impl ReadAhead {
 
     fn on_task(
         log: Box<dyn KernelLog>,
-        tx: tokio::sync::mpsc::Sender<Event>,
+        tx: tokio::sync::mpsc::Sender<KmsgRead>,
         stopped: tokio::sync::oneshot::Receiver<()>,
-        rx: tokio::sync::mpsc::Receiver<Event>,
+        rx: tokio::sync::mpsc::Receiver<KmsgRead>,
         stop: tokio::sync::oneshot::Sender<()>,
     ) -> ReadAhead {
         let (done_tx, done) = tokio::sync::oneshot::channel();

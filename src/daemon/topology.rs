@@ -251,6 +251,7 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
     let mut first = true;
     let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
     let mut sent_consumers: Option<Vec<PortConsumers>> = None;
+    let mut sent_nvme: Vec<crate::core::nvme_fabrics::NvmeRdmaController> = Vec::new();
     let mut recipes = super::recipes::Recipes::new(sysfs_root);
     let mut stack = super::driver_stack::StackWatch::new(sysfs_root);
     loop {
@@ -281,8 +282,21 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
         let cm_changed = w.cm_ids() != sent_cm_ids.as_slice();
         let consumers = consumers_of(w);
         let consumers_changed = sent_consumers.as_ref() != Some(&consumers);
+        // The NVMe over RDMA controllers (a few sysfs files each), placed by nvme_rdma's CM
+        // ids; what a re-creation remembers to reconnect.
+        let (mut nvme, skipped) = crate::io::sysfs::nvme::rdma_controllers(sysfs_root);
+        for s in &skipped {
+            tracing::debug!(skipped = %s, "NVMe controller not read");
+        }
+        crate::core::nvme_fabrics::place_controllers(&mut nvme, w.cm_ids(), &sent_nvme);
+        let nvme_changed = nvme != sent_nvme;
         if end == StepEnd::Woken
-            || (events.is_empty() && !first && !forced && !cm_changed && !consumers_changed)
+            || (events.is_empty()
+                && !first
+                && !forced
+                && !cm_changed
+                && !consumers_changed
+                && !nvme_changed)
         {
             continue;
         }
@@ -302,6 +316,12 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
                 ports: consumers.clone(),
             });
             sent_consumers = Some(consumers);
+        }
+        if nvme_changed {
+            observations.push(Observation::NvmeControllers {
+                controllers: nvme.clone(),
+            });
+            sent_nvme = nvme;
         }
         let s = w.take_scan().unwrap_or_else(|| scan(sysfs_root));
         observations.extend(stack.changed(&s));

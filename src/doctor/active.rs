@@ -286,12 +286,12 @@ fn selftest_line(r: &SelfTestResult) -> String {
 }
 
 /// One direct-I/O read's end and result.
-type Read = (Instant, Result<(), String>);
+type DiskRead = (Instant, Result<(), String>);
 
 /// The reader loop of one re-creation: reads every disk every `every` until stopped.
 struct IoLoop {
     stop: Arc<AtomicBool>,
-    reads: Arc<Mutex<Vec<Read>>>,
+    reads: Arc<Mutex<Vec<DiskRead>>>,
     started: Instant,
     disks: Vec<String>,
     handle: Option<std::thread::JoinHandle<()>>,

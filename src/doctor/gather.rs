@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -23,17 +22,18 @@ use crate::core::doctor::parse::{
     parse_proc_devices, parse_proc_modules, parse_unit, UnitFile,
 };
 use crate::core::doctor::{
-    CmId, ConfigFacts, Consumer, DaemonWitness, DevNode, DevlinkParam, FactPaths, Facts, Gsi,
-    IscsiFacts, KernelFacts, ModuleFacts, ModuleInfo, NodeRecord, RdmaDevice, RdmaFacts, RdmaPort,
-    RecreatePlan, SandboxFacts, SessionFact,
+    CmIdFact, CmIdOwner, ConfigFacts, DaemonWitness, DevNode, DevlinkParamFact, FactPaths, Facts,
+    Gsi, IscsiFacts, KernelFacts, ModuleFacts, ModuleInfo, NodeRecord, RdmaDevice, RdmaFacts,
+    RdmaPort, RecreatePlan, SandboxFacts, SessionFact,
 };
 use crate::core::nldev::{cm_state_name, CmIdEntry, DeviceInfo, PortInfo, QpEntry};
 use crate::core::reset_plan::{parse_devlink_param, soft_type};
 use crate::core::session_map::{place_listing, HostFacts, NetdevAddr, Placer, RdmaPortNetdev};
 use crate::io::iscsiadm::IscsiAdm;
-use crate::io::netlink::{NetlinkError, NldevClient, Skips, Transport};
+use crate::io::netlink::{BlockingTransport, NetlinkError, NldevClient, Skips};
 use crate::io::process::{is_executable, Invocation, Runner};
 use crate::io::reset::{DeviceResetter, Sysfs};
+use crate::io::route::RouteLookup;
 use crate::io::sysfs::attr::{link_name, read_attr};
 use crate::io::sysfs::{self as sysfs_scan, Parent, SysfsDevice};
 
@@ -80,9 +80,6 @@ impl Sources {
     }
 }
 
-/// Finds the netdev the kernel routes an address through.
-pub type RouteLookup<'a> = &'a dyn Fn(IpAddr) -> Result<String, String>;
-
 /// What doctor asks besides files: the kernel (netlink), iscsiadm, the resetter's plan, the
 /// tools it runs (devlink), the host's addresses and routes, and the daemon's answer.
 pub struct Witnesses<'a, T> {
@@ -97,7 +94,7 @@ pub struct Witnesses<'a, T> {
     /// The host's interface addresses (session placement).
     pub addresses: Vec<NetdevAddr>,
     /// Route lookups (session placement).
-    pub routes: RouteLookup<'a>,
+    pub routes: &'a RouteLookup,
     /// The daemon's answer on its control socket.
     pub daemon: DaemonWitness,
 }
@@ -114,7 +111,11 @@ pub struct ConfigOrigin {
 }
 
 /// Reads everything.
-pub fn gather<T: Transport>(cfg: &Config, origin: &ConfigOrigin, w: Witnesses<'_, T>) -> Facts {
+pub fn gather<T: BlockingTransport>(
+    cfg: &Config,
+    origin: &ConfigOrigin,
+    w: Witnesses<'_, T>,
+) -> Facts {
     let src = Sources::of(cfg);
     let kernel = read_kernel(&src);
     let release = kernel.release.as_ref().ok().cloned();
@@ -249,7 +250,7 @@ impl Netlink {
     }
 }
 
-fn read_netlink<T: Transport>(client: Result<NldevClient<T>, NetlinkError>) -> Netlink {
+fn read_netlink<T: BlockingTransport>(client: Result<NldevClient<T>, NetlinkError>) -> Netlink {
     let mut client = match client {
         Ok(c) => c,
         Err(e) => return Netlink::unavailable(&e),
@@ -468,18 +469,18 @@ fn device(
     d
 }
 
-fn cm_id(src: &Sources, c: &CmIdEntry) -> CmId {
+fn cm_id(src: &Sources, c: &CmIdEntry) -> CmIdFact {
     let consumer = match (&c.kern_name, c.pid) {
-        (Some(k), _) if !k.is_empty() => Consumer::Kernel { module: k.clone() },
-        (_, Some(pid)) => Consumer::Process {
+        (Some(k), _) if !k.is_empty() => CmIdOwner::Kernel { module: k.clone() },
+        (_, Some(pid)) => CmIdOwner::Process {
             pid,
             comm: read_attr(&src.proc.join(pid.to_string()).join("comm"))
                 .ok()
                 .flatten(),
         },
-        _ => Consumer::Unknown,
+        _ => CmIdOwner::Unknown,
     };
-    CmId {
+    CmIdFact {
         consumer,
         state: cm_state_name(c.state).to_string(),
         src: c.src().map(|a| a.to_string()),
@@ -488,7 +489,7 @@ fn cm_id(src: &Sources, c: &CmIdEntry) -> CmId {
 }
 
 /// The ice function's RDMA parameter, read with `devlink dev param show … -j`.
-fn devlink_param(src: &Sources, d: &RdmaDevice, runner: &dyn Runner) -> Option<DevlinkParam> {
+fn devlink_param(src: &Sources, d: &RdmaDevice, runner: &dyn Runner) -> Option<DevlinkParamFact> {
     let aux = d.aux.as_ref()?;
     let pci = d.pci.as_ref()?;
     if d.pci_driver.as_deref() != Some("ice")
@@ -519,7 +520,7 @@ fn devlink_param(src: &Sources, d: &RdmaDevice, runner: &dyn Runner) -> Option<D
             src.devlink.display()
         ))
     };
-    Some(DevlinkParam {
+    Some(DevlinkParamFact {
         handle,
         name: name.into(),
         value,
@@ -670,7 +671,7 @@ fn read_iscsi(
     cm_ids: &[CmIdEntry],
     ports: &[RdmaPortNetdev],
     addresses: &[NetdevAddr],
-    routes: RouteLookup<'_>,
+    routes: &RouteLookup,
 ) -> IscsiFacts {
     let conf = src.iscsi.join("iscsid.conf");
     let iscsid_conf = match read_text(&conf) {
@@ -754,7 +755,7 @@ fn sessions(
     cm_ids: &[CmIdEntry],
     ports: &[RdmaPortNetdev],
     addresses: &[NetdevAddr],
-    routes: RouteLookup<'_>,
+    routes: &RouteLookup,
 ) -> Result<Vec<SessionFact>, String> {
     let parsed = iscsi.session_details().map_err(|e| e.to_string())?;
     let mut route_map = BTreeMap::new();
@@ -807,7 +808,7 @@ fn sessions(
 }
 
 fn session_state(d: &crate::core::iscsi::SessionDetail) -> String {
-    use crate::core::iscsi::SessionState as S;
+    use crate::core::iscsi::ListedSessionState as S;
     match &d.session_state {
         Some(S::LoggedIn) => "LOGGED_IN".into(),
         Some(S::Failed) => "FAILED".into(),

@@ -362,11 +362,11 @@ impl ControlServer {
                 .mode(0o755)
                 .create(dir)
                 .map_err(io_err("create directory"))?;
-            use crate::core::path_trust::Verdict;
+            use crate::core::path_trust::PathVerdict;
             use crate::io::path_trust::check;
             match check(dir, crate::core::path_trust::Target::DedicatedDir) {
-                Verdict::Trusted { .. } => {}
-                Verdict::Refused(r) => {
+                PathVerdict::Trusted { .. } => {}
+                PathVerdict::Refused(r) => {
                     return Err(ControlError::Untrusted(
                         r.iter()
                             .map(ToString::to_string)
@@ -374,7 +374,7 @@ impl ControlServer {
                             .join("; "),
                     ))
                 }
-                Verdict::Unwalkable(e) => return Err(ControlError::Untrusted(e.to_string())),
+                PathVerdict::Unwalkable(e) => return Err(ControlError::Untrusted(e.to_string())),
             }
         }
         check_socket_path(path).map_err(ControlError::NotASocket)?;

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::io::iscsiadm::{IscsiAdm, Iscsiadm, ScriptedIscsiAdm};
 use crate::io::neighbour::{NetlinkNeighbour, ScriptedNeighbour};
+use crate::io::nvme_cli::{NvmeCliRestore, NvmeRestore, ScriptedNvmeRestore};
 use crate::io::probe::{ScriptedProber, TcpProber};
 use crate::io::probe_choice::{PortalProbes, ProbeMethods};
 use crate::io::reset::{DeviceResetter, ResetConfig, ScriptedResetter, SysfsResetter};
@@ -42,6 +43,8 @@ pub struct Executors {
     /// Port self-tests ([`NoSelfTest`] until a verbs self-test is passed in with
     /// [`Executors::with_selftest`]).
     pub selftest: Arc<dyn PortSelfTest>,
+    /// NVMe over RDMA controllers brought back after a re-creation.
+    pub nvme: Arc<dyn NvmeRestore>,
     /// `recovery.probe-timeout`.
     pub probe_timeout: Duration,
     /// `recovery.probe-port`, for portals that name none.
@@ -79,6 +82,8 @@ pub struct ExecutorOptions {
     pub syslog: Option<SyslogSink>,
     /// Portal probes.
     pub probe: ProbeOptions,
+    /// nvme-cli and its verification.
+    pub nvme: NvmeCliRestore,
 }
 
 impl Executors {
@@ -96,6 +101,7 @@ impl Executors {
             selftest: Arc::new(NoSelfTest {
                 reason: "this iser-guard runs without a verbs self-test".into(),
             }),
+            nvme: Arc::new(opts.nvme),
             probe_timeout: opts.probe.timeout,
             probe_port: opts.probe.port,
         }
@@ -122,6 +128,8 @@ pub struct Doubles {
     pub alerts: Arc<RecordingSink>,
     /// The scripted port self-test (unavailable unless answers are queued).
     pub selftest: Arc<ScriptedSelfTest>,
+    /// The scripted NVMe restore (every controller back unless answers are queued).
+    pub nvme: Arc<ScriptedNvmeRestore>,
 }
 
 impl Doubles {
@@ -137,6 +145,7 @@ impl Doubles {
             )),
             alerts: Some(self.alerts.clone()),
             selftest: self.selftest.clone(),
+            nvme: self.nvme.clone(),
             probe_timeout: probe.timeout,
             probe_port: probe.port,
         }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::core::iscsi::{
-    parse_session_list, parse_session_tree, Parsed, SessionDetail, SessionSummary,
+    parse_session_list, parse_session_tree, ParsedListing, SessionDetail, SessionSummary,
 };
 pub use crate::core::iscsi::{IscsiadmStatus, NodeId, StatusClass};
 use crate::io::process::{Exit, Invocation, Output, RunError, Runner, SystemRunner};
@@ -205,18 +205,18 @@ pub trait IscsiAdm: Send + Sync {
     ) -> Result<NodeOutcome, IscsiadmError>;
 
     /// `-m session -P 3`, parsed ([`parse_session_tree`]); no sessions is an empty list.
-    /// Skipped lines are in [`Parsed::skipped`] for the caller to log and count.
-    fn session_details(&self) -> Result<Parsed<SessionDetail>, IscsiadmError> {
+    /// Skipped lines are in [`ParsedListing::skipped`] for the caller to log and count.
+    fn session_details(&self) -> Result<ParsedListing<SessionDetail>, IscsiadmError> {
         Ok(match self.sessions(true)? {
-            SessionListing::NoSessions => Parsed::default(),
+            SessionListing::NoSessions => ParsedListing::default(),
             SessionListing::Text(t) => parse_session_tree(&t),
         })
     }
 
     /// `-m session`, parsed ([`parse_session_list`]); no sessions is an empty list.
-    fn session_summaries(&self) -> Result<Parsed<SessionSummary>, IscsiadmError> {
+    fn session_summaries(&self) -> Result<ParsedListing<SessionSummary>, IscsiadmError> {
         Ok(match self.sessions(false)? {
-            SessionListing::NoSessions => Parsed::default(),
+            SessionListing::NoSessions => ParsedListing::default(),
             SessionListing::Text(t) => parse_session_list(&t),
         })
     }

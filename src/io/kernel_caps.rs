@@ -6,12 +6,12 @@
 use std::path::Path;
 
 use crate::core::kernel_caps::{driver_folder, CapsProbe, KernelCaps};
-use crate::io::netlink::{NetlinkError, NldevClient, Skips, Transport};
+use crate::io::netlink::{BlockingTransport, NetlinkError, NldevClient, Skips};
 
 /// Probes with `client` (or records why there is none), sysfs under `sysfs_root` and the
 /// release from `<proc_root>/sys/kernel/osrelease`. Never fails: what cannot be asked is
 /// left unknown, what fails says why.
-pub fn probe<T: Transport>(
+pub fn probe<T: BlockingTransport>(
     client: Result<&mut NldevClient<T>, &NetlinkError>,
     sysfs_root: &Path,
     proc_root: &Path,
@@ -63,7 +63,7 @@ pub fn probe<T: Transport>(
 }
 
 /// [`probe`] and the decision.
-pub fn detect<T: Transport>(
+pub fn detect<T: BlockingTransport>(
     client: Result<&mut NldevClient<T>, &NetlinkError>,
     sysfs_root: &Path,
     proc_root: &Path,

@@ -137,21 +137,24 @@ impl<R> Drop for CappedLines<R> {
     }
 }
 
+/// A reader that hands out at most `n` bytes per read, like a pipe: the tests of every
+/// reader built on these lines (here and `explain`) feed their input through it.
+#[cfg(test)]
+pub(crate) struct Trickle<'a>(pub(crate) &'a [u8], pub(crate) usize);
+
+#[cfg(test)]
+impl Read for Trickle<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.0.len().min(self.1).min(out.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Hands out at most `n` bytes per read, like a pipe.
-    struct Trickle<'a>(&'a [u8], usize);
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.0.len().min(self.1).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
 
     fn capped(input: &[u8], cap: usize, trickle: usize) -> (Vec<u8>, CapStats) {
         let mut r = CappedLines::with_cap(Trickle(input, trickle), cap, "test");

@@ -17,6 +17,7 @@ pub mod lock;
 pub mod neighbour;
 pub mod netif;
 pub mod netlink;
+pub mod nvme_cli;
 pub mod path_trust;
 pub mod probe;
 pub mod probe_choice;

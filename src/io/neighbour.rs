@@ -327,14 +327,14 @@ pub struct DumpPart {
 }
 
 /// Decodes one datagram of the dump answering `seq`.
-pub fn decode_dump(datagram: &[u8], seq: u32) -> Result<DumpPart, route::Decoded> {
-    use route::Decoded;
+pub fn decode_dump(datagram: &[u8], seq: u32) -> Result<DumpPart, route::ReplyDecodeError> {
+    use route::ReplyDecodeError;
     let mut part = DumpPart::default();
     let mut at = 0;
     while at + NLMSG_HDRLEN <= datagram.len() {
         let len = route::u32_at(datagram, at).map_or(0, |l| usize::try_from(l).unwrap_or(0));
         if len < NLMSG_HDRLEN || at + len > datagram.len() {
-            return Err(Decoded::Malformed(format!(
+            return Err(ReplyDecodeError::Malformed(format!(
                 "message length {len} at offset {at} of a {}-byte datagram",
                 datagram.len()
             )));
@@ -354,8 +354,10 @@ pub fn decode_dump(datagram: &[u8], seq: u32) -> Result<DumpPart, route::Decoded
                     .get(0..4)
                     .and_then(|b| b.try_into().ok())
                     .map(i32::from_ne_bytes)
-                    .ok_or_else(|| Decoded::Malformed("NLMSG_ERROR without its code".into()))?;
-                return Err(Decoded::Errno(code.saturating_neg()));
+                    .ok_or_else(|| {
+                        ReplyDecodeError::Malformed("NLMSG_ERROR without its code".into())
+                    })?;
+                return Err(ReplyDecodeError::Errno(code.saturating_neg()));
             }
             RTM_NEWNEIGH => part.entries.push(decode_entry(body)?),
             _ => {}
@@ -364,10 +366,12 @@ pub fn decode_dump(datagram: &[u8], seq: u32) -> Result<DumpPart, route::Decoded
     Ok(part)
 }
 
-fn decode_entry(body: &[u8]) -> Result<NeighEntry, route::Decoded> {
-    use route::Decoded;
+fn decode_entry(body: &[u8]) -> Result<NeighEntry, route::ReplyDecodeError> {
+    use route::ReplyDecodeError;
     if body.len() < NDMSG_LEN {
-        return Err(Decoded::Malformed("RTM_NEWNEIGH shorter than ndmsg".into()));
+        return Err(ReplyDecodeError::Malformed(
+            "RTM_NEWNEIGH shorter than ndmsg".into(),
+        ));
     }
     let family = body[0];
     let mut e = NeighEntry {
@@ -381,7 +385,7 @@ fn decode_entry(body: &[u8]) -> Result<NeighEntry, route::Decoded> {
         let rta_len = usize::from(route::u16_at(body, a).unwrap_or(0));
         let rta_type = route::u16_at(body, a + 2).unwrap_or(0);
         if rta_len < 4 || a + rta_len > body.len() {
-            return Err(Decoded::Malformed(format!(
+            return Err(ReplyDecodeError::Malformed(format!(
                 "neighbour attribute length {rta_len} at offset {a}"
             )));
         }
@@ -419,8 +423,10 @@ pub fn dump(addr: IpAddr, timeout: Duration) -> Result<Vec<NeighEntry>, RouteErr
                     return Ok(entries);
                 }
             }
-            Err(route::Decoded::Errno(errno)) => return Err(RouteError::NoRoute { addr, errno }),
-            Err(route::Decoded::Malformed(m)) => return Err(RouteError::Malformed(m)),
+            Err(route::ReplyDecodeError::Errno(errno)) => {
+                return Err(RouteError::NoRoute { addr, errno })
+            }
+            Err(route::ReplyDecodeError::Malformed(m)) => return Err(RouteError::Malformed(m)),
         }
     }
 }
@@ -561,7 +567,7 @@ mod tests {
         d.truncate(d.len() - 3);
         assert!(matches!(
             decode_dump(&d, 1),
-            Err(route::Decoded::Malformed(_))
+            Err(route::ReplyDecodeError::Malformed(_))
         ));
         for n in 0..64 {
             let _ = decode_dump(&entry_msg(1, 4, 9)[..n.min(60)], 1);
@@ -574,7 +580,7 @@ mod tests {
         err.extend_from_slice(&0u32.to_ne_bytes());
         err.extend_from_slice(&(-1i32).to_ne_bytes());
         err.extend_from_slice(&[0u8; 16]);
-        assert_eq!(decode_dump(&err, 1), Err(route::Decoded::Errno(1)));
+        assert_eq!(decode_dump(&err, 1), Err(route::ReplyDecodeError::Errno(1)));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! - a dump the kernel refuses (RES_QP_GET or PORT_GET without DEV_INDEX) ends with an
 //!   NLMSG_DONE carrying -22, not with an NLMSG_ERROR.
 //!
-//! The OS socket sits behind two small traits: [`Transport`] (blocking, with a deadline per
+//! The OS socket sits behind two small traits: [`BlockingTransport`] (blocking, with a deadline per
 //! receive: the one-shot CLIs) and [`AsyncTransport`] (registered with tokio: the daemon,
 //! which must never park a thread on a short tick). [`FdTransport`] and [`AsyncFdTransport`]
 //! serve both the real netlink socket and, in tests, one end of a `socketpair` whose other
@@ -188,7 +188,7 @@ fn ext_ack_text(msg: &Option<String>) -> String {
 }
 
 /// A datagram transport: the netlink socket, or a test double playing the kernel.
-pub trait Transport {
+pub trait BlockingTransport {
     /// Sends one datagram (one or more netlink messages).
     fn send(&mut self, datagram: &[u8]) -> io::Result<()>;
 
@@ -212,7 +212,7 @@ pub trait AsyncTransport {
     ) -> impl Future<Output = io::Result<Option<Vec<u8>>>>;
 }
 
-/// A blocking [`Transport`] seen as an [`AsyncTransport`] whose futures are ready at their
+/// A blocking [`BlockingTransport`] seen as an [`AsyncTransport`] whose futures are ready at their
 /// first poll (the blocking call happens inside it): how the blocking [`NldevClient`] runs
 /// the one conversation code.
 #[derive(Debug)]
@@ -221,7 +221,7 @@ pub struct Blocking<T>(pub T);
 /// What a `recv` without a deadline waits for at most on a blocking transport.
 const BLOCKING_NO_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 
-impl<T: Transport> AsyncTransport for Blocking<T> {
+impl<T: BlockingTransport> AsyncTransport for Blocking<T> {
     fn send(&mut self, datagram: &[u8]) -> impl Future<Output = io::Result<()>> {
         std::future::ready(self.0.send(datagram))
     }
@@ -256,7 +256,7 @@ fn block_on_ready<R>(
     }
 }
 
-/// A [`Transport`] over a datagram socket file descriptor (non-blocking, with `poll` for the
+/// A [`BlockingTransport`] over a datagram socket file descriptor (non-blocking, with `poll` for the
 /// deadline): the real netlink socket or one end of a `socketpair`.
 #[derive(Debug)]
 pub struct FdTransport {
@@ -410,7 +410,7 @@ fn recv_datagram(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<Option<Vec<u8>>> {
     Ok(raw_recv(fd, buf, 0)?.map(|n| buf.get(..n).unwrap_or_default().to_vec()))
 }
 
-impl Transport for FdTransport {
+impl BlockingTransport for FdTransport {
     fn send(&mut self, datagram: &[u8]) -> io::Result<()> {
         send_datagram(self.fd.as_raw_fd(), datagram)
     }
@@ -523,7 +523,7 @@ pub struct ClientStats {
 
 /// A request/response client over one [`AsyncTransport`]: the conversation code, written
 /// once. The daemon uses it over [`AsyncFdTransport`]; [`NldevClient`] is the same code over
-/// a blocking [`Transport`].
+/// a blocking [`BlockingTransport`].
 #[derive(Debug)]
 pub struct AsyncNldevClient<T> {
     transport: T,
@@ -613,14 +613,14 @@ impl<T: AsyncTransport> AsyncNldevClient<T> {
         loop {
             attempt += 1;
             match self.exchange(&mut bytes, &what, true, &mut decode).await {
-                Ok(Outcome::Complete(msgs)) => return Ok(msgs),
-                Ok(Outcome::Interrupted) | Err(NetlinkError::Overrun)
+                Ok(ExchangeEnd::Complete(msgs)) => return Ok(msgs),
+                Ok(ExchangeEnd::Interrupted) | Err(NetlinkError::Overrun)
                     if attempt < self.dump_attempts =>
                 {
                     self.stats.dump_retries += 1;
                     tracing::debug!(request = %what, attempt, "dump interrupted, retrying");
                 }
-                Ok(Outcome::Interrupted) => {
+                Ok(ExchangeEnd::Interrupted) => {
                     return Err(NetlinkError::Interrupted {
                         request: what,
                         attempts: attempt,
@@ -642,8 +642,8 @@ impl<T: AsyncTransport> AsyncNldevClient<T> {
         let mut decode =
             |f: &Frame<'_>| I::deserialize(&f.header, f.payload).map_err(|e| e.to_string());
         match self.exchange(&mut bytes, &what, false, &mut decode).await? {
-            Outcome::Complete(msgs) => Ok(msgs),
-            Outcome::Interrupted => Err(NetlinkError::Interrupted {
+            ExchangeEnd::Complete(msgs) => Ok(msgs),
+            ExchangeEnd::Interrupted => Err(NetlinkError::Interrupted {
                 request: what,
                 attempts: 1,
             }),
@@ -656,7 +656,7 @@ impl<T: AsyncTransport> AsyncNldevClient<T> {
         what: &str,
         dump: bool,
         decode: &mut impl FnMut(&Frame<'_>) -> Result<R, String>,
-    ) -> Result<Outcome<R>, NetlinkError> {
+    ) -> Result<ExchangeEnd<R>, NetlinkError> {
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1).max(1);
         if let Some(field) = bytes.get_mut(8..12) {
@@ -722,7 +722,7 @@ impl<R> Replies<R> {
         what: &str,
         decode: &mut impl FnMut(&Frame<'_>) -> Result<R, String>,
         stats: &mut ClientStats,
-    ) -> Result<Option<Outcome<R>>, NetlinkError> {
+    ) -> Result<Option<ExchangeEnd<R>>, NetlinkError> {
         if datagram.is_empty() {
             return Err(NetlinkError::Closed);
         }
@@ -752,7 +752,7 @@ impl<R> Replies<R> {
                     })?;
                     if code == 0 {
                         if !self.dump {
-                            return Ok(Some(Outcome::Complete(std::mem::take(&mut self.out))));
+                            return Ok(Some(ExchangeEnd::Complete(std::mem::take(&mut self.out))));
                         }
                         // An ACK inside a dump (a kernel that acks dumps): keep reading.
                     } else {
@@ -773,10 +773,10 @@ impl<R> Replies<R> {
                         });
                     }
                     if self.interrupted {
-                        return Ok(Some(Outcome::Interrupted));
+                        return Ok(Some(ExchangeEnd::Interrupted));
                     }
                     if self.dump {
-                        return Ok(Some(Outcome::Complete(std::mem::take(&mut self.out))));
+                        return Ok(Some(ExchangeEnd::Complete(std::mem::take(&mut self.out))));
                     }
                 }
                 NLMSG_OVERRUN => return Err(NetlinkError::Overrun),
@@ -795,7 +795,7 @@ impl<R> Replies<R> {
     }
 }
 
-/// A blocking request/response client over one [`Transport`] (the one-shot CLIs): the
+/// A blocking request/response client over one [`BlockingTransport`] (the one-shot CLIs): the
 /// [`AsyncNldevClient`] code over [`Blocking`].
 #[derive(Debug)]
 pub struct NldevClient<T> {
@@ -810,7 +810,7 @@ impl NldevClient<FdTransport> {
     }
 }
 
-impl<T: Transport> NldevClient<T> {
+impl<T: BlockingTransport> NldevClient<T> {
     /// A client over `transport` with the default deadline and dump attempts.
     pub fn new(transport: T) -> Self {
         NldevClient {
@@ -1097,7 +1097,9 @@ where
     out
 }
 
-enum Outcome<I> {
+/// How one exchange ended: every reply (up to NLMSG_DONE for a dump), or a dump the kernel
+/// interrupted (NLM_F_DUMP_INTR), which the caller asks for again.
+enum ExchangeEnd<I> {
     Complete(Vec<I>),
     Interrupted,
 }
@@ -1226,7 +1228,7 @@ impl<T> NldevMonitor<T> {
     }
 }
 
-impl<T: Transport> NldevMonitor<T> {
+impl<T: BlockingTransport> NldevMonitor<T> {
     /// Waits at most `timeout` for the next datagram of events.
     pub fn next<I: NetlinkDeserializable>(
         &mut self,

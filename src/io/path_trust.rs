@@ -12,21 +12,21 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component as PathComponent, Path, PathBuf};
 
 use crate::core::path_trust::{
-    judge, Component, Kind, Target, Verdict, Walk, WalkError, MAX_SYMLINKS,
+    judge, Component, Kind, PathVerdict, Target, Walk, WalkError, MAX_SYMLINKS,
 };
 
 /// Walks `path` and judges it as `target`, trusting root and the daemon's effective uid.
-pub fn check(path: &Path, target: Target) -> Verdict {
+pub fn check(path: &Path, target: Target) -> PathVerdict {
     match walk(path) {
         Ok(w) => {
             let refusals = judge(&w, target, nix::unistd::geteuid().as_raw());
             if refusals.is_empty() {
-                Verdict::Trusted { exists: w.complete }
+                PathVerdict::Trusted { exists: w.complete }
             } else {
-                Verdict::Refused(refusals)
+                PathVerdict::Refused(refusals)
             }
         }
-        Err(e) => Verdict::Unwalkable(e),
+        Err(e) => PathVerdict::Unwalkable(e),
     }
 }
 
@@ -174,7 +174,7 @@ mod tests {
         // naming that directory.
         chmod(&base.join("open"), 0o777);
         match check(&base.join("safe/config.toml"), Target::File) {
-            Verdict::Refused(r) => {
+            PathVerdict::Refused(r) => {
                 let m = r[0].to_string();
                 assert!(
                     m.contains(&format!(

@@ -267,8 +267,8 @@ fn run_with(
         source,
     })?;
     let mut streams = [
-        Capture::new(child.stdout.take().map(OwnedFd::from)),
-        Capture::new(child.stderr.take().map(OwnedFd::from)),
+        PipeCapture::new(child.stdout.take().map(OwnedFd::from)),
+        PipeCapture::new(child.stderr.take().map(OwnedFd::from)),
     ];
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     // Readable once the child has exited, while it is still an unreaped zombie: while the
@@ -302,7 +302,7 @@ fn run_with(
                 inv.capture_limit,
                 Instant::now() + DRAIN_GRACE,
             );
-            let [stdout, stderr] = streams.map(Capture::text);
+            let [stdout, stderr] = streams.map(PipeCapture::text);
             return Err(match reaped {
                 Ok(()) => RunError::Timeout {
                     command: inv.display(),
@@ -346,7 +346,7 @@ fn run_with(
         inv.capture_limit,
         Instant::now() + DRAIN_GRACE,
     );
-    let [(stdout, t1), (stderr, t2)] = streams.map(Capture::text);
+    let [(stdout, t1), (stderr, t2)] = streams.map(PipeCapture::text);
     let exit = match (status.code(), status.signal()) {
         (Some(c), _) => Exit::Code(c),
         (None, Some(s)) => Exit::Signal(s),
@@ -519,15 +519,15 @@ fn exited_nowait(pid: nix::unistd::Pid) -> std::io::Result<bool> {
 }
 
 /// One output pipe of the child and what was kept of it.
-struct Capture {
+struct PipeCapture {
     fd: Option<OwnedFd>,
     kept: Vec<u8>,
     truncated: bool,
 }
 
-impl Capture {
-    fn new(fd: Option<OwnedFd>) -> Capture {
-        Capture {
+impl PipeCapture {
+    fn new(fd: Option<OwnedFd>) -> PipeCapture {
+        PipeCapture {
             fd,
             kept: Vec::new(),
             truncated: false,
@@ -575,7 +575,7 @@ impl Capture {
 /// what came; whether the child exited. One thread, no timer: it sleeps in `poll` until
 /// something happens.
 fn wait_any(
-    streams: &mut [Capture; 2],
+    streams: &mut [PipeCapture; 2],
     pidfd: Option<&OwnedFd>,
     capture_limit: usize,
     limit: Duration,
@@ -633,7 +633,7 @@ fn wait_any(
 
 /// Reads both pipes to end of file, until `until` at most. A grandchild that escaped our
 /// process group (setsid) could hold the pipes forever; we do not wait for it.
-fn drain(streams: &mut [Capture; 2], capture_limit: usize, until: Instant) {
+fn drain(streams: &mut [PipeCapture; 2], capture_limit: usize, until: Instant) {
     while streams.iter().any(|c| c.fd.is_some()) {
         let now = Instant::now();
         if now >= until {

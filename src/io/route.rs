@@ -132,12 +132,12 @@ pub(crate) fn ip_of(family: u8, b: &[u8]) -> Option<IpAddr> {
 
 /// Decodes one datagram answering request `seq`: `Ok(Some(answer))` for an RTM_NEWROUTE,
 /// `Err(errno)` (positive) for an NLMSG_ERROR, `Ok(None)` when nothing in it answers `seq`.
-pub fn decode_reply(datagram: &[u8], seq: u32) -> Result<Option<RouteAnswer>, Decoded> {
+pub fn decode_reply(datagram: &[u8], seq: u32) -> Result<Option<RouteAnswer>, ReplyDecodeError> {
     let mut at = 0;
     while at + NLMSG_HDRLEN <= datagram.len() {
         let len = u32_at(datagram, at).map_or(0, |l| usize::try_from(l).unwrap_or(0));
         if len < NLMSG_HDRLEN || at + len > datagram.len() {
-            return Err(Decoded::Malformed(format!(
+            return Err(ReplyDecodeError::Malformed(format!(
                 "message length {len} at offset {at} of a {}-byte datagram",
                 datagram.len()
             )));
@@ -156,12 +156,16 @@ pub fn decode_reply(datagram: &[u8], seq: u32) -> Result<Option<RouteAnswer>, De
                     .get(0..4)
                     .and_then(|b| b.try_into().ok())
                     .map(i32::from_ne_bytes)
-                    .ok_or_else(|| Decoded::Malformed("NLMSG_ERROR without its code".into()))?;
-                return Err(Decoded::Errno(code.saturating_neg()));
+                    .ok_or_else(|| {
+                        ReplyDecodeError::Malformed("NLMSG_ERROR without its code".into())
+                    })?;
+                return Err(ReplyDecodeError::Errno(code.saturating_neg()));
             }
             RTM_NEWROUTE => {
                 if body.len() < RTMSG_LEN {
-                    return Err(Decoded::Malformed("RTM_NEWROUTE shorter than rtmsg".into()));
+                    return Err(ReplyDecodeError::Malformed(
+                        "RTM_NEWROUTE shorter than rtmsg".into(),
+                    ));
                 }
                 let family = body[0];
                 let mut answer = RouteAnswer {
@@ -174,7 +178,7 @@ pub fn decode_reply(datagram: &[u8], seq: u32) -> Result<Option<RouteAnswer>, De
                     let rta_len = usize::from(u16_at(body, a).unwrap_or(0));
                     let rta_type = u16_at(body, a + 2).unwrap_or(0);
                     if rta_len < 4 || a + rta_len > body.len() {
-                        return Err(Decoded::Malformed(format!(
+                        return Err(ReplyDecodeError::Malformed(format!(
                             "route attribute length {rta_len} at offset {a}"
                         )));
                     }
@@ -194,9 +198,14 @@ pub fn decode_reply(datagram: &[u8], seq: u32) -> Result<Option<RouteAnswer>, De
     Ok(None)
 }
 
+/// Names the netdev the kernel routes an address through (`ip route get`, [`route_netdev`]
+/// or a double); `Err` says why there is no answer. The daemon shares one
+/// (`Arc<RouteLookup>`), doctor borrows one.
+pub type RouteLookup = dyn Fn(IpAddr) -> Result<String, String> + Send + Sync;
+
 /// What [`decode_reply`] could not turn into an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decoded {
+pub enum ReplyDecodeError {
     /// The kernel answered NLMSG_ERROR with this (positive) errno.
     Errno(i32),
     /// Bytes that are not a netlink reply.
@@ -216,8 +225,8 @@ pub fn route_get(addr: IpAddr, timeout: Duration) -> Result<RouteAnswer, RouteEr
         match decode_reply(&buf[..n.min(buf.len())], seq) {
             Ok(Some(answer)) => return Ok(answer),
             Ok(None) => continue,
-            Err(Decoded::Errno(errno)) => return Err(RouteError::NoRoute { addr, errno }),
-            Err(Decoded::Malformed(m)) => return Err(RouteError::Malformed(m)),
+            Err(ReplyDecodeError::Errno(errno)) => return Err(RouteError::NoRoute { addr, errno }),
+            Err(ReplyDecodeError::Malformed(m)) => return Err(RouteError::Malformed(m)),
         }
     }
 }
@@ -385,14 +394,17 @@ mod tests {
         e.extend_from_slice(&0u32.to_ne_bytes());
         e.extend_from_slice(&(-101i32).to_ne_bytes());
         e.extend_from_slice(&encode_request("203.0.113.9".parse().unwrap(), 5)[..16]);
-        assert_eq!(decode_reply(&e, 5), Err(Decoded::Errno(101)));
+        assert_eq!(decode_reply(&e, 5), Err(ReplyDecodeError::Errno(101)));
         let good = lab_reply(1);
         for cut in 0..good.len() {
             let _ = decode_reply(&good[..cut], 1);
         }
         let mut bad = good.clone();
         bad[28] = 0xff; // first attribute's length
-        assert!(matches!(decode_reply(&bad, 1), Err(Decoded::Malformed(_))));
+        assert!(matches!(
+            decode_reply(&bad, 1),
+            Err(ReplyDecodeError::Malformed(_))
+        ));
     }
 
     #[test]

@@ -25,10 +25,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub mod attr;
+pub mod nvme;
 pub mod stack;
 
 use crate::core::reset_plan::is_rdma_aux_name;
-pub use attr::Skipped;
+pub use attr::SkippedPath;
 use attr::{gid_ndevs, link_name, read_opt, skip};
 
 /// The InfiniBand class directory, relative to the sysfs root.
@@ -178,7 +179,7 @@ pub struct SysfsScan {
     /// Devices, sorted by name.
     pub devices: Vec<SysfsDevice>,
     /// Everything that was skipped, with reasons (counted and logged).
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<SkippedPath>,
 }
 
 impl SysfsScan {
@@ -250,7 +251,7 @@ pub fn scan(sysfs_root: &Path) -> Result<SysfsScan, SysfsError> {
     Ok(out)
 }
 
-fn read_coded(path: &Path, skipped: &mut Vec<Skipped>) -> Option<Coded> {
+fn read_coded(path: &Path, skipped: &mut Vec<SkippedPath>) -> Option<Coded> {
     let text = read_opt(path, skipped)?;
     match Coded::parse(&text) {
         Some(c) => Some(c),
@@ -265,7 +266,7 @@ fn read_coded(path: &Path, skipped: &mut Vec<Skipped>) -> Option<Coded> {
     }
 }
 
-fn read_device(dir: &Path, name: String, skipped: &mut Vec<Skipped>) -> SysfsDevice {
+fn read_device(dir: &Path, name: String, skipped: &mut Vec<SkippedPath>) -> SysfsDevice {
     let node_type = read_coded(&dir.join("node_type"), skipped);
     let fw_ver = read_opt(&dir.join("fw_ver"), skipped).filter(|s| !s.is_empty());
     let parent = read_parent(dir, skipped);
@@ -296,7 +297,7 @@ pub fn is_pci_bdf(s: &str) -> bool {
         && hex(11..12)
 }
 
-fn read_parent(dir: &Path, skipped: &mut Vec<Skipped>) -> Parent {
+fn read_parent(dir: &Path, skipped: &mut Vec<SkippedPath>) -> Parent {
     let link = dir.join("device");
     if fs::symlink_metadata(&link).is_err() {
         return Parent::Virtual;
@@ -354,7 +355,7 @@ fn read_aux_children(pci_dir: &Path, bdf: &str) -> Vec<AuxDevice> {
     aux
 }
 
-fn read_ports(ports_dir: &Path, skipped: &mut Vec<Skipped>) -> Vec<SysfsPort> {
+fn read_ports(ports_dir: &Path, skipped: &mut Vec<SkippedPath>) -> Vec<SysfsPort> {
     let entries = match fs::read_dir(ports_dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

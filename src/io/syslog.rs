@@ -36,7 +36,7 @@ use crate::core::severity::Severity;
 
 /// One alert: what happened, why, and what the operator can do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Alert {
+pub struct AlertMessage {
     /// How urgent it is.
     pub severity: Severity,
     /// What happened, e.g. "RDMA device rocep2s0f0 port 1: GSI QP 1 stuck in ERR".
@@ -47,7 +47,7 @@ pub struct Alert {
     pub todo: String,
 }
 
-impl Alert {
+impl AlertMessage {
     /// The message body: `what: why; todo`, on one line.
     pub fn message(&self) -> String {
         let mut m = self.what.trim().to_string();
@@ -98,11 +98,11 @@ impl SyslogError {
 /// for the simulator and tests.
 pub trait AlertSink: Send + Sync {
     /// Delivers one alert.
-    fn send(&self, alert: &Alert) -> Result<(), SyslogError>;
+    fn send(&self, alert: &AlertMessage) -> Result<(), SyslogError>;
 }
 
 /// Builds the exact datagram for `alert` (see the module doc for the format).
-pub fn format_datagram(facility: u8, ident: &str, pid: u32, alert: &Alert) -> Vec<u8> {
+pub fn format_datagram(facility: u8, ident: &str, pid: u32, alert: &AlertMessage) -> Vec<u8> {
     let pri = u16::from(facility) * 8 + u16::from(alert.severity.code());
     let ident = sanitize(ident, 48);
     let ident = if ident.is_empty() {
@@ -177,7 +177,7 @@ impl SyslogSink {
 }
 
 impl AlertSink for SyslogSink {
-    fn send(&self, alert: &Alert) -> Result<(), SyslogError> {
+    fn send(&self, alert: &AlertMessage) -> Result<(), SyslogError> {
         let bytes = format_datagram(FACILITY_DAEMON, &self.ident, self.pid, alert);
         let mut guard = self.socket.lock().unwrap_or_else(|p| p.into_inner());
         // Two tries: the cached connection may point at a receiver that restarted since
@@ -222,12 +222,12 @@ fn is_stale(e: &std::io::Error) -> bool {
 /// An in-memory sink: keeps every alert, for the simulator and tests.
 #[derive(Debug, Default)]
 pub struct RecordingSink {
-    alerts: Mutex<Vec<Alert>>,
+    alerts: Mutex<Vec<AlertMessage>>,
 }
 
 impl RecordingSink {
     /// Every alert sent so far, oldest first.
-    pub fn alerts(&self) -> Vec<Alert> {
+    pub fn alerts(&self) -> Vec<AlertMessage> {
         self.alerts
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -236,7 +236,7 @@ impl RecordingSink {
 }
 
 impl AlertSink for RecordingSink {
-    fn send(&self, alert: &Alert) -> Result<(), SyslogError> {
+    fn send(&self, alert: &AlertMessage) -> Result<(), SyslogError> {
         self.alerts
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -274,7 +274,7 @@ mod tests {
     #[test]
     fn the_configured_severity_is_the_one_sent() {
         for s in ALL {
-            let a = Alert {
+            let a = AlertMessage {
                 severity: s,
                 what: "w".into(),
                 why: String::new(),

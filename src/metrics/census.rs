@@ -21,7 +21,7 @@ use crate::core::qp::QpState;
 use crate::core::recovery::{Engine, Phase};
 use crate::core::topology::Topology;
 
-type Labels = Vec<(&'static str, String)>;
+use super::Labels;
 
 /// Port states, as `rdma link` names them.
 const PORT_STATES: [&str; 7] = [
@@ -67,7 +67,7 @@ const SESSION_STATES: [&str; 5] = ["LOGGED_IN", "FAILED", "FREE", "UNKNOWN", "mi
 
 /// One port of the topology.
 #[derive(Debug, Clone, PartialEq)]
-struct PortView {
+struct CensusPort {
     device: String,
     port: u32,
     state: &'static str,
@@ -81,7 +81,7 @@ struct PortView {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TopologyCensus {
     devices: usize,
-    ports: Vec<PortView>,
+    ports: Vec<CensusPort>,
     /// (device, type, state) → QPs.
     qps: BTreeMap<(String, &'static str, &'static str), u64>,
     /// Devices whose last QP dump failed.
@@ -110,7 +110,7 @@ impl TopologyCensus {
                     .iter()
                     .find(|q| q.lqpn == 1 && d.qp_port(q) == Some(p.port))
                     .map(|q| q.state);
-                c.ports.push(PortView {
+                c.ports.push(CensusPort {
                     device: name.clone(),
                     port: p.port,
                     state: port_state_name(p.state),

@@ -56,7 +56,7 @@ impl Exporter {
     /// disabled (`None`); else the textfile writer and, with `metrics.listen`, the HTTP
     /// endpoint. An endpoint that cannot be bound is logged and left out: the daemon's
     /// protection never depends on its metrics. Must be called inside the runtime.
-    pub async fn start(cfg: &crate::config::Metrics, metrics: &Metrics) -> Option<Exporter> {
+    pub async fn start(cfg: &crate::config::MetricsConfig, metrics: &Metrics) -> Option<Exporter> {
         if !cfg.enabled || !metrics.is_enabled() {
             return None;
         }

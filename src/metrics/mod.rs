@@ -31,7 +31,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::core::driver::{Effect, EffectId, EffectKind, Refusal};
 use crate::core::recovery::{
-    ActionKind, Engine, IscsiadmStatus, Outcome, Phase, PortId, RecreateResult, Transition,
+    ActionKind, Engine, IscsiadmOutcome, Outcome, Phase, PortId, RecreateResult, Transition,
 };
 use crate::core::selftest::SelfTestResult;
 use crate::core::topology::Topology;
@@ -77,14 +77,14 @@ impl Source {
 
 /// A recovery the driver started, remembered until its outcome comes back.
 #[derive(Debug, Clone, Copy)]
-enum Started {
+enum StartedRecovery {
     Recreate,
     Reconnect,
 }
 
 /// A port's fault episode, for the fault-to-recovery histogram.
 #[derive(Debug, Clone)]
-struct Episode {
+struct OpenEpisode {
     /// Engine time (ms) the port left Healthy.
     start_ms: u64,
     /// The fault, once the engine named it.
@@ -122,6 +122,7 @@ struct Families {
     selftest_last_success: Family<Labels, Gauge>,
     selftest_last_timestamp: Family<Labels, Gauge<f64, AtomicU64>>,
     rdma_consumers: Family<Labels, Gauge>,
+    nvme_reconnects: Family<Labels, Counter>,
 }
 
 #[derive(Debug)]
@@ -131,11 +132,11 @@ struct Inner {
     topology: Arc<census::TopologyCollector>,
     engine: Arc<census::EngineCollector>,
     /// Recoveries in flight, by effect id (their outcome names no action).
-    started: Mutex<BTreeMap<EffectId, Started>>,
+    started: Mutex<BTreeMap<EffectId, StartedRecovery>>,
     /// Port self-tests in flight, by effect id, with their port.
     selftests: Mutex<BTreeMap<EffectId, PortId>>,
     /// Ports out of Healthy, with when they left it.
-    episodes: Mutex<BTreeMap<PortId, Episode>>,
+    episodes: Mutex<BTreeMap<PortId, OpenEpisode>>,
     /// The netlink client's counters as last seen (exported as the increase since).
     client_stats: Mutex<crate::io::netlink::ClientStats>,
 }
@@ -190,6 +191,7 @@ pub fn action_name(k: &ActionKind) -> &'static str {
         ActionKind::IscsiLogout { .. } => "iscsi_logout",
         ActionKind::IscsiRescan { .. } => "iscsi_rescan",
         ActionKind::SelfTestPort { .. } => "selftest_port",
+        ActionKind::NvmeReconnect { .. } => "nvme_reconnect",
         ActionKind::RefreshSessions => "refresh_sessions",
         ActionKind::RefreshTopology => "refresh_topology",
         ActionKind::Alert(_) => "alert",
@@ -254,6 +256,7 @@ impl Metrics {
             selftest_last_success: Family::default(),
             selftest_last_timestamp: Family::default(),
             rdma_consumers: Family::default(),
+            nvme_reconnects: Family::default(),
         };
         r.register(
             "kernel_events",
@@ -384,6 +387,11 @@ impl Metrics {
             f.selftest_last_duration.clone(),
         );
         r.register(
+            "nvme_reconnects",
+            "NVMe over RDMA controllers reconnected with nvme connect after a re-creation of their device, by result (back: live, namespaces present, direct reads succeed; no-nvme-cli, disabled, connect-failed, not-found, not-live, namespaces-missing, read-failed)",
+            f.nvme_reconnects.clone(),
+        );
+        r.register(
             "rdma_consumers",
             "RDMA consumers on each port (CM id table and QP owners), by device, port, kind (the keys of [recovery.consumers], and iser) and state (live: a connection, listener or QP still working; broken: none)",
             f.rdma_consumers.clone(),
@@ -441,7 +449,7 @@ impl Metrics {
 
     /// Live metrics if `cfg` enables them and this is the daemon (`daemon`), else
     /// [`Metrics::disabled`].
-    pub fn for_config(cfg: &crate::config::Metrics, daemon: bool) -> Metrics {
+    pub fn for_config(cfg: &crate::config::MetricsConfig, daemon: bool) -> Metrics {
         if cfg.enabled && daemon {
             Metrics::new()
         } else {
@@ -638,8 +646,8 @@ impl Metrics {
                     .get_or_create(&l1("action", action_name(&action.kind)))
                     .inc();
                 let started = match &action.kind {
-                    ActionKind::RecreateDevice { .. } => Some(Started::Recreate),
-                    ActionKind::IscsiLogin { .. } => Some(Started::Reconnect),
+                    ActionKind::RecreateDevice { .. } => Some(StartedRecovery::Recreate),
+                    ActionKind::IscsiLogin { .. } => Some(StartedRecovery::Reconnect),
                     ActionKind::SelfTestPort { device, port, .. } => {
                         lock(&i.selftests).insert(effect.id, PortId::new(device.clone(), *port));
                         None
@@ -655,8 +663,8 @@ impl Metrics {
                 };
                 if let Some(s) = started {
                     let action = match s {
-                        Started::Recreate => "recreate_device",
-                        Started::Reconnect => "reconnect",
+                        StartedRecovery::Recreate => "recreate_device",
+                        StartedRecovery::Reconnect => "reconnect",
                     };
                     i.f.recoveries_started
                         .get_or_create(&l1("action", action))
@@ -680,6 +688,13 @@ impl Metrics {
     /// the executor knows it.
     pub fn executed(&self, id: EffectId, outcome: &Outcome, method: Option<&str>) {
         self.with(|i| {
+            if let Outcome::NvmeReconnect { reports, .. } = outcome {
+                for r in reports {
+                    i.f.nvme_reconnects
+                        .get_or_create(&l1("result", r.result.label()))
+                        .inc();
+                }
+            }
             if let Some(port) = lock(&i.selftests).remove(&id) {
                 Self::selftest(i, &port, outcome);
                 return;
@@ -688,22 +703,28 @@ impl Metrics {
                 return;
             };
             let (action, ok, method) = match (started, outcome) {
-                (Started::Recreate, Outcome::Recreate(RecreateResult::Recreated { .. })) => {
-                    ("recreate_device", true, method.unwrap_or("unknown"))
-                }
-                (Started::Recreate, Outcome::Recreate(RecreateResult::Unsupported { .. })) => {
-                    ("recreate_device", false, "none")
-                }
-                (Started::Recreate, Outcome::NotRun { .. }) => {
+                (
+                    StartedRecovery::Recreate,
+                    Outcome::Recreate(RecreateResult::Recreated { .. }),
+                ) => ("recreate_device", true, method.unwrap_or("unknown")),
+                (
+                    StartedRecovery::Recreate,
+                    Outcome::Recreate(RecreateResult::Unsupported { .. }),
+                ) => ("recreate_device", false, "none"),
+                (StartedRecovery::Recreate, Outcome::NotRun { .. }) => {
                     ("recreate_device", false, "not_run")
                 }
-                (Started::Recreate, _) => ("recreate_device", false, method.unwrap_or("unknown")),
+                (StartedRecovery::Recreate, _) => {
+                    ("recreate_device", false, method.unwrap_or("unknown"))
+                }
                 (
-                    Started::Reconnect,
-                    Outcome::Iscsiadm(IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn),
+                    StartedRecovery::Reconnect,
+                    Outcome::Iscsiadm(IscsiadmOutcome::Success | IscsiadmOutcome::AlreadyLoggedIn),
                 ) => ("reconnect", true, "iscsiadm"),
-                (Started::Reconnect, Outcome::NotRun { .. }) => ("reconnect", false, "not_run"),
-                (Started::Reconnect, _) => ("reconnect", false, "iscsiadm"),
+                (StartedRecovery::Reconnect, Outcome::NotRun { .. }) => {
+                    ("reconnect", false, "not_run")
+                }
+                (StartedRecovery::Reconnect, _) => ("reconnect", false, "iscsiadm"),
             };
             let family = if ok {
                 &i.f.recoveries_succeeded
@@ -759,7 +780,7 @@ impl Metrics {
             } else if t.from == Phase::Healthy {
                 episodes.insert(
                     t.port.clone(),
-                    Episode {
+                    OpenEpisode {
                         start_ms: t.at.as_millis(),
                         fault: None,
                     },
@@ -777,7 +798,7 @@ impl Metrics {
             {
                 let mut episodes = lock(&i.episodes);
                 for p in engine.ports().filter(|p| p.phase() != Phase::Healthy) {
-                    let e = episodes.entry(p.id.clone()).or_insert_with(|| Episode {
+                    let e = episodes.entry(p.id.clone()).or_insert_with(|| OpenEpisode {
                         start_ms: p.episode().map_or(p.since, |e| e.since).as_millis(),
                         fault: None,
                     });
@@ -802,6 +823,58 @@ mod tests {
         m.kmsg_lost(Some(3));
         assert!(!m.is_enabled());
         assert_eq!(m.encode(), "");
+    }
+
+    #[test]
+    fn nvme_reconnects_are_counted_by_result() {
+        use crate::core::nvme_fabrics::{
+            parse_fabrics_address, NvmeBackResult, NvmeRdmaController, NvmeReconnectReport,
+        };
+        let c = NvmeRdmaController {
+            name: "nvme0".into(),
+            address: parse_fabrics_address("traddr=192.0.2.2").unwrap(),
+            subsysnqn: "nqn.test".into(),
+            hostnqn: None,
+            hostid: None,
+            state: "live".into(),
+            io_queues: None,
+            queue_size: None,
+            ctrl_loss_tmo: None,
+            reconnect_delay: None,
+            kato: None,
+            namespaces: Vec::new(),
+            placed: None,
+        };
+        let report = |result| NvmeReconnectReport {
+            controller: c.clone(),
+            result,
+        };
+        let m = Metrics::new();
+        m.executed(
+            EffectId(7),
+            &Outcome::NvmeReconnect {
+                device: "rocep2s0f0".into(),
+                reports: vec![
+                    report(NvmeBackResult::Back {
+                        now: "nvme1".into(),
+                    }),
+                    report(NvmeBackResult::NoNvmeCli),
+                    report(NvmeBackResult::Back {
+                        now: "nvme2".into(),
+                    }),
+                ],
+            },
+            None,
+        );
+        let text = m.encode();
+        assert!(
+            text.contains("iser_guard_nvme_reconnects_total{result=\"back\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iser_guard_nvme_reconnects_total{result=\"no-nvme-cli\"} 1\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //! their target stops answering, which leaves the QPs in ERR for good (the consumer's own
 //! reconnects need a CM exchange, which the stuck QP 1 of the field incident fails); a
 //! device removal destroys them, as nvme_rdma's remove_one deletes its controllers and a
-//! process loses its context. Nothing on this host brings them back
-//! (NVMe reconnect is not simulated yet).
+//! process loses its context. An NVMe controller with a sysfs view ([`SimConsumer::sysfs`])
+//! is also rendered as `/sys/class/nvme/nvmeN` shows it ([`nvme_files`]), and `nvme connect`
+//! ([`connect`], the host's nvme-cli when it has one) creates it again, renumbered.
 
 use crate::core::nldev::{CmIdEntry, QpEntry, QpTypeOrRaw, SockAddr};
+use crate::core::nvme_fabrics::NvmeCtrlFiles;
 use crate::core::qp::QpState;
 use crate::core::recovery::Portal;
 
@@ -48,8 +50,11 @@ pub struct SimConsumer {
     pub target: Option<Portal>,
     /// Its target stopped answering: its QPs are in ERR from then on.
     pub broken: bool,
-    /// Destroyed by a removal of its device; nothing brings it back.
+    /// Destroyed by a removal of its device; nothing brings it back but `nvme connect`.
     pub gone: bool,
+    /// An NVMe controller shown in sysfs as `nvme<N>` (`None`: only its table rows, as
+    /// before NVMe controllers were read).
+    pub sysfs: Option<u32>,
 }
 
 impl SimConsumer {
@@ -65,6 +70,7 @@ impl SimConsumer {
             target,
             broken: false,
             gone: false,
+            sysfs: None,
         }
     }
 
@@ -79,7 +85,23 @@ impl SimConsumer {
             target: None,
             broken: false,
             gone: false,
+            sysfs: None,
         }
+    }
+
+    /// nvme_rdma's controller `nvme<instance>`, also shown in sysfs.
+    pub fn nvme_controller(device: &str, port: u32, target: Option<Portal>, instance: u32) -> Self {
+        SimConsumer {
+            sysfs: Some(instance),
+            ..SimConsumer::nvme(device, port, target)
+        }
+    }
+
+    /// The NVMe target address its connections go to.
+    fn nvme_traddr(&self) -> std::net::IpAddr {
+        self.target
+            .as_ref()
+            .map_or_else(|| [192, 0, 2, 99].into(), |t| t.ip())
     }
 
     fn kern_name(&self) -> Option<String> {
@@ -135,10 +157,7 @@ pub fn rows(
         }
         let live = !c.broken;
         for n in 0..c.connections {
-            let dst = c.target.as_ref().map_or_else(
-                || ([192, 0, 2, 99], 4420).into(),
-                |t| std::net::SocketAddr::new(t.ip(), 4420),
-            );
+            let dst = std::net::SocketAddr::new(c.nvme_traddr(), 4420);
             ids.push(CmIdEntry {
                 dev_index,
                 dev_name: c.device.clone(),
@@ -173,4 +192,76 @@ pub fn rows(
         }
     }
     (ids, qps)
+}
+
+/// The subsystem NQN of the simulated NVMe target.
+const SIM_SUBSYSNQN: &str = "nqn.2026-12.test.target:nvme-lab";
+
+/// `/sys/class/nvme/nvmeN` of each NVMe controller with a sysfs view that exists, as the
+/// kernel writes the files: `live` while its connections carry traffic, `connecting` while
+/// nvme_rdma's reconnects fail (its QPs in ERR).
+pub fn nvme_files(consumers: &[SimConsumer]) -> Vec<NvmeCtrlFiles> {
+    consumers
+        .iter()
+        .filter(|c| !c.gone)
+        .filter_map(|c| {
+            let n = c.sysfs?;
+            let mut attrs = std::collections::BTreeMap::new();
+            for (k, v) in [
+                ("transport", "rdma".to_string()),
+                (
+                    "address",
+                    format!("traddr={},trsvcid=4420", c.nvme_traddr()),
+                ),
+                ("subsysnqn", SIM_SUBSYSNQN.to_string()),
+                (
+                    "hostnqn",
+                    "nqn.2014-08.org.nvmexpress:uuid:5e1d2c3b-0000-4000-8000-000000000001".into(),
+                ),
+                ("hostid", "5e1d2c3b-0000-4000-8000-000000000001".into()),
+                ("state", if c.broken { "connecting" } else { "live" }.into()),
+                ("queue_count", "3".into()),
+                ("sqsize", "127".into()),
+                ("ctrl_loss_tmo", "600".into()),
+                ("reconnect_delay", "10".into()),
+                ("kato", "5".into()),
+                ("cntrltype", "io".into()),
+            ] {
+                attrs.insert(k.to_string(), format!("{v}\n"));
+            }
+            Some(NvmeCtrlFiles {
+                name: format!("nvme{n}"),
+                attrs,
+                namespaces: vec![(format!("nvme{n}c{n}n1"), Some("1\n".into()))],
+            })
+        })
+        .collect()
+}
+
+/// `nvme connect ARGS` on this host: a deleted controller whose target answers (`reachable`
+/// says which do) on a present device is created again as a new instance; otherwise
+/// nvme-cli's answer when the kernel's connect fails.
+pub fn connect(
+    consumers: &mut [SimConsumer],
+    args: &[String],
+    reachable: impl Fn(&SimConsumer) -> bool,
+    next_instance: u32,
+) -> Result<(), String> {
+    let traddr = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--traddr="))
+        .ok_or_else(|| "nvme connect: no --traddr".to_string())?;
+    let Some(c) = consumers
+        .iter_mut()
+        .find(|c| c.gone && c.sysfs.is_some() && c.nvme_traddr().to_string() == traddr)
+    else {
+        return Err("Failed to write to /dev/nvme-fabrics: Operation already in progress".into());
+    };
+    if !reachable(c) {
+        return Err("Failed to write to /dev/nvme-fabrics: Connection refused".into());
+    }
+    c.gone = false;
+    c.broken = false;
+    c.sysfs = Some(next_instance);
+    Ok(())
 }

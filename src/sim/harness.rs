@@ -533,6 +533,29 @@ impl Harness {
                 self.host.logout(*sid, &node.key, a.id, now)
             }
             ActionKind::IscsiRescan { .. } => {}
+            ActionKind::NvmeReconnect {
+                device,
+                controllers,
+                ..
+            } => {
+                let reports = controllers
+                    .iter()
+                    .map(|c| crate::core::nvme_fabrics::NvmeReconnectReport {
+                        controller: c.clone(),
+                        result: self.nvme_back(c),
+                    })
+                    .collect();
+                self.deliver(
+                    super::host::Delivery::Outcome {
+                        id: a.id,
+                        outcome: crate::core::recovery::Outcome::NvmeReconnect {
+                            device: device.clone(),
+                            reports,
+                        },
+                    },
+                    now,
+                );
+            }
             ActionKind::SelfTestPort {
                 device,
                 port,
@@ -554,6 +577,28 @@ impl Harness {
             ActionKind::Alert(alert) => self.alerts.push((now, alert.clone())),
             // The driver turns these into journal effects.
             ActionKind::PersistState { .. } => {}
+        }
+    }
+
+    /// The simulated nvme-cli executor: `nvme connect`, then what the host's sysfs shows,
+    /// judged by the core as the real executor judges it (the simulated namespaces always
+    /// read).
+    fn nvme_back(
+        &mut self,
+        c: &crate::core::nvme_fabrics::NvmeRdmaController,
+    ) -> crate::core::nvme_fabrics::NvmeBackResult {
+        use crate::core::nvme_fabrics::{check_back, connect_args, NvmeBackResult};
+        if !self.host.nvme_cli {
+            return NvmeBackResult::NoNvmeCli;
+        }
+        let connected = self.host.nvme_connect(&connect_args(c));
+        let now = self.host.nvme_controllers();
+        match (check_back(c, &now), connected) {
+            (Ok((back, _)), _) => NvmeBackResult::Back {
+                now: back.name.clone(),
+            },
+            (Err(_), Err(reason)) => NvmeBackResult::ConnectFailed { reason },
+            (Err(e), Ok(())) => e,
         }
     }
 

@@ -95,7 +95,7 @@ const ZOMBIE_IO_MAX: u32 = 60;
 
 /// The RDMA driver, which decides whether QP 1 gets stuck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RdmaDriver {
+pub enum SimDriver {
     /// Intel E810 (ice + irdma): QP 1 gets stuck in ERR when its target vanishes.
     Irdma,
     /// Soft-RoCE: QP 1 never gets stuck (unless [`SimDevice::irdma_gsi`]).
@@ -104,7 +104,7 @@ pub enum RdmaDriver {
 
 /// What the next re-creation of a device does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RecreatePlan {
+pub enum RecreateBehaviour {
     /// Works.
     Ok,
     /// Fails with this message; the device is unchanged.
@@ -158,13 +158,13 @@ pub struct SimDevice {
     /// PCI function.
     pub pci: String,
     /// The RDMA driver.
-    pub driver: RdmaDriver,
+    pub driver: SimDriver,
     /// Present.
     pub present: bool,
     /// GSI QP state per port (index 0 = port 1).
     pub gsi: Vec<QpState>,
     /// What the next re-creations do (front first); empty = Ok.
-    pub plans: VecDeque<RecreatePlan>,
+    pub plans: VecDeque<RecreateBehaviour>,
     /// Re-creations started.
     pub recreations_started: u32,
     /// Re-creations completed.
@@ -196,7 +196,7 @@ pub struct SimDevice {
     pub devlink_roce: bool,
     /// The methods that failed before the one that worked, with the method, for this
     /// re-creation's outcome.
-    pub recreated_by: Option<Vec<crate::io::reset::MethodFailure>>,
+    pub recreated_by: Option<Vec<crate::io::reset::ResetMethodFailure>>,
 }
 
 /// One simulated target portal.
@@ -390,7 +390,7 @@ pub enum HostEvent {
         /// Action.
         id: ActionId,
         /// How the result reaches the agent.
-        report: Report,
+        report: RecreateReport,
         /// The method that ran, and whether it brought a gone device back.
         method: ResetMethod,
         /// Only the method's "up" step ran (the device was gone).
@@ -421,7 +421,7 @@ pub enum HostEvent {
 
 /// How a re-creation's result reaches the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Report {
+pub enum RecreateReport {
     /// As the action's outcome.
     Outcome,
     /// Not at all (the executor's outcome is lost).
@@ -508,6 +508,12 @@ pub struct SimHost {
     pub rdma_consumers: Vec<super::consumers::SimConsumer>,
     /// The consumers per port the agent was last told of.
     consumers_reported: Option<Vec<PortConsumers>>,
+    /// The NVMe over RDMA controllers last reported (and placed).
+    nvme_reported: Option<Vec<crate::core::nvme_fabrics::NvmeRdmaController>>,
+    /// nvme-cli is installed.
+    pub nvme_cli: bool,
+    /// The next NVMe controller instance (`nvmeN`) the kernel hands out.
+    nvme_next: u32,
     /// Portal probes: the network's answers through the daemon's probe choice.
     pub probes: super::probe::SimProbes,
     next_dev_index: u32,
@@ -526,7 +532,7 @@ impl SimHost {
     /// `tgt0`) is present beside whatever initiator devices the scenario adds.
     pub fn new() -> Self {
         let mut h = SimHost::bare();
-        h.add_device(TARGET_DEVICE, "tgt0", RdmaDriver::Rxe, 1);
+        h.add_device(TARGET_DEVICE, "tgt0", SimDriver::Rxe, 1);
         h
     }
 
@@ -566,6 +572,9 @@ impl SimHost {
             bonded: Vec::new(),
             stack_reported: Vec::new(),
             consumers_reported: None,
+            nvme_reported: None,
+            nvme_cli: false,
+            nvme_next: 10,
             commands: Vec::new(),
             probes: super::probe::SimProbes::default(),
             next_dev_index: 0,
@@ -576,7 +585,7 @@ impl SimHost {
 
     /// Adds a device with `ports` ports, QP 1 in RTS on each. Each port gets a netdev
     /// (`rxe_ini` → `ini0` as in the lab; `rocep2s0f0` → `rocep2s0f0np0`, …) with an address.
-    pub fn add_device(&mut self, name: &str, pci: &str, driver: RdmaDriver, ports: u32) {
+    pub fn add_device(&mut self, name: &str, pci: &str, driver: SimDriver, ports: u32) {
         let ports = ports.max(1);
         let netdevs: Vec<String> = (0..ports)
             .map(|i| match name.strip_prefix("rxe_") {
@@ -588,7 +597,7 @@ impl SimHost {
     }
 
     /// Adds a device whose ports run over these netdevs (one per port).
-    pub fn add_device_on(&mut self, name: &str, pci: &str, driver: RdmaDriver, netdevs: &[String]) {
+    pub fn add_device_on(&mut self, name: &str, pci: &str, driver: SimDriver, netdevs: &[String]) {
         for n in netdevs {
             if !self.netdev_addrs.contains_key(n) {
                 let k = u8::try_from(self.netdev_addrs.len() + 1).unwrap_or(u8::MAX);
@@ -938,12 +947,14 @@ impl SimHost {
                     mode_restored,
                 });
                 match report {
-                    Report::Outcome => out.push(Delivery::Outcome {
+                    RecreateReport::Outcome => out.push(Delivery::Outcome {
                         id,
                         outcome: Outcome::Recreate(result),
                     }),
-                    Report::Late => out.push(Delivery::RecreationReturned { device, result }),
-                    Report::Lost => {}
+                    RecreateReport::Late => {
+                        out.push(Delivery::RecreationReturned { device, result })
+                    }
+                    RecreateReport::Lost => {}
                 }
             }
             HostEvent::Deliver(d) => out.push(*d),
@@ -1158,7 +1169,7 @@ impl SimHost {
             }
             Some(d) => {
                 let stuck = d.gsi.get(idx) == Some(&QpState::Err);
-                if stuck || (!reachable && d.driver == RdmaDriver::Irdma) {
+                if stuck || (!reachable && d.driver == SimDriver::Irdma) {
                     // The CM MAD send fails; irdma refuses ERR->RTS for QP 1 from now on.
                     if let Some(g) = d.gsi.get_mut(idx) {
                         *g = QpState::Err;
@@ -1310,7 +1321,7 @@ impl SimHost {
     pub fn stack_facts(&self) -> crate::core::driver_stack::StackFacts {
         let mut modules: Vec<crate::core::driver_stack::RdmaModule> = Vec::new();
         for d in self.devices.values() {
-            if d.driver != RdmaDriver::Irdma || !d.present {
+            if d.driver != SimDriver::Irdma || !d.present {
                 continue;
             }
             let aux = irdma_aux(d);
@@ -1344,7 +1355,7 @@ impl SimHost {
         let d = self.devices.get(device).filter(|d| d.present)?;
         Some(match d.driver {
             // Virtual: no `device` link; rxe's own `parent` attribute names its netdev.
-            RdmaDriver::Rxe => DeviceFacts {
+            SimDriver::Rxe => DeviceFacts {
                 name: d.name.clone(),
                 parent: None,
                 aux: None,
@@ -1353,7 +1364,7 @@ impl SimHost {
                 netdevs: d.netdevs.clone(),
                 soft_netdev: d.netdevs.first().cloned(),
             },
-            RdmaDriver::Irdma => DeviceFacts {
+            SimDriver::Irdma => DeviceFacts {
                 name: d.name.clone(),
                 parent: Some(ParentFacts {
                     bus: "pci".into(),
@@ -1419,6 +1430,17 @@ impl SimHost {
             if self.consumers_reported.as_ref() != Some(&ports) {
                 self.consumers_reported = Some(ports.clone());
                 out.push(Delivery::Netlink(Observation::Consumers { ports }));
+            }
+            // As the daemon's topology source: /sys/class/nvme read and placed by
+            // nvme_rdma's CM ids, when it changed.
+            if self.rdma_consumers.iter().any(|c| c.sysfs.is_some()) {
+                let ctrls = self.nvme_controllers();
+                if self.nvme_reported.as_ref() != Some(&ctrls) {
+                    self.nvme_reported = Some(ctrls.clone());
+                    out.push(Delivery::Netlink(Observation::NvmeControllers {
+                        controllers: ctrls,
+                    }));
+                }
             }
         }
         // As the daemon's `daemon::driver_stack`: the driver-stack conditions of the host's
@@ -1572,6 +1594,74 @@ impl SimHost {
         out
     }
 
+    /// The NVMe over RDMA controllers sysfs shows now, read and placed by the core, as the
+    /// daemon's topology source does.
+    pub fn nvme_controllers(&self) -> Vec<crate::core::nvme_fabrics::NvmeRdmaController> {
+        let mut ctrls: Vec<_> = super::consumers::nvme_files(&self.rdma_consumers)
+            .iter()
+            .filter_map(|f| crate::core::nvme_fabrics::read_ctrl_files(f).ok().flatten())
+            .collect();
+        let (ids, _) = self.consumer_tables();
+        crate::core::nvme_fabrics::place_controllers(
+            &mut ctrls,
+            &ids,
+            self.nvme_reported.as_deref().unwrap_or_default(),
+        );
+        ctrls
+    }
+
+    /// `nvme ARGS` on this host (its nvme-cli): `Err` with nvme-cli's words.
+    pub fn nvme_connect(&mut self, args: &[String]) -> Result<(), String> {
+        if !self.nvme_cli {
+            return Err("nvme: command not found".into());
+        }
+        let present: Vec<String> = self
+            .devices
+            .values()
+            .filter(|d| d.present)
+            .map(|d| d.name.clone())
+            .collect();
+        let targets = &self.targets;
+        let n = self.nvme_next;
+        let r = super::consumers::connect(
+            &mut self.rdma_consumers,
+            args,
+            |c| {
+                present.contains(&c.device)
+                    && c.target
+                        .as_ref()
+                        .is_none_or(|t| targets.get(t).is_some_and(SimTarget::reachable))
+            },
+            n,
+        );
+        if r.is_ok() {
+            self.nvme_next += 1;
+        }
+        r
+    }
+
+    /// The CM id and QP rows of the host's sessions and consumers.
+    fn consumer_tables(&self) -> (Vec<CmIdEntry>, Vec<crate::core::nldev::QpEntry>) {
+        let mut ids = self.cm_ids();
+        let mut qps = Vec::new();
+        for d in self.devices.values().filter(|d| d.present) {
+            let on: Vec<_> = self
+                .rdma_consumers
+                .iter()
+                .filter(|c| c.device == d.name)
+                .cloned()
+                .collect();
+            let local = self
+                .netdev_of(&PortId::new(&d.name, 1))
+                .and_then(|n| self.netdev_addrs.get(&n).copied())
+                .unwrap_or(IpAddr::from([192, 0, 2, 1]));
+            let (i, q) = super::consumers::rows(&on, d.index, local);
+            ids.extend(i);
+            qps.extend(q);
+        }
+        (ids, qps)
+    }
+
     /// The consumers per port the CM id and QP tables show now, read by the core's model
     /// with the processes named, as the daemon reads them.
     pub fn consumers_per_port(&self) -> Vec<PortConsumers> {
@@ -1679,7 +1769,7 @@ impl SimHost {
                 let current_aux = self
                     .devices
                     .get(device)
-                    .filter(|d| d.driver == RdmaDriver::Irdma)
+                    .filter(|d| d.driver == SimDriver::Irdma)
                     .map(irdma_aux);
                 Some((
                     reset_plan::plan_gone(device, r, current_aux.as_ref(), &opts),
@@ -1743,7 +1833,7 @@ impl SimHost {
             .devices
             .get_mut(device)
             .and_then(|d| d.plans.pop_front())
-            .unwrap_or(RecreatePlan::Ok);
+            .unwrap_or(RecreateBehaviour::Ok);
         let (plan, absent) = match self.reset_plan(device, remembered) {
             Some(p) => p,
             None => {
@@ -1766,7 +1856,7 @@ impl SimHost {
                     let show = format!("devlink dev param show {handle} name {} -j", param.name());
                     self.commands.push(show.clone());
                     out.push(Delivery::Note(format!("{device}: {show}")));
-                    failed_before.push(crate::io::reset::MethodFailure {
+                    failed_before.push(crate::io::reset::ResetMethodFailure {
                         method: m.clone(),
                         error: format!(
                             "`{show}` exited with code 1: kernel answers: Invalid argument"
@@ -1791,7 +1881,7 @@ impl SimHost {
             d.recreations_started += 1;
         }
         match scripted {
-            RecreatePlan::Fail(reason) => {
+            RecreateBehaviour::Fail(reason) => {
                 let at = now.plus(Duration::from_millis(800));
                 self.schedule(
                     at,
@@ -1802,18 +1892,18 @@ impl SimHost {
                 );
                 return out;
             }
-            RecreatePlan::Unsupported(reason) => {
+            RecreateBehaviour::Unsupported(reason) => {
                 fail(&mut out, RecreateResult::Unsupported { reason });
                 return out;
             }
-            RecreatePlan::Ok
-            | RecreatePlan::LoseOutcome
-            | RecreatePlan::Blocked(_)
-            | RecreatePlan::IwarpFlip => {}
+            RecreateBehaviour::Ok
+            | RecreateBehaviour::LoseOutcome
+            | RecreateBehaviour::Blocked(_)
+            | RecreateBehaviour::IwarpFlip => {}
         }
         let mut report = match scripted {
-            RecreatePlan::LoseOutcome => Report::Lost,
-            _ => Report::Outcome,
+            RecreateBehaviour::LoseOutcome => RecreateReport::Lost,
+            _ => RecreateReport::Outcome,
         };
         let commands = method_commands(&method, absent);
         // `rdma link add` needs the netdev; the kernel answers ENODEV without it.
@@ -1833,12 +1923,7 @@ impl SimHost {
             }
             if !self.devices.contains_key(device) {
                 // A link never seen on this host: the kernel creates it all the same.
-                self.add_device_on(
-                    device,
-                    netdev,
-                    RdmaDriver::Rxe,
-                    std::slice::from_ref(netdev),
-                );
+                self.add_device_on(device, netdev, SimDriver::Rxe, std::slice::from_ref(netdev));
                 if let Some(d) = self.devices.get_mut(device) {
                     d.present = false;
                 }
@@ -1846,7 +1931,7 @@ impl SimHost {
         }
         // A blocked step is the last one run until it returns.
         let (now_run, later) = match scripted {
-            RecreatePlan::Blocked(held) if !commands.is_empty() => {
+            RecreateBehaviour::Blocked(held) if !commands.is_empty() => {
                 (&commands[..1], Some((&commands[1..], held)))
             }
             _ => (&commands[..], None),
@@ -1885,7 +1970,7 @@ impl SimHost {
             ResetMethod::RdmaLinkReadd { .. } => Duration::from_millis(200),
             _ => RECREATE_TIME,
         };
-        if let (RecreatePlan::IwarpFlip, ResetMethod::DevlinkToggle { handle, .. }) =
+        if let (RecreateBehaviour::IwarpFlip, ResetMethod::DevlinkToggle { handle, .. }) =
             (&scripted, &method)
         {
             // The check after the toggle, and the toggle that restores RoCE.
@@ -1904,7 +1989,7 @@ impl SimHost {
             }
             back_after += RECREATE_TIME;
         }
-        if let RecreatePlan::Blocked(held) = scripted {
+        if let RecreateBehaviour::Blocked(held) = scripted {
             // The device is disabled at once (unregistration starts: netlink no longer
             // lists it), and its removal waits for the holder: the down step does not return.
             back_after += held;
@@ -1917,7 +2002,7 @@ impl SimHost {
                         outcome: Outcome::Recreate(RecreateResult::Blocked(step)),
                     })),
                 );
-                report = Report::Late;
+                report = RecreateReport::Late;
             }
         }
         self.schedule(
@@ -2150,7 +2235,7 @@ impl SimHost {
 /// The parent a netlink report gives: the PCI function of a hardware device, none for a
 /// virtual (rxe) one.
 fn pci_parent(d: &SimDevice) -> Option<String> {
-    (d.driver == RdmaDriver::Irdma).then(|| d.pci.clone())
+    (d.driver == SimDriver::Irdma).then(|| d.pci.clone())
 }
 
 /// An E810 function's RDMA auxiliary device (`ice.roce.N`, bound to irdma).
@@ -2235,10 +2320,10 @@ fn method_commands(m: &ResetMethod, absent: bool) -> Vec<String> {
     }
 }
 
-fn driver_name(d: RdmaDriver) -> &'static str {
+fn driver_name(d: SimDriver) -> &'static str {
     match d {
-        RdmaDriver::Irdma => "irdma",
-        RdmaDriver::Rxe => "rxe",
+        SimDriver::Irdma => "irdma",
+        SimDriver::Rxe => "rxe",
     }
 }
 

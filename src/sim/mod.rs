@@ -14,5 +14,5 @@ pub mod scenarios;
 pub mod selftest;
 
 pub use harness::{render, Entry, Harness, SimError};
-pub use host::{Delivery, HostEvent, IscsiadmPlan, RdmaDriver, RecreatePlan, SimHost};
+pub use host::{Delivery, HostEvent, IscsiadmPlan, RecreateBehaviour, SimDriver, SimHost};
 pub use scenarios::Scenario;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::consumers::SimConsumer;
 use super::harness::{Harness, SimError};
-use super::host::{HostEvent, RdmaDriver, RecreatePlan, SimHost};
+use super::host::{HostEvent, RecreateBehaviour, SimDriver, SimHost};
 use super::kernel;
 use crate::config::{OtherSessions, ResetWhen};
 use crate::core::recovery::{OperatorCommand, Policy, PortId, Portal};
@@ -77,7 +77,7 @@ pub fn base_policy() -> Policy {
 /// One E810 (irdma) device with one session to the target.
 pub fn field_host() -> SimHost {
     let mut h = SimHost::new();
-    h.add_device(FIELD_DEVICE, FIELD_PCI, RdmaDriver::Irdma, 1);
+    h.add_device(FIELD_DEVICE, FIELD_PCI, SimDriver::Irdma, 1);
     h.add_target(TARGET_IQN, portal_a());
     h.add_session(TARGET_IQN, &portal_a(), field_port(), &["sda"]);
     h
@@ -102,7 +102,7 @@ fn field_incident() -> (SimHost, Policy) {
 
 fn rxe_host() -> SimHost {
     let mut h = SimHost::new();
-    h.add_device("rxe_ini", "ini0", RdmaDriver::Rxe, 1);
+    h.add_device("rxe_ini", "ini0", SimDriver::Rxe, 1);
     h.add_target(TARGET_IQN, portal_a());
     h.add_session(TARGET_IQN, &portal_a(), PortId::new("rxe_ini", 1), &["sda"]);
     h
@@ -232,7 +232,7 @@ fn lab_field_incident() -> (SimHost, Policy) {
 /// session on each; only the target behind port 0 goes away.
 fn dual_port_nic() -> (SimHost, Policy) {
     let mut h = field_host();
-    h.add_device("rocep2s0f1", "0000:02:00.1", RdmaDriver::Irdma, 1);
+    h.add_device("rocep2s0f1", "0000:02:00.1", SimDriver::Irdma, 1);
     h.add_target(TARGET_B_IQN, portal_b());
     h.add_session(
         TARGET_B_IQN,
@@ -330,7 +330,7 @@ fn flapping() -> (SimHost, Policy) {
 fn recreate_fails_once() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
-        d.plans.push_back(RecreatePlan::Fail(
+        d.plans.push_back(RecreateBehaviour::Fail(
             "devlink: enable_roce: Device or resource busy".into(),
         ));
     }
@@ -364,7 +364,7 @@ fn iscsid_recovers() -> (SimHost, Policy) {
 
 fn two_ports() -> (SimHost, Policy) {
     let mut h = SimHost::new();
-    h.add_device("ibp65s0", "0000:41:00.0", RdmaDriver::Irdma, 2);
+    h.add_device("ibp65s0", "0000:41:00.0", SimDriver::Irdma, 2);
     h.add_target(TARGET_IQN, portal_a());
     h.add_session(TARGET_IQN, &portal_a(), PortId::new("ibp65s0", 1), &["sda"]);
     let key_b = portal_b();
@@ -382,7 +382,7 @@ fn two_ports() -> (SimHost, Policy) {
 
 fn two_devices() -> (SimHost, Policy) {
     let mut h = field_host();
-    h.add_device("rocep2s0f1", "0000:02:00.1", RdmaDriver::Irdma, 1);
+    h.add_device("rocep2s0f1", "0000:02:00.1", SimDriver::Irdma, 1);
     h.add_target(TARGET_B_IQN, portal_b());
     h.add_session(
         TARGET_B_IQN,
@@ -504,6 +504,41 @@ fn consumers_broken() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The field incident on a device that carries iSER and NVMe over RDMA to the same target
+/// (nvme-cli installed): the target's loss breaks both, the re-creation runs when the target
+/// is back, iscsiadm brings the sessions back and `nvme connect` the controller, renumbered.
+fn mixed_consumers() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.nvme_cli = true;
+    h.rdma_consumers.push(SimConsumer::nvme_controller(
+        FIELD_DEVICE,
+        1,
+        Some(portal_a()),
+        0,
+    ));
+    (h, p)
+}
+
+/// The same on a host without nvme-cli: the controller is deleted with the device and
+/// reported not brought back; the iSCSI sessions recover as usual.
+fn mixed_consumers_no_nvme_cli() -> (SimHost, Policy) {
+    let (mut h, p) = mixed_consumers();
+    h.nvme_cli = false;
+    (h, p)
+}
+
+/// A healthy NVMe controller (its target elsewhere, still answering) with nvme-cli on the
+/// host: it still holds the automatic re-creation (its block devices would go with the
+/// device), and when the operator recovers the port, `nvme connect` brings it back.
+fn healthy_nvme_holds_then_reconnected() -> (SimHost, Policy) {
+    let (mut h, p) = healthy_nvme_holds();
+    h.nvme_cli = true;
+    h.rdma_consumers.clear();
+    h.rdma_consumers
+        .push(SimConsumer::nvme_controller(FIELD_DEVICE, 1, None, 0));
+    (h, p)
+}
+
 fn pause_resume() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     h.schedule(at(30), HostEvent::Command(OperatorCommand::Pause));
@@ -523,7 +558,7 @@ fn reset_immediately() -> (SimHost, Policy) {
 fn outcome_lost() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
-        d.plans.push_back(RecreatePlan::LoseOutcome);
+        d.plans.push_back(RecreateBehaviour::LoseOutcome);
     }
     (h, p)
 }
@@ -556,7 +591,7 @@ fn iscsid_dropped() -> (SimHost, Policy) {
 fn unsupported() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
-        d.plans.push_back(RecreatePlan::Unsupported(
+        d.plans.push_back(RecreateBehaviour::Unsupported(
             "driver irdma.gen_1 has neither enable_roce nor an auxiliary device; module reload \
              is not allowed (recovery.allow-module-reload = false)"
                 .into(),
@@ -569,7 +604,7 @@ fn recreate_fails_always() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
         for _ in 0..5 {
-            d.plans.push_back(RecreatePlan::Fail(
+            d.plans.push_back(RecreateBehaviour::Fail(
                 "devlink: Operation not supported".into(),
             ));
         }
@@ -629,7 +664,7 @@ fn recreate_hang() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
         d.plans
-            .push_back(RecreatePlan::Blocked(Duration::from_secs(420)));
+            .push_back(RecreateBehaviour::Blocked(Duration::from_secs(420)));
     }
     h.schedule(
         at(420),
@@ -687,7 +722,7 @@ fn driver_reset() -> (SimHost, Policy) {
 fn iwarp_flip() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     if let Some(d) = h.devices.get_mut(FIELD_DEVICE) {
-        d.plans.push_back(RecreatePlan::IwarpFlip);
+        d.plans.push_back(RecreateBehaviour::IwarpFlip);
     }
     (h, p)
 }
@@ -1027,6 +1062,27 @@ pub fn all() -> Vec<Scenario> {
              broke: re-create at once when the target is back",
             600,
             consumers_broken,
+        ),
+        s(
+            "mixed-consumers",
+            "field incident on a device carrying iSER and NVMe over RDMA to the same target: \
+             both back and verified after one re-creation",
+            600,
+            mixed_consumers,
+        ),
+        s(
+            "healthy-nvme-holds-then-reconnected",
+            "a healthy NVMe controller holds the re-creation even with nvme-cli; the operator's \
+             recover re-creates the device and nvme connect brings the controller back",
+            700,
+            healthy_nvme_holds_then_reconnected,
+        ),
+        s(
+            "mixed-consumers-no-nvme-cli",
+            "the same on a host without nvme-cli: iSER back, the NVMe controller reported NOT \
+             back",
+            600,
+            mixed_consumers_no_nvme_cli,
         ),
         s(
             "pause-resume",

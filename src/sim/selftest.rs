@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::host::{Delivery, HostEvent, RdmaDriver, SimHost};
+use super::host::{Delivery, HostEvent, SimDriver, SimHost};
 use super::kernel;
 use crate::core::qp::QpState;
 use crate::core::recovery::ActionId;
@@ -96,7 +96,7 @@ impl SimHost {
             },
         };
         if gsi == QpState::Err {
-            if d.driver == RdmaDriver::Irdma {
+            if d.driver == SimDriver::Irdma {
                 out.push(Delivery::Kmsg {
                     facility: 0,
                     record: kernel::modify_qp_invalid(&d.pci, &d.name),

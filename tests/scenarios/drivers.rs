@@ -217,10 +217,10 @@ fn the_same_host_with_a_tcp_listener_keeps_the_tcp_probe() {
 /// `status` as the daemon answers it for the harness's engine now: the JSON document (read
 /// back as the CLI reads it) and its text.
 fn status_of(h: &iser_guard::sim::Harness) -> (serde_json::Value, String) {
-    use iser_guard::core::observe::{snapshot::Context, Clocks, DaemonSnapshot};
+    use iser_guard::core::observe::{snapshot::DaemonContext, Clocks, DaemonSnapshot};
     let doc = DaemonSnapshot::build(
         &h.driver,
-        Context {
+        DaemonContext {
             version: "test".into(),
             pid: 1,
             started: iser_guard::core::time::Instant::ZERO,

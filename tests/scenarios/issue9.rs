@@ -3,7 +3,7 @@
 
 use iser_guard::core::qp::QpState;
 use iser_guard::core::recovery::{
-    ActionKind, AlertClass, EngineSnapshot, Hold, IscsiadmStatus, Observation, OperatorCommand,
+    ActionKind, AlertClass, EngineSnapshot, Hold, IscsiadmOutcome, Observation, OperatorCommand,
     OtherSessions, Outcome, Phase, PortId, Portal, ProbeResult, RecreateMethod, ResetWhen,
     SessionInfo, SessionKey, SessionState, StuckEvidence,
 };
@@ -42,7 +42,7 @@ fn host_until(
     r: &mut Rig,
     end: f64,
     probe: ProbeResult,
-    iscsi: &IscsiadmStatus,
+    iscsi: &IscsiadmOutcome,
     list: &dyn Fn(f64) -> Vec<SessionInfo>,
     qp: &dyn Fn(f64) -> Option<QpState>,
 ) {
@@ -158,7 +158,7 @@ fn attempts_never_exceed_max_attempts() {
         &mut r,
         100.0,
         ProbeResult::Reachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| failed(1),
         &rts_then,
     );
@@ -167,7 +167,7 @@ fn attempts_never_exceed_max_attempts() {
         &mut r,
         4000.0,
         ProbeResult::Reachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| failed(1),
         &rts_then,
     );
@@ -282,14 +282,14 @@ fn operator_reconnect_works_on_a_live_session_that_is_not_remembered() {
         .find(|a| matches!(a.kind, ActionKind::IscsiLogout { sid: 1, .. }))
         .map(|a| a.id)
         .expect("logs the live session out");
-    r.answer(logout, Outcome::Iscsiadm(IscsiadmStatus::Success));
+    r.answer(logout, Outcome::Iscsiadm(IscsiadmOutcome::Success));
     let login = r
         .open
         .values()
         .find(|a| matches!(a.kind, ActionKind::IscsiLogin { .. }))
         .map(|a| a.id)
         .expect("and in again");
-    r.answer(login, Outcome::Iscsiadm(IscsiadmStatus::Success));
+    r.answer(login, Outcome::Iscsiadm(IscsiadmOutcome::Success));
     assert_eq!(r.logouts(), 1);
 }
 
@@ -319,7 +319,7 @@ fn dead_listener_without_the_rejected_line_gets_the_target_alert_and_no_logout()
         &mut r,
         130.0,
         ProbeResult::Reachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| failed(1),
         &|_| Some(QpState::Rts),
     );
@@ -356,7 +356,7 @@ fn sessions_failed_after_a_recreation_are_left_to_iscsid() {
         &mut r,
         60.0,
         ProbeResult::Reachable,
-        &IscsiadmStatus::Success,
+        &IscsiadmOutcome::Success,
         &|_| failed(1),
         &|_| Some(QpState::Rts),
     );
@@ -394,7 +394,7 @@ fn not_allowed_run(end: f64) -> Rig {
         &mut r,
         end,
         ProbeResult::Reachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| failed(1),
         &|_| Some(QpState::Err),
     );
@@ -446,7 +446,7 @@ fn no_journal_write_while_nothing_changes() {
         &mut r,
         60.0,
         ProbeResult::Unreachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| failed(1),
         &err,
     );
@@ -455,7 +455,7 @@ fn no_journal_write_while_nothing_changes() {
         &mut r,
         290.0,
         ProbeResult::Unreachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| failed(1),
         &err,
     );
@@ -477,7 +477,7 @@ fn waiting_for_a_dead_target_journals_its_probe_rounds_at_most_every_5_seconds()
         &mut r,
         60.0,
         ProbeResult::Unreachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| failed(1),
         &err,
     );
@@ -486,7 +486,7 @@ fn waiting_for_a_dead_target_journals_its_probe_rounds_at_most_every_5_seconds()
         &mut r,
         300.0,
         ProbeResult::Unreachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| failed(1),
         &err,
     );
@@ -696,7 +696,7 @@ fn a_vanished_initiator_device_is_awaited_then_recreated_from_its_parent() {
         &mut r,
         200.0,
         ProbeResult::Reachable,
-        &IscsiadmStatus::Timeout,
+        &IscsiadmOutcome::Timeout,
         &|_| vec![session(1, SessionState::Failed, Some(PortId::new(TGT, 1)))],
         &|_| None,
     );

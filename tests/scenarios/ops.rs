@@ -8,7 +8,7 @@ use iser_guard::config::OtherSessions;
 use iser_guard::core::driver::{Authority, Driver, EffectId, EffectKind, EffectOutcome};
 use iser_guard::core::qp::QpState;
 use iser_guard::core::recovery::{
-    Action, ActionKind, DiskInfo, Engine, IoErrorKind, IscsiadmStatus, Observation,
+    Action, ActionKind, DiskInfo, Engine, IoErrorKind, IscsiadmOutcome, Observation,
     OperatorCommand, Origin, Outcome, Phase, Policy, PortId, Portal, ProbeResult, RecreateResult,
     SessionInfo, SessionKey, SessionState, StuckEvidence, Trust,
 };
@@ -313,11 +313,11 @@ impl World {
                         })
                     }
                     _ => Outcome::Iscsiadm(match variant {
-                        0 | 1 => IscsiadmStatus::Success,
-                        2 => IscsiadmStatus::AlreadyLoggedIn,
-                        3 => IscsiadmStatus::Timeout,
-                        4 => IscsiadmStatus::NotFound,
-                        _ => IscsiadmStatus::from_exit_code(24, "auth"),
+                        0 | 1 => IscsiadmOutcome::Success,
+                        2 => IscsiadmOutcome::AlreadyLoggedIn,
+                        3 => IscsiadmOutcome::Timeout,
+                        4 => IscsiadmOutcome::NotFound,
+                        _ => IscsiadmOutcome::from_exit_code(24, "auth"),
                     }),
                 };
                 e.handle_effect_outcome(id, EffectOutcome::Action(outcome), now)

@@ -422,7 +422,7 @@ fn each_failed_self_test_costs_one_attempt_and_a_later_pass_ends_healthy() {
 
 #[test]
 fn status_shows_the_last_self_test_and_history_names_device_fatal() {
-    use iser_guard::core::observe::{snapshot::Context, Clocks, DaemonSnapshot, IncidentLog};
+    use iser_guard::core::observe::{snapshot::DaemonContext, Clocks, DaemonSnapshot, IncidentLog};
     let h = run("selftest-passes");
     let clocks = Clocks {
         mono: h.now,
@@ -430,7 +430,7 @@ fn status_shows_the_last_self_test_and_history_names_device_fatal() {
     };
     let doc = DaemonSnapshot::build(
         &h.driver,
-        Context {
+        DaemonContext {
             version: "test".into(),
             pid: 1,
             started: Instant::ZERO,

@@ -96,6 +96,31 @@ impl TopologySource for OnePort {
     }
 }
 
+/// [`OnePort`], and the NVMe over RDMA controllers the topology source read from
+/// `/sys/class/nvme` and placed.
+pub struct OnePortWithNvme(pub Vec<iser_guard::core::nvme_fabrics::NvmeRdmaController>);
+impl TopologySource for OnePortWithNvme {
+    fn start(
+        self: Box<Self>,
+        tx: UnboundedSender<TopologyReport>,
+        refresh: Arc<Signal>,
+        stop: Arc<Signal>,
+    ) {
+        Box::new(OnePort).start(tx.clone(), refresh, stop);
+        let _ = tx.send(TopologyReport::Update {
+            observations: vec![Observation::NvmeControllers {
+                controllers: self.0,
+            }],
+            ports: vec![RdmaPortNetdev {
+                device: "rocep2s0f0".into(),
+                port: 1,
+                netdev: "ens1f0".into(),
+            }],
+            cm_ids: Vec::new(),
+        });
+    }
+}
+
 /// One session whose state the test sets ("LOGGED_IN", "FAILED", anything else: none);
 /// logins bring it back and are recorded.
 pub struct Host {
@@ -155,6 +180,7 @@ pub struct LoopTest {
     config_path: Option<PathBuf>,
     selftest: Option<Arc<dyn PortSelfTest>>,
     verbs_access: Option<LockoutWatch>,
+    nvme: Option<Vec<iser_guard::core::nvme_fabrics::NvmeRdmaController>>,
 }
 
 impl LoopTest {
@@ -169,7 +195,14 @@ impl LoopTest {
             config_path: None,
             selftest: None,
             verbs_access: None,
+            nvme: None,
         }
+    }
+
+    /// The topology source also reports these NVMe over RDMA controllers.
+    pub fn nvme(mut self, c: Vec<iser_guard::core::nvme_fabrics::NvmeRdmaController>) -> LoopTest {
+        self.nvme = Some(c);
+        self
     }
 
     /// The session's state at start.
@@ -232,7 +265,10 @@ impl LoopTest {
         let (stop, stop_rx) = tokio::sync::oneshot::channel();
         let deps = Deps {
             kernel_log: Some(Box::new(ChannelLog(log_rx))),
-            topology: Box::new(OnePort),
+            topology: match self.nvme {
+                Some(c) => Box::new(OnePortWithNvme(c)),
+                None => Box::new(OnePort),
+            },
             executors: ex,
             clock: Arc::new(BootClock),
             notifier: Notifier::silent(),

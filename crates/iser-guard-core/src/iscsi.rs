@@ -7,7 +7,7 @@
 //! reference/kernel-facts.md §4 and the real captures under tests/fixtures/iscsi/.
 //!
 //! Parsers never fail as a whole and never panic: a line they cannot use is skipped and
-//! reported in [`Parsed::skipped`] with its line number and a typed [`SkipReason`], so the
+//! reported in [`ParsedListing::skipped`] with its line number and a typed [`SkipReason`], so the
 //! caller can log it and count it.
 //!
 //! Entry points:
@@ -33,25 +33,26 @@ const MAX_KEPT_LINE: usize = 200;
 // Parse results
 // ---------------------------------------------------------------------------------------------
 
-/// The result of a tolerant parse: what could be understood, and what was skipped and why.
+/// The result of a tolerant parse of an iscsiadm listing: what could be understood, and what
+/// was skipped and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Parsed<T> {
+pub struct ParsedListing<T> {
     /// The items understood, in input order.
     pub items: Vec<T>,
     /// Lines that were skipped, with why.
     pub skipped: Vec<Skipped>,
 }
 
-impl<T> Default for Parsed<T> {
+impl<T> Default for ParsedListing<T> {
     fn default() -> Self {
-        Parsed {
+        ParsedListing {
             items: Vec::new(),
             skipped: Vec::new(),
         }
     }
 }
 
-impl<T> Parsed<T> {
+impl<T> ParsedListing<T> {
     /// True if nothing was skipped.
     pub fn is_clean(&self) -> bool {
         self.skipped.is_empty()
@@ -318,8 +319,8 @@ pub struct SessionSummary {
 }
 
 /// Parses the output of `iscsiadm -m session` (flat form, one session per line).
-pub fn parse_session_list(text: &str) -> Parsed<SessionSummary> {
-    let mut out = Parsed::default();
+pub fn parse_session_list(text: &str) -> ParsedListing<SessionSummary> {
+    let mut out = ParsedListing::default();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
         if line.trim().is_empty() {
@@ -441,7 +442,7 @@ impl ConnectionState {
 /// The kernel's session state (`iSCSI Session State:`, sysfs `iscsi_session/state`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SessionState {
+pub enum ListedSessionState {
     /// `LOGGED_IN`.
     LoggedIn,
     /// `FAILED`: the connection failed, recovery is running (I/O is queued).
@@ -454,15 +455,15 @@ pub enum SessionState {
     Other(String),
 }
 
-impl SessionState {
+impl ListedSessionState {
     /// From the text iscsiadm prints.
-    pub fn parse(s: &str) -> SessionState {
+    pub fn parse(s: &str) -> ListedSessionState {
         match s.trim() {
-            "LOGGED_IN" => SessionState::LoggedIn,
-            "FAILED" => SessionState::Failed,
-            "FREE" => SessionState::Free,
-            "Unknown" => SessionState::Unknown,
-            other => SessionState::Other(other.to_string()),
+            "LOGGED_IN" => ListedSessionState::LoggedIn,
+            "FAILED" => ListedSessionState::Failed,
+            "FREE" => ListedSessionState::Free,
+            "Unknown" => ListedSessionState::Unknown,
+            other => ListedSessionState::Other(other.to_string()),
         }
     }
 }
@@ -618,7 +619,7 @@ pub struct SessionDetail {
     /// `iSCSI Connection State:`.
     pub connection_state: Option<ConnectionState>,
     /// `iSCSI Session State:`.
-    pub session_state: Option<SessionState>,
+    pub session_state: Option<ListedSessionState>,
     /// `Internal iscsid Session State:`.
     pub iscsid_state: Option<IscsidState>,
     /// `Recovery Timeout:` in seconds (replacement_timeout).
@@ -639,7 +640,7 @@ impl SessionDetail {
 
     /// True when the kernel says the session is logged in and iscsid agrees.
     pub fn is_logged_in(&self) -> bool {
-        self.session_state == Some(SessionState::LoggedIn)
+        self.session_state == Some(ListedSessionState::LoggedIn)
             && matches!(
                 self.connection_state,
                 None | Some(ConnectionState::LoggedIn)
@@ -709,14 +710,14 @@ impl SessionSummary {
 
 /// A session being assembled while parsing the tree.
 #[derive(Default)]
-struct Pending {
+struct SessionDraft {
     first_line: Option<(usize, String)>,
     current_portal: Option<ListedPortal>,
     persistent_portal: Option<ListedPortal>,
     iface: IfaceInfo,
     sid: Option<u32>,
     connection_state: Option<ConnectionState>,
-    session_state: Option<SessionState>,
+    session_state: Option<ListedSessionState>,
     iscsid_state: Option<IscsidState>,
     recovery_timeout: Option<i32>,
     host_number: Option<u32>,
@@ -724,7 +725,7 @@ struct Pending {
     devices: Vec<ScsiDevice>,
 }
 
-impl Pending {
+impl SessionDraft {
     fn touch(&mut self, line_no: usize, line: &str) {
         if self.first_line.is_none() {
             self.first_line = Some((line_no, line.to_string()));
@@ -736,21 +737,21 @@ impl Pending {
 /// changed (iscsiadm prints them once per target / portal).
 #[derive(Default)]
 struct TreeParser {
-    out: Parsed<SessionDetail>,
+    out: ParsedListing<SessionDetail>,
     target: Option<(String, Option<NodeType>)>,
     current_portal: Option<ListedPortal>,
     persistent_portal: Option<ListedPortal>,
-    pending: Option<Pending>,
+    pending: Option<SessionDraft>,
 }
 
 impl TreeParser {
     /// The session being filled, started with the current portal context if needed.
-    fn pending(&mut self, line_no: usize, line: &str) -> &mut Pending {
+    fn pending(&mut self, line_no: usize, line: &str) -> &mut SessionDraft {
         let (cp, pp) = (&self.current_portal, &self.persistent_portal);
-        let p = self.pending.get_or_insert_with(|| Pending {
+        let p = self.pending.get_or_insert_with(|| SessionDraft {
             current_portal: cp.clone(),
             persistent_portal: pp.clone(),
-            ..Pending::default()
+            ..SessionDraft::default()
         });
         p.touch(line_no, line);
         p
@@ -886,7 +887,7 @@ impl TreeParser {
             return;
         }
         if let Some(v) = line.strip_prefix("iSCSI Session State:") {
-            self.pending(line_no, raw).session_state = Some(SessionState::parse(v));
+            self.pending(line_no, raw).session_state = Some(ListedSessionState::parse(v));
             return;
         }
         if let Some(v) = line.strip_prefix("Internal iscsid Session State:") {
@@ -1102,7 +1103,7 @@ fn parse_lun_line(line: &str) -> Result<ScsiDevice, SkipReason> {
 ///
 /// Sessions sharing a target (and portal) are printed under one `Target:` (and one portal
 /// pair, then an empty line per extra session); each [`SessionDetail`] gets its own copy.
-pub fn parse_session_tree(text: &str) -> Parsed<SessionDetail> {
+pub fn parse_session_tree(text: &str) -> ParsedListing<SessionDetail> {
     let mut p = TreeParser::default();
     for (i, line) in text.lines().enumerate() {
         p.line(i + 1, line);
@@ -1125,8 +1126,8 @@ pub struct DiscoveredTarget {
 }
 
 /// Parses `iscsiadm -m discovery` / `-m node` listings (`portal,tpgt target` per line).
-pub fn parse_discovery(text: &str) -> Parsed<DiscoveredTarget> {
-    let mut out = Parsed::default();
+pub fn parse_discovery(text: &str) -> ParsedListing<DiscoveredTarget> {
+    let mut out = ParsedListing::default();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
         if line.trim().is_empty() {
@@ -1192,8 +1193,8 @@ pub enum LoginLine {
 
 /// Parses the output of `iscsiadm -m node … --login` / `--logout` (stdout and stderr
 /// together, in order). Unknown lines are skipped.
-pub fn parse_login_output(text: &str) -> Parsed<LoginLine> {
-    let mut out = Parsed::default();
+pub fn parse_login_output(text: &str) -> ParsedListing<LoginLine> {
+    let mut out = ParsedListing::default();
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -1635,14 +1636,14 @@ impl fmt::Display for IscsiadmStatus {
 /// One `# BEGIN RECORD … # END RECORD` block of `iscsiadm -m node -T … -p …` or
 /// `iscsiadm -m iface -I …`: `key = value` lines, `<empty>` values as `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub struct IscsiadmRecord {
     /// The open-iscsi version after `# BEGIN RECORD`.
     pub version: Option<String>,
     /// The entries, in order.
     pub entries: Vec<(String, Option<String>)>,
 }
 
-impl Record {
+impl IscsiadmRecord {
     /// The value of `key` (`iface.transport_name`), `None` if absent or `<empty>`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.entries
@@ -1654,9 +1655,9 @@ impl Record {
 
 /// Parses node/iface records. Lines outside a `BEGIN`/`END` pair are still collected into a
 /// record, so output without the markers works too.
-pub fn parse_records(text: &str) -> Parsed<Record> {
-    let mut out = Parsed::default();
-    let mut cur: Option<Record> = None;
+pub fn parse_records(text: &str) -> ParsedListing<IscsiadmRecord> {
+    let mut out = ParsedListing::default();
+    let mut cur: Option<IscsiadmRecord> = None;
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -1667,7 +1668,7 @@ pub fn parse_records(text: &str) -> Parsed<Record> {
             if let Some(r) = cur.take() {
                 out.items.push(r);
             }
-            cur = Some(Record {
+            cur = Some(IscsiadmRecord {
                 version: opt_value(v),
                 entries: Vec::new(),
             });
@@ -1692,7 +1693,7 @@ pub fn parse_records(text: &str) -> Parsed<Record> {
                     "" | UNKNOWN_VALUE => None,
                     v => Some(v.to_string()),
                 };
-                cur.get_or_insert_with(Record::default)
+                cur.get_or_insert_with(IscsiadmRecord::default)
                     .entries
                     .push((k.to_string(), value));
             }

@@ -333,7 +333,7 @@ pub fn dict_line(line: &str) -> Option<(&str, &str)> {
 /// Who wrote a record, as far as its format can prove it ([`RecordRef::origin`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case", tag = "origin", content = "facility")]
-pub enum Origin {
+pub enum RecordOrigin {
     /// A /dev/kmsg record of facility 0: written by the kernel. The only origin that may
     /// trigger an action.
     Kernel,
@@ -405,7 +405,7 @@ impl<'a> RecordRef<'a> {
     /// Known to be written by the kernel: a /dev/kmsg record of facility 0. Nothing else is
     /// (see [`RecordRef::origin`]).
     pub fn is_kernel(&self) -> bool {
-        self.origin() == Origin::Kernel
+        self.origin() == RecordOrigin::Kernel
     }
 
     /// What the record's format proves about who wrote it. Only a /dev/kmsg record proves
@@ -415,14 +415,14 @@ impl<'a> RecordRef<'a> {
     /// 30563) a userspace record of facility 1–7 came out as `facility | level`, i.e. below
     /// 8, looking like the kernel's. A priority of 8 or more does prove userspace origin
     /// (the kernel's facility 0 never yields one, either way of printing).
-    pub fn origin(&self) -> Origin {
+    pub fn origin(&self) -> RecordOrigin {
         match (self.format, self.facility) {
-            (LineFormat::Kmsg, Some(KERNEL_FACILITY)) => Origin::Kernel,
+            (LineFormat::Kmsg, Some(KERNEL_FACILITY)) => RecordOrigin::Kernel,
             (LineFormat::Kmsg | LineFormat::DmesgRaw, Some(f)) if f != KERNEL_FACILITY => {
-                Origin::Userspace(f)
+                RecordOrigin::Userspace(f)
             }
-            (LineFormat::DmesgRaw, _) => Origin::Unproven(Unproven::PriorityWithoutFacility),
-            _ => Origin::Unproven(Unproven::NoPriority),
+            (LineFormat::DmesgRaw, _) => RecordOrigin::Unproven(Unproven::PriorityWithoutFacility),
+            _ => RecordOrigin::Unproven(Unproven::NoPriority),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod journal;
 pub mod kernel_caps;
 pub mod kmsg;
 pub mod nldev;
+pub mod nvme_fabrics;
 pub mod observe;
 pub mod path_trust;
 pub mod qp;

@@ -51,14 +51,14 @@ pub enum WalkError {
 
 /// The outcome of checking one path.
 #[derive(Debug)]
-pub enum Verdict {
+pub enum PathVerdict {
     /// Every component is trusted; `exists` says whether the target itself exists.
     Trusted {
         /// The target exists (else only the directories that exist were checked).
         exists: bool,
     },
     /// Refused, with every reason.
-    Refused(Vec<Refusal>),
+    Refused(Vec<PathRefusal>),
     /// The walk failed.
     Unwalkable(WalkError),
 }
@@ -162,7 +162,7 @@ const SYSTEM_DIRS: &[&str] = &[
 
 /// Why a path is not trusted; each names the component, its owner and mode, and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub enum PathRefusal {
     /// A component is owned by someone other than root or the daemon's user.
     Owner {
         /// The component.
@@ -210,10 +210,10 @@ fn owner(uid: u32, name: &Option<String>) -> String {
     }
 }
 
-impl fmt::Display for Refusal {
+impl fmt::Display for PathRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Refusal::Owner {
+            PathRefusal::Owner {
                 path,
                 uid,
                 owner_name,
@@ -225,7 +225,7 @@ impl fmt::Display for Refusal {
                 owner(*uid, owner_name),
                 path.display()
             ),
-            Refusal::Writable {
+            PathRefusal::Writable {
                 path,
                 uid,
                 owner_name,
@@ -267,12 +267,12 @@ impl fmt::Display for Refusal {
                     )
                 }
             }
-            Refusal::WrongKind {
+            PathRefusal::WrongKind {
                 path,
                 found,
                 expected,
             } => write!(f, "{} is a {found}, not a {expected}", path.display()),
-            Refusal::SystemDirectory { path } => write!(
+            PathRefusal::SystemDirectory { path } => write!(
                 f,
                 "{} is a directory the whole system shares, not one dedicated to iser-guard; \
                  use a directory of its own (e.g. /var/lib/iser-guard)",
@@ -289,7 +289,7 @@ pub(crate) fn is_system_directory(dir: &Path) -> bool {
 
 /// Judges a walk: every refusal, outermost first; empty when the path is trusted.
 /// `trusted_uid` is the daemon's effective uid (root in production).
-pub fn judge(walk: &Walk, target: Target, trusted_uid: u32) -> Vec<Refusal> {
+pub fn judge(walk: &Walk, target: Target, trusted_uid: u32) -> Vec<PathRefusal> {
     let mut out = Vec::new();
     let n = walk.components.len();
     let target_at = if walk.complete {
@@ -300,7 +300,7 @@ pub fn judge(walk: &Walk, target: Target, trusted_uid: u32) -> Vec<Refusal> {
     for (i, c) in walk.components.iter().enumerate() {
         let is_target = Some(i) == target_at;
         if c.uid != 0 && c.uid != trusted_uid {
-            out.push(Refusal::Owner {
+            out.push(PathRefusal::Owner {
                 path: c.path.clone(),
                 uid: c.uid,
                 owner_name: c.owner_name.clone(),
@@ -312,7 +312,7 @@ pub fn judge(walk: &Walk, target: Target, trusted_uid: u32) -> Vec<Refusal> {
         // A sticky directory keeps others from replacing what we own in it; that protects
         // the way through it, but a directory of our own must not be open to others at all.
         if writable && (is_target || !sticky_root_dir) {
-            out.push(Refusal::Writable {
+            out.push(PathRefusal::Writable {
                 path: c.path.clone(),
                 uid: c.uid,
                 owner_name: c.owner_name.clone(),
@@ -329,7 +329,7 @@ pub fn judge(walk: &Walk, target: Target, trusted_uid: u32) -> Vec<Refusal> {
                 Target::Input => (c.kind == Kind::Dir).then_some("device, file or FIFO"),
             };
             if let Some(expected) = wrong {
-                out.push(Refusal::WrongKind {
+                out.push(PathRefusal::WrongKind {
                     path: c.path.clone(),
                     found: c.kind.name(),
                     expected,
@@ -338,7 +338,7 @@ pub fn judge(walk: &Walk, target: Target, trusted_uid: u32) -> Vec<Refusal> {
         }
     }
     if target == Target::DedicatedDir && is_system_directory(&walk.resolved) {
-        out.push(Refusal::SystemDirectory {
+        out.push(PathRefusal::SystemDirectory {
             path: walk.resolved.clone(),
         });
     }
@@ -445,11 +445,11 @@ mod tests {
         w[1].uid = 1001;
         let r = judge(&walk(w, true), Target::DedicatedDir, 0);
         assert_eq!(r.len(), 2, "{r:?}");
-        assert!(matches!(r[0], Refusal::Owner { uid: 1001, .. }));
+        assert!(matches!(r[0], PathRefusal::Owner { uid: 1001, .. }));
         // /tmp itself as the state directory: writable by others, and shared.
         let r = judge(&walk(v[..2].to_vec(), true), Target::DedicatedDir, 0);
-        assert!(matches!(r[0], Refusal::Writable { .. }), "{r:?}");
-        assert!(matches!(r[1], Refusal::SystemDirectory { .. }), "{r:?}");
+        assert!(matches!(r[0], PathRefusal::Writable { .. }), "{r:?}");
+        assert!(matches!(r[1], PathRefusal::SystemDirectory { .. }), "{r:?}");
     }
 
     #[test]
@@ -491,7 +491,10 @@ mod tests {
             Target::DedicatedDir,
             0,
         );
-        assert!(matches!(r[..], [Refusal::SystemDirectory { .. }]), "{r:?}");
+        assert!(
+            matches!(r[..], [PathRefusal::SystemDirectory { .. }]),
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -538,7 +541,7 @@ mod tests {
         let mut v = sys;
         v[1].mode = 0o1777;
         let r = judge(&walk(v, true), Target::Tree, 0);
-        assert!(matches!(r[..], [Refusal::Writable { .. }]), "{r:?}");
+        assert!(matches!(r[..], [PathRefusal::Writable { .. }]), "{r:?}");
     }
 
     #[test]

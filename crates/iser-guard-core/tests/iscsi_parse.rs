@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use iser_guard_core::iscsi::{
     parse_discovery, parse_login_output, parse_records, parse_session_line, parse_session_list,
     parse_session_tree, ConnectionState, DeviceState, IscsiadmStatus, IscsidState, ListedPortal,
-    LoginLine, NodeType, SessionState, SkipReason, StatusClass, Transport,
+    ListedSessionState, LoginLine, NodeType, SkipReason, StatusClass, Transport,
 };
 use proptest::prelude::*;
 
@@ -56,7 +56,7 @@ fn real_loggedin_session() {
     assert_eq!(s.iface.netdev, None);
     assert_eq!(s.sid, 2);
     assert_eq!(s.connection_state, Some(ConnectionState::LoggedIn));
-    assert_eq!(s.session_state, Some(SessionState::LoggedIn));
+    assert_eq!(s.session_state, Some(ListedSessionState::LoggedIn));
     assert_eq!(s.iscsid_state, Some(IscsidState::NoChange));
     assert_eq!(s.recovery_timeout, Some(120));
     assert_eq!(s.host_number, Some(0));
@@ -77,7 +77,7 @@ fn real_target_gone_150s_free_and_transport_offline() {
     assert!(p.is_clean(), "{:?}", p.skipped);
     let s = &p.items[0];
     assert_eq!(s.connection_state, Some(ConnectionState::TransportWait));
-    assert_eq!(s.session_state, Some(SessionState::Free));
+    assert_eq!(s.session_state, Some(ListedSessionState::Free));
     assert_eq!(s.iscsid_state, Some(IscsidState::Reopen));
     assert_eq!(s.devices[0].state, Some(DeviceState::TransportOffline));
     assert!(!s.is_logged_in());
@@ -90,7 +90,7 @@ fn real_initiator_device_deleted_failed_and_blocked() {
     let p = parse_session_tree(&text);
     assert!(p.is_clean(), "{:?}", p.skipped);
     let s = &p.items[0];
-    assert_eq!(s.session_state, Some(SessionState::Failed));
+    assert_eq!(s.session_state, Some(ListedSessionState::Failed));
     assert_eq!(s.devices[0].state, Some(DeviceState::Blocked));
     // blocked queues I/O, it does not fail it
     assert_eq!(s.failing_devices().count(), 0);
@@ -149,7 +149,7 @@ fn constructed_multi_target_tree() {
     assert_eq!(s2.target, s1.target);
     assert_eq!(s2.current_portal, s1.current_portal);
     assert_eq!(s2.persistent_portal, s1.persistent_portal);
-    assert_eq!(s2.session_state, Some(SessionState::Failed));
+    assert_eq!(s2.session_state, Some(ListedSessionState::Failed));
     assert_eq!(s2.host_state.as_deref(), Some("recovery"));
     assert_eq!(s2.devices[0].disk.as_deref(), Some("sdc"));
     assert_eq!(s2.devices[0].state, Some(DeviceState::Blocked));
@@ -198,7 +198,7 @@ fn constructed_multi_target_tree() {
     assert_eq!(s6.iface.name, None);
     assert_eq!(s6.transport(), Transport::Unknown);
     assert_eq!(s6.connection_state, Some(ConnectionState::Unknown));
-    assert_eq!(s6.session_state, Some(SessionState::Unknown));
+    assert_eq!(s6.session_state, Some(ListedSessionState::Unknown));
     assert_eq!(s6.iscsid_state, Some(IscsidState::Unknown));
     assert_eq!(s6.recovery_timeout, Some(-1));
     assert_eq!(s6.host_number, None);

@@ -191,7 +191,7 @@ impl Context {
     }
 
     /// Queries one port (`ibv_query_port`).
-    pub fn query_port(&self, port: u32) -> Result<PortInfo, VerbsError> {
+    pub fn query_port(&self, port: u32) -> Result<PortAttrs, VerbsError> {
         let ports = self.port_count()?;
         let p = u8::try_from(port)
             .ok()
@@ -219,7 +219,7 @@ impl Context {
         if rc != 0 {
             return Err(VerbsError::ret("ibv_query_port", &self.name, rc));
         }
-        Ok(PortInfo {
+        Ok(PortAttrs {
             port,
             state: attr.state,
             active_mtu: attr.active_mtu,
@@ -250,7 +250,7 @@ impl Context {
     /// Picks the GID to use on `port`: for Ethernet (RoCE) the first IPv4-mapped GID whose
     /// sysfs type is `RoCE v2` (or any IPv4-mapped one if the type is not readable);
     /// for InfiniBand index 0.
-    pub fn pick_gid(&self, info: &PortInfo) -> Result<(u32, Gid), VerbsError> {
+    pub fn pick_gid(&self, info: &PortAttrs) -> Result<(u32, Gid), VerbsError> {
         if !info.is_ethernet() {
             return Ok((0, self.query_gid(info.port, 0)?));
         }
@@ -305,7 +305,7 @@ impl Drop for Context {
 
 /// What `ibv_query_port` said, the fields the self-test needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortInfo {
+pub struct PortAttrs {
     /// Port number.
     pub port: u32,
     /// `ibv_port_state` (4 = ACTIVE).
@@ -325,7 +325,7 @@ pub const PORT_ACTIVE: u32 = 4;
 /// `IBV_LINK_LAYER_ETHERNET`.
 pub const LINK_LAYER_ETHERNET: u8 = 2;
 
-impl PortInfo {
+impl PortAttrs {
     /// RoCE (or iWARP): addresses are GIDs, the AV needs a global route.
     pub fn is_ethernet(&self) -> bool {
         self.link_layer == LINK_LAYER_ETHERNET

@@ -20,7 +20,7 @@ use rdma_sys as ffi;
 
 use crate::attrs::{AddressVector, GlobalRoute, ModifyAttrs};
 use crate::cm::{event_name, CmId, EventChannel};
-use crate::device::{Context, DeviceList, Gid, PortInfo, PORT_ACTIVE};
+use crate::device::{Context, DeviceList, Gid, PortAttrs, PORT_ACTIVE};
 use crate::error::VerbsError;
 use crate::micros;
 use crate::resources::{Cq, Mr, Pd, Qp};
@@ -42,7 +42,7 @@ pub fn run(device: &str, port: u32, timeout: Duration) -> SelfTestResult {
         Ok(i) => i,
         Err(e) => return unavailable_or_failed(device, port, "port", e),
     };
-    let mut t = Steps {
+    let mut t = StepRecorder {
         report: SelfTestReport {
             device: device.to_string(),
             port,
@@ -72,12 +72,12 @@ fn unavailable_or_failed(device: &str, port: u32, step: &str, e: VerbsError) -> 
     })
 }
 
-struct Steps {
+struct StepRecorder {
     report: SelfTestReport,
     deadline: Instant,
 }
 
-impl Steps {
+impl StepRecorder {
     /// Runs one step: times it, records it, and gives `None` (stop) on failure.
     fn step<T>(
         &mut self,
@@ -109,7 +109,7 @@ impl Steps {
     }
 }
 
-fn body(t: &mut Steps, ctx: &Arc<Context>, info: &PortInfo) -> Option<()> {
+fn body(t: &mut StepRecorder, ctx: &Arc<Context>, info: &PortAttrs) -> Option<()> {
     let (gid_index, gid) = t.step("port", |_| {
         if info.state != PORT_ACTIVE {
             return Err(VerbsError::NoAddress {
@@ -287,7 +287,7 @@ fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
 }
 
-fn cm_part(t: &mut Steps, ctx: &Arc<Context>, info: &PortInfo, gid: Gid) -> Option<()> {
+fn cm_part(t: &mut StepRecorder, ctx: &Arc<Context>, info: &PortAttrs, gid: Gid) -> Option<()> {
     let (ch, listener, lport) = t.step("cm-listen", |_| {
         let ip = gid.ipv4().ok_or_else(|| VerbsError::NoAddress {
             device: ctx.name().to_string(),
@@ -411,13 +411,13 @@ fn manual_end(pd: &Arc<Pd>, ctx: &Arc<Context>, roce: bool) -> Result<End, Verbs
     })
 }
 
-struct Walk {
+struct QpWalk {
     port: u8,
     mtu: u32,
     av: AddressVector,
 }
 
-impl Walk {
+impl QpWalk {
     fn init(&self, a: &mut End, b: &mut End) -> Result<String, VerbsError> {
         let attrs = ModifyAttrs::rc_init(self.port);
         a.qp()?.modify(&attrs)?;
@@ -464,15 +464,15 @@ impl Walk {
 }
 
 fn manual_part(
-    t: &mut Steps,
+    t: &mut StepRecorder,
     ctx: &Arc<Context>,
-    info: &PortInfo,
+    info: &PortAttrs,
     gid_index: u32,
     gid: Gid,
 ) -> Option<()> {
     let roce = info.is_ethernet();
     let port = u8::try_from(info.port).unwrap_or(1);
-    let walk = Walk {
+    let walk = QpWalk {
         port,
         mtu: info.active_mtu,
         av: AddressVector {

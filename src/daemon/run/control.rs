@@ -19,7 +19,7 @@ use crate::io::control::{ControlConnection, ControlServer, Reply, Request};
 use crate::io::reset::ResetPlan;
 
 /// An accepted command awaiting its verdict, and who follows it.
-pub(super) struct Pending {
+pub(super) struct PendingCommand {
     pub(super) sink: UnboundedSender<Reply>,
     /// The ports it concerns (their transitions are streamed to the client).
     pub(super) ports: Vec<PortId>,
@@ -28,7 +28,7 @@ pub(super) struct Pending {
 }
 
 /// The commands awaiting their verdict.
-pub(super) type Pendings = BTreeMap<CommandId, Pending>;
+pub(super) type Pendings = BTreeMap<CommandId, PendingCommand>;
 
 pub(super) async fn accept_loop(
     server: ControlServer,
@@ -306,7 +306,8 @@ impl Loop {
                     Some(ports) => {
                         progress(&sink, msg);
                         let ports = ports.iter().cloned().collect();
-                        self.pendings.insert(id, Pending { sink, ports, what });
+                        self.pendings
+                            .insert(id, PendingCommand { sink, ports, what });
                     }
                 }
             }

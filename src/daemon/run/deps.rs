@@ -20,9 +20,8 @@ use crate::io::executors::Executors;
 /// Lists the host's interface addresses (for placing sessions on RDMA ports).
 pub type AddressLister = Arc<dyn Fn() -> std::io::Result<Vec<NetdevAddr>> + Send + Sync>;
 
-/// Names the netdev the kernel routes an address through (`ip route get`), for placing
-/// sessions on RDMA ports; `Err` says why there is no answer.
-pub type RouteLookup = Arc<dyn Fn(std::net::IpAddr) -> Result<String, String> + Send + Sync>;
+/// Route lookups for placing sessions on RDMA ports, shared with the loop.
+pub use crate::io::route::RouteLookup;
 
 /// Everything the loop talks to.
 pub struct Deps {
@@ -39,7 +38,7 @@ pub struct Deps {
     /// The host's addresses.
     pub addresses: AddressLister,
     /// The route to a portal.
-    pub routes: RouteLookup,
+    pub routes: Arc<RouteLookup>,
     /// The control socket; `None` for the standalone manual commands.
     pub control: Option<ControlServer>,
     /// Stops the loop like SIGTERM when it receives (tests; `None` in production, where
@@ -86,7 +85,7 @@ pub struct Settings {
 /// Route lookups for placement. They are joined with the port netdevs read under
 /// `paths.sysfs-root`; when that is not the running kernel's `/sys` (a test tree, a copy),
 /// this host's routing table describes another machine and is not consulted.
-fn host_routes(sysfs_root: &std::path::Path) -> RouteLookup {
+fn host_routes(sysfs_root: &std::path::Path) -> Arc<RouteLookup> {
     if sysfs_root == std::path::Path::new("/sys") {
         Arc::new(|ip| crate::io::route::route_netdev(ip).map_err(|e| e.to_string()))
     } else {

@@ -200,7 +200,7 @@ impl Loop {
             what.clone(),
             clocks(now),
         );
-        let msg = crate::io::syslog::Alert {
+        let msg = crate::io::syslog::AlertMessage {
             severity,
             what,
             why,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::Loop;
-use crate::core::iscsi::{Parsed, SessionDetail};
+use crate::core::iscsi::{ParsedListing, SessionDetail};
 use crate::core::recovery::{read_record, Trust};
 use crate::core::session_map::{place_listing, HostFacts, NoteLevel};
 use crate::daemon::observe::{clocks, ISCSIADM, KERNEL_LOG, RDMA_NETLINK};
@@ -32,7 +32,7 @@ impl Loop {
         }
     }
 
-    pub(super) fn on_sessions(&mut self, r: Result<Parsed<SessionDetail>, String>) {
+    pub(super) fn on_sessions(&mut self, r: Result<ParsedListing<SessionDetail>, String>) {
         self.sessions_inflight = false;
         // The session poll is the loop's steady tick (the topology reports only changes, and
         // a module loading changes no RDMA device): a late ib_uverbs/rdma_ucm is seen here.

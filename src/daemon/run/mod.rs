@@ -31,7 +31,7 @@ pub use control::parse_portal_arg;
 pub use deps::{driver_for, port_selftest, AddressLister, Deps, Mode, RouteLookup, Settings};
 
 use crate::core::driver::{Driver, EffectId, EffectOutcome};
-use crate::core::iscsi::{Parsed, SessionDetail};
+use crate::core::iscsi::{ParsedListing, SessionDetail};
 use crate::core::nldev::CmIdEntry;
 use crate::core::recovery::{PortId, Portal};
 use crate::core::session_map::{Placer, RdmaPortNetdev};
@@ -63,7 +63,7 @@ struct Loop {
     clock: Arc<dyn Clock>,
     notifier: Notifier,
     addresses: AddressLister,
-    routes: RouteLookup,
+    routes: Arc<RouteLookup>,
     journal: Journal,
     /// The journal write running on a blocking thread, if any: the shutdown write waits
     /// for it, so the last snapshot written is the final one.
@@ -80,7 +80,7 @@ struct Loop {
     placer: Placer,
     done_tx: UnboundedSender<Finished>,
     journal_tx: UnboundedSender<(EffectId, Result<(), String>)>,
-    sessions_tx: UnboundedSender<Result<Parsed<SessionDetail>, String>>,
+    sessions_tx: UnboundedSender<Result<ParsedListing<SessionDetail>, String>>,
     sessions_inflight: bool,
     /// The listing in flight was asked for after the first topology report: its sessions
     /// can be placed on RDMA ports. Only such a listing completes the first scan.

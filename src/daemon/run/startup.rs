@@ -12,7 +12,7 @@ use super::deps::{driver_for, effective, Deps, Settings};
 use super::{Finished, Loop};
 use crate::config::Config;
 use crate::core::driver::EffectId;
-use crate::core::iscsi::{Parsed, SessionDetail};
+use crate::core::iscsi::{ParsedListing, SessionDetail};
 use crate::core::recovery::Engine;
 use crate::core::session_map::Placer;
 use crate::daemon::observe::Observer;
@@ -29,7 +29,7 @@ use crate::io::journal::Journal;
 pub(super) struct Inputs {
     pub(super) done: UnboundedReceiver<Finished>,
     pub(super) journal: UnboundedReceiver<(EffectId, Result<(), String>)>,
-    pub(super) sessions: UnboundedReceiver<Result<Parsed<SessionDetail>, String>>,
+    pub(super) sessions: UnboundedReceiver<Result<ParsedListing<SessionDetail>, String>>,
     /// A plan read on a worker was answered.
     pub(super) answered: UnboundedReceiver<()>,
     pub(super) topology: UnboundedReceiver<TopologyReport>,
@@ -77,12 +77,12 @@ impl SafeMode {
     }
 
     /// The operator alert for it.
-    fn alert(&self, journal: &std::path::Path, cfg: &Config) -> crate::io::syslog::Alert {
+    fn alert(&self, journal: &std::path::Path, cfg: &Config) -> crate::io::syslog::AlertMessage {
         let look = match &self.kept {
             Ok(p) => p.display().to_string(),
             Err(_) => journal.display().to_string(),
         };
-        crate::io::syslog::Alert {
+        crate::io::syslog::AlertMessage {
             severity: cfg.alerts.severity_operator,
             what: format!(
                 "iser-guard started in safe mode: the state journal {} was not usable",

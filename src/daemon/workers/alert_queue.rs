@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::core::severity::Severity;
-use crate::io::syslog::{Alert, AlertSink};
+use crate::io::syslog::{AlertMessage, AlertSink};
 
 /// How long the sender waits before reporting coalesced alerts on their own.
 const COALESCE_FLUSH: Duration = Duration::from_secs(1);
@@ -24,7 +24,7 @@ struct Coalesced {
 }
 
 impl Coalesced {
-    fn add(&mut self, alert: &Alert) {
+    fn add(&mut self, alert: &AlertMessage) {
         self.count += 1;
         self.severity = Some(
             self.severity
@@ -45,14 +45,15 @@ impl Coalesced {
     }
 }
 
-type Pending = (Arc<dyn AlertSink>, Alert);
+/// An alert waiting in the queue, with the sink it goes to.
+type QueuedAlert = (Arc<dyn AlertSink>, AlertMessage);
 
 /// The queue and the count of what did not fit, under one lock: the sender can then wait
 /// without a timeout while there is nothing to report (an idle daemon's alert thread never
 /// wakes), and still never miss a count that arrives while it waits.
 #[derive(Default)]
 struct State {
-    queue: VecDeque<Pending>,
+    queue: VecDeque<QueuedAlert>,
     coalesced: Coalesced,
     /// Every [`AlertQueue`] is gone: the sender drains what is left and stops.
     closed: bool,
@@ -132,7 +133,7 @@ impl AlertQueue {
     }
 
     /// Queues `alert` for `sink`; never blocks (beyond the short queue lock).
-    pub fn send(&self, sink: Arc<dyn AlertSink>, alert: Alert) -> Queued {
+    pub fn send(&self, sink: Arc<dyn AlertSink>, alert: AlertMessage) -> Queued {
         let mut st = self.shared.lock();
         let queued = if st.queue.len() < self.shared.capacity {
             st.queue.push_back((sink, alert));
@@ -149,7 +150,7 @@ impl AlertQueue {
 
 /// What the sender found when it woke.
 enum Next {
-    Alert(Pending),
+    Alert(QueuedAlert),
     /// No alert within [`COALESCE_FLUSH`] while a count waits.
     Flush,
     Closed,
@@ -201,7 +202,7 @@ fn sender(shared: &Shared) {
             Next::Flush | Next::Closed => {
                 if taken.count > 0 {
                     if let Some(sink) = &last_sink {
-                        let summary = Alert {
+                        let summary = AlertMessage {
                             severity: taken.severity.unwrap_or(Severity::Warning),
                             what: "iser-guard: alert storm".into(),
                             why: taken.describe(),
@@ -219,7 +220,7 @@ fn sender(shared: &Shared) {
     }
 }
 
-fn deliver(sink: &dyn AlertSink, alert: &Alert, shared: &Shared) {
+fn deliver(sink: &dyn AlertSink, alert: &AlertMessage, shared: &Shared) {
     if let Err(e) = sink.send(alert) {
         // "No syslog here" once; a failed send every time.
         if !e.is_unavailable() || !shared.unavailable_logged.swap(true, Ordering::Relaxed) {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::core::severity::Severity;
-use crate::io::syslog::{Alert, AlertSink, RecordingSink, SyslogError};
+use crate::io::syslog::{AlertMessage, AlertSink, RecordingSink, SyslogError};
 
 /// A sink that blocks until released, like a stalled syslog receiver.
 struct Gate {
@@ -18,7 +18,7 @@ struct Gate {
     entered: std::sync::atomic::AtomicUsize,
 }
 impl AlertSink for Gate {
-    fn send(&self, alert: &Alert) -> Result<(), SyslogError> {
+    fn send(&self, alert: &AlertMessage) -> Result<(), SyslogError> {
         self.entered.fetch_add(1, Ordering::SeqCst);
         let mut open = self.open.lock().unwrap();
         while !*open {
@@ -28,8 +28,8 @@ impl AlertSink for Gate {
     }
 }
 
-fn alert(severity: Severity, what: &str) -> Alert {
-    Alert {
+fn alert(severity: Severity, what: &str) -> AlertMessage {
+    AlertMessage {
         severity,
         what: what.into(),
         why: String::new(),

@@ -161,7 +161,7 @@ pub struct Recreated {
     /// From the first step to the device being back, in milliseconds.
     pub took_ms: u64,
     /// Methods tried before that failed without changing anything.
-    pub failed_before: Vec<MethodFailure>,
+    pub failed_before: Vec<ResetMethodFailure>,
     /// The device was gone: only the method's "up" step ran, from what was remembered.
     #[serde(default)]
     pub brought_back: bool,
@@ -202,16 +202,16 @@ pub enum ResetOutcome {
 }
 
 /// A method that failed without taking the device down. The engine's outcome carries it
-/// in words ([`crate::core::recovery::MethodFailure`], from [`MethodFailure::in_words`]).
+/// in words ([`crate::core::recovery::MethodFailure`], from [`ResetMethodFailure::in_words`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MethodFailure {
+pub struct ResetMethodFailure {
     /// The method.
     pub method: ResetMethod,
     /// What went wrong.
     pub error: String,
 }
 
-impl MethodFailure {
+impl ResetMethodFailure {
     /// The failure as the engine and the operator see it.
     pub fn in_words(&self) -> crate::core::recovery::MethodFailure {
         crate::core::recovery::MethodFailure {
@@ -360,7 +360,7 @@ pub enum ResetError {
         /// The device.
         device: String,
         /// Each method's failure.
-        failures: Vec<MethodFailure>,
+        failures: Vec<ResetMethodFailure>,
     },
     /// The "down" step ran but the device never went away (its "up" step was still run to
     /// restore the intended setting); the port is still stuck.
@@ -523,7 +523,7 @@ impl Step {
 }
 
 /// A method's steps: an optional precondition check, then down, then up.
-struct MethodSteps {
+struct RunnableSteps {
     check: Option<Invocation>,
     down: Step,
     up: Step,
@@ -678,7 +678,7 @@ impl SysfsResetter {
         Invocation::new(program, args, self.cfg.command_timeout)
     }
 
-    fn steps(&self, m: &ResetMethod) -> MethodSteps {
+    fn steps(&self, m: &ResetMethod) -> RunnableSteps {
         match m {
             ResetMethod::DevlinkToggle { handle, param } => {
                 let set = |v: &str| {
@@ -698,7 +698,7 @@ impl SysfsResetter {
                         ],
                     ))
                 };
-                MethodSteps {
+                RunnableSteps {
                     check: Some(self.inv(
                         &self.cfg.devlink,
                         ["dev", "param", "show", handle, "name", param.name(), "-j"],
@@ -709,7 +709,7 @@ impl SysfsResetter {
             }
             ResetMethod::AuxRebind { device, driver } => {
                 let dir = self.sysfs.aux_driver_dir(driver);
-                MethodSteps {
+                RunnableSteps {
                     check: None,
                     down: Step::Write {
                         path: dir.join("unbind"),
@@ -721,7 +721,7 @@ impl SysfsResetter {
                     },
                 }
             }
-            ResetMethod::RdmaLinkReadd { name, kind, netdev } => MethodSteps {
+            ResetMethod::RdmaLinkReadd { name, kind, netdev } => RunnableSteps {
                 check: None,
                 down: Step::Run(self.inv(&self.cfg.rdma, ["link", "delete", name])),
                 up: Step::Run(self.inv(
@@ -729,7 +729,7 @@ impl SysfsResetter {
                     ["link", "add", name, "type", kind.name(), "netdev", netdev],
                 )),
             },
-            ResetMethod::ModuleReload { module, .. } => MethodSteps {
+            ResetMethod::ModuleReload { module, .. } => RunnableSteps {
                 check: None,
                 down: Step::Run(self.inv(&self.cfg.modprobe, ["-r", module])),
                 up: Step::Run(self.inv(&self.cfg.modprobe, [module])),
@@ -1221,7 +1221,7 @@ impl DeviceResetter for SysfsResetter {
                         mode_restored,
                     }));
                 }
-                Err(MethodError::Skip(e)) => failures.push(MethodFailure {
+                Err(MethodError::Skip(e)) => failures.push(ResetMethodFailure {
                     method: pm.method,
                     error: e.to_string(),
                 }),
@@ -1268,7 +1268,7 @@ impl DeviceResetter for SysfsResetter {
             }),
             Err(MethodError::Skip(e)) => Err(ResetError::AllMethodsFailed {
                 device: device.to_string(),
-                failures: vec![MethodFailure {
+                failures: vec![ResetMethodFailure {
                     method: method.clone(),
                     error: e.to_string(),
                 }],

@@ -3,7 +3,7 @@
 //! executor's [`crate::io::reset::Sysfs`]) use these, so both treat a file the same way:
 //!
 //! - absent: `None`, nothing to report (optional attributes come and go with drivers);
-//! - unreadable or not UTF-8: `None`, and a [`Skipped`] with the reason;
+//! - unreadable or not UTF-8: `None`, and a [`SkippedPath`] with the reason;
 //! - present: its content, trimmed (sysfs values end in a newline).
 
 use std::fs;
@@ -14,7 +14,7 @@ use serde::Serialize;
 
 /// Something a reader skipped, with why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skipped {
+pub struct SkippedPath {
     /// The file or directory.
     pub path: PathBuf,
     /// Why it was skipped.
@@ -22,8 +22,8 @@ pub struct Skipped {
 }
 
 /// Records that `path` was skipped.
-pub fn skip(skipped: &mut Vec<Skipped>, path: PathBuf, reason: impl Into<String>) {
-    skipped.push(Skipped {
+pub fn skip(skipped: &mut Vec<SkippedPath>, path: PathBuf, reason: impl Into<String>) {
+    skipped.push(SkippedPath {
         path,
         reason: reason.into(),
     });
@@ -45,7 +45,7 @@ pub fn read_attr(path: &Path) -> io::Result<Option<String>> {
 }
 
 /// An optional attribute: absent → `None`; unreadable → `None` and skipped with the reason.
-pub fn read_opt(path: &Path, skipped: &mut Vec<Skipped>) -> Option<String> {
+pub fn read_opt(path: &Path, skipped: &mut Vec<SkippedPath>) -> Option<String> {
     match read_attr(path) {
         Ok(v) => v,
         Err(e) => {

@@ -191,7 +191,7 @@ pub struct RdmaDevice {
     /// How the daemon would re-create it (the resetter's plan), or why it cannot.
     pub recreate: Read<RecreatePlan>,
     /// The devlink parameter an ice function's RDMA hangs on, when it has one.
-    pub devlink: Option<DevlinkParam>,
+    pub devlink: Option<DevlinkParamFact>,
     /// The QP table could not be dumped for this device.
     pub qp_error: Option<String>,
 }
@@ -212,7 +212,7 @@ pub struct RdmaPort {
     /// QP 1 in the live QP table.
     pub gsi: Gsi,
     /// The RDMA CM ids on this port, by consumer.
-    pub cm_ids: Read<Vec<CmId>>,
+    pub cm_ids: Read<Vec<CmIdFact>>,
 }
 
 impl RdmaDevice {
@@ -273,7 +273,7 @@ pub enum Gsi {
 /// Who holds an RDMA CM id.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Consumer {
+pub enum CmIdOwner {
     /// A kernel module (`ib_iser`, `nvme_rdma`, `rpcrdma`, `ib_isert`, …).
     Kernel {
         /// Its name.
@@ -290,30 +290,30 @@ pub enum Consumer {
     Unknown,
 }
 
-impl Consumer {
+impl CmIdOwner {
     /// How an operator reads it: `ib_iser`, `pid 4242 (spdk_tgt)`.
     pub fn describe(&self) -> String {
         match self {
-            Consumer::Kernel { module } => module.clone(),
-            Consumer::Process { pid, comm } => match comm {
+            CmIdOwner::Kernel { module } => module.clone(),
+            CmIdOwner::Process { pid, comm } => match comm {
                 Some(c) => format!("pid {pid} ({c})"),
                 None => format!("pid {pid}"),
             },
-            Consumer::Unknown => "an unnamed owner".into(),
+            CmIdOwner::Unknown => "an unnamed owner".into(),
         }
     }
 
     /// The iSER initiator, whose sessions iser-guard brings back.
     pub fn is_iser_initiator(&self) -> bool {
-        matches!(self, Consumer::Kernel { module } if module == "ib_iser")
+        matches!(self, CmIdOwner::Kernel { module } if module == "ib_iser")
     }
 }
 
 /// One RDMA CM id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CmId {
+pub struct CmIdFact {
     /// Its owner.
-    pub consumer: Consumer,
+    pub consumer: CmIdOwner,
     /// `rdma_cm` state name (`CONNECT`, `LISTEN`, …).
     pub state: String,
     /// Source address, when AF_INET/AF_INET6.
@@ -322,7 +322,7 @@ pub struct CmId {
     pub dst: Option<String>,
 }
 
-impl CmId {
+impl CmIdFact {
     /// A listener (no QP, LISTEN state).
     pub(crate) fn is_listener(&self) -> bool {
         self.state == "LISTEN"
@@ -340,7 +340,7 @@ pub struct RecreatePlan {
 
 /// An ice function's RDMA devlink parameter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DevlinkParam {
+pub struct DevlinkParamFact {
     /// devlink handle (`pci/0000:02:00.0`).
     pub handle: String,
     /// `enable_roce` or `enable_iwarp`.

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::parse::{unit_bool, CharDevices, DeviceAllow};
-use super::{sessions_on, Check, CheckKind, DaemonWitness, DevNode, Facts, Gsi, Verdict};
+use super::{sessions_on, Check, CheckKind, CheckVerdict, DaemonWitness, DevNode, Facts, Gsi};
 use crate::recovery::Phase;
 
 /// `/dev/kmsg`: character device 1:11 on every kernel (drivers/char/mem.c).
@@ -65,7 +65,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
                 Check::new(
                     CheckKind::Sandbox,
                     "service",
-                    Verdict::Unknown,
+                    CheckVerdict::Unknown,
                     format!(
                         "the service's unit {} is not installed: its sandbox cannot be checked",
                         s.unit_path
@@ -83,7 +83,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
                 Check::new(
                     CheckKind::Sandbox,
                     "service",
-                    Verdict::Unknown,
+                    CheckVerdict::Unknown,
                     "the service's unit could not be read",
                 )
                 .evidence(why.clone()),
@@ -91,11 +91,16 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
             return;
         }
     };
-    let mut c = Check::new(CheckKind::Sandbox, "service", Verdict::Ok, String::new())
-        .evidence(format!("unit {}", s.unit_path))
-        .evidence_all(s.drop_ins.iter().map(|d| format!("drop-in {d}")));
+    let mut c = Check::new(
+        CheckKind::Sandbox,
+        "service",
+        CheckVerdict::Ok,
+        String::new(),
+    )
+    .evidence(format!("unit {}", s.unit_path))
+    .evidence_all(s.drop_ins.iter().map(|d| format!("drop-in {d}")));
     let mut actions: Vec<String> = Vec::new();
-    let worst = |v: &mut Verdict, w: Verdict| *v = (*v).max(w);
+    let worst = |v: &mut CheckVerdict, w: CheckVerdict| *v = (*v).max(w);
 
     let private = unit.last("Service", "PrivateDevices").and_then(unit_bool) == Some(true);
     let policy = unit
@@ -122,7 +127,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
         }
     ));
     if private {
-        worst(&mut c.verdict, Verdict::Problem);
+        worst(&mut c.verdict, CheckVerdict::Problem);
         actions.push(
             "PrivateDevices=yes hides /dev/kmsg and /dev/infiniband from the service: set \
              PrivateDevices=no in a drop-in (`systemctl edit iser-guard`)"
@@ -149,7 +154,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
             ));
         }
         Err(e) => {
-            worst(&mut c.verdict, Verdict::Unknown);
+            worst(&mut c.verdict, CheckVerdict::Unknown);
             c.evidence.push(e.clone());
         }
     }
@@ -157,7 +162,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
     if let Some(d) = devices {
         for e in entries.iter().filter(|e| e.char_group().is_some()) {
             if !d.groups.iter().any(|(_, n)| e.matches_group(n)) {
-                worst(&mut c.verdict, Verdict::Warning);
+                worst(&mut c.verdict, CheckVerdict::Warning);
                 actions.push(format!(
                     "DeviceAllow={} names no group of /proc/devices now: systemd resolves it \
                      when the service starts, so a module loaded later (ib_uverbs for \
@@ -198,7 +203,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
                 }
             ));
             if uverbs.is_empty() && !f.rdma.devices.is_empty() {
-                worst(&mut c.verdict, Verdict::Warning);
+                worst(&mut c.verdict, CheckVerdict::Warning);
                 actions.push(
                     "no uverbs node: the self-test and the asynchronous events cannot open any \
                      device (load ib_uverbs)"
@@ -206,7 +211,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
                 );
             }
             if cm.is_none() && !f.rdma.devices.is_empty() {
-                worst(&mut c.verdict, Verdict::Warning);
+                worst(&mut c.verdict, CheckVerdict::Warning);
                 actions.push(
                     "no rdma_cm node: the self-test cannot make its connection (load rdma_ucm)"
                         .into(),
@@ -226,7 +231,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
             }
         }
         Err(e) => {
-            worst(&mut c.verdict, Verdict::Unknown);
+            worst(&mut c.verdict, CheckVerdict::Unknown);
             c.evidence.push(e.clone());
         }
     }
@@ -235,7 +240,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
             match allowed(&entries, devices, n) {
                 Ok(by) => c.evidence.push(format!("{}: allowed by {by}", n.path)),
                 Err(why) => {
-                    worst(&mut c.verdict, Verdict::Problem);
+                    worst(&mut c.verdict, CheckVerdict::Problem);
                     c.evidence.push(format!("{}: DENIED ({why})", n.path));
                     actions.push(format!(
                         "the service cannot open {} ({}): add `DeviceAllow={} {}` in a drop-in \
@@ -260,7 +265,7 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
         let caps = unit.list("Service", "CapabilityBoundingSet");
         let no_cap = !caps.is_empty() && !caps.iter().any(|c| c.contains("CAP_SYS_MODULE"));
         if protect || no_cap {
-            worst(&mut c.verdict, Verdict::Problem);
+            worst(&mut c.verdict, CheckVerdict::Problem);
             actions.push(format!(
                 "recovery.allow-module-reload = true cannot work in this unit ({}): add \
                  ProtectKernelModules=no and CAP_SYS_MODULE in a drop-in, or turn the setting off",
@@ -276,10 +281,12 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
         }
     }
     c.finding = match c.verdict {
-        Verdict::Ok => "the service can open the kernel log, the verbs devices and rdma_cm".into(),
-        Verdict::Problem => "the service's sandbox locks out something it needs".into(),
-        Verdict::Warning => "the service's sandbox works now but can lock it out".into(),
-        Verdict::Unknown => "the service's sandbox could not be checked in full".into(),
+        CheckVerdict::Ok => {
+            "the service can open the kernel log, the verbs devices and rdma_cm".into()
+        }
+        CheckVerdict::Problem => "the service's sandbox locks out something it needs".into(),
+        CheckVerdict::Warning => "the service's sandbox works now but can lock it out".into(),
+        CheckVerdict::Unknown => "the service's sandbox could not be checked in full".into(),
     };
     if !actions.is_empty() {
         c.action = Some(actions.join("; "));
@@ -288,36 +295,36 @@ pub(super) fn sandbox(f: &Facts, out: &mut Vec<Check>) {
 }
 
 /// The modules iser-guard needs, with what each is for and how bad its absence is.
-const NEEDED: &[(&str, Verdict, &str)] = &[
+const NEEDED: &[(&str, CheckVerdict, &str)] = &[
     (
         "ib_core",
-        Verdict::Problem,
+        CheckVerdict::Problem,
         "the RDMA core: without it there is no RDMA at all",
     ),
     (
         "rdma_cm",
-        Verdict::Warning,
+        CheckVerdict::Warning,
         "the RDMA connection manager every iSER login goes through",
     ),
     (
         "ib_iser",
-        Verdict::Warning,
+        CheckVerdict::Warning,
         "the iSER initiator; the first iSER login loads it",
     ),
     (
         "ib_uverbs",
-        Verdict::Warning,
+        CheckVerdict::Warning,
         "verbs from user space: the port self-test and asynchronous events",
     ),
     (
         "rdma_ucm",
-        Verdict::Warning,
+        CheckVerdict::Warning,
         "the rdma_cm device: the port self-test's connection",
     ),
 ];
 
 pub(super) fn modules(f: &Facts, out: &mut Vec<Check>) {
-    let mut c = Check::new(CheckKind::Modules, "host", Verdict::Ok, String::new());
+    let mut c = Check::new(CheckKind::Modules, "host", CheckVerdict::Ok, String::new());
     let mut missing = Vec::new();
     let mut unknown = Vec::new();
     for (m, severity, why) in NEEDED {
@@ -329,7 +336,7 @@ pub(super) fn modules(f: &Facts, out: &mut Vec<Check>) {
                 missing.push(*m);
             }
             None => {
-                c.verdict = c.verdict.max(Verdict::Unknown);
+                c.verdict = c.verdict.max(CheckVerdict::Unknown);
                 unknown.push(*m);
             }
         }
@@ -364,11 +371,11 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
     let mut c = Check::new(
         CheckKind::Config,
         "configuration",
-        Verdict::Ok,
+        CheckVerdict::Ok,
         format!("{} is valid", cf.source),
     );
     if let Some(why) = &cf.unread {
-        c.verdict = Verdict::Unknown;
+        c.verdict = CheckVerdict::Unknown;
         c.finding = format!(
             "{} could not be read: this audit used the built-in defaults",
             cf.source
@@ -377,7 +384,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
         c = c.action("run doctor as root (the configuration is readable by root only)");
     }
     if !cf.problems.is_empty() {
-        c.verdict = Verdict::Problem;
+        c.verdict = CheckVerdict::Problem;
         c.finding = format!("{} cannot be used: the daemon would not start", cf.source);
         c.evidence.extend(cf.problems.iter().cloned());
         c = c.action(
@@ -385,7 +392,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
         );
     }
     if cf.dry_run {
-        c.verdict = c.verdict.max(Verdict::Warning);
+        c.verdict = c.verdict.max(CheckVerdict::Warning);
         c.evidence.push("recovery.dry-run = true".into());
         c.action.get_or_insert_with(|| {
             "recovery.dry-run = true: the daemon decides and alerts but changes nothing".into()
@@ -404,7 +411,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
         Check::new(
             CheckKind::Config,
             "devices.allow",
-            Verdict::Warning,
+            CheckVerdict::Warning,
             "devices.allow is empty: the daemon detects and alerts, and re-creates no device by itself",
         )
         .action("list the devices that carry iSER sessions in devices.allow, then `systemctl reload iser-guard`")
@@ -412,7 +419,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
         Check::new(
             CheckKind::Config,
             "devices.allow",
-            Verdict::Ok,
+            CheckVerdict::Ok,
             format!(
                 "every entry names a device of this host: {}",
                 cf.allow.join(", ")
@@ -422,7 +429,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
         Check::new(
             CheckKind::Config,
             "devices.allow",
-            Verdict::Warning,
+            CheckVerdict::Warning,
             format!(
                 "devices.allow names devices this host does not have: {}",
                 unmatched.join(", ")
@@ -448,7 +455,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
                 Check::new(
                     CheckKind::Config,
                     &d.name,
-                    Verdict::Warning,
+                    CheckVerdict::Warning,
                     format!(
                         "{} carries {} but is not in devices.allow: the daemon only alerts when \
                          its port is stuck",
@@ -478,7 +485,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
                 Check::new(
                     CheckKind::Config,
                     format!("session {}", s.sid),
-                    Verdict::Warning,
+                    CheckVerdict::Warning,
                     format!(
                         "iSER session {} ({} at {}) is on no known RDMA port: the daemon cannot tell which device carries it",
                         s.sid, s.target, s.portal
@@ -518,7 +525,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
             Check::new(
                 CheckKind::Config,
                 format!("portal {p}"),
-                Verdict::Ok,
+                CheckVerdict::Ok,
                 format!(
                     "probed by {} before a re-creation ({} s of answers in a row)",
                     match cf.probe_method.as_str() {
@@ -554,7 +561,7 @@ pub(super) fn config(f: &Facts, out: &mut Vec<Check>) {
                 Check::new(
                     CheckKind::Config,
                     format!("portal {}", n.portal),
-                    if automatic { Verdict::Warning } else { Verdict::Ok },
+                    if automatic { CheckVerdict::Warning } else { CheckVerdict::Ok },
                     format!(
                         "no session uses this portal (node record {} via iface {}): nothing to watch there",
                         n.target, n.iface
@@ -600,7 +607,7 @@ pub(super) fn daemon(f: &Facts, out: &mut Vec<Check>) {
         DaemonWitness::NotRunning { socket } => Check::new(
             CheckKind::Daemon,
             "daemon",
-            Verdict::Warning,
+            CheckVerdict::Warning,
             "no daemon runs: nothing recovers this host by itself",
         )
         .evidence(format!("nothing listens on {socket}"))
@@ -608,14 +615,14 @@ pub(super) fn daemon(f: &Facts, out: &mut Vec<Check>) {
         DaemonWitness::Unreadable { why } => Check::new(
             CheckKind::Daemon,
             "daemon",
-            Verdict::Unknown,
+            CheckVerdict::Unknown,
             "the daemon's state could not be read",
         )
         .evidence(why.clone()),
         DaemonWitness::Running { snapshot } => {
             let d = &snapshot.daemon;
             let mut c =
-                Check::new(CheckKind::Daemon, "daemon", Verdict::Ok, String::new()).evidence(
+                Check::new(CheckKind::Daemon, "daemon", CheckVerdict::Ok, String::new()).evidence(
                     format!("pid {}, version {}, status: {}", d.pid, d.version, d.status),
                 );
             let mut disagree = Vec::new();
@@ -667,7 +674,7 @@ pub(super) fn daemon(f: &Facts, out: &mut Vec<Check>) {
             c.evidence.extend(notes.iter().cloned());
             c.evidence.extend(disagree.iter().cloned());
             if !disagree.is_empty() {
-                c.verdict = Verdict::Problem;
+                c.verdict = CheckVerdict::Problem;
                 c.finding = "the daemon's view disagrees with the kernel's".into();
                 c.action = Some(
                     "run doctor again in a minute; if it persists, `systemctl restart iser-guard` \
@@ -675,7 +682,7 @@ pub(super) fn daemon(f: &Facts, out: &mut Vec<Check>) {
                         .into(),
                 );
             } else if !notes.is_empty() {
-                c.verdict = Verdict::Warning;
+                c.verdict = CheckVerdict::Warning;
                 c.finding = format!("the daemon runs, but {}", notes.join("; "));
             } else {
                 c.finding = format!(

@@ -18,7 +18,7 @@
 //! Values missing from a record are open-iscsi's defaults (its etc/iscsid.conf).
 
 use super::parse::IscsiSettings;
-use super::{Check, CheckKind, ConfigFacts, Facts, Verdict};
+use super::{Check, CheckKind, CheckVerdict, ConfigFacts, Facts};
 
 const REPLACEMENT: &str = "node.session.timeo.replacement_timeout";
 const LOGIN: &str = "node.conn[0].timeo.login_timeout";
@@ -49,7 +49,7 @@ fn value<'a>(s: &'a IscsiSettings, key: &str) -> (&'a str, bool) {
 
 /// One judged setting.
 struct Finding {
-    verdict: Verdict,
+    verdict: CheckVerdict,
     line: String,
     action: Option<String>,
 }
@@ -70,7 +70,7 @@ fn int(v: &str) -> Option<i64> {
 fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
     let mut out = Vec::new();
     let ok = |line: String| Finding {
-        verdict: Verdict::Ok,
+        verdict: CheckVerdict::Ok,
         line,
         action: None,
     };
@@ -79,7 +79,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
     let least = cfg.target_back_s + cfg.iscsid_grace_s;
     out.push(match int(v) {
         Some(0) => Finding {
-            verdict: Verdict::Warning,
+            verdict: CheckVerdict::Warning,
             line: format!(
                 "{}: I/O fails at the first connection error",
                 shown(REPLACEMENT, v, w)
@@ -97,7 +97,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
         // could compare below.
         #[allow(clippy::cast_precision_loss)]
         Some(t) if (t as f64) < least => Finding {
-            verdict: Verdict::Warning,
+            verdict: CheckVerdict::Warning,
             line: format!(
                 "{}: shorter than the {least:.0} s iser-guard needs at least once the target is \
                  back (recovery.probe-successes × poll.probe + recovery.iscsid-grace)",
@@ -110,7 +110,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
         },
         Some(_) => ok(shown(REPLACEMENT, v, w)),
         None => Finding {
-            verdict: Verdict::Unknown,
+            verdict: CheckVerdict::Unknown,
             line: format!("{}: not a number", shown(REPLACEMENT, v, w)),
             action: None,
         },
@@ -120,7 +120,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
     out.push(match int(v) {
         #[allow(clippy::cast_precision_loss)]
         Some(t) if (t as f64) >= cfg.iscsid_grace_s => Finding {
-            verdict: Verdict::Warning,
+            verdict: CheckVerdict::Warning,
             line: format!(
                 "{}: not shorter than recovery.iscsid-grace ({} s)",
                 shown(LOGIN, v, w),
@@ -139,7 +139,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
             cfg.iscsid_grace_s
         )),
         None => Finding {
-            verdict: Verdict::Unknown,
+            verdict: CheckVerdict::Unknown,
             line: format!("{}: not a number", shown(LOGIN, v, w)),
             action: None,
         },
@@ -149,7 +149,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
         let (v, w) = value(s, key);
         out.push(match int(v) {
             Some(0) => Finding {
-                verdict: Verdict::Warning,
+                verdict: CheckVerdict::Warning,
                 line: format!("{}: NOP-Outs are off", shown(key, v, w)),
                 action: Some(format!(
                     "a dead connection (a session that stays LOGGED_IN while every I/O fails) \
@@ -158,7 +158,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
             },
             Some(_) => ok(shown(key, v, w)),
             None => Finding {
-                verdict: Verdict::Unknown,
+                verdict: CheckVerdict::Unknown,
                 line: format!("{}: not a number", shown(key, v, w)),
                 action: None,
             },
@@ -168,7 +168,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
     let (v, w) = value(s, STARTUP);
     out.push(match v {
         "onboot" => Finding {
-            verdict: Verdict::Warning,
+            verdict: CheckVerdict::Warning,
             line: format!("{}: a boot (root) session", shown(STARTUP, v, w)),
             action: Some(
                 "logging a boot session out takes its disks away from under the system: keep \
@@ -177,7 +177,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
             ),
         },
         "manual" if live => Finding {
-            verdict: Verdict::Warning,
+            verdict: CheckVerdict::Warning,
             line: format!(
                 "{}: not logged in again after a reboot",
                 shown(STARTUP, v, w)
@@ -194,7 +194,7 @@ fn judge(s: &IscsiSettings, cfg: &ConfigFacts, live: bool) -> Vec<Finding> {
     out.push(match int(v) {
         Some(0) | None => ok(shown(REOPEN_MAX, v, w)),
         Some(_) => Finding {
-            verdict: Verdict::Warning,
+            verdict: CheckVerdict::Warning,
             line: format!(
                 "{}: iscsid gives up re-opening the session",
                 shown(REOPEN_MAX, v, w)
@@ -213,10 +213,10 @@ fn push_judged(out: &mut Vec<Check>, subject: String, what: &str, findings: Vec<
         .iter()
         .map(|f| f.verdict)
         .max()
-        .unwrap_or(Verdict::Ok);
+        .unwrap_or(CheckVerdict::Ok);
     let bad: Vec<&str> = findings
         .iter()
-        .filter(|f| f.verdict > Verdict::Ok)
+        .filter(|f| f.verdict > CheckVerdict::Ok)
         .map(|f| f.line.split(':').next().unwrap_or(""))
         .map(|l| l.split(" = ").next().unwrap_or(l))
         .collect();
@@ -282,7 +282,7 @@ pub(super) fn settings(f: &Facts, out: &mut Vec<Check>) {
                             Check::new(
                                 CheckKind::OpenIscsi,
                                 subject,
-                                Verdict::Unknown,
+                                CheckVerdict::Unknown,
                                 "the node record could not be read",
                             )
                             .evidence(why.clone())
@@ -296,7 +296,7 @@ pub(super) fn settings(f: &Facts, out: &mut Vec<Check>) {
             Check::new(
                 CheckKind::OpenIscsi,
                 "node records",
-                Verdict::Unknown,
+                CheckVerdict::Unknown,
                 "the node records could not be listed",
             )
             .evidence(why.clone())
@@ -316,7 +316,7 @@ pub(super) fn settings(f: &Facts, out: &mut Vec<Check>) {
             Check::new(
                 CheckKind::OpenIscsi,
                 "iscsid.conf",
-                Verdict::Warning,
+                CheckVerdict::Warning,
                 format!(
                     "open-iscsi is not set up here ({}/iscsid.conf does not exist)",
                     f.paths.iscsi
@@ -329,7 +329,7 @@ pub(super) fn settings(f: &Facts, out: &mut Vec<Check>) {
             Check::new(
                 CheckKind::OpenIscsi,
                 "iscsid.conf",
-                Verdict::Unknown,
+                CheckVerdict::Unknown,
                 "iscsid.conf could not be read",
             )
             .evidence(why.clone())

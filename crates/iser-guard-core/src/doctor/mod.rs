@@ -2,7 +2,7 @@
 //!
 //! The shell reads the host into [`Facts`] (sysfs, /proc, RDMA netlink, iscsiadm, the unit
 //! file, the daemon's control socket); [`audit`] judges them, one [`Check`] per thing looked
-//! at, each with a [`Verdict`], the evidence and what to do. Pure: the same facts always give
+//! at, each with a [`CheckVerdict`], the evidence and what to do. Pure: the same facts always give
 //! the same report, so every check is tested on fixture hosts.
 //!
 //! The checks, in the order they are reported ([`CheckKind`]): the kernel; each RDMA driver
@@ -20,17 +20,19 @@ mod facts;
 mod host;
 mod iscsi;
 pub mod known;
+mod nvme;
 pub mod parse;
 mod rdma;
 
 pub use facts::*;
+pub use nvme::{nvme_reconnect_check, NvmeReconnectFacts};
 
 use serde::Serialize;
 
 /// How a check came out. Ordered from best to worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum CheckVerdict {
     /// Fine for iser-guard.
     Ok,
     /// Could not be checked (the reason is in the evidence): not known to be fine.
@@ -41,14 +43,14 @@ pub enum Verdict {
     Problem,
 }
 
-impl Verdict {
+impl CheckVerdict {
     /// The word printed.
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::Ok => "ok",
-            Verdict::Unknown => "unknown",
-            Verdict::Warning => "warning",
-            Verdict::Problem => "problem",
+            CheckVerdict::Ok => "ok",
+            CheckVerdict::Unknown => "unknown",
+            CheckVerdict::Warning => "warning",
+            CheckVerdict::Problem => "problem",
         }
     }
 }
@@ -127,7 +129,7 @@ pub struct Check {
     /// What it is about: `host`, a device, `device/port`, a module, a node record.
     pub subject: String,
     /// How it came out.
-    pub verdict: Verdict,
+    pub verdict: CheckVerdict,
     /// What was found, in one line.
     pub finding: String,
     /// What it was judged from (files, table rows, values).
@@ -141,7 +143,7 @@ impl Check {
     fn new(
         check: CheckKind,
         subject: impl Into<String>,
-        verdict: Verdict,
+        verdict: CheckVerdict,
         finding: impl Into<String>,
     ) -> Self {
         Check {
@@ -186,7 +188,7 @@ pub struct Counts {
 /// What the whole audit says (the binary maps it to its exit status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum AuditOutcome {
     /// Every check is ok.
     AllOk,
     /// No problem, but warnings or checks that could not be made.
@@ -215,10 +217,10 @@ impl Report {
         let mut c = Counts::default();
         for k in &self.checks {
             match k.verdict {
-                Verdict::Ok => c.ok += 1,
-                Verdict::Unknown => c.unknown += 1,
-                Verdict::Warning => c.warning += 1,
-                Verdict::Problem => c.problem += 1,
+                CheckVerdict::Ok => c.ok += 1,
+                CheckVerdict::Unknown => c.unknown += 1,
+                CheckVerdict::Warning => c.warning += 1,
+                CheckVerdict::Problem => c.problem += 1,
             }
         }
         c
@@ -226,16 +228,16 @@ impl Report {
 
     /// The whole audit's outcome: no RDMA first (nothing else matters then), then the worst
     /// verdict; a check that could not be made counts as a warning.
-    pub fn outcome(&self) -> Outcome {
+    pub fn outcome(&self) -> AuditOutcome {
         let c = self.counts();
         if !self.rdma_present {
-            Outcome::NoRdma
+            AuditOutcome::NoRdma
         } else if c.problem > 0 {
-            Outcome::Problems
+            AuditOutcome::Problems
         } else if c.warning + c.unknown > 0 {
-            Outcome::Warnings
+            AuditOutcome::Warnings
         } else {
-            Outcome::AllOk
+            AuditOutcome::AllOk
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::known::{Needs, KNOWN};
 use super::parse::{origin_of_path, parse_kernel_release, KernelVersion, ModuleOrigin};
-use super::{in_scope, Check, CheckKind, Consumer, Facts, Gsi, RdmaDevice, Verdict};
+use super::{in_scope, Check, CheckKind, CheckVerdict, CmIdOwner, Facts, Gsi, RdmaDevice};
 use crate::reset_plan::ResetMethod;
 
 /// Kernel taint flags worth naming (kernel/panic.c `taint_flags`), by bit.
@@ -23,13 +23,18 @@ pub(super) fn kernel(f: &Facts, out: &mut Vec<Check>) {
     let source = format!("{}/sys/kernel/osrelease", f.paths.proc);
     let c = match &f.kernel.release {
         Ok(r) => {
-            let mut c = Check::new(CheckKind::Kernel, "host", Verdict::Ok, format!("Linux {r}"))
-                .evidence(format!("{source}: {r}"));
+            let mut c = Check::new(
+                CheckKind::Kernel,
+                "host",
+                CheckVerdict::Ok,
+                format!("Linux {r}"),
+            )
+            .evidence(format!("{source}: {r}"));
             if let Some(v) = &f.kernel.version {
                 c = c.evidence(format!("{}/version: {v}", f.paths.proc));
             }
             if parse_kernel_release(r).is_none() {
-                c.verdict = Verdict::Unknown;
+                c.verdict = CheckVerdict::Unknown;
                 c = c
                     .evidence("the release does not start with MAJOR.MINOR: known kernel defects cannot be matched")
                     .action("send the release string with your report");
@@ -50,7 +55,7 @@ pub(super) fn kernel(f: &Facts, out: &mut Vec<Check>) {
                     }
                 ));
                 if t & (1 << 7 | 1 << 14) != 0 {
-                    c.verdict = c.verdict.max(Verdict::Warning);
+                    c.verdict = c.verdict.max(CheckVerdict::Warning);
                     c = c.action(
                         "the kernel oopsed or locked up since boot: read `dmesg` for the \
                          report (an RDMA or iSER one may be a known defect, see known-issue)",
@@ -62,7 +67,7 @@ pub(super) fn kernel(f: &Facts, out: &mut Vec<Check>) {
         Err(why) => Check::new(
             CheckKind::Kernel,
             "host",
-            Verdict::Unknown,
+            CheckVerdict::Unknown,
             "the running kernel's release could not be read",
         )
         .evidence(why.clone()),
@@ -142,13 +147,13 @@ pub(super) fn drivers(f: &Facts, out: &mut Vec<Check>) {
             Some(ModuleOrigin::InTree) => Check::new(
                 CheckKind::Driver,
                 m,
-                Verdict::Ok,
+                CheckVerdict::Ok,
                 format!("{m} (serving {devices}) is the kernel's own (in-tree)"),
             ),
             Some(ModuleOrigin::OutOfTree) => Check::new(
                 CheckKind::Driver,
                 m,
-                Verdict::Warning,
+                CheckVerdict::Warning,
                 format!("{m} (serving {devices}) is built outside the kernel tree"),
             )
             .action(
@@ -158,7 +163,7 @@ pub(super) fn drivers(f: &Facts, out: &mut Vec<Check>) {
             None => Check::new(
                 CheckKind::Driver,
                 m,
-                Verdict::Unknown,
+                CheckVerdict::Unknown,
                 format!("{m} (serving {devices}): whether it is in-tree is not known"),
             )
             .action("run doctor as root on the host itself (it reads /sys/module and modules.dep)"),
@@ -183,7 +188,7 @@ fn soft_or_parent(d: &RdmaDevice) -> String {
 
 pub(super) fn devices(f: &Facts, out: &mut Vec<Check>) {
     for d in &f.rdma.devices {
-        let mut c = Check::new(CheckKind::Device, &d.name, Verdict::Ok, String::new());
+        let mut c = Check::new(CheckKind::Device, &d.name, CheckVerdict::Ok, String::new());
         let mut parts = vec![soft_or_parent(d)];
         if let Some(a) = &d.aux {
             parts.push(format!(
@@ -274,7 +279,7 @@ pub(super) fn devices(f: &Facts, out: &mut Vec<Check>) {
             }
         ));
         if !down.is_empty() {
-            c.verdict = Verdict::Warning;
+            c.verdict = CheckVerdict::Warning;
             c = c.action(format!(
                 "{}: no iSER session can use a port that is not ACTIVE; check the cable, the \
                  switch port and `ip link show` of its netdev",
@@ -282,7 +287,7 @@ pub(super) fn devices(f: &Facts, out: &mut Vec<Check>) {
             ));
         }
         if f.rdma.netlink.is_ok() && d.in_sysfs != d.in_netlink {
-            c.verdict = c.verdict.max(Verdict::Warning);
+            c.verdict = c.verdict.max(CheckVerdict::Warning);
             c = c.evidence(
                 "sysfs and RDMA netlink disagree about this device: it may be appearing or \
                  going away (run doctor again), or RDMA netlink is in another network namespace \
@@ -290,7 +295,7 @@ pub(super) fn devices(f: &Facts, out: &mut Vec<Check>) {
             );
         }
         if d.ports.is_empty() {
-            c.verdict = c.verdict.max(Verdict::Warning);
+            c.verdict = c.verdict.max(CheckVerdict::Warning);
         }
         out.push(c);
     }
@@ -305,7 +310,7 @@ pub(super) fn recreate(f: &Facts, out: &mut Vec<Check>) {
                 let mut c = Check::new(
                     CheckKind::Recreate,
                     &d.name,
-                    Verdict::Ok,
+                    CheckVerdict::Ok,
                     format!("the daemon would {first}"),
                 );
                 for (i, (m, steps)) in plan.methods.iter().enumerate() {
@@ -321,7 +326,7 @@ pub(super) fn recreate(f: &Facts, out: &mut Vec<Check>) {
                             .evidence
                             .push(format!("devlink {} {}: true (runtime)", p.handle, p.name)),
                         Ok(false) => {
-                            c.verdict = Verdict::Warning;
+                            c.verdict = CheckVerdict::Warning;
                             c.evidence
                                 .push(format!("devlink {} {}: false (runtime)", p.handle, p.name));
                             c = c.action(format!(
@@ -331,7 +336,7 @@ pub(super) fn recreate(f: &Facts, out: &mut Vec<Check>) {
                             ));
                         }
                         Err(why) => {
-                            c.verdict = Verdict::Warning;
+                            c.verdict = CheckVerdict::Warning;
                             c.evidence.push(format!(
                                 "devlink {} {}: not readable: {why}",
                                 p.handle, p.name
@@ -345,7 +350,7 @@ pub(super) fn recreate(f: &Facts, out: &mut Vec<Check>) {
                     }
                 }
                 if matches!(first, ResetMethod::ModuleReload { .. }) {
-                    c.verdict = c.verdict.max(Verdict::Warning);
+                    c.verdict = c.verdict.max(CheckVerdict::Warning);
                     c = c.action(
                         "the only way is reloading the driver module, which re-creates every \
                          device of that driver: check why the other methods were not used",
@@ -357,9 +362,9 @@ pub(super) fn recreate(f: &Facts, out: &mut Vec<Check>) {
                 CheckKind::Recreate,
                 &d.name,
                 if scope {
-                    Verdict::Problem
+                    CheckVerdict::Problem
                 } else {
-                    Verdict::Warning
+                    CheckVerdict::Warning
                 },
                 format!("no way to re-create {}", d.name),
             )
@@ -369,9 +374,9 @@ pub(super) fn recreate(f: &Facts, out: &mut Vec<Check>) {
                 CheckKind::Recreate,
                 &d.name,
                 if scope {
-                    Verdict::Problem
+                    CheckVerdict::Problem
                 } else {
-                    Verdict::Warning
+                    CheckVerdict::Warning
                 },
                 format!("no way to re-create {}", d.name),
             )
@@ -408,14 +413,14 @@ pub(super) fn gsi(f: &Facts, out: &mut Vec<Check>) {
                 Gsi::State { state, evidence } if state == "RTS" => Check::new(
                     CheckKind::GsiQp,
                     &subject,
-                    Verdict::Ok,
+                    CheckVerdict::Ok,
                     "QP 1 (GSI) is in RTS: new RDMA connections can be made",
                 )
                 .evidence(evidence.clone()),
                 Gsi::State { state, evidence } if state == "ERR" => Check::new(
                     CheckKind::GsiQp,
                     &subject,
-                    Verdict::Problem,
+                    CheckVerdict::Problem,
                     "QP 1 (GSI) is stuck in ERR: no new RDMA connection can be made on this port",
                 )
                 .evidence(evidence.clone())
@@ -427,7 +432,7 @@ pub(super) fn gsi(f: &Facts, out: &mut Vec<Check>) {
                 Gsi::State { state, evidence } => Check::new(
                     CheckKind::GsiQp,
                     &subject,
-                    Verdict::Warning,
+                    CheckVerdict::Warning,
                     format!("QP 1 (GSI) is in {state}, not RTS"),
                 )
                 .evidence(evidence.clone())
@@ -437,14 +442,14 @@ pub(super) fn gsi(f: &Facts, out: &mut Vec<Check>) {
                 Gsi::Absent if d.node_type == Some(4) => Check::new(
                     CheckKind::GsiQp,
                     &subject,
-                    Verdict::Ok,
+                    CheckVerdict::Ok,
                     "no GSI QP: an iWARP port connects through TCP (iw_cm), so the stuck-QP-1 \
                      failure does not apply",
                 ),
                 Gsi::Absent => Check::new(
                     CheckKind::GsiQp,
                     &subject,
-                    Verdict::Warning,
+                    CheckVerdict::Warning,
                     "the QP table has no GSI QP (QP 1) for this port",
                 )
                 .evidence(d.qp_error.clone().unwrap_or_else(|| {
@@ -454,7 +459,7 @@ pub(super) fn gsi(f: &Facts, out: &mut Vec<Check>) {
                 Gsi::Unknown => Check::new(
                     CheckKind::GsiQp,
                     &subject,
-                    Verdict::Unknown,
+                    CheckVerdict::Unknown,
                     "QP 1's state is not known",
                 )
                 .evidence(match (&f.rdma.netlink, &d.qp_error) {
@@ -481,7 +486,7 @@ pub(super) fn cm_ids(f: &Facts, out: &mut Vec<Check>) {
                         Check::new(
                             CheckKind::CmIds,
                             &subject,
-                            Verdict::Unknown,
+                            CheckVerdict::Unknown,
                             "the RDMA CM consumers of this port are not known",
                         )
                         .evidence(why.clone()),
@@ -493,12 +498,12 @@ pub(super) fn cm_ids(f: &Facts, out: &mut Vec<Check>) {
                 out.push(Check::new(
                     CheckKind::CmIds,
                     &subject,
-                    Verdict::Ok,
+                    CheckVerdict::Ok,
                     "no RDMA CM id on this port",
                 ));
                 continue;
             }
-            let mut by: BTreeMap<&Consumer, (usize, usize)> = BTreeMap::new();
+            let mut by: BTreeMap<&CmIdOwner, (usize, usize)> = BTreeMap::new();
             for id in ids {
                 let e = by.entry(&id.consumer).or_default();
                 if id.is_listener() {
@@ -530,7 +535,7 @@ pub(super) fn cm_ids(f: &Facts, out: &mut Vec<Check>) {
             let mut c = Check::new(
                 CheckKind::CmIds,
                 &subject,
-                Verdict::Ok,
+                CheckVerdict::Ok,
                 format!("consumers: {}", summary.join(", ")),
             )
             .evidence_all(ids.iter().map(|i| {
@@ -549,7 +554,7 @@ pub(super) fn cm_ids(f: &Facts, out: &mut Vec<Check>) {
                 )
             }));
             if scope && !others.is_empty() {
-                c.verdict = Verdict::Warning;
+                c.verdict = CheckVerdict::Warning;
                 c = c.action(format!(
                     "re-creating {} ends every connection on it; iser-guard brings back iSCSI \
                      sessions only, not those of {}: plan for them before allowing automatic \
@@ -616,7 +621,7 @@ pub(super) fn known_issues(f: &Facts, out: &mut Vec<Check>) {
                     Check::new(
                         CheckKind::KnownIssue,
                         k.id,
-                        Verdict::Unknown,
+                        CheckVerdict::Unknown,
                         format!("may apply (the kernel's version is not known): {}", k.title),
                     )
                     .evidence_all(k.sources.iter().map(|s| format!("source: {s}"))),
@@ -628,7 +633,7 @@ pub(super) fn known_issues(f: &Facts, out: &mut Vec<Check>) {
             continue;
         }
         any = true;
-        let mut c = Check::new(CheckKind::KnownIssue, k.id, Verdict::Warning, k.title)
+        let mut c = Check::new(CheckKind::KnownIssue, k.id, CheckVerdict::Warning, k.title)
             .evidence(k.effect)
             .evidence_all(k.sources.iter().map(|s| format!("source: {s}")))
             .action(k.remedy);
@@ -649,7 +654,7 @@ pub(super) fn known_issues(f: &Facts, out: &mut Vec<Check>) {
                 c.evidence
                     .push(format!("irdma devices: {}", irdma.join(", ")));
                 if unprotected.is_empty() {
-                    c.verdict = Verdict::Ok;
+                    c.verdict = CheckVerdict::Ok;
                     c.evidence
                         .push("every one is in devices.allow: the daemon recovers them".into());
                 } else {
@@ -679,7 +684,7 @@ pub(super) fn known_issues(f: &Facts, out: &mut Vec<Check>) {
             Check::new(
                 CheckKind::KnownIssue,
                 "host",
-                Verdict::Ok,
+                CheckVerdict::Ok,
                 match v {
                     Some(v) => {
                         format!("no known defect or hazard applies to Linux {v} with these drivers")

@@ -31,8 +31,8 @@ fn irdma_device() -> RdmaDevice {
         state: "RTS".into(),
         evidence: "link rocep2s0f0/1 lqpn 1 type GSI state RTS sq-psn 0 comm [ib_core]".into(),
     };
-    p.cm_ids = Ok(vec![CmId {
-        consumer: Consumer::Kernel {
+    p.cm_ids = Ok(vec![CmIdFact {
+        consumer: CmIdOwner::Kernel {
             module: "ib_iser".into(),
         },
         state: "CONNECT".into(),
@@ -59,7 +59,7 @@ fn irdma_device() -> RdmaDevice {
         ],
         skipped: vec!["module reload of irdma: not allowed".into()],
     });
-    d.devlink = Some(DevlinkParam {
+    d.devlink = Some(DevlinkParamFact {
         handle: "pci/0000:02:00.0".into(),
         name: "enable_roce".into(),
         value: Ok(true),
@@ -170,7 +170,7 @@ fn host() -> Facts {
     f
 }
 
-fn verdict(r: &Report, kind: CheckKind, subject: &str) -> Verdict {
+fn verdict(r: &Report, kind: CheckKind, subject: &str) -> CheckVerdict {
     r.find(kind, subject)
         .unwrap_or_else(|| panic!("no {kind:?} check of {subject}: {:#?}", r.checks))
         .verdict
@@ -182,7 +182,7 @@ fn a_well_set_up_e810_host_has_only_the_irdma_defects_as_warnings() {
     let not_ok: Vec<String> = r
         .checks
         .iter()
-        .filter(|c| c.verdict != Verdict::Ok)
+        .filter(|c| c.verdict != CheckVerdict::Ok)
         .map(|c| format!("{} {} {:?}", c.check.name(), c.subject, c.verdict))
         .collect();
     // 6.8 is in the iser_task_rsp crash's range and before irdma's QP-state fix.
@@ -197,9 +197,9 @@ fn a_well_set_up_e810_host_has_only_the_irdma_defects_as_warnings() {
     );
     assert_eq!(
         verdict(&r, CheckKind::KnownIssue, "irdma-gsi-stuck"),
-        Verdict::Ok
+        CheckVerdict::Ok
     );
-    assert_eq!(r.outcome(), Outcome::Warnings);
+    assert_eq!(r.outcome(), AuditOutcome::Warnings);
     // Every kind but the daemon's (not asked) is there, in report order.
     let kinds: Vec<CheckKind> = r.checks.iter().map(|c| c.check).collect();
     let mut sorted = kinds.clone();
@@ -257,7 +257,7 @@ fn a_host_without_rdma_says_so_whatever_else_it_finds() {
         devices: vec![],
     };
     let r = audit(&f);
-    assert_eq!(r.outcome(), Outcome::NoRdma);
+    assert_eq!(r.outcome(), AuditOutcome::NoRdma);
     let why = r.no_rdma.as_deref().unwrap();
     assert!(
         why.contains("/sys/class/infiniband does not exist"),
@@ -279,12 +279,15 @@ fn out_of_tree_drivers_are_warned_about() {
     let r = audit(&f);
     for m in ["irdma", "ice"] {
         let c = r.find(CheckKind::Driver, m).unwrap();
-        assert_eq!(c.verdict, Verdict::Warning, "{c:?}");
+        assert_eq!(c.verdict, CheckVerdict::Warning, "{c:?}");
         assert!(c.action.as_deref().unwrap().contains("out-of-tree-driver"));
     }
     f.modules.info.clear();
     let r = audit(&f);
-    assert_eq!(verdict(&r, CheckKind::Driver, "irdma"), Verdict::Unknown);
+    assert_eq!(
+        verdict(&r, CheckKind::Driver, "irdma"),
+        CheckVerdict::Unknown
+    );
 }
 
 #[test]
@@ -296,29 +299,29 @@ fn a_stuck_port_is_a_problem_with_the_command_that_fixes_it() {
     };
     let r = audit(&f);
     let c = r.find(CheckKind::GsiQp, "rocep2s0f0/1").unwrap();
-    assert_eq!(c.verdict, Verdict::Problem);
+    assert_eq!(c.verdict, CheckVerdict::Problem);
     assert!(c
         .action
         .as_deref()
         .unwrap()
         .contains("iser-guard recover rocep2s0f0/1"));
-    assert_eq!(r.outcome(), Outcome::Problems);
+    assert_eq!(r.outcome(), AuditOutcome::Problems);
     // An iWARP port has no QP 1 at all, and that is fine; a RoCE port without one is not.
     f.rdma.devices[0].ports[0].gsi = Gsi::Absent;
     assert_eq!(
         verdict(&audit(&f), CheckKind::GsiQp, "rocep2s0f0/1"),
-        Verdict::Warning
+        CheckVerdict::Warning
     );
     f.rdma.devices[0].node_type = Some(4);
     assert_eq!(
         verdict(&audit(&f), CheckKind::GsiQp, "rocep2s0f0/1"),
-        Verdict::Ok
+        CheckVerdict::Ok
     );
     f.rdma.devices[0].ports[0].gsi = Gsi::Unknown;
     f.rdma.netlink = Err("RDMA netlink is not available".into());
     let r = audit(&f);
     let c = r.find(CheckKind::GsiQp, "rocep2s0f0/1").unwrap();
-    assert_eq!(c.verdict, Verdict::Unknown);
+    assert_eq!(c.verdict, CheckVerdict::Unknown);
     assert!(c.evidence[0].contains("not available"));
 }
 
@@ -326,16 +329,16 @@ fn a_stuck_port_is_a_problem_with_the_command_that_fixes_it() {
 fn every_consumer_on_a_port_is_listed_and_others_than_iser_are_warned_about() {
     let mut f = host();
     if let Ok(ids) = &mut f.rdma.devices[0].ports[0].cm_ids {
-        ids.push(CmId {
-            consumer: Consumer::Kernel {
+        ids.push(CmIdFact {
+            consumer: CmIdOwner::Kernel {
                 module: "nvme_rdma".into(),
             },
             state: "CONNECT".into(),
             src: None,
             dst: Some("192.0.2.3:4420".into()),
         });
-        ids.push(CmId {
-            consumer: Consumer::Process {
+        ids.push(CmIdFact {
+            consumer: CmIdOwner::Process {
                 pid: 4242,
                 comm: Some("spdk_tgt".into()),
             },
@@ -346,7 +349,7 @@ fn every_consumer_on_a_port_is_listed_and_others_than_iser_are_warned_about() {
     }
     let r = audit(&f);
     let c = r.find(CheckKind::CmIds, "rocep2s0f0/1").unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
     assert_eq!(
         c.finding,
         "consumers: ib_iser (1 connection), nvme_rdma (1 connection), pid 4242 (spdk_tgt) (1 listener)"
@@ -361,7 +364,7 @@ fn every_consumer_on_a_port_is_listed_and_others_than_iser_are_warned_about() {
     f.iscsi.sessions = Ok(vec![]);
     assert_eq!(
         verdict(&audit(&f), CheckKind::CmIds, "rocep2s0f0/1"),
-        Verdict::Ok
+        CheckVerdict::Ok
     );
 }
 
@@ -373,20 +376,20 @@ fn re_creation_methods_and_their_failures() {
         .find(CheckKind::Recreate, "rocep2s0f0")
         .cloned()
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
     assert!(c.action.unwrap().contains("enable_roce is off"));
     f.rdma.devices[0].recreate =
         Err("no way to re-create rocep2s0f0: aux unbind/bind: no RDMA auxiliary device".into());
     assert_eq!(
         verdict(&audit(&f), CheckKind::Recreate, "rocep2s0f0"),
-        Verdict::Problem
+        CheckVerdict::Problem
     );
     // Out of iser-guard's scope (not allowed, no session): a warning only.
     f.config.allow.clear();
     f.iscsi.sessions = Ok(vec![]);
     assert_eq!(
         verdict(&audit(&f), CheckKind::Recreate, "rocep2s0f0"),
-        Verdict::Warning
+        CheckVerdict::Warning
     );
 }
 
@@ -398,7 +401,7 @@ fn a_port_that_is_down_is_a_warning() {
         .find(CheckKind::Device, "rocep2s0f0")
         .cloned()
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
     assert!(c.action.unwrap().contains("rocep2s0f0/1 is DOWN"));
 }
 
@@ -406,7 +409,7 @@ fn a_port_that_is_down_is_a_warning() {
 fn the_packaged_unit_lets_the_service_open_what_it_needs() {
     let r = audit(&host());
     let c = r.find(CheckKind::Sandbox, "service").unwrap();
-    assert_eq!(c.verdict, Verdict::Ok, "{c:#?}");
+    assert_eq!(c.verdict, CheckVerdict::Ok, "{c:#?}");
     assert!(c
         .evidence
         .iter()
@@ -435,7 +438,7 @@ fn a_sandbox_that_locks_out_verbs_or_resolves_late_is_reported() {
         .find(CheckKind::Sandbox, "service")
         .cloned()
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Problem);
+    assert_eq!(c.verdict, CheckVerdict::Problem);
     assert!(c
         .evidence
         .iter()
@@ -454,7 +457,7 @@ fn a_sandbox_that_locks_out_verbs_or_resolves_late_is_reported() {
         .find(CheckKind::Sandbox, "service")
         .cloned()
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Warning, "{c:#?}");
+    assert_eq!(c.verdict, CheckVerdict::Warning, "{c:#?}");
     let a = c.action.unwrap();
     assert!(
         a.contains("DeviceAllow=char-infiniband_verbs names no group"),
@@ -471,7 +474,7 @@ fn a_sandbox_that_locks_out_verbs_or_resolves_late_is_reported() {
     ));
     assert_eq!(
         verdict(&audit(&f), CheckKind::Sandbox, "service"),
-        Verdict::Problem
+        CheckVerdict::Problem
     );
     // Module reload configured inside the packaged unit.
     let mut f = host();
@@ -480,14 +483,14 @@ fn a_sandbox_that_locks_out_verbs_or_resolves_late_is_reported() {
         .find(CheckKind::Sandbox, "service")
         .cloned()
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Problem);
+    assert_eq!(c.verdict, CheckVerdict::Problem);
     assert!(c.action.unwrap().contains("ProtectKernelModules=yes"));
     // No unit installed.
     let mut f = host();
     f.sandbox.unit = Ok(None);
     assert_eq!(
         verdict(&audit(&f), CheckKind::Sandbox, "service"),
-        Verdict::Unknown
+        CheckVerdict::Unknown
     );
 }
 
@@ -496,27 +499,27 @@ fn missing_modules_by_how_much_they_matter() {
     let mut f = host();
     f.modules.loaded = Ok(vec!["ib_core".into(), "rdma_cm".into(), "ib_iser".into()]);
     let c = audit(&f).find(CheckKind::Modules, "host").cloned().unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
     assert_eq!(c.finding, "not loaded: ib_uverbs, rdma_ucm");
     f.modules.loaded = Ok(vec![]);
     f.modules.builtin = Ok(vec!["ib_core".into()]);
     let c = audit(&f).find(CheckKind::Modules, "host").cloned().unwrap();
     assert_eq!(
         c.verdict,
-        Verdict::Warning,
+        CheckVerdict::Warning,
         "ib_core built in counts as loaded"
     );
     f.modules.builtin = Ok(vec![]);
     assert_eq!(
         verdict(&audit(&f), CheckKind::Modules, "host"),
-        Verdict::Problem
+        CheckVerdict::Problem
     );
     f.modules.loaded = Err("/proc/modules: not found".into());
     f.modules.builtin = Err("modules.builtin: not found".into());
     f.modules.info.clear();
     assert_eq!(
         verdict(&audit(&f), CheckKind::Modules, "host"),
-        Verdict::Unknown
+        CheckVerdict::Unknown
     );
 }
 
@@ -526,7 +529,7 @@ fn the_configuration_against_the_host() {
     f.config.allow = vec!["rocep2s0f0".into(), "mlx5_1".into()];
     let r = audit(&f);
     let c = r.find(CheckKind::Config, "devices.allow").unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
     assert!(c.finding.ends_with("mlx5_1"), "{}", c.finding);
     // The device with the session is not allowed.
     f.config.allow = vec!["mlx5_1".into()];
@@ -542,16 +545,16 @@ fn the_configuration_against_the_host() {
     let r = audit(&f);
     assert_eq!(
         verdict(&r, CheckKind::Config, "devices.allow"),
-        Verdict::Warning
+        CheckVerdict::Warning
     );
     assert_eq!(
         verdict(&r, CheckKind::Config, "configuration"),
-        Verdict::Problem
+        CheckVerdict::Problem
     );
     // The portal is probed as configured; a node record without a session is listed.
     let r = audit(&host());
     let c = r.find(CheckKind::Config, "portal 192.0.2.2:3260").unwrap();
-    assert_eq!(c.verdict, Verdict::Ok);
+    assert_eq!(c.verdict, CheckVerdict::Ok);
     assert!(
         c.finding.contains("a TCP connect to 192.0.2.2:3260"),
         "{}",
@@ -566,7 +569,7 @@ fn the_configuration_against_the_host() {
     let c = r.find(CheckKind::Config, "portal 192.0.2.2:3260").unwrap();
     assert_eq!(
         c.verdict,
-        Verdict::Warning,
+        CheckVerdict::Warning,
         "node.startup = automatic without a session"
     );
 }
@@ -585,7 +588,7 @@ fn open_iscsi_settings_that_fight_recovery() {
             "iqn.2003-01.org.example.lab:tgt0 192.0.2.2:3260 iser",
         )
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
     for key in [
         "node.session.timeo.replacement_timeout",
         "node.conn[0].timeo.login_timeout",
@@ -611,11 +614,11 @@ fn open_iscsi_settings_that_fight_recovery() {
             CheckKind::OpenIscsi,
             "iqn.2003-01.org.example.lab:tgt0 192.0.2.2:3260 iser"
         ),
-        Verdict::Ok
+        CheckVerdict::Ok
     );
     assert_eq!(
         verdict(&r, CheckKind::OpenIscsi, "iscsid.conf"),
-        Verdict::Ok
+        CheckVerdict::Ok
     );
     // A record root alone may read.
     let mut f = host();
@@ -626,7 +629,7 @@ fn open_iscsi_settings_that_fight_recovery() {
             CheckKind::OpenIscsi,
             "iqn.2003-01.org.example.lab:tgt0 192.0.2.2:3260 iser"
         ),
-        Verdict::Unknown
+        CheckVerdict::Unknown
     );
     // No open-iscsi at all.
     let mut f = host();
@@ -634,7 +637,7 @@ fn open_iscsi_settings_that_fight_recovery() {
     f.iscsi.iscsid_conf = Ok(None);
     assert_eq!(
         verdict(&audit(&f), CheckKind::OpenIscsi, "iscsid.conf"),
-        Verdict::Warning
+        CheckVerdict::Warning
     );
 }
 
@@ -663,7 +666,7 @@ fn known_defects_follow_the_kernel_and_the_drivers() {
     f.config.allow.clear();
     assert_eq!(
         verdict(&audit(&f), CheckKind::KnownIssue, "irdma-gsi-stuck"),
-        Verdict::Warning
+        CheckVerdict::Warning
     );
     // A Soft-RoCE host on 6.13 without iSER: nothing applies.
     let mut f = host();
@@ -674,14 +677,14 @@ fn known_defects_follow_the_kernel_and_the_drivers() {
     d.pci = None;
     let r = audit(&f);
     let c = r.find(CheckKind::KnownIssue, "host").unwrap();
-    assert_eq!(c.verdict, Verdict::Ok);
+    assert_eq!(c.verdict, CheckVerdict::Ok);
     assert!(c.finding.contains("Linux 6.13.2"));
     // Unknown version: rows that need a version cannot be matched.
     let mut f = host();
     f.kernel.release = Err("unreadable".into());
     assert_eq!(
         verdict(&audit(&f), CheckKind::KnownIssue, "iser-task-rsp-crash"),
-        Verdict::Unknown
+        CheckVerdict::Unknown
     );
 }
 
@@ -699,7 +702,7 @@ fn a_bonded_e810_port_without_rdma_is_named() {
     let c = r
         .find(CheckKind::KnownIssue, "bonded-e810-no-rdma")
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
     assert!(c
         .evidence
         .iter()
@@ -710,10 +713,13 @@ fn a_bonded_e810_port_without_rdma_is_named() {
 fn a_tainted_kernel_that_oopsed_is_a_warning() {
     let mut f = host();
     f.kernel.tainted = Some(1 << 12);
-    assert_eq!(verdict(&audit(&f), CheckKind::Kernel, "host"), Verdict::Ok);
+    assert_eq!(
+        verdict(&audit(&f), CheckKind::Kernel, "host"),
+        CheckVerdict::Ok
+    );
     f.kernel.tainted = Some(1 << 12 | 1 << 7);
     let c = audit(&f).find(CheckKind::Kernel, "host").cloned().unwrap();
-    assert_eq!(c.verdict, Verdict::Warning);
+    assert_eq!(c.verdict, CheckVerdict::Warning);
     assert!(
         c.evidence[1].contains("D: the kernel died"),
         "{:?}",
@@ -753,7 +759,7 @@ fn the_daemon_against_the_kernel() {
         .find(CheckKind::Daemon, "daemon")
         .cloned()
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Ok, "{c:#?}");
+    assert_eq!(c.verdict, CheckVerdict::Ok, "{c:#?}");
     f.rdma.devices[0].ports[0].gsi = Gsi::State {
         state: "ERR".into(),
         evidence: String::new(),
@@ -762,7 +768,7 @@ fn the_daemon_against_the_kernel() {
         .find(CheckKind::Daemon, "daemon")
         .cloned()
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Problem);
+    assert_eq!(c.verdict, CheckVerdict::Problem);
     assert!(c
         .evidence
         .iter()
@@ -775,12 +781,12 @@ fn the_daemon_against_the_kernel() {
         .find(CheckKind::Daemon, "daemon")
         .cloned()
         .unwrap();
-    assert_eq!(c.verdict, Verdict::Problem);
+    assert_eq!(c.verdict, CheckVerdict::Problem);
     f.daemon = DaemonWitness::NotRunning {
         socket: "/run/iser-guard/control.sock".into(),
     };
     assert_eq!(
         verdict(&audit(&f), CheckKind::Daemon, "daemon"),
-        Verdict::Warning
+        CheckVerdict::Warning
     );
 }

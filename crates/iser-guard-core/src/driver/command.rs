@@ -89,6 +89,14 @@ pub enum PlanStep {
         #[serde(default)]
         consumers: Option<Vec<crate::consumers::ConsumerRef>>,
     },
+    /// After the re-creation: `nvme connect` the NVMe over RDMA controllers remembered on the
+    /// device (nvme_rdma deletes them with it), and verify each.
+    NvmeReconnect {
+        /// The controllers, with the parameters they are connected again with.
+        controllers: Vec<crate::nvme_fabrics::NvmeRdmaController>,
+        /// How long each may take to be back.
+        timeout: Duration,
+    },
     /// Log sessions out and in.
     Reconnect {
         /// The sessions.
@@ -198,11 +206,22 @@ impl CommandPlan {
                         Some(c) if c.is_empty() => {
                             "  other RDMA consumers on it: none besides iSER".to_string()
                         }
-                        Some(c) => format!(
-                            "  other RDMA consumers on it lose their connections, and \
-                             iser-guard does not bring them back: {}",
-                            crate::consumers::list(c)
-                        ),
+                        Some(c) => {
+                            let nvme = self
+                                .steps
+                                .iter()
+                                .any(|s| matches!(s, PlanStep::NvmeReconnect { .. }));
+                            format!(
+                                "  other RDMA consumers on it lose their connections, and \
+                                 iser-guard does not bring them back{}: {}",
+                                if nvme {
+                                    " (except the NVMe controllers below)"
+                                } else {
+                                    ""
+                                },
+                                crate::consumers::list(c)
+                            )
+                        }
                     });
                     for m in &methods.methods {
                         out.push(format!("  {}: {}", m.method, m.steps.join("; ")));
@@ -236,6 +255,26 @@ impl CommandPlan {
                          more is tried until an operator acts",
                         plural(*attempts as usize)
                     ));
+                }
+                PlanStep::NvmeReconnect {
+                    controllers,
+                    timeout,
+                } => {
+                    out.push(format!(
+                        "bring back the NVMe over RDMA controller{} nvme_rdma deletes with the \
+                         device: nvme connect each with its remembered parameters, then verify \
+                         it live with its namespaces and a direct read of each (at most {} \
+                         each):",
+                        plural(controllers.len()),
+                        words(*timeout)
+                    ));
+                    for c in controllers {
+                        out.push(format!(
+                            "  {}: nvme {}",
+                            c.describe(),
+                            crate::nvme_fabrics::connect_args(c).join(" ")
+                        ));
+                    }
                 }
                 PlanStep::Reconnect {
                     sessions,
@@ -431,6 +470,13 @@ impl Driver {
             timeout: policy.recreate_timeout,
             consumers: self.engine.consumers_of(device),
         };
+        let nvme = |device: &str| {
+            let controllers = self.engine.nvme_of(device);
+            (!controllers.is_empty()).then_some(PlanStep::NvmeReconnect {
+                controllers,
+                timeout: crate::recovery::NVME_BACK_TIMEOUT,
+            })
+        };
         let steps = match cmd {
             OperatorCommand::Pause => vec![PlanStep::Pause],
             OperatorCommand::Resume => vec![PlanStep::Resume],
@@ -439,13 +485,16 @@ impl Driver {
                 let mut portals: Vec<Portal> = sessions.iter().map(|k| k.portal.clone()).collect();
                 portals.sort();
                 portals.dedup();
-                vec![
+                let mut steps = vec![
                     PlanStep::Probe {
                         portals,
                         successes: policy.probe_successes,
                         wait_max: policy.target_wait_max,
                     },
                     recreate(device),
+                ];
+                steps.extend(nvme(device));
+                steps.extend([
                     PlanStep::Reconnect {
                         sessions: sessions.clone(),
                         unless_iscsid: Some(policy.iscsid_grace),
@@ -454,12 +503,14 @@ impl Driver {
                         sessions,
                         timeout: policy.verify_timeout,
                     },
-                ]
+                ]);
+                steps
             }
             OperatorCommand::ResetDevice { device } => {
                 let sessions = device_sessions(device, None);
-                vec![
-                    recreate(device),
+                let mut steps = vec![recreate(device)];
+                steps.extend(nvme(device));
+                steps.extend([
                     PlanStep::Reconnect {
                         sessions: sessions.clone(),
                         unless_iscsid: Some(policy.iscsid_grace),
@@ -468,7 +519,8 @@ impl Driver {
                         sessions,
                         timeout: policy.verify_timeout,
                     },
-                ]
+                ]);
+                steps
             }
             OperatorCommand::Reconnect { target, portal } => {
                 let mut sessions: Vec<SessionKey> = self

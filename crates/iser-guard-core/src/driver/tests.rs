@@ -163,7 +163,7 @@ fn a_journal_write_completes_before_every_destructive_effect() {
                         failed_before: Vec::new(),
                     })
                 }
-                _ => Outcome::Iscsiadm(crate::recovery::IscsiadmStatus::Success),
+                _ => Outcome::Iscsiadm(crate::recovery::IscsiadmOutcome::Success),
             };
             d.handle_effect_outcome(eid, EffectOutcome::Action(o), now);
         }

@@ -705,6 +705,7 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
             state: recreation_state_out(&r.state),
             origin: origin_out(r.origin),
             consumers: consumers_out(&r.consumers),
+            nvme_controllers: super::nvme_map::out(&r.nvme, &r.nvme_back),
         }),
         completed_recreations: d.completed_recreations,
         blocked: d.blocked.as_ref().map(|b| v2::BlockedRecreation {
@@ -807,6 +808,12 @@ fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
                     state: recreation_state_in(r.state),
                     origin: origin_in(r.origin),
                     consumers: consumers_in(r.consumers)?,
+                    nvme: r
+                        .nvme_controllers
+                        .iter()
+                        .map(super::nvme_map::controller_in)
+                        .collect(),
+                    nvme_back: super::nvme_map::reports_in(&r.nvme_controllers)?,
                 })
             })
             .transpose()?,

@@ -2,7 +2,9 @@
 //! (target-back gating by probe start times, the fresh-QP check after a re-creation, hold
 //! re-alert times, troubled sessions, the `NoPortalKnown` hold, operator logout/login in
 //! flight; later, without a format bump, the RDMA consumers named by a hold or a
-//! re-creation, absent when none). Every field added since v1 has a default, so a v1 file is a v2 file without them
+//! re-creation, absent when none; the NVMe over RDMA controllers a re-creation remembered and
+//! what became of them, `nvme-controllers`, absent when none: a release from before it
+//! refuses a file that has it, as it refuses any unknown field). Every field added since v1 has a default, so a v1 file is a v2 file without them
 //! ([`super::migrate_v1`]).
 //!
 //! Frozen once released: these types say what is on disk, not what the engine holds. Names, variants and
@@ -427,6 +429,80 @@ pub struct Recreation {
     /// none (and in files written before consumers were known).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub consumers: Vec<Consumer>,
+    /// The NVMe over RDMA controllers on the device when it was decided, each with what
+    /// became of it once reported; absent when none (a release from before this field
+    /// refuses a file that has it).
+    #[serde(
+        rename = "nvme-controllers",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub nvme_controllers: Vec<JournalNvmeCtrl>,
+}
+
+/// An NVMe over RDMA controller remembered by a re-creation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalNvmeCtrl {
+    /// Its name when remembered (`nvme0`).
+    pub name: String,
+    /// `traddr`.
+    pub traddr: String,
+    /// `trsvcid`.
+    pub trsvcid: Option<String>,
+    /// `host_traddr`.
+    pub host_traddr: Option<String>,
+    /// `host_iface`.
+    pub host_iface: Option<String>,
+    /// Subsystem NQN.
+    pub subsysnqn: String,
+    /// Host NQN.
+    pub hostnqn: Option<String>,
+    /// Host ID.
+    pub hostid: Option<String>,
+    /// Its state when remembered.
+    pub state: String,
+    /// I/O queues.
+    pub io_queues: Option<u32>,
+    /// Queue size.
+    pub queue_size: Option<u32>,
+    /// ctrl_loss_tmo seconds (-1: off).
+    pub ctrl_loss_tmo: Option<i64>,
+    /// reconnect_delay seconds.
+    pub reconnect_delay: Option<u32>,
+    /// Keep-alive timeout seconds.
+    pub kato: Option<u32>,
+    /// Namespaces: block device and NSID.
+    pub namespaces: Vec<(String, Option<u32>)>,
+    /// RDMA device and port it was placed on.
+    pub placed: Option<(String, u32)>,
+    /// What became of it after the re-creation; absent until reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<JournalNvmeResult>,
+}
+
+/// What became of a remembered NVMe controller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalNvmeResult {
+    /// `back`, `no-nvme-cli`, `disabled`, `connect-failed`, `not-found`, `not-live`,
+    /// `namespaces-missing`, `read-failed`.
+    pub result: String,
+    /// Its name after the reconnect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<String>,
+    /// Its last state (`not-live`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Missing namespaces (`namespaces-missing`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    /// The namespace whose read failed (`read-failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The error (`connect-failed`, `read-failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// An RDMA device.

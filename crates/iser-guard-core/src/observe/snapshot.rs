@@ -290,7 +290,7 @@ pub struct DeviceView {
 
 /// What the daemon supplies besides its driver.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Context {
+pub struct DaemonContext {
     /// Release.
     pub version: String,
     /// Process id.
@@ -315,7 +315,7 @@ pub struct Context {
 
 impl DaemonSnapshot {
     /// Builds the document from the driver and the daemon's facts. No I/O.
-    pub fn build(driver: &Driver, ctx: Context) -> DaemonSnapshot {
+    pub fn build(driver: &Driver, ctx: DaemonContext) -> DaemonSnapshot {
         let engine = driver.engine();
         let policy = engine.policy();
         let snap = engine.snapshot();
@@ -362,6 +362,15 @@ impl DaemonSnapshot {
                             "; other RDMA consumers it took down: {}",
                             crate::consumers::list(&r.consumers)
                         ));
+                    }
+                    if !r.nvme.is_empty() {
+                        s.push_str(&format!(
+                            "; NVMe over RDMA controllers remembered: {}",
+                            crate::nvme_fabrics::list_controllers(&r.nvme)
+                        ));
+                    }
+                    for b in &r.nvme_back {
+                        s.push_str(&format!("; nvme connect {b}"));
                     }
                     s
                 }),

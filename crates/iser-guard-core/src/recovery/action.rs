@@ -193,6 +193,18 @@ pub enum ActionKind {
         /// Kill iscsiadm after this long.
         timeout: Duration,
     },
+    /// After a re-creation of `device`: `nvme connect` each controller remembered on it
+    /// before, with its remembered parameters, then verify it (live, its namespaces present,
+    /// a direct-I/O read of each) and report
+    /// [`Outcome::NvmeReconnect`](super::Outcome::NvmeReconnect). Changes the host.
+    NvmeReconnect {
+        /// The re-created device.
+        device: String,
+        /// The controllers remembered on it.
+        controllers: Vec<crate::nvme_fabrics::NvmeRdmaController>,
+        /// Give up on a controller that is not back after this long.
+        timeout: Duration,
+    },
     /// Self-test one RDMA port (rdma_cm connect and a send over it, a QP walk; blocking up
     /// to `timeout`, run on a worker) and report
     /// [`Outcome::SelfTest`](super::Outcome::SelfTest). Harmless: it creates and destroys
@@ -232,6 +244,7 @@ impl ActionKind {
                 | ActionKind::IscsiLogin { .. }
                 | ActionKind::IscsiLogout { .. }
                 | ActionKind::IscsiRescan { .. }
+                | ActionKind::NvmeReconnect { .. }
         )
     }
 
@@ -245,6 +258,7 @@ impl ActionKind {
                 | ActionKind::IscsiLogin { .. }
                 | ActionKind::IscsiLogout { .. }
                 | ActionKind::IscsiRescan { .. }
+                | ActionKind::NvmeReconnect { .. }
         )
     }
 }
@@ -280,6 +294,15 @@ impl fmt::Display for Action {
                 write!(f, "iscsiadm --logout [sid: {sid}] {}", node.key)
             }
             ActionKind::IscsiRescan { sid, .. } => write!(f, "iscsiadm --rescan [sid: {sid}]"),
+            ActionKind::NvmeReconnect {
+                device,
+                controllers,
+                ..
+            } => write!(
+                f,
+                "nvme connect {} controller(s) remembered on {device}",
+                controllers.len()
+            ),
             ActionKind::SelfTestPort { device, port, .. } => {
                 write!(f, "self-test of RDMA port {device}/{port}")
             }

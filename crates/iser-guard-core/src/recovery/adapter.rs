@@ -7,7 +7,7 @@
 //! the iscsiadm parsers (`core::iscsi`).
 
 use super::input::{
-    DiskInfo, IoErrorKind, IscsiadmStatus, Observation, PortId, Portal, SessionInfo, SessionKey,
+    DiskInfo, IoErrorKind, IscsiadmOutcome, Observation, PortId, Portal, SessionInfo, SessionKey,
     SessionState, StuckEvidence, Trust,
 };
 use crate::iscsi;
@@ -290,12 +290,12 @@ pub fn session_from_detail(d: &iscsi::SessionDetail, rdma: Option<PortId>) -> Op
 /// `iscsi_session/state`): the one mapping, used by [`session_from_detail`] and the daemon.
 /// The kernel sets FAILED the moment a connection fails, so its word is enough; in every
 /// capture a LOGGED_IN session also has its connection LOGGED IN.
-pub fn session_state(parsed: Option<&iscsi::SessionState>) -> SessionState {
+pub fn session_state(parsed: Option<&iscsi::ListedSessionState>) -> SessionState {
     match parsed {
-        Some(iscsi::SessionState::LoggedIn) => SessionState::LoggedIn,
-        Some(iscsi::SessionState::Failed) => SessionState::Failed,
-        Some(iscsi::SessionState::Free) => SessionState::Free,
-        Some(iscsi::SessionState::Unknown | iscsi::SessionState::Other(_)) | None => {
+        Some(iscsi::ListedSessionState::LoggedIn) => SessionState::LoggedIn,
+        Some(iscsi::ListedSessionState::Failed) => SessionState::Failed,
+        Some(iscsi::ListedSessionState::Free) => SessionState::Free,
+        Some(iscsi::ListedSessionState::Unknown | iscsi::ListedSessionState::Other(_)) | None => {
             SessionState::Unknown
         }
     }
@@ -322,19 +322,19 @@ pub fn disks(d: &iscsi::SessionDetail) -> Vec<DiskInfo> {
 /// it printed. The engine distinguishes only what changes its decision: success, already
 /// logged in (15), no such session (2, 21), a time-out (8, 11, 33), a login refused for good
 /// (19, 24), and anything else.
-pub fn iscsiadm_outcome(status: iscsi::IscsiadmStatus, last_line: &str) -> IscsiadmStatus {
+pub fn iscsiadm_outcome(status: iscsi::IscsiadmStatus, last_line: &str) -> IscsiadmOutcome {
     if status.is_success() {
-        IscsiadmStatus::Success
+        IscsiadmOutcome::Success
     } else if status.is_already_logged_in() {
-        IscsiadmStatus::AlreadyLoggedIn
+        IscsiadmOutcome::AlreadyLoggedIn
     } else if status.classify() == iscsi::StatusClass::NotFound {
-        IscsiadmStatus::NotFound
+        IscsiadmOutcome::NotFound
     } else if status.is_timeout() {
-        IscsiadmStatus::Timeout
+        IscsiadmOutcome::Timeout
     } else if status.is_login_refused() {
-        IscsiadmStatus::AuthFailed
+        IscsiadmOutcome::AuthFailed
     } else {
-        IscsiadmStatus::Other {
+        IscsiadmOutcome::Other {
             code: Some(status.code()),
             message: last_line.to_string(),
         }
@@ -555,7 +555,7 @@ mod tests {
         assert_eq!(s.disks.first().map(|d| d.name.as_str()), Some("sda"));
         assert_eq!(
             iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(15), "already present"),
-            IscsiadmStatus::AlreadyLoggedIn
+            IscsiadmOutcome::AlreadyLoggedIn
         );
     }
 }
@@ -608,7 +608,7 @@ mod session_state_tests {
 
     #[test]
     fn every_kernel_session_state_has_one_engine_state() {
-        use iscsi::SessionState as K;
+        use iscsi::ListedSessionState as K;
         for (word, engine) in [
             ("LOGGED_IN", SessionState::LoggedIn),
             ("FAILED", SessionState::Failed),
@@ -651,15 +651,15 @@ mod iscsiadm_outcome_tests {
     use super::*;
 
     /// What the engine made of each exit code before the two tables were folded into one
-    /// (the match that stood in `IscsiadmStatus::from_exit_code`): unchanged for every code.
-    fn before(code: i32, message: &str) -> IscsiadmStatus {
+    /// (the match that stood in `IscsiadmOutcome::from_exit_code`): unchanged for every code.
+    fn before(code: i32, message: &str) -> IscsiadmOutcome {
         match code {
-            0 => IscsiadmStatus::Success,
-            15 => IscsiadmStatus::AlreadyLoggedIn,
-            2 | 21 => IscsiadmStatus::NotFound,
-            8 | 11 | 33 => IscsiadmStatus::Timeout,
-            19 | 24 => IscsiadmStatus::AuthFailed,
-            _ => IscsiadmStatus::Other {
+            0 => IscsiadmOutcome::Success,
+            15 => IscsiadmOutcome::AlreadyLoggedIn,
+            2 | 21 => IscsiadmOutcome::NotFound,
+            8 | 11 | 33 => IscsiadmOutcome::Timeout,
+            19 | 24 => IscsiadmOutcome::AuthFailed,
+            _ => IscsiadmOutcome::Other {
                 code: Some(code),
                 message: message.to_string(),
             },
@@ -671,7 +671,7 @@ mod iscsiadm_outcome_tests {
         for code in -3..=40 {
             let via_table = iscsiadm_outcome(iscsi::IscsiadmStatus::from_code(code), "last");
             assert_eq!(via_table, before(code, "last"), "exit {code}");
-            assert_eq!(IscsiadmStatus::from_exit_code(code, "last"), via_table);
+            assert_eq!(IscsiadmOutcome::from_exit_code(code, "last"), via_table);
         }
     }
 }

@@ -338,6 +338,14 @@ pub enum Observation {
         /// RDMA device.
         device: String,
     },
+    /// The NVMe over RDMA controllers of the host (`/sys/class/nvme`), placed on their RDMA
+    /// ports by nvme_rdma's CM ids ([`crate::nvme_fabrics::place_controllers`]). Sent when
+    /// it changes; the engine keeps the last one and remembers a device's controllers in
+    /// the record of its re-creation.
+    NvmeControllers {
+        /// Every rdma controller.
+        controllers: Vec<crate::nvme_fabrics::NvmeRdmaController>,
+    },
     /// An RDMA device (re)appeared (netlink REGISTER, or present in a dump).
     DeviceAppeared {
         /// RDMA device.
@@ -520,6 +528,7 @@ impl Observation {
                 e.kind
             ),
             Observation::Consumers { .. } => "consumers".to_string(),
+            Observation::NvmeControllers { .. } => "nvme-controllers".to_string(),
         }
     }
 
@@ -594,6 +603,10 @@ impl Observation {
                 }
             ),
             Observation::DriverStackSaid { condition } => condition.summary(),
+            Observation::NvmeControllers { controllers } => format!(
+                "NVMe over RDMA controllers: {}",
+                crate::nvme_fabrics::list_controllers(controllers)
+            ),
             Observation::Consumers { ports } => format!(
                 "RDMA consumers: {}",
                 ports
@@ -775,7 +788,7 @@ impl fmt::Display for RecreateResult {
 /// What one iscsiadm invocation means to the engine; the exit codes themselves are given
 /// meaning in one table, [`crate::iscsi::IscsiadmStatus`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum IscsiadmStatus {
+pub enum IscsiadmOutcome {
     /// Exit 0.
     Success,
     /// Exit 15 (ISCSI_ERR_SESS_EXISTS): already logged in. Counts as success for a login.
@@ -797,7 +810,7 @@ pub enum IscsiadmStatus {
     },
 }
 
-impl IscsiadmStatus {
+impl IscsiadmOutcome {
     /// Maps an iscsiadm exit code (and its last output line) to a status, through the one
     /// exit-code table ([`crate::iscsi::IscsiadmStatus`], see
     /// [`iscsiadm_outcome`](super::iscsiadm_outcome)).
@@ -806,27 +819,27 @@ impl IscsiadmStatus {
     }
 }
 
-impl fmt::Display for IscsiadmStatus {
+impl fmt::Display for IscsiadmOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            IscsiadmStatus::Success => f.write_str("succeeded"),
-            IscsiadmStatus::AlreadyLoggedIn => f.write_str("already logged in"),
-            IscsiadmStatus::NotFound => f.write_str("no such session"),
-            IscsiadmStatus::Timeout => f.write_str("timed out"),
-            IscsiadmStatus::AuthFailed => f.write_str("login refused (authentication)"),
-            IscsiadmStatus::Other {
+            IscsiadmOutcome::Success => f.write_str("succeeded"),
+            IscsiadmOutcome::AlreadyLoggedIn => f.write_str("already logged in"),
+            IscsiadmOutcome::NotFound => f.write_str("no such session"),
+            IscsiadmOutcome::Timeout => f.write_str("timed out"),
+            IscsiadmOutcome::AuthFailed => f.write_str("login refused (authentication)"),
+            IscsiadmOutcome::Other {
                 code: Some(code),
                 message,
             } if message.is_empty() => write!(f, "exit {code}"),
-            IscsiadmStatus::Other {
+            IscsiadmOutcome::Other {
                 code: Some(code),
                 message,
             } => write!(f, "exit {code}: {message}"),
-            IscsiadmStatus::Other {
+            IscsiadmOutcome::Other {
                 code: None,
                 message,
             } if message.is_empty() => f.write_str("killed by a signal"),
-            IscsiadmStatus::Other {
+            IscsiadmOutcome::Other {
                 code: None,
                 message,
             } => write!(f, "killed by a signal: {message}"),
@@ -842,7 +855,7 @@ pub enum Outcome {
     /// For [`ActionKind::RecreateDevice`](super::ActionKind::RecreateDevice).
     Recreate(RecreateResult),
     /// For the iscsiadm actions.
-    Iscsiadm(IscsiadmStatus),
+    Iscsiadm(IscsiadmOutcome),
     /// For [`ActionKind::SelfTestPort`](super::ActionKind::SelfTestPort): what the port
     /// self-test found, or why it could not run.
     SelfTest(crate::selftest::SelfTestResult),
@@ -852,6 +865,14 @@ pub enum Outcome {
     PersistFailed {
         /// The OS error, in words.
         reason: String,
+    },
+    /// For [`ActionKind::NvmeReconnect`](super::ActionKind::NvmeReconnect): what became of
+    /// each remembered controller.
+    NvmeReconnect {
+        /// The re-created device.
+        device: String,
+        /// One per controller, in the action's order.
+        reports: Vec<crate::nvme_fabrics::NvmeReconnectReport>,
     },
     /// The executor did not run the action (journal write failed, shutting down).
     NotRun {
@@ -892,6 +913,12 @@ impl fmt::Display for Outcome {
             Outcome::SelfTest(crate::selftest::SelfTestResult::Unavailable { .. }) => {
                 f.write_str("self-test unavailable")
             }
+            Outcome::NvmeReconnect { reports, .. } => write!(
+                f,
+                "{} of {} NVMe controller(s) back",
+                reports.iter().filter(|r| r.result.is_back()).count(),
+                reports.len()
+            ),
             Outcome::PersistFailed { .. } => f.write_str("journal write failed"),
             Outcome::NotRun { .. } => f.write_str("not run"),
             Outcome::Planned { .. } => f.write_str("planned, not run"),

@@ -28,12 +28,12 @@ pub use adapter::{
     KernelReading,
 };
 pub use input::{
-    BlockedStep, CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmStatus, MethodFailure,
+    BlockedStep, CmAddrCause, DiskInfo, Input, IoErrorKind, IscsiadmOutcome, MethodFailure,
     Observation, OperatorCommand, Outcome, PortId, Portal, PortalError, ProbeResult,
     RecreateResult, ScanComplete, SessionInfo, SessionKey, SessionState, StuckEvidence, TaskId,
     Trust,
 };
-pub use machine::{CommandError, Engine, ResumeError};
+pub use machine::{CommandError, Engine, ResumeError, NVME_BACK_TIMEOUT};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};
 pub use state::{
     AwaitTimer, BlockedRecreation, DeviceRecord, DriverReset, EngineSnapshot, Episode, Fault,

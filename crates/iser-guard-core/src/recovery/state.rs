@@ -789,6 +789,13 @@ pub struct Recreation {
     /// broken): what the re-creation was allowed to take down.
     #[serde(default)]
     pub consumers: Vec<crate::consumers::ConsumerRef>,
+    /// The NVMe over RDMA controllers on the device when it was decided: what
+    /// `nvme connect` brings back after it.
+    #[serde(default)]
+    pub nvme: Vec<crate::nvme_fabrics::NvmeRdmaController>,
+    /// What became of them (empty until the reconnect reported).
+    #[serde(default)]
+    pub nvme_back: Vec<crate::nvme_fabrics::NvmeReconnectReport>,
 }
 
 /// What the engine knows about an RDMA device.

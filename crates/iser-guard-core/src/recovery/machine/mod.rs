@@ -38,6 +38,8 @@ mod fault;
 mod hold;
 mod journal;
 mod kernel_bug;
+mod nvme;
+pub use nvme::NVME_BACK_TIMEOUT;
 mod observe;
 mod operator;
 mod outcome;
@@ -243,6 +245,8 @@ pub struct Engine {
     /// The RDMA consumers per port, as last reported (`None`: never, e.g. no RDMA
     /// netlink). Not journaled: the first dump after a start reports them.
     consumers: Option<Vec<crate::consumers::PortConsumers>>,
+    /// The NVMe over RDMA controllers, as last reported (`None`: never).
+    nvme: Option<Vec<crate::nvme_fabrics::NvmeRdmaController>>,
     /// Driver-stack conditions the host's facts show, as last reported; not journaled (the
     /// first scan after a start reports them again).
     stack_facts: Vec<crate::driver_stack::StackCondition>,
@@ -286,6 +290,7 @@ impl Engine {
             selftest_unavailable_said: false,
             unknown: unknown::UnknownDevices::default(),
             consumers: None,
+            nvme: None,
             stack_facts: Vec::new(),
             stack_said: Vec::new(),
         }

@@ -123,6 +123,9 @@ impl Engine {
             }
             Observation::DriverStack { conditions } => self.on_driver_stack(conditions, now),
             Observation::DriverStackSaid { condition } => self.on_driver_stack_said(condition, now),
+            Observation::NvmeControllers { controllers } => {
+                self.nvme = Some(controllers);
+            }
             Observation::Consumers { ports } => {
                 if self.consumers.as_ref() != Some(&ports) {
                     self.consumers = Some(ports);

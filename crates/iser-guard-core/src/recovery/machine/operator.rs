@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{CommandError, Engine};
 use crate::recovery::action::{ActionKind, AlertClass, IscsiNode, Origin};
-use crate::recovery::input::{IscsiadmStatus, OperatorCommand, PortId, SessionInfo, SessionKey};
+use crate::recovery::input::{IscsiadmOutcome, OperatorCommand, PortId, SessionInfo, SessionKey};
 use crate::recovery::state::{Episode, Fault, Hold, InFlight, InFlightKind, Phase, Stage};
 use crate::time::Instant;
 
@@ -216,10 +216,10 @@ impl Engine {
     pub(super) fn on_operator_logout(
         &mut self,
         node: IscsiNode,
-        status: IscsiadmStatus,
+        status: IscsiadmOutcome,
         now: Instant,
     ) {
-        if !matches!(status, IscsiadmStatus::Success | IscsiadmStatus::NotFound) {
+        if !matches!(status, IscsiadmOutcome::Success | IscsiadmOutcome::NotFound) {
             self.operator_failures.push(format!(
                 "{}: iscsiadm --logout: {status}; the session was left as it was",
                 node.key
@@ -263,13 +263,13 @@ impl Engine {
     pub(super) fn on_operator_login(
         &mut self,
         node: &IscsiNode,
-        status: IscsiadmStatus,
+        status: IscsiadmOutcome,
         now: Instant,
     ) {
         self.request_sessions(now, true);
         if matches!(
             status,
-            IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn
+            IscsiadmOutcome::Success | IscsiadmOutcome::AlreadyLoggedIn
         ) {
             self.mark_dirty(format!("{}: reconnected (operator)", node.key));
             return;

@@ -3,7 +3,7 @@
 
 use super::Engine;
 use crate::recovery::action::{ActionId, AlertClass};
-use crate::recovery::input::{IscsiadmStatus, Outcome, PortId, ProbeResult, RecreateResult};
+use crate::recovery::input::{IscsiadmOutcome, Outcome, PortId, ProbeResult, RecreateResult};
 use crate::recovery::state::{InFlightKind, Phase, PortRecord, ReconnectTimer, Stage, TimerKind};
 use crate::selftest::SelfTestResult;
 use crate::time::Instant;
@@ -27,6 +27,16 @@ impl Engine {
             self.finish();
             return;
         }
+        // Not tracked in flight (the port's recovery does not wait for it): its verdict
+        // names its device.
+        let outcome = match outcome {
+            Outcome::NvmeReconnect { device, reports } => {
+                self.on_nvme_reconnect(&device, reports, now);
+                self.finish();
+                return;
+            }
+            other => other,
+        };
         let Some(inf) = self.inflight.remove(&id) else {
             // A blocked step reported after the re-creation's own deadline (its outcome was
             // taken for lost and is being verified): it is still the one writer on the
@@ -124,10 +134,10 @@ impl Engine {
                 }
                 InFlightKind::Recreate(device) => self.on_recreate_silent(&device, now),
                 InFlightKind::Logout(key) => {
-                    self.on_iscsiadm(&key, true, IscsiadmStatus::Timeout, now)
+                    self.on_iscsiadm(&key, true, IscsiadmOutcome::Timeout, now)
                 }
                 InFlightKind::Login(key) => {
-                    self.on_iscsiadm(&key, false, IscsiadmStatus::Timeout, now)
+                    self.on_iscsiadm(&key, false, IscsiadmOutcome::Timeout, now)
                 }
                 InFlightKind::Rescan(_) => {}
                 InFlightKind::SelfTest(pid) => {
@@ -145,10 +155,10 @@ impl Engine {
                     )
                 }
                 InFlightKind::OperatorLogout(node) => {
-                    self.on_operator_logout(node, IscsiadmStatus::Timeout, now)
+                    self.on_operator_logout(node, IscsiadmOutcome::Timeout, now)
                 }
                 InFlightKind::OperatorLogin(node) => {
-                    self.on_operator_login(&node, IscsiadmStatus::Timeout, now)
+                    self.on_operator_login(&node, IscsiadmOutcome::Timeout, now)
                 }
             }
         }
@@ -215,14 +225,14 @@ impl Engine {
     }
 }
 
-pub(super) fn iscsiadm_status(outcome: Outcome) -> IscsiadmStatus {
+pub(super) fn iscsiadm_status(outcome: Outcome) -> IscsiadmOutcome {
     match outcome {
         Outcome::Iscsiadm(s) => s,
-        Outcome::NotRun { reason } => IscsiadmStatus::Other {
+        Outcome::NotRun { reason } => IscsiadmOutcome::Other {
             code: None,
             message: format!("not run: {reason}"),
         },
-        other => IscsiadmStatus::Other {
+        other => IscsiadmOutcome::Other {
             code: None,
             message: format!("unexpected outcome ({other})"),
         },

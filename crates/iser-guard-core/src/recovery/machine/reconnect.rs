@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::Engine;
 use crate::recovery::action::{ActionKind, IscsiNode, Origin};
-use crate::recovery::input::{IscsiadmStatus, PortId, SessionKey, SessionState};
+use crate::recovery::input::{IscsiadmOutcome, PortId, SessionKey, SessionState};
 use crate::recovery::state::{
     Episode, Hold, InFlight, InFlightKind, PortRecord, ReconnectTimer, SessionOp, Stage, TimerKind,
 };
@@ -300,7 +300,7 @@ impl Engine {
         &mut self,
         key: &SessionKey,
         logout: bool,
-        status: IscsiadmStatus,
+        status: IscsiadmOutcome,
         now: Instant,
     ) {
         let Some(rec) = self.sessions.get_mut(key) else {
@@ -309,10 +309,10 @@ impl Engine {
         let pid = rec.port.clone();
         let what = if logout { "logout" } else { "login" };
         match (&status, logout) {
-            (IscsiadmStatus::Success | IscsiadmStatus::NotFound, true) => {
+            (IscsiadmOutcome::Success | IscsiadmOutcome::NotFound, true) => {
                 rec.op = Some(SessionOp::LoggedOut);
             }
-            (IscsiadmStatus::Success | IscsiadmStatus::AlreadyLoggedIn, false) => {
+            (IscsiadmOutcome::Success | IscsiadmOutcome::AlreadyLoggedIn, false) => {
                 rec.op = Some(SessionOp::Done);
                 rec.io_errors.clear();
                 // `reported` stays: a successful login is not yet a healthy session (the next
@@ -320,7 +320,7 @@ impl Engine {
                 // that stays down unreported (found by the invariant proptest). It is cleared
                 // when the port is healthy again.
             }
-            (IscsiadmStatus::AuthFailed, _) => {
+            (IscsiadmOutcome::AuthFailed, _) => {
                 rec.op = Some(SessionOp::Failed("authentication failed".into()));
                 let k = key.clone();
                 self.quarantine(

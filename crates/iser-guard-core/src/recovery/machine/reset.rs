@@ -112,6 +112,7 @@ impl Engine {
             }
         }
         let dropped = self.consumers_of(&device).unwrap_or_default();
+        let nvme = self.nvme_of(&device);
         if let Some(busy) = self.recreating.clone() {
             if busy == device {
                 if let Some(p) = self.ports.get_mut(pid) {
@@ -152,6 +153,8 @@ impl Engine {
             state: RecreationState::InFlight,
             origin,
             consumers: dropped.clone(),
+            nvme: nvme.clone(),
+            nvme_back: Vec::new(),
         });
         self.recreating = Some(device.clone());
         self.inflight.insert(
@@ -194,6 +197,14 @@ impl Engine {
             format!(
                 "{reason}; other RDMA consumers on {device} lose their connections with it: {}",
                 crate::consumers::list(&dropped)
+            )
+        };
+        let reason = if nvme.is_empty() {
+            reason
+        } else {
+            format!(
+                "{reason}; NVMe over RDMA controllers remembered for nvme connect after it: {}",
+                crate::nvme_fabrics::list_controllers(&nvme)
             )
         };
         for q in self.ports_of_device(&device) {
@@ -301,6 +312,12 @@ impl Engine {
             .get(device)
             .and_then(|d| d.recreation.as_ref().map(|r| r.started));
         let how = result.how_recreated();
+        let origin = self
+            .devices
+            .get(device)
+            .and_then(|d| d.recreation.as_ref().map(|r| r.origin))
+            .unwrap_or(Origin::Automatic);
+        let was = device.to_string();
         match result {
             RecreateResult::Recreated {
                 name,
@@ -406,6 +423,7 @@ impl Engine {
                     "re-created {device} (attempt {attempt}): completed{}",
                     how.as_deref().map(|h| format!(" {h}")).unwrap_or_default()
                 ));
+                self.ask_nvme_reconnect(&was, &device, origin);
                 // Verification looks at the QP table itself: the new QP 1 must be in RTS.
                 self.push(
                     None,
