@@ -84,6 +84,7 @@ fn describe(s: Subsystem) -> &'static str {
         Subsystem::Block => "block layer",
         Subsystem::Nvme => "NVMe host",
         Subsystem::IscsiTarget => "iSCSI target (LIO)",
+        Subsystem::Nfs => "NFS over RDMA",
     }
 }
 
@@ -183,6 +184,17 @@ fn base(ev: &SubsystemEvent, dev: &str) -> (String, String) {
             "`targetcli ls` (portals, ACLs, backstores), the backstore device's health and \
              latency, and the initiator's log at the same time (`iser-guard explain` there: \
              `detected conn error`, `session recovery timed out`)"
+                .into(),
+        ),
+        Subsystem::Nfs => (
+            "NFS over RDMA carries the mount's RPCs on an RDMA connection (rpcrdma on the \
+             client, svcrdma on the server); when the connection or the device under it \
+             fails, the client reconnects and a hard mount's I/O waits (`nfs: server … not \
+             responding, still trying`) until the server answers again (`… OK`)."
+                .into(),
+            "`nfsstat -m` and `mount -t nfs,nfs4` (which mounts use `proto=rdma`), \
+             `rdma link show` and `rdma resource show cm_id` (the RDMA port and connections \
+             under the mount), and the server's `svcrdma` lines"
                 .into(),
         ),
     }

@@ -57,6 +57,10 @@ pub enum Subsystem {
     /// The LIO target (target_core_mod, iscsi_target_mod, ib_isert): the other end of the
     /// sessions, on a host that also exports storage or a lab box that is both ends.
     IscsiTarget,
+    /// NFS over RDMA: the RPC-over-RDMA transport of the client (rpcrdma, xprtrdma) and of
+    /// the server (svcrdma), and the NFS client's own `nfs: server … not responding` lines
+    /// (net/sunrpc/clnt.c), which are the mount's view of the same transport.
+    Nfs,
 }
 
 impl Subsystem {
@@ -73,11 +77,12 @@ impl Subsystem {
             Subsystem::Block => "block",
             Subsystem::Nvme => "nvme",
             Subsystem::IscsiTarget => "iscsi-target",
+            Subsystem::Nfs => "nfs",
         }
     }
 
     /// Every subsystem, in order.
-    pub const ALL: [Subsystem; 10] = [
+    pub const ALL: [Subsystem; 11] = [
         Subsystem::RdmaCore,
         Subsystem::RdmaCm,
         Subsystem::RdmaDriver,
@@ -88,6 +93,7 @@ impl Subsystem {
         Subsystem::Block,
         Subsystem::Nvme,
         Subsystem::IscsiTarget,
+        Subsystem::Nfs,
     ];
 }
 
@@ -170,7 +176,7 @@ pub fn could_recognise(text: &str) -> bool {
     };
     if matches!(
         first,
-        b'[' | b'<' | b'W' | b'k' | b'c' | b's' | b'B' | b'N' | b'R' | b'?'
+        b'[' | b'<' | b'W' | b'k' | b'c' | b's' | b'B' | b'N' | b'R' | b'?' | b'Q'
     ) {
         return true;
     }
@@ -178,16 +184,25 @@ pub fn could_recognise(text: &str) -> bool {
     if t.trim_end().ends_with(']') {
         return true;
     }
-    if tables::is_target_opening(t) || t.starts_with("SCSI ") {
+    if tables::is_target_opening(t)
+        || t.starts_with("SCSI ")
+        || t.starts_with("Dev ")
+        || t.starts_with("Loading iSCSI")
+    {
         return true;
     }
     let end = t.find([' ', ':']).unwrap_or(t.len());
     let word = &t[..end];
-    tables::subsystem_of(word).is_some()
+    tables::line_prefix_subsystem(word).is_some()
         || tables::subsystem_of_function(word).is_some()
         || word.starts_with("nvme")
+        || is_ipoib_netdev(word)
         || untagged_frame_function(word).is_some()
         || blk_status_disk(t).is_some()
+        || t.split(' ').next().is_some_and(|w| w.ends_with(":(pid"))
+        || word
+            .split_once('/')
+            .is_some_and(|(d, _)| tables::looks_like_rdma_dev(d))
 }
 
 /// Syslog level names, for text output.
@@ -226,7 +241,12 @@ pub fn recognise(
         b'c' | b's' => iscsi_class_line(t),
         b'B' if t.starts_with("Buffer I/O error on dev") => buffer_line(t),
         b'N' if t.starts_with("NETDEV WATCHDOG: ") => watchdog_line(t),
-        b'R' if t.starts_with("RIP: ") => frame_line(t),
+        // 4.x's end-of-report summary appends the stack pointer: `RIP: func+0x3c/0x190
+        // [mod] RSP: ffffbbae48c8fdf0`.
+        b'R' if t.starts_with("RIP: ") => frame_line(t.split(" RSP: ").next().unwrap_or(t)),
+        b'R' if t.starts_with("RPC:") => rpc_rdma_line(t),
+        b'R' if t.starts_with("RDMA CM") => rdma_cm_line(t),
+        b'Q' if t.starts_with("QPLIB: ") => qplib_line(t),
         b'W' if t.starts_with("Workqueue: ") => frame_line(t),
         _ => None,
     };
@@ -234,7 +254,12 @@ pub fn recognise(
         found = prefixed_line(t).or_else(|| frame_line(t));
     }
     if found.is_none() {
-        found = partition_line(t)
+        found = mlx_pid_line(t)
+            .or_else(|| ipoib_line(t))
+            .or_else(|| rdma_port_line(t))
+            .or_else(|| partition_line(t))
+            .or_else(|| amiga_partition_line(t))
+            .or_else(|| iscsi_transport_banner(t))
             .or_else(|| target_line(t))
             .or_else(|| bare_scsi_line(t))
             .or_else(|| blk_status_line(t));
@@ -290,29 +315,49 @@ fn prefixed_line(t: &str) -> Option<SubsystemEvent> {
     let rest = &t[end..];
     if let Some(after) = rest.strip_prefix(": ") {
         // `pr_fmt` module or `__func__` prefix.
-        if let Some(sub) = tables::subsystem_of(word) {
-            let mut ev = pr_fmt_line(sub, word, after);
-            if sub == Subsystem::Block {
-                // `blk_update_request: I/O error, dev fd0, …`: the block layer's lines count
-                // for the disks iSCSI/iSER and NVMe-oF sessions can be, not a floppy or loop.
-                if let Some(disk) = named_dev(after) {
-                    if !is_storage_disk(disk) {
-                        return None;
-                    }
-                    ev.device.disk.get_or_insert_with(|| disk.to_string());
+        let mut ev = if let Some(sub) = tables::line_prefix_subsystem(word) {
+            pr_fmt_line(sub, word, after)
+        } else if is_identifier(word.strip_suffix("()").unwrap_or(word)) {
+            let sub = tables::subsystem_of_function(word)?;
+            event(sub, None, LineShape::Message, after)
+        } else {
+            return None;
+        };
+        if ev.subsystem == Subsystem::Block {
+            // `blk_update_request: I/O error, dev fd0, …`: the block layer's lines count
+            // for the disks iSCSI/iSER and NVMe-oF sessions can be, not a floppy or loop.
+            if let Some(disk) = named_dev(after) {
+                if !is_storage_disk(disk) {
+                    return None;
                 }
-            }
-            return Some(ev);
-        }
-        if word.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
-            if let Some(sub) = tables::subsystem_of_function(word) {
-                return Some(event(sub, None, LineShape::Message, after));
+                ev.device.disk.get_or_insert_with(|| disk.to_string());
             }
         }
-        return None;
+        if ev.subsystem == Subsystem::Nfs {
+            nfs_devices(&ev.message.clone(), &mut ev.device);
+        }
+        return Some(ev);
     }
     let sub = tables::subsystem_of(word)?;
+    if let Some(r) = rest.strip_prefix(':') {
+        // Dynamic debug's `+mf` decoration, `<module>:<function>: message`
+        // (lib/dynamic_debug.c __dynamic_emit_prefix: `ib_srp:srp_max_it_iu_len: …`).
+        let (func, message) = r.split_once(": ")?;
+        if !is_identifier(func) {
+            return None;
+        }
+        let mut ev = event(sub, Some(word), LineShape::Message, message);
+        ev.device.driver = Some(word.to_string());
+        return Some(ev);
+    }
     let after = rest.strip_prefix(' ')?;
+    if tables::SPACE_PREFIXED.contains(&word) {
+        // A `pr_fmt` of `"<module> "` without a colon (ib_srpt.c: `ib_srpt Received
+        // SRP_LOGIN_REQ with i_port_id …`).
+        let mut ev = event(sub, Some(word), LineShape::Message, after);
+        ev.device.driver = Some(word.to_string());
+        return Some(ev);
+    }
     // The device words: up to three words in all, the last ending in ':'.
     let mut words = 1;
     let mut at = 0;
@@ -335,6 +380,211 @@ fn prefixed_line(t: &str) -> Option<SubsystemEvent> {
         }
         at = w_end + 1;
     }
+}
+
+/// A C identifier (a function name), not empty.
+fn is_identifier(w: &str) -> bool {
+    !w.is_empty() && w.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// The server and RDMA device an NFS-over-RDMA line names: `server <host>` (net/sunrpc/
+/// clnt.c `%s: server %s not responding, still trying`), `connection to <addr>` and
+/// `device <ibdev>` (xprtrdma/verbs.c `rpcrdma: removing device %s for %s:%s`).
+fn nfs_devices(message: &str, dev: &mut NamedDevices) {
+    let mut words = message.split(' ');
+    while let Some(w) = words.next() {
+        let next = || words.clone().next().map(|n| n.trim_end_matches([',', ':']));
+        match w {
+            "server" | "to" | "for" if dev.other.is_none() => {
+                if let Some(n) = next().filter(|n| !n.is_empty()) {
+                    dev.other = Some(n.to_string());
+                }
+            }
+            "device" | "on" if dev.rdma_dev.is_none() => {
+                if let Some(n) = next().filter(|n| is_identifier(n)) {
+                    dev.rdma_dev = Some(n.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// mlx5's own prefix without a `dev_printk` before it: `<dev>:<func>:<line>:(pid N): msg`.
+/// mlx5_core's `mlx5_core_warn`/`_err` of 3.x–4.x kernels printed `pr_warn("%s:%s:%d:(pid
+/// %d): ", dev_name(&pdev->dev), __func__, __LINE__, current->pid)` (`0000:04:00.0:
+/// mlx5_cmd_check:…`), mlx5_ib's `mlx5_ib_warn` the RDMA device's name (`mlx5_0:dump_cqe:
+/// 275:(pid 0): …`, drivers/infiniband/hw/mlx5/mlx5_ib.h), and a renderer that cut the
+/// prefix leaves `mlx5_cmd_check:810:(pid 923941): …`. The `:(pid N):` marker is mlx5's
+/// alone (drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h).
+fn mlx_pid_line(t: &str) -> Option<SubsystemEvent> {
+    let sp = t.find(' ')?;
+    let head = t[..sp].strip_suffix(":(pid")?;
+    let rest = &t[sp + 1..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    rest[digits..].strip_prefix("):")?;
+    let (before, line) = head.rsplit_once(':')?;
+    if line.is_empty() || !line.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let (dev, func) = match before.rsplit_once(':') {
+        Some((dev, func)) => (Some(dev), func),
+        None => (None, before),
+    };
+    if !is_identifier(func) {
+        return None;
+    }
+    let message = match dev {
+        Some(d) => &t[d.len() + 1..],
+        None => t,
+    };
+    let mut ev;
+    match dev {
+        Some(d) if looks_like_pci(d) || looks_like_long_pci(d) => {
+            ev = event(
+                Subsystem::Nic,
+                Some("mlx5_core"),
+                LineShape::Message,
+                message,
+            );
+            ev.device.pci = Some(d.to_string());
+        }
+        Some(d) if is_identifier(d) => {
+            ev = event(
+                Subsystem::RdmaDriver,
+                Some("mlx5_ib"),
+                LineShape::Message,
+                message,
+            );
+            ev.device.rdma_dev = Some(d.to_string());
+        }
+        Some(_) => return None,
+        None if func.starts_with("mlx5_ib") => {
+            ev = event(
+                Subsystem::RdmaDriver,
+                Some("mlx5_ib"),
+                LineShape::Message,
+                message,
+            );
+        }
+        None => {
+            ev = event(
+                Subsystem::Nic,
+                Some("mlx5_core"),
+                LineShape::Message,
+                message,
+            );
+        }
+    }
+    ev.device.driver = ev.origin.clone();
+    Some(ev)
+}
+
+/// An IPoIB interface name (`ib0`, `ib0.8001`, systemd's `ibp3s0`, `ibs1f1`): the
+/// first word of IPoIB's `ipoib_warn`/`ipoib_dbg` lines (drivers/infiniband/ulp/ipoib/
+/// ipoib.h: `printk(level "%s: " format, priv->dev->name, …)`).
+fn is_ipoib_netdev(word: &str) -> bool {
+    let Some(r) = word.strip_prefix("ib") else {
+        return false;
+    };
+    let r = r
+        .strip_prefix(['p', 's', 'o'])
+        .filter(|x| x.as_bytes().first().is_some_and(u8::is_ascii_digit))
+        .unwrap_or(r);
+    r.as_bytes().first().is_some_and(u8::is_ascii_digit)
+        && word.len() <= 15
+        && r.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'.')
+}
+
+/// `<ibdev>/<port>: message`: an RDMA device and port named without `dev_printk`, as
+/// mlx5_ib's `mlx5_ib_qp_err_syndrome` does (drivers/infiniband/hw/mlx5/qp.c: `pr_err("%s/%d:
+/// QP %d error: %s (0x%x 0x%x 0x%x)\n", ibqp->device->name, ibqp->port, …)`). The device
+/// name must be one the RDMA drivers or rdma-core's udev rules give
+/// ([`tables::looks_like_rdma_dev`]).
+fn rdma_port_line(t: &str) -> Option<SubsystemEvent> {
+    let (head, message) = t.split_once(": ")?;
+    let (dev, port) = head.split_once('/')?;
+    if port.is_empty() || !port.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    if !tables::looks_like_rdma_dev(dev) {
+        return None;
+    }
+    let origin = dev.starts_with("mlx5").then_some("mlx5_ib");
+    let mut ev = event(Subsystem::RdmaDriver, origin, LineShape::Message, message);
+    ev.device.rdma_dev = Some(dev.to_string());
+    ev.device.port = port.parse().ok();
+    ev.device.driver = origin.map(str::to_string);
+    Some(ev)
+}
+
+/// `ib0: multicast join failed for ff12:401b:…, status -22` (IPoIB).
+fn ipoib_line(t: &str) -> Option<SubsystemEvent> {
+    let (name, message) = t.split_once(": ")?;
+    if !is_ipoib_netdev(name) {
+        return None;
+    }
+    let mut ev = event(
+        Subsystem::RdmaCore,
+        Some("ib_ipoib"),
+        LineShape::Message,
+        message,
+    );
+    ev.device.netdev = Some(name.to_string());
+    ev.device.driver = Some("ib_ipoib".into());
+    Some(ev)
+}
+
+/// sunrpc's `RPC:` lines of the RDMA transport: xprtrdma's `dprintk("RPC:       %s: …",
+/// __func__)` (`RPC:       rpcrdma_ep_create: requested max: …`) and transport.c's `RPC:
+/// Registered rdma transport module.`. The `RPC:` lines of the socket transports
+/// (`RPC: Registered tcp transport module.`) are NFS without RDMA and stay silent.
+fn rpc_rdma_line(t: &str) -> Option<SubsystemEvent> {
+    let rest = t["RPC:".len()..].trim_start();
+    let first = rest.split([' ', ':']).next().unwrap_or("");
+    let rdma = tables::subsystem_of_function(first) == Some(Subsystem::Nfs)
+        || rest.contains(" rdma ")
+        || rest.contains("svcrdma")
+        || rest.contains("rpcrdma");
+    if !rdma {
+        return None;
+    }
+    let mut ev = event(Subsystem::Nfs, Some("rpcrdma"), LineShape::Message, rest);
+    ev.device.driver = Some("rpcrdma".into());
+    Some(ev)
+}
+
+/// bnxt_re's `QPLIB: ` tag (drivers/infiniband/hw/bnxt_re/qplib_*.c print it before every
+/// message of the queue-pair library: `QPLIB: cmdq[%#x]=%#x timedout (%d)msec`) when the
+/// `dev_err` prefix before it is gone.
+fn qplib_line(t: &str) -> Option<SubsystemEvent> {
+    let mut ev = event(
+        Subsystem::RdmaDriver,
+        Some("bnxt_re"),
+        LineShape::Message,
+        t.strip_prefix("QPLIB: ")?,
+    );
+    ev.device.driver = Some("bnxt_re".into());
+    Some(ev)
+}
+
+/// rdma_cm's own `pr_*` without a module prefix: `RDMA CMA: cma_listen_on_dev, error -98`
+/// (drivers/infiniband/core/cma.c) and `RDMA CM: …` (its dynamic debug lines).
+fn rdma_cm_line(t: &str) -> Option<SubsystemEvent> {
+    let message = t
+        .strip_prefix("RDMA CMA: ")
+        .or_else(|| t.strip_prefix("RDMA CM: "))?;
+    let mut ev = event(
+        Subsystem::RdmaCm,
+        Some("rdma_cm"),
+        LineShape::Message,
+        message,
+    );
+    ev.device.driver = Some("rdma_cm".into());
+    Some(ev)
 }
 
 /// Fills the device of a `dev_printk`-style prefix, with what the message adds (`[sdX]`).
@@ -776,6 +1026,29 @@ fn partition_line(t: &str) -> Option<SubsystemEvent> {
     Some(ev)
 }
 
+/// block/partitions/amiga.c's `Dev %s: unable to read RDB block %d`: the partition scan of
+/// a disk that does not answer (an iSCSI disk whose session is failing), printed before the
+/// ` sdb: unable to read partition table` line. Only storage disks are taken.
+fn amiga_partition_line(t: &str) -> Option<SubsystemEvent> {
+    let (disk, message) = t.strip_prefix("Dev ")?.split_once(": ")?;
+    if !is_storage_disk(disk) {
+        return None;
+    }
+    let mut ev = event(Subsystem::Block, None, LineShape::Message, message);
+    ev.device.disk = Some(disk.to_string());
+    Some(ev)
+}
+
+/// scsi_transport_iscsi.c iscsi_transport_init's banner, printed without a prefix:
+/// `Loading iSCSI transport class v2.0-870.`.
+fn iscsi_transport_banner(t: &str) -> Option<SubsystemEvent> {
+    t.starts_with("Loading iSCSI transport class").then(|| {
+        let mut ev = event(Subsystem::Iscsi, None, LineShape::Message, t);
+        ev.device.driver = Some("scsi_transport_iscsi".into());
+        ev
+    })
+}
+
 /// fs/buffer.c `Buffer I/O error on dev sdb1, logical block …` (older kernels: `on
 /// device`).
 fn buffer_line(t: &str) -> Option<SubsystemEvent> {
@@ -823,6 +1096,8 @@ pub(crate) fn wording_level(message: &str) -> u8 {
         "FAIL",
         "timeout",
         "timed out",
+        // bnxt_re's `QPLIB: cmdq[…] timedout (…)msec`.
+        "timedout",
         "Timeout",
         "unable",
         "Unable",
@@ -856,6 +1131,7 @@ pub(crate) fn wording_level(message: &str) -> u8 {
         "Down",
         "offline",
         "lost",
+        "not responding",
         "no path",
         "not ready",
         "disabled",

@@ -59,6 +59,8 @@ pub(crate) const NAMES: &[Name] = &[
     n("vmw_pvrdma", Subsystem::RdmaDriver),
     n("ionic_rdma", Subsystem::RdmaDriver),
     n("rdmavt", Subsystem::RdmaDriver),
+    n("hfi1", Subsystem::RdmaDriver),
+    n("ib_qib", Subsystem::RdmaDriver),
     // The NIC/firmware side of RDMA devices (PCI functions, netdevs).
     n("mlx5_core", Subsystem::Nic),
     n("mlx4_core", Subsystem::Nic),
@@ -73,6 +75,8 @@ pub(crate) const NAMES: &[Name] = &[
     n("cxgb4", Subsystem::Nic),
     n("ionic", Subsystem::Nic),
     n("mana", Subsystem::Nic),
+    // drivers/net/ethernet/mellanox/mlxfw: firmware flashing of mlx5 adapters (`mlxfw: …`).
+    n("mlxfw", Subsystem::Nic),
     // iSER and iSCSI initiator.
     n("iser", Subsystem::Iser),
     n("ib_iser", Subsystem::Iser),
@@ -82,6 +86,10 @@ pub(crate) const NAMES: &[Name] = &[
     n("scsi_transport_iscsi", Subsystem::Iscsi),
     n("iscsi", Subsystem::Iscsi),
     n("qedi", Subsystem::Iscsi),
+    // The SRP initiator (drivers/infiniband/ulp/srp) is a SCSI low-level driver over RDMA:
+    // its lines concern the SCSI hosts and disks of its targets.
+    n("ib_srp", Subsystem::Scsi),
+    n("scsi_transport_srp", Subsystem::Scsi),
     // The LIO target (drivers/target, its iSCSI fabric and iSER's target side): a host that
     // also exports storage, or a lab box that is both ends, logs these.
     n("target_core_mod", Subsystem::IscsiTarget),
@@ -93,12 +101,20 @@ pub(crate) const NAMES: &[Name] = &[
     n("ib_isert", Subsystem::IscsiTarget),
     n("isert", Subsystem::IscsiTarget),
     n("tcm_loop", Subsystem::IscsiTarget),
+    n("target_core_rbd", Subsystem::IscsiTarget),
+    // LIO's SRP fabric (drivers/infiniband/ulp/srpt): `pr_fmt` is "ib_srpt " + message,
+    // without a colon.
+    n("ib_srpt", Subsystem::IscsiTarget),
     // SCSI disks and hosts.
     n("sd", Subsystem::Scsi),
     n("sd_mod", Subsystem::Scsi),
     n("scsi", Subsystem::Scsi),
     n("scsi_mod", Subsystem::Scsi),
     n("scsi_dh_alua", Subsystem::Scsi),
+    // The device handlers' own names (scsi_dh_alua.c ALUA_DH_NAME, scsi_dh_rdac.c
+    // RDAC_NAME): `alua: device handler registered`, `rdac: LUN 0 (IOSHIP) (owned)`.
+    n("alua", Subsystem::Scsi),
+    n("rdac", Subsystem::Scsi),
     // Block layer and multipath.
     n("block", Subsystem::Block),
     n("blk_update_request", Subsystem::Block),
@@ -117,17 +133,76 @@ pub(crate) const NAMES: &[Name] = &[
     n("nvme_fabrics", Subsystem::Nvme),
     n("nvme-fabrics", Subsystem::Nvme),
     n("nvme_tcp", Subsystem::Nvme),
+    n("nvme-tcp", Subsystem::Nvme),
+    n("nvme_auth", Subsystem::Nvme),
+    n("nvme_keyring", Subsystem::Nvme),
+    // NFS over RDMA: the client transport's `pr_fmt`-less `pr_err("rpcrdma: …")` (verbs.c,
+    // frwr_ops.c, transport.c), the module names as frame tags, and the server transport's
+    // `svcrdma: …` (svc_rdma_transport.c, svc_rdma_rw.c). The NFS client's `nfs: ` is not
+    // here: it opens a line ([`line_prefix_subsystem`]) but a frame tagged `[nfs]` is
+    // fs/nfs code, not the RDMA transport.
+    n("rpcrdma", Subsystem::Nfs),
+    n("xprtrdma", Subsystem::Nfs),
+    n("svcrdma", Subsystem::Nfs),
 ];
 
-/// The subsystem of a name of [`NAMES`] (exact match).
+/// The subsystem of a `<word>: ` line prefix: a name of [`NAMES`], or `nfs`, the NFS
+/// client's RPC program name that net/sunrpc/clnt.c prints before `server … not
+/// responding, still trying` and `server … OK`.
+pub(crate) fn line_prefix_subsystem(word: &str) -> Option<Subsystem> {
+    subsystem_of(word).or_else(|| (word == "nfs").then_some(Subsystem::Nfs))
+}
+
+/// How the kernel and rdma-core name RDMA devices: the drivers' `ib_register_device` name
+/// templates (`mlx5_%d`, `mlx5_bond_%d`, `irdma%d`, `bnxt_re%d`, `qedr%d`, `hns_%d`,
+/// `efa_%d`, `erdma_%d`, `mana_%d`, `siw_…`/`rxe_…` as the user names them) and
+/// rdma-core's udev naming (`rocep33s0f0`, `roceo1`, `ibp3s0`, `iwp2s0`, …: the `NAME_*`
+/// policies of kernel-boot/rdma_rename.c).
+#[rustfmt::skip]
+const RDMA_DEV_PREFIXES: &[&str] = &[
+    "mlx5_", "mlx4_", "irdma", "i40iw", "bnxt_re", "qedr", "hns_", "efa_", "erdma_",
+    "mana_", "ionic_", "ocrdma", "vmw_pvrdma", "cxgb4_", "hfi1_", "qib", "usnic_", "rxe",
+    "siw", "roce", "ibp", "ibs", "ibo", "iwp", "iws", "iwo",
+];
+
+/// True when `name` is an RDMA device name ([`RDMA_DEV_PREFIXES`], then word characters
+/// only, at most 64 bytes as IB_DEVICE_NAME_MAX allows).
+pub(crate) fn looks_like_rdma_dev(name: &str) -> bool {
+    name.len() <= 64
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        && RDMA_DEV_PREFIXES
+            .iter()
+            .any(|p| name.len() > p.len() && name.starts_with(p))
+}
+
+/// Names whose `pr_fmt` is `"<name> "`, without a colon (drivers/infiniband/ulp/srpt/
+/// ib_srpt.c).
+pub(crate) const SPACE_PREFIXED: &[&str] = &["ib_srpt"];
+
+/// The subsystem of a name of [`NAMES`] (exact match), or of an auxiliary-bus driver whose
+/// name is `<module>.<driver>` (`mlx5_core.sf`, `mlx5_ib.rdma`, `irdma.gen_2`: the
+/// auxiliary bus names a driver after its module, drivers/base/auxiliary.c).
 pub(crate) fn subsystem_of(word: &str) -> Option<Subsystem> {
-    // Most words fail on the first byte: a linear scan over ~80 short names is a handful of
+    // Most words fail on the first byte: a linear scan over ~90 short names is a handful of
     // byte compares, cheaper here than hashing.
     let first = *word.as_bytes().first()?;
-    NAMES
-        .iter()
-        .find(|n| n.text.as_bytes()[0] == first && n.text == word)
-        .map(|n| n.subsystem)
+    let exact = |w: &str| {
+        NAMES
+            .iter()
+            .find(|n| n.text.as_bytes()[0] == first && n.text == w)
+            .map(|n| n.subsystem)
+    };
+    exact(word).or_else(|| {
+        let (module, driver) = word.split_once('.')?;
+        let ok = !driver.is_empty()
+            && driver
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.'));
+        // `nfs.x` is no driver; only the RDMA and NIC modules register auxiliary drivers.
+        ok.then(|| exact(module))
+            .flatten()
+            .filter(|s| matches!(s, Subsystem::Nic | Subsystem::RdmaDriver))
+    })
 }
 
 /// Function-name prefixes of RDMA, iSER and iSCSI code: a line that starts with
@@ -149,6 +224,17 @@ pub(crate) const FUNCTION_PREFIXES: &[(&str, Subsystem)] = &[
     ("bnxt_re_", Subsystem::RdmaDriver),
     ("bnxt_qplib_", Subsystem::RdmaDriver),
     ("qedr_", Subsystem::RdmaDriver),
+    // Other RDMA drivers' function names (i40iw_pr_err = pr_err("%s: " fmt, __func__),
+    // iw_cxgb4's c4iw_, rdmavt's rvt_, …): their `__func__` lines and untagged frames.
+    ("i40iw_", Subsystem::RdmaDriver),
+    ("c4iw_", Subsystem::RdmaDriver),
+    ("rvt_", Subsystem::RdmaDriver),
+    ("hfi1_", Subsystem::RdmaDriver),
+    ("efa_", Subsystem::RdmaDriver),
+    ("erdma_", Subsystem::RdmaDriver),
+    ("mana_ib_", Subsystem::RdmaDriver),
+    ("ocrdma_", Subsystem::RdmaDriver),
+    ("pvrdma_", Subsystem::RdmaDriver),
     // qed/qede print `[%s:%d(%s)]` with __func__ (qed.h DP_ERR/DP_NOTICE/DP_INFO).
     ("qed_", Subsystem::Nic),
     ("qede_", Subsystem::Nic),
@@ -160,6 +246,28 @@ pub(crate) const FUNCTION_PREFIXES: &[(&str, Subsystem)] = &[
     ("siw_", Subsystem::RdmaDriver),
     ("nvme_rdma_", Subsystem::Nvme),
     ("nvmf_", Subsystem::Nvme),
+    ("nvme_", Subsystem::Nvme),
+    // NFS over RDMA (net/sunrpc/xprtrdma): client, server and FRWR registration.
+    ("rpcrdma_", Subsystem::Nfs),
+    ("xprt_rdma_", Subsystem::Nfs),
+    ("svc_rdma_", Subsystem::Nfs),
+    ("frwr_", Subsystem::Nfs),
+    ("ipoib_", Subsystem::RdmaCore),
+    ("mlx5e_", Subsystem::Nic),
+    ("mlx5_", Subsystem::Nic),
+    ("mlx4_", Subsystem::Nic),
+    ("srpt_", Subsystem::IscsiTarget),
+    ("srp_", Subsystem::Scsi),
+    ("iscsi_target_", Subsystem::IscsiTarget),
+    ("iscsi_", Subsystem::Iscsi),
+    // The SCSI midlayer (`scsi_io_completion_action: 3 callbacks suppressed`) and the
+    // block layer (`blk_cloned_rq_check_limits: over max size limit`).
+    ("scsi_", Subsystem::Scsi),
+    ("blk_", Subsystem::Block),
+    // block/partitions/ldm.c ldm_crit/ldm_error: `printk("%s(): " f, __func__)`, the
+    // partition scan of a disk that does not answer (`ldm_validate_partition_table():
+    // Disk read failed.`).
+    ("ldm_", Subsystem::Block),
 ];
 
 /// The subsystem of a function name by its prefix (`__ib_cache_gid_add` → RDMA core).
@@ -169,9 +277,12 @@ pub(crate) fn subsystem_of_function(func: &str) -> Option<Subsystem> {
 
 /// The subsystem of the first entry of `table` that `s` starts with.
 fn by_prefix(table: &[(&str, Subsystem)], s: &str) -> Option<Subsystem> {
+    // The first byte rules out all but a few entries before any longer compare: this runs
+    // on the first word of every line the cheap pretest sees.
+    let first = *s.as_bytes().first()?;
     table
         .iter()
-        .find(|(p, _)| s.starts_with(p))
+        .find(|(p, _)| p.as_bytes()[0] == first && s.starts_with(p))
         .map(|(_, sub)| *sub)
 }
 
@@ -181,6 +292,9 @@ pub(crate) const SOURCE_DIRS: &[(&str, Subsystem)] = &[
     ("drivers/infiniband/core/", Subsystem::RdmaCore),
     ("drivers/infiniband/ulp/iser/", Subsystem::Iser),
     ("drivers/infiniband/ulp/isert/", Subsystem::IscsiTarget),
+    ("drivers/infiniband/ulp/srpt/", Subsystem::IscsiTarget),
+    ("drivers/infiniband/ulp/srp/", Subsystem::Scsi),
+    ("drivers/infiniband/ulp/ipoib/", Subsystem::RdmaCore),
     ("drivers/infiniband/", Subsystem::RdmaDriver),
     ("drivers/net/ethernet/mellanox/", Subsystem::Nic),
     ("drivers/net/ethernet/intel/ice/", Subsystem::Nic),
@@ -194,6 +308,7 @@ pub(crate) const SOURCE_DIRS: &[(&str, Subsystem)] = &[
     ("drivers/nvme/host/", Subsystem::Nvme),
     ("drivers/target/", Subsystem::IscsiTarget),
     ("block/", Subsystem::Block),
+    ("net/sunrpc/xprtrdma/", Subsystem::Nfs),
 ];
 
 /// The subsystem of a kernel source path (`drivers/nvme/host/rdma.c`).
@@ -221,7 +336,20 @@ pub(crate) const UNTAGGED_FRAME_PREFIXES: &[(&str, Subsystem)] = &[
     ("bnxt_re_", Subsystem::RdmaDriver),
     ("bnxt_qplib_", Subsystem::RdmaDriver),
     ("qedr_", Subsystem::RdmaDriver),
+    ("i40iw_", Subsystem::RdmaDriver),
+    ("c4iw_", Subsystem::RdmaDriver),
+    ("rvt_", Subsystem::RdmaDriver),
+    ("hfi1_", Subsystem::RdmaDriver),
     ("nvme_rdma_", Subsystem::Nvme),
+    ("nvme_tcp_", Subsystem::Nvme),
+    ("nvmf_", Subsystem::Nvme),
+    ("mlx5e_", Subsystem::Nic),
+    ("ipoib_", Subsystem::RdmaCore),
+    ("rpcrdma_", Subsystem::Nfs),
+    ("xprt_rdma_", Subsystem::Nfs),
+    ("svc_rdma_", Subsystem::Nfs),
+    ("iscsi_sw_tcp_", Subsystem::Iscsi),
+    ("iscsi_tcp_", Subsystem::Iscsi),
 ];
 
 /// The subsystem of a frame's function without a module tag.
@@ -235,17 +363,23 @@ pub(crate) fn subsystem_of_untagged_frame(func: &str) -> Option<Subsystem> {
 /// _util.c, target_core_transport.c, target_core_tmr.c, target_core_device.c).
 #[rustfmt::skip]
 pub(crate) const TARGET_OPENINGS: &[&str] = &[
-    "iSCSI Login timeout on Network Portal",
-    "iSCSI Login negotiation failed",
-    "iSCSI Initiator Node: ",
-    "iSCSI/",
-    "iSCSI - ",
+    // `iSCSI` + `/`, `_`, ` - ` or a capitalised word: see [`is_target_iscsi_opening`].
     "TARGET_CORE[",
+    "Target_Core_ConfigFS: ",
+    // iscsi_target_util.c iscsit_handle_nopin_response_timeout, iscsi_target_erl0.c
+    // iscsit_handle_time2retain_timeout, iscsi_target_erl1.c.
+    "Did not receive response to NOPIN",
+    "Time2Retain timer expired",
+    "Moving to TARG_",
+    // target_core_device.c se_dev_align_max_sectors, target_core_configfs.c
+    // target_init_dbroot.
+    "Rounding down aligned max_sectors",
+    "db_root: ",
+    "Unable to locate ITT",
+    "Unable to locate Target",
     "ABORT_TASK: ",
     "LUN_RESET: ",
     "TMR_",
-    "Unable to locate Target Portal Group",
-    "Unable to locate Target IQN",
     "Unable to recover from DataOut timeout",
     "Unable to accept connection for",
     "Initiator is requesting CSG",
@@ -262,13 +396,35 @@ pub(crate) fn is_target_opening(t: &str) -> bool {
     };
     if !matches!(
         first,
-        b'i' | b'T' | b'A' | b'L' | b'U' | b'I' | b'r' | b't' | b'D'
+        b'i' | b'T' | b'A' | b'L' | b'U' | b'I' | b'r' | b't' | b'D' | b'M' | b'R' | b'd'
     ) {
         return false;
+    }
+    if first == b'i' && is_target_iscsi_opening(t) {
+        return true;
     }
     TARGET_OPENINGS
         .iter()
         .any(|o| o.as_bytes()[0] == first && t.starts_with(o))
+}
+
+/// A kernel line that opens with the protocol's name followed by `/`, `_`, ` - ` or a
+/// capitalised word is the target's: LIO names its objects so (`iSCSI Login timeout on
+/// Network Portal …`, `iSCSI Login negotiation failed.`, `iSCSI Initiator Node: … is not
+/// authorized …`, `iSCSI Target Portal Group …`, `iSCSI/<initiator>: Unsupported SCSI
+/// Opcode …`, `iSCSI_TPG[1] - …`: iscsi_target_login.c, _nego.c, _tpg.c,
+/// target_core_transport.c), while the initiator (libiscsi, scsi_transport_iscsi) prints
+/// behind ` connectionN:M: `, ` sessionN: `, `scsi hostN: ` or `iscsi: `.
+fn is_target_iscsi_opening(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix("iSCSI") else {
+        return false;
+    };
+    rest.starts_with(['/', '_'])
+        || rest.starts_with(" - ")
+        || rest
+            .strip_prefix(' ')
+            .and_then(|r| r.as_bytes().first())
+            .is_some_and(u8::is_ascii_uppercase)
 }
 
 #[cfg(test)]

@@ -476,3 +476,320 @@ fn frames_of_older_kernels_and_without_module_tags() {
         assert_eq!(recognise(t, None, None), None, "{t}");
     }
 }
+
+// Shapes of the second pass (issue 25, recog2): each line is built from the kernel's own
+// format string, named above it as file:function.
+
+#[test]
+fn nfs_over_rdma_lines_are_the_nfs_subsystem() {
+    // net/sunrpc/xprtrdma/verbs.c rpcrdma_ia_open: pr_err("rpcrdma: ib_alloc_pd() returned %d\n")
+    let e = rec("rpcrdma: ib_alloc_pd() returned -12");
+    assert_eq!(e.subsystem, Subsystem::Nfs);
+    assert_eq!(e.level, 6);
+    // verbs.c rpcrdma_cm_event_handler: pr_info("rpcrdma: removing device %s for %s:%s\n")
+    let e = rec("rpcrdma: removing device mlx5_0 for 192.168.10.5:20049");
+    assert_eq!(e.device.rdma_dev.as_deref(), Some("mlx5_0"));
+    assert_eq!(e.device.other.as_deref(), Some("192.168.10.5:20049"));
+    // verbs.c rpcrdma_ep_create: pr_warn("rpcrdma: HCA provides only %d send SGEs\n")
+    assert_eq!(
+        rec("rpcrdma: HCA provides only 2 send SGEs").subsystem,
+        Subsystem::Nfs
+    );
+    // svc_rdma_transport.c svc_rdma_accept: dprintk("svcrdma: failed to create send CQ\n")
+    assert_eq!(
+        rec("svcrdma: failed to create send CQ").subsystem,
+        Subsystem::Nfs
+    );
+    // verbs.c rpcrdma_update_connect_private: dprintk("RPC:       %s: max send %u, max recv %u\n", __func__, …)
+    let e = rec("RPC:       rpcrdma_update_connect_private: max send 4096, max recv 4096");
+    assert_eq!(e.subsystem, Subsystem::Nfs);
+    // net/sunrpc/xprt.c xprt_register_transport: printk(KERN_INFO "RPC: Registered %s transport module.\n")
+    assert_eq!(
+        rec("RPC: Registered rdma transport module.").subsystem,
+        Subsystem::Nfs
+    );
+    // net/sunrpc/clnt.c call_timeout: "%s: server %s not responding, still trying\n"
+    // (cl_program->name), and call_decode: "%s: server %s OK\n".
+    let e = rec("nfs: server 10.0.0.5 not responding, still trying");
+    assert_eq!(e.subsystem, Subsystem::Nfs);
+    assert_eq!(e.device.other.as_deref(), Some("10.0.0.5"));
+    assert_eq!(e.level, 4);
+    assert_eq!(rec("nfs: server 10.0.0.5 OK").level, 6);
+    let x = explain_event(&e);
+    assert!(x.title.contains("NFS over RDMA"), "{x:?}");
+    assert!(x.next.contains("proto=rdma"), "{x:?}");
+    // A frame of the transport module, and a WARN in its sources.
+    assert_eq!(
+        rec(" rpcrdma_reply_handler+0x2d8/0x510 [rpcrdma]").subsystem,
+        Subsystem::Nfs
+    );
+    assert_eq!(
+        rec("WARNING: CPU: 2 PID: 77 at net/sunrpc/xprtrdma/verbs.c:1210 rpcrdma_mr_put+0x1a/0x40 [rpcrdma]").subsystem,
+        Subsystem::Nfs
+    );
+    for t in [
+        "rpcrdma: ib_alloc_pd() returned -12",
+        "RPC:       rpcrdma_update_connect_private: max send 4096, max recv 4096",
+        "nfs: server 10.0.0.5 OK",
+        "svcrdma: failed to create send CQ",
+    ] {
+        assert!(could_recognise(t), "{t}");
+    }
+    // The socket transports' lines and the rest of NFS stay silent: they are not the RDMA
+    // transport (xprt.c for tcp/udp; fs/nfs and nfsd's own lines).
+    for t in [
+        "RPC: Registered tcp transport module.",
+        "RPC: Registered named UNIX socket transport module.",
+        "NFS: Registering the id_resolver key type",
+        "nfsd: last server has exited, flushing export cache",
+        "rpc-srv/tcp: nfsd: got error -104 when sending 140 bytes - shutting down socket",
+        // fs/nfs's frames are the file system, not the transport.
+        " nfs_file_write+0x1c/0x90 [nfs]",
+        " [<ffffffffa07eb80d>] nfs_updatepage+0x5d/0x1a0 [nfs]",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn mlx5_pid_prefix_without_dev_printk() {
+    // mlx5_core.h of 4.x: mlx5_core_err = dev_err(…, "%s:%s:%d:(pid %d): " fmt,
+    // priv.name, __func__, __LINE__, current->pid): the `dev_printk` prefix cut away.
+    let e = rec("0000:04:00.0:mlx5_cmd_check:795:(pid 9993): RTR2RTS_QP(0x504) op_mod(0x0) failed, status bad parameter(0x3), syndrome (0x4bb88f)");
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert_eq!(e.device.pci.as_deref(), Some("0000:04:00.0"));
+    assert_eq!(e.level, 3);
+    assert!(
+        e.message.starts_with("mlx5_cmd_check:795:"),
+        "{}",
+        e.message
+    );
+    // cmd.c mlx5_cmd_check with nothing before the function (a renderer cut the rest).
+    let e = rec("mlx5_cmd_check:810:(pid 923941): create_mkey(0x200) op_mod(0x0) failed, status bad parameter(0x3), syndrome (0x35e6ec)");
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert_eq!(e.origin.as_deref(), Some("mlx5_core"));
+    // drivers/infiniband/hw/mlx5/mlx5_ib.h mlx5_ib_warn: pr_warn("%s:%s:%d:(pid %d): " fmt,
+    // ib_dev.name, __func__, __LINE__, current->pid)
+    let e = rec("mlx5_0:dump_cqe:275:(pid 0): dump error cqe");
+    assert_eq!(e.subsystem, Subsystem::RdmaDriver);
+    assert_eq!(e.device.rdma_dev.as_deref(), Some("mlx5_0"));
+    // health.c poll_health with the device cut: still the fatal device error.
+    let e = rec("poll_health:800:(pid 0): Fatal error 1 detected");
+    assert!(e.fatal_device_error);
+    assert_eq!(e.level, 2);
+    for t in [
+        "0000:04:00.0:mlx5_cmd_check:795:(pid 9993): RTR2RTS_QP(0x504) failed",
+        "mlx5_0:dump_cqe:275:(pid 0): dump error cqe",
+        "poll_health:800:(pid 0): Fatal error 1 detected",
+    ] {
+        assert!(could_recognise(t), "{t}");
+    }
+    // The marker must be whole: `(pid` with no number, or a sentence, is not it.
+    for t in [
+        "foo:12:(pid x): bar",
+        "a b:12:(pid 3): c",
+        "systemd[1]: foo:1:(pid 2) bar",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn rdma_device_and_port_without_dev_printk() {
+    // drivers/infiniband/hw/mlx5/qp.c mlx5_ib_qp_err_syndrome:
+    // pr_err("%s/%d: QP %d error: %s (0x%x 0x%x 0x%x)\n", ibqp->device->name, ibqp->port, …)
+    let e = rec("rocep2s0/1: QP 137 error: unrecognized status (0x41 0x0 0x0)");
+    assert_eq!(e.subsystem, Subsystem::RdmaDriver);
+    assert_eq!(e.device.rdma_dev.as_deref(), Some("rocep2s0"));
+    assert_eq!(e.device.port, Some(1));
+    assert_eq!(e.level, 3);
+    let e = rec("mlx5_bond_0/1: QP 51291 error: local length error (0x8e 0x0 0x0)");
+    assert_eq!(e.device.rdma_dev.as_deref(), Some("mlx5_bond_0"));
+    assert!(could_recognise(
+        "mlx5_bond_0/1: QP 51291 error: local length error (0x8e 0x0 0x0)"
+    ));
+    // Other `name/N:` openings are not RDMA devices.
+    for t in [
+        "eth0/1: link up",
+        "md/raid1:md0: active with 2 out of 2 mirrors",
+        "rxe/x: y",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn ipoib_rdma_cm_srp_and_dynamic_debug_prefixes() {
+    // drivers/infiniband/ulp/ipoib/ipoib_multicast.c ipoib_mcast_join_complete:
+    // ipoib_warn(priv, "multicast join failed for %pI6, status %d\n") with ipoib.h's
+    // printk(level "%s: " format, priv->dev->name)
+    let e =
+        rec("ib0: multicast join failed for ff12:401b:ffff:0000:0000:0000:ffff:ffff, status -22");
+    assert_eq!(e.subsystem, Subsystem::RdmaCore);
+    assert_eq!(e.device.netdev.as_deref(), Some("ib0"));
+    assert_eq!(
+        rec("ib0.8001: enabling connected mode will cause multicast packet drops").subsystem,
+        Subsystem::RdmaCore
+    );
+    assert_eq!(
+        rec("ibp3s0: Budget exhausted after napi rescheduled").subsystem,
+        Subsystem::RdmaCore
+    );
+    assert!(could_recognise(
+        "ib0: multicast join failed for ff12::1, status -22"
+    ));
+    // drivers/infiniband/core/cma.c cma_listen_on_dev (before 5.x): pr_warn("RDMA CMA:
+    // cma_listen_on_dev, error %d\n")
+    let e = rec("RDMA CMA: cma_listen_on_dev, error -98");
+    assert_eq!(e.subsystem, Subsystem::RdmaCm);
+    assert_eq!(e.level, 3);
+    // drivers/infiniband/ulp/srpt/ib_srpt.c srpt_cm_req_recv: pr_info("Received
+    // SRP_LOGIN_REQ with i_port_id %pI6, …") under pr_fmt "ib_srpt " (no colon).
+    let e = rec("ib_srpt Received SRP_LOGIN_REQ with i_port_id fe80:0000:0000:0000:0002:c903:0010:f0f1, t_port_id 0002:c903:0010:f0f1:0002:c903:0010:f0f1 and it_iu_len 8260 on port 1 (guid=fe80:0000:0000:0000:0002:c903:0010:f0f1); pkey 0xffff");
+    assert_eq!(e.subsystem, Subsystem::IscsiTarget);
+    assert!(
+        e.message.starts_with("Received SRP_LOGIN_REQ"),
+        "{}",
+        e.message
+    );
+    // drivers/infiniband/ulp/srp/ib_srp.c srp_max_it_iu_len: pr_debug("max_iu_len = %d\n")
+    // with dynamic debug's `+mf` decoration (lib/dynamic_debug.c __dynamic_emit_prefix).
+    let e = rec("ib_srp:srp_max_it_iu_len: ib_srp: max_iu_len = 8260");
+    assert_eq!(e.subsystem, Subsystem::Scsi);
+    assert_eq!(e.origin.as_deref(), Some("ib_srp"));
+    // An auxiliary-bus driver word (drivers/base/auxiliary.c names the driver
+    // "<module>.<name>"): a dev_printk of mlx5's SF driver.
+    let e = rec("mlx5_core.sf mlx5_core.sf.2: firmware version: 16.35.1012");
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert!(could_recognise(
+        "mlx5_core.sf mlx5_core.sf.2: firmware version: 16.35.1012"
+    ));
+    // block/blk-mq.c blk_insert_cloned_request → blk_cloned_rq_check_limits:
+    // printk(KERN_ERR "%s: over max size limit. (%u > %u)\n", __func__, …)
+    assert_eq!(
+        rec("blk_cloned_rq_check_limits: over max size limit. (1024 > 256)").subsystem,
+        Subsystem::Block
+    );
+    // lib/ratelimit.c ___ratelimit: "%s: %d callbacks suppressed\n" with the SCSI
+    // midlayer's function.
+    assert_eq!(
+        rec("scsi_io_completion_action: 3 callbacks suppressed").subsystem,
+        Subsystem::Scsi
+    );
+    // arch/x86/kernel/dumpstack.c __die of 4.x: printk("RIP: %pS RSP: %016lx\n")
+    let e = rec("RIP: nvme_rdma_alloc_queue+0x3c/0x190 [nvme_rdma] RSP: ffffc90001e4bdf0");
+    assert_eq!(e.subsystem, Subsystem::Nvme);
+    // Look-alikes of these prefixes stay silent.
+    for t in [
+        "ibmvscsi 30000003: partner initialization complete",
+        "ibus: started",
+        "RDMA is not configured",
+        "blk-mq: reduced tag depth to 128",
+        "usb 1-6: new high-speed USB device number 3 using xhci_hcd",
+        "EXT4-fs (sdb1): mounted filesystem with ordered data mode. Opts: (null)",
+        "pci 0000:00:14.0: PME# supported from D0 D3hot D3cold",
+        "systemd[1]: Started Journal Service.",
+        "xhci_hcd 0000:00:14.0: xHCI Host Controller",
+        "i915 0000:00:02.0: [drm] GuC firmware i915/tgl_guc_70.bin version 70.1",
+        "RIP: 0010:ext4_writepages+0x10/0x600 RSP: ffffc90001e4bdf0",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn more_lio_openings_from_the_target_sources() {
+    for t in [
+        // iscsi_target_util.c iscsit_handle_nopin_response_timeout: pr_err("Did not receive
+        // response to NOPIN on CID: %hu, failing connection for I_T Nexus
+        // %s,i,0x%6phN,%s,t,0x%02x\n")
+        "Did not receive response to NOPIN on CID: 0, failing connection for I_T Nexus iqn.1994-05.com.redhat:client,i,0x00023d000001,iqn.2003-01.org.linux-iscsi.t:sn.1,t,0x01",
+        // iscsi_target_erl0.c iscsit_handle_time2retain_timeout: "Time2Retain timer expired
+        // for SID: %u, cleaning up iSCSI session.\n"
+        "Time2Retain timer expired for SID: 3, cleaning up iSCSI session.",
+        // target_core_device.c se_dev_align_max_sectors: pr_info("Rounding down aligned
+        // max_sectors from %u to %u\n")
+        "Rounding down aligned max_sectors from 4294967295 to 4294967288",
+        // target_core_configfs.c target_init_dbroot: pr_err("db_root: cannot open: %s\n")
+        "db_root: cannot open: /etc/target",
+        // iscsi_target_login.c: pr_debug("Moving to TARG_CONN_STATE_FREE.\n")
+        "Moving to TARG_CONN_STATE_FREE.",
+        // iscsi_target_nego.c: pr_err("Unable to locate Target IQN: %s in Storage Node\n")
+        "Unable to locate Target IQN: iqn.2003-01.org.linux-iscsi.t:sn.2 in Storage Node",
+    ] {
+        let e = rec(t);
+        assert_eq!(e.subsystem, Subsystem::IscsiTarget, "{t}");
+        assert!(could_recognise(t), "{t}");
+    }
+    for t in [
+        "Moving on",
+        "Time to wake up",
+        "Did not find a matching device",
+        "iSCSI is great",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn partition_scan_device_handler_and_transport_banner_lines() {
+    // block/partitions/amiga.c amiga_partition: pr_err("Dev %s: unable to read RDB block %d\n")
+    let e = rec("Dev sdb: unable to read RDB block 8");
+    assert_eq!(e.subsystem, Subsystem::Block);
+    assert_eq!(e.device.disk.as_deref(), Some("sdb"));
+    assert_eq!(e.level, 3);
+    assert!(could_recognise("Dev sdb: unable to read RDB block 8"));
+    // …not for a floppy or a loop device.
+    assert_eq!(
+        recognise("Dev fd0: unable to read RDB block 0", None, None),
+        None
+    );
+    assert_eq!(
+        recognise("Dev loop0: unable to read RDB block 0", None, None),
+        None
+    );
+    // block/partitions/ldm.c ldm_validate_partition_table: ldm_crit("Disk read failed.")
+    // = printk(KERN_CRIT "%s(): " f "\n", __func__)
+    let e = rec("ldm_validate_partition_table(): Disk read failed.");
+    assert_eq!(e.subsystem, Subsystem::Block);
+    // scsi_dh_alua.c alua_init: pr_info(ALUA_DH_NAME ": device handler registered\n")
+    assert_eq!(
+        rec("alua: device handler registered").subsystem,
+        Subsystem::Scsi
+    );
+    // scsi_transport_iscsi.c iscsi_transport_init: printk(KERN_INFO "Loading iSCSI
+    // transport class v%s.\n", ISCSI_TRANSPORT_VERSION)
+    let e = rec("Loading iSCSI transport class v2.0-870.");
+    assert_eq!(e.subsystem, Subsystem::Iscsi);
+    assert!(could_recognise("Loading iSCSI transport class v2.0-870."));
+    for t in [
+        "Dev: nothing",
+        "Loading compiled-in X.509 certificates",
+        "foo(): bar",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn other_rdma_drivers_function_and_tag_prefixes() {
+    // drivers/infiniband/hw/bnxt_re/qplib_rcfw.c __send_message_basic:
+    // "QPLIB: cmdq[%#x]=%#x timedout (%d)msec\n" (its dev_err prefix cut away)
+    let e = rec("QPLIB: cmdq[0x4b]=0x15 timedout (20000)msec");
+    assert_eq!(e.subsystem, Subsystem::RdmaDriver);
+    assert_eq!(e.level, 3);
+    assert!(could_recognise(
+        "QPLIB: cmdq[0x4b]=0x15 timedout (20000)msec"
+    ));
+    // i40iw_pr_err(fmt) = pr_err("%s: " fmt, __func__) (drivers/infiniband/hw/i40iw/i40iw.h)
+    assert_eq!(
+        rec("i40iw_deinit_device: state = 11").subsystem,
+        Subsystem::RdmaDriver
+    );
+    // An untagged frame of iw_cxgb4 (built in).
+    assert_eq!(
+        rec(" c4iw_ev_dispatch+0x1d4/0x3a0").subsystem,
+        Subsystem::RdmaDriver
+    );
+    assert_eq!(recognise("QPLIBX: nothing", None, None), None);
+}
