@@ -1028,6 +1028,8 @@ pub fn recognise_saved_line(line: &str) -> LineVerdict {
 /// Called for every line that holds an anchor, so it works on bytes without allocating.
 fn strip_log_prefix(line: &str) -> &str {
     static KERNEL: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    // Lines quoted in mail and bug reports are often indented (`        [177617.25] …`).
+    let line = line.trim_start_matches([' ', '\t']);
     let line = strip_dmesg_decode(line).unwrap_or(line);
     let b = line.as_bytes();
     let head = &b[..b.len().min(96)];
@@ -1116,16 +1118,21 @@ fn strip_dmesg_decode(line: &str) -> Option<&str> {
     rest[colon + 1..].strip_prefix(' ')
 }
 
-/// `talosctl dmesg`: `<node>: kern: <level>: [<ISO 8601 time>]: text` → `text`.
+/// `talosctl dmesg`: `<node>: kern: <level>: [<ISO 8601 time>]: text` → `text`; with one
+/// node (or `--nodes` unset) talosctl prints no `<node>: `.
 fn strip_talosctl(line: &str) -> Option<&str> {
-    let b = line.as_bytes();
-    let sp = memchr::memchr(b' ', &b[..b.len().min(96)])?;
-    if sp < 2 || b[sp - 1] != b':' {
-        return None;
-    }
-    let rest = line[sp + 1..]
-        .strip_prefix("kern:")?
-        .trim_start_matches(' ');
+    let after_node = match line.strip_prefix("kern:") {
+        Some(_) => line,
+        None => {
+            let b = line.as_bytes();
+            let sp = memchr::memchr(b' ', &b[..b.len().min(96)])?;
+            if sp < 2 || b[sp - 1] != b':' {
+                return None;
+            }
+            &line[sp + 1..]
+        }
+    };
+    let rest = after_node.strip_prefix("kern:")?.trim_start_matches(' ');
     let colon = memchr::memchr(b':', &rest.as_bytes()[..rest.len().min(8)])?;
     if !is_level_name(&rest[..colon]) {
         return None;
@@ -1398,6 +1405,11 @@ mod tests {
             format!("kern  :warn  : {t}"),
             format!("10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: {t}"),
             format!("node-a: kern: warning: [2024-01-01T00:00:00.000Z]: {t}"),
+            // one node: no "<node>: "
+            format!("kern: warning: [2024-10-29T13:44:17.655294812Z]: {t}"),
+            // quoted in a mail, indented
+            format!("        [177617.255969] {t}"),
+            format!("\t[Sun Nov 29 14:00:00 2026] {t}"),
         ] {
             let r = Findings::scan(line.as_bytes(), true);
             assert_eq!(r.recognised, 1, "{line}");
@@ -1417,6 +1429,8 @@ mod tests {
             "10.5.0.3: user: warning: [2024-02-19T20:45:36.959145652Z]: mlx5_core 0000:01:00.0: handle_hca_cap failed",
             "kern  :err   : [ 12.000000] usb 1-1: device descriptor read/64, error -71",
             "10.5.0.3: kern:    info: [2022-07-28T11:49:42.489473063Z]: cni0: port 1(veth32488a86) entered blocking state",
+            "user: warning: [2024-02-19T20:45:36.959145652Z]: mlx5_core 0000:01:00.0: handle_hca_cap failed",
+            "    [ 12.000000] usb 1-1: device descriptor read/64, error -71",
         ] {
             assert!(!recognise_saved_line(line).recognised(), "{line}");
         }

@@ -200,6 +200,9 @@ pub fn could_recognise(text: &str) -> bool {
         || untagged_frame_function(word).is_some()
         || blk_status_disk(t).is_some()
         || t.split(' ').next().is_some_and(|w| w.ends_with(":(pid"))
+        || t[end..]
+            .strip_prefix(' ')
+            .is_some_and(|r| r.starts_with(ETH_SPEED_UNKNOWN))
         || word
             .split_once('/')
             .is_some_and(|(d, _)| tables::looks_like_rdma_dev(d))
@@ -262,9 +265,13 @@ pub fn recognise(
             .or_else(|| iscsi_transport_banner(t))
             .or_else(|| target_line(t))
             .or_else(|| bare_scsi_line(t))
-            .or_else(|| blk_status_line(t));
+            .or_else(|| blk_status_line(t))
+            .or_else(|| eth_speed_line(t));
     }
     let mut ev = found?;
+    if ev.subsystem == Subsystem::Scsi && is_usb_storage_message(&ev.message) {
+        return None;
+    }
     if let Some(d) = dict_device {
         apply_dict_device(d, &mut ev.device);
     }
@@ -866,7 +873,8 @@ fn target_line(t: &str) -> Option<SubsystemEvent> {
 /// hdwr sectors (1074 MB)`.
 fn bare_scsi_line(t: &str) -> Option<SubsystemEvent> {
     let rest = t.strip_prefix("SCSI ")?;
-    if rest.starts_with("error: ") {
+    // drivers/scsi/scsi.c init_scsi's banner (`SCSI subsystem initialized`) too.
+    if rest.starts_with("error: ") || rest == "subsystem initialized" {
         return Some(event(Subsystem::Scsi, None, LineShape::Message, t));
     }
     let name = rest.strip_prefix("device ")?.split(':').next()?;
@@ -1037,6 +1045,32 @@ fn amiga_partition_line(t: &str) -> Option<SubsystemEvent> {
     let mut ev = event(Subsystem::Block, None, LineShape::Message, message);
     ev.device.disk = Some(disk.to_string());
     Some(ev)
+}
+
+/// drivers/infiniband/core/verbs.c ib_get_eth_speed: `pr_warn("%s speed is unknown,
+/// defaulting to %u\n", netdev->name, …)`: a RoCE port's netdev reports no link speed, so
+/// the RDMA port's rate (and the CM's path records) are a guess.
+fn eth_speed_line(t: &str) -> Option<SubsystemEvent> {
+    let (ifname, rest) = t.split_once(' ')?;
+    if !rest.starts_with(ETH_SPEED_UNKNOWN) || ifname.is_empty() || ifname.len() > 15 {
+        return None;
+    }
+    let mut ev = event(Subsystem::RdmaCore, None, LineShape::Message, t);
+    ev.device.netdev = Some(ifname.to_string());
+    Some(ev)
+}
+
+const ETH_SPEED_UNKNOWN: &str = "speed is unknown, defaulting to ";
+
+/// A SCSI line about a USB-attached disk: drivers/usb/storage (uas.c, usb.c) prints its
+/// errors through the disk's `sd H:C:T:L:` prefix with its own function names
+/// (`[sda] tag#21 uas_eh_abort_handler 0 uas-tag 1 inflight: CMD IN`). Not a storage-network
+/// disk, so not explained.
+fn is_usb_storage_message(message: &str) -> bool {
+    message
+        .split(' ')
+        .take(3)
+        .any(|w| w.starts_with("uas_") || w.starts_with("usb_stor"))
 }
 
 /// scsi_transport_iscsi.c iscsi_transport_init's banner, printed without a prefix:

@@ -115,6 +115,10 @@ pub(crate) const NAMES: &[Name] = &[
     // RDAC_NAME): `alua: device handler registered`, `rdac: LUN 0 (IOSHIP) (owned)`.
     n("alua", Subsystem::Scsi),
     n("rdac", Subsystem::Scsi),
+    // scsi_dh_emc.c CLARIION_NAME and scsi_dh_hp_sw.c HP_SW_NAME: `emc: device handler
+    // registered`, `hp_sw: device handler registered`.
+    n("emc", Subsystem::Scsi),
+    n("hp_sw", Subsystem::Scsi),
     // Block layer and multipath.
     n("block", Subsystem::Block),
     n("blk_update_request", Subsystem::Block),
@@ -268,6 +272,9 @@ pub(crate) const FUNCTION_PREFIXES: &[(&str, Subsystem)] = &[
     // partition scan of a disk that does not answer (`ldm_validate_partition_table():
     // Disk read failed.`).
     ("ldm_", Subsystem::Block),
+    // fs/buffer.c's ratelimit of `Buffer I/O error …` (lib/ratelimit.c: `buffer_io_error:
+    // 3055 callbacks suppressed`).
+    ("buffer_io_error", Subsystem::Block),
 ];
 
 /// The subsystem of a function name by its prefix (`__ib_cache_gid_add` → RDMA core).
@@ -421,6 +428,11 @@ fn is_target_iscsi_opening(t: &str) -> bool {
     };
     rest.starts_with(['/', '_'])
         || rest.starts_with(" - ")
+        // A vendor `pr_fmt` of "iSCSI:" __FILE__ ":" __LINE__ ":" __func__, on LIO's own
+        // files: `iSCSI:target_core_transport.c:1959:target_setup_cmd_from_cdb …`.
+        || rest
+            .strip_prefix(':')
+            .is_some_and(|r| r.starts_with("target_core_") || r.starts_with("iscsi_target"))
         || rest
             .strip_prefix(' ')
             .and_then(|r| r.as_bytes().first())

@@ -371,7 +371,6 @@ fn bare_block_and_scsi_lines_of_old_and_new_kernels() {
         "blk_update_request: I/O error, dev loop3, sector 0 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0",
         "end_request: I/O error, dev fd0, sector 0",
         "Buffer I/O error on dev mmcblk0p2, logical block 0, async page read",
-        "SCSI subsystem initialized",
         "io error, dev sda: the end",
     ] {
         assert_eq!(recognise(t, None, None), None, "{t}");
@@ -792,4 +791,80 @@ fn other_rdma_drivers_function_and_tag_prefixes() {
         Subsystem::RdmaDriver
     );
     assert_eq!(recognise("QPLIBX: nothing", None, None), None);
+}
+
+#[test]
+fn device_handlers_banners_ratelimits_and_vendor_lio_prefixes() {
+    // scsi_dh_emc.c clariion_init: pr_info(CLARIION_NAME ": device handler registered\n"),
+    // scsi_dh_hp_sw.c: HP_SW_NAME.
+    assert_eq!(
+        rec("emc: device handler registered").subsystem,
+        Subsystem::Scsi
+    );
+    assert_eq!(
+        rec("hp_sw: device handler registered").subsystem,
+        Subsystem::Scsi
+    );
+    // drivers/scsi/scsi.c init_scsi: printk(KERN_NOTICE "SCSI subsystem initialized\n")
+    assert_eq!(rec("SCSI subsystem initialized").subsystem, Subsystem::Scsi);
+    assert!(could_recognise("SCSI subsystem initialized"));
+    // lib/ratelimit.c ___ratelimit: "%s: %d callbacks suppressed\n" with fs/buffer.c's
+    // buffer_io_error as the function.
+    let t = "buffer_io_error: 3055 callbacks suppressed";
+    assert_eq!(rec(t).subsystem, Subsystem::Block);
+    assert!(could_recognise(t));
+    // A vendor pr_fmt "iSCSI:" __FILE__ ":" __LINE__ ":" __func__ on LIO's own files.
+    let t = "iSCSI:target_core_transport.c:1959:target_setup_cmd_from_cdb vhost/naa.1: \
+             Unsupported SCSI Opcode 0x83, sending CHECK_CONDITION.";
+    assert_eq!(rec(t).subsystem, Subsystem::IscsiTarget);
+    assert!(could_recognise(t));
+    assert_eq!(
+        rec("iSCSI:iscsi_target_login.c:1200:iscsi_target_login_thread x").subsystem,
+        Subsystem::IscsiTarget
+    );
+    for t in [
+        "iSCSI:usb.c:1:x y",
+        "SCSI subsystem initialized twice",
+        "ext4_io_error: 3 callbacks suppressed",
+        "emcx: device handler registered",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn an_unknown_roce_link_speed_is_the_rdma_core_s() {
+    // drivers/infiniband/core/verbs.c ib_get_eth_speed: pr_warn("%s speed is unknown,
+    // defaulting to %u\n", netdev->name, netdev_speed)
+    let t = "enP2p1s0f1 speed is unknown, defaulting to 1000";
+    assert!(could_recognise(t));
+    let e = rec(t);
+    assert_eq!(e.subsystem, Subsystem::RdmaCore);
+    assert_eq!(e.device.netdev.as_deref(), Some("enP2p1s0f1"));
+    for t in [
+        "eth0 speed is fast",
+        "speed is unknown, defaulting to 1000",
+        "a very long interface name speed is unknown, defaulting to 1000",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+}
+
+#[test]
+fn a_usb_attached_disk_s_scsi_lines_stay_silent() {
+    // drivers/usb/storage/uas.c uas_eh_abort_handler: uas_log_cmd_state(cmnd, __func__, …)
+    // prints through scmd_printk: `sd 1:0:0:0: [sda] tag#21 uas_eh_abort_handler 0 uas-tag 1
+    // inflight: CMD IN`.
+    for t in [
+        "sd 1:0:0:0: [sda] tag#21 uas_eh_abort_handler 0 uas-tag 1 inflight: CMD IN",
+        "sd 2:0:0:0: [sdb] tag#3 uas_zap_pending 0 uas-tag 4 inflight: CMD",
+    ] {
+        assert_eq!(recognise(t, None, None), None, "{t}");
+    }
+    // the same disk's own sd lines are still the SCSI layer's
+    assert_eq!(
+        rec("sd 1:0:0:0: [sda] tag#21 FAILED Result: hostbyte=DID_TIME_OUT driverbyte=DRIVER_OK")
+            .subsystem,
+        Subsystem::Scsi
+    );
 }
