@@ -1665,23 +1665,7 @@ impl SimHost {
     /// The consumers per port the CM id and QP tables show now, read by the core's model
     /// with the processes named, as the daemon reads them.
     pub fn consumers_per_port(&self) -> Vec<PortConsumers> {
-        let mut ids = self.cm_ids();
-        let mut qps = Vec::new();
-        for d in self.devices.values().filter(|d| d.present) {
-            let on: Vec<_> = self
-                .rdma_consumers
-                .iter()
-                .filter(|c| c.device == d.name)
-                .cloned()
-                .collect();
-            let local = self
-                .netdev_of(&PortId::new(&d.name, 1))
-                .and_then(|n| self.netdev_addrs.get(&n).copied())
-                .unwrap_or(IpAddr::from([192, 0, 2, 1]));
-            let (i, q) = super::consumers::rows(&on, d.index, local);
-            ids.extend(i);
-            qps.extend(q);
-        }
+        let (ids, qps) = self.consumer_tables();
         let mut ports = crate::core::consumers::per_port(&ids, &qps);
         crate::core::consumers::name_processes(&mut ports, |pid| {
             self.rdma_consumers.iter().find_map(|c| c.comm(pid))
