@@ -585,7 +585,29 @@ fn parse_bracket_ts(s: &str) -> Result<Option<(u64, &str)>, KmsgParseError> {
         .and_then(|v| v.checked_add(micros))
         .ok_or_else(bad)?;
     let rest = s.get(i + 1..).unwrap_or_default();
+    let rest = strip_caller(rest);
     Ok(Some((usec, rest.strip_prefix(' ').unwrap_or(rest))))
+}
+
+/// Drops the printk caller field that dmesg prints right after the timestamp on kernels
+/// built with CONFIG_PRINTK_CALLER (`[   32.435157][    T1] text`: a task id `T<pid>` or,
+/// in interrupt context, a CPU `C<n>`), so the text starts where it does without it.
+fn strip_caller(rest: &str) -> &str {
+    let Some(inner) = rest.strip_prefix('[') else {
+        return rest;
+    };
+    let Some(close) = inner.find(']') else {
+        return rest;
+    };
+    let id = inner[..close].trim_start_matches(' ');
+    let is_caller = id.len() >= 2
+        && matches!(id.as_bytes()[0], b'T' | b'C')
+        && id[1..].bytes().all(|b| b.is_ascii_digit());
+    if is_caller {
+        &inner[close + 1..]
+    } else {
+        rest
+    }
 }
 
 /// Parses one line of a saved log in whichever format it is written (see [`LineFormat`]).
@@ -865,6 +887,21 @@ impl fmt::Display for LineFormat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dmesg_caller_field_is_not_part_of_the_text() {
+        // CONFIG_PRINTK_CALLER: a task (`T1`) or a CPU in interrupt context (`C3`).
+        let r = parse_saved_line("[   32.435157][    T1] rdma_rxe: loaded").unwrap();
+        assert_eq!(r.text, "rdma_rxe: loaded");
+        assert_eq!(r.usec, Some(32_435_157));
+        let r = parse_saved_line("<6>[    1.000001][  C3] ice 0000:02:00.0: x").unwrap();
+        assert_eq!(r.text, "ice 0000:02:00.0: x");
+        // A bracket that is not a caller stays.
+        let r = parse_saved_line("[    1.000001] [drm] Initialized").unwrap();
+        assert_eq!(r.text, "[drm] Initialized");
+        let r = parse_saved_line("[    1.000001][Tx] y").unwrap();
+        assert_eq!(r.text, "[Tx] y");
+    }
 
     #[test]
     fn parses_record_with_dictionary_and_caller() {

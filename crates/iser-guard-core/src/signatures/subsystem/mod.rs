@@ -21,6 +21,8 @@
 //! Cost: a line is looked at once, up to its first `: ` or a few words; nothing is
 //! allocated unless it is recognised.
 
+mod bare;
+mod bare_formats;
 mod explain;
 mod tables;
 pub mod trace;
@@ -185,6 +187,8 @@ pub fn could_recognise(text: &str) -> bool {
         return true;
     }
     if tables::is_target_opening(t)
+        || (first == b'(' && t.contains("): E-Switch: "))
+        || bare::could_match(t)
         || t.starts_with("SCSI ")
         || t.starts_with("Dev ")
         || t.starts_with("Loading iSCSI")
@@ -266,7 +270,9 @@ pub fn recognise(
             .or_else(|| target_line(t))
             .or_else(|| bare_scsi_line(t))
             .or_else(|| blk_status_line(t))
-            .or_else(|| eth_speed_line(t));
+            .or_else(|| eth_speed_line(t))
+            .or_else(|| mlx5_eswitch_line(t))
+            .or_else(|| bare_line(t));
     }
     let mut ev = found?;
     if ev.subsystem == Subsystem::Scsi && is_usb_storage_message(&ev.message) {
@@ -486,6 +492,26 @@ fn mlx_pid_line(t: &str) -> Option<SubsystemEvent> {
             );
         }
     }
+    ev.device.driver = ev.origin.clone();
+    Some(ev)
+}
+
+/// mlx5's E-Switch lines of 4.x–5.x kernels: `esw_info(dev, fmt)` was
+/// `pr_info("(%s): E-Switch: " fmt, dev->priv.name)`, the PCI function in parentheses
+/// (`(0000:08:00.0): E-Switch: Total vports 1, …`).
+fn mlx5_eswitch_line(t: &str) -> Option<SubsystemEvent> {
+    let rest = t.strip_prefix('(')?;
+    let (pci, message) = rest.split_once("): ")?;
+    if !message.starts_with("E-Switch: ") || !(looks_like_pci(pci) || looks_like_long_pci(pci)) {
+        return None;
+    }
+    let mut ev = event(
+        Subsystem::Nic,
+        Some("mlx5_core"),
+        LineShape::Message,
+        message,
+    );
+    ev.device.pci = Some(pci.to_string());
     ev.device.driver = ev.origin.clone();
     Some(ev)
 }
@@ -864,6 +890,25 @@ fn target_line(t: &str) -> Option<SubsystemEvent> {
         if let Some((name, _)) = rest.split_once(": ") {
             ev.device.other = Some(name.to_string());
         }
+    }
+    Some(ev)
+}
+
+/// A line with no prefix that is one of the subsystems' own format strings
+/// ([`bare`]): `failed to drain send queue: -110` (ib_core), `SoftiWARP attached` (siw).
+///
+/// The block layer's formats that open with a conversion open with the disk's name
+/// (`%s: detected capacity change from %lld to %lld`, block/genhd.c): those count only for
+/// a disk storage sits on, not a loop device or a USB stick's `sdb` under usb-storage.
+fn bare_line(t: &str) -> Option<SubsystemEvent> {
+    let f = bare::find(t)?;
+    let mut ev = event(f.subsystem, None, LineShape::Message, t);
+    if f.subsystem == Subsystem::Block && f.format.starts_with('%') {
+        let disk = t.split([' ', ':']).next().unwrap_or_default();
+        if !is_storage_disk(disk) {
+            return None;
+        }
+        ev.device.disk = Some(disk.to_string());
     }
     Some(ev)
 }

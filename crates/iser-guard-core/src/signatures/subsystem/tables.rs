@@ -217,6 +217,9 @@ pub(crate) const FUNCTION_PREFIXES: &[(&str, Subsystem)] = &[
     ("ib_mad_", Subsystem::RdmaCore),
     ("ib_", Subsystem::RdmaCore),
     ("__ib_", Subsystem::RdmaCore),
+    // ib_core's iWARP port mapper client (iwpm_msg.c, iwpm_util.c: `pr_info("%s: …",
+    // __func__)`).
+    ("iwpm_", Subsystem::RdmaCore),
     ("rdma_", Subsystem::RdmaCm),
     ("cma_", Subsystem::RdmaCm),
     ("cm_", Subsystem::RdmaCm),

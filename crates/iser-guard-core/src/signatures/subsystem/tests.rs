@@ -678,12 +678,43 @@ fn ipoib_rdma_cm_srp_and_dynamic_debug_prefixes() {
     // arch/x86/kernel/dumpstack.c __die of 4.x: printk("RIP: %pS RSP: %016lx\n")
     let e = rec("RIP: nvme_rdma_alloc_queue+0x3c/0x190 [nvme_rdma] RSP: ffffc90001e4bdf0");
     assert_eq!(e.subsystem, Subsystem::Nvme);
+    // block/blk-mq.c's own format (no pr_fmt there): the block layer, found by the bare
+    // formats rather than a prefix.
+    assert_eq!(
+        rec("blk-mq: reduced tag depth to 128").subsystem,
+        Subsystem::Block
+    );
+    // mlx5's E-Switch of 4.x–5.x: `(PCI): E-Switch: `.
+    let e = rec("(0000:04:00.0): E-Switch: SRIOV enabled: active vports(5)");
+    assert_eq!(e.subsystem, Subsystem::Nic);
+    assert_eq!(e.device.pci.as_deref(), Some("0000:04:00.0"));
+    assert_eq!(recognise("(0000:04:00.0): other: x", None, None), None);
+    // The bare formats: ib_core's WARN text, siw's banner, a leading function name.
+    assert_eq!(
+        rec("failed to drain send queue: -110").subsystem,
+        Subsystem::RdmaCore
+    );
+    assert_eq!(rec("SoftiWARP attached").subsystem, Subsystem::RdmaDriver);
+    assert_eq!(
+        rec("iwpm_register_pid: Unable to send a nlmsg (client = 2)").subsystem,
+        Subsystem::RdmaCore
+    );
+    // The block layer's disk-first formats name a storage disk only.
+    let e = rec("sdc: detected capacity change from 0 to 1073741824");
+    assert_eq!(e.device.disk.as_deref(), Some("sdc"));
+    assert_eq!(
+        recognise(
+            "loop0: detected capacity change from 0 to 1073741824",
+            None,
+            None
+        ),
+        None
+    );
     // Look-alikes of these prefixes stay silent.
     for t in [
         "ibmvscsi 30000003: partner initialization complete",
         "ibus: started",
         "RDMA is not configured",
-        "blk-mq: reduced tag depth to 128",
         "usb 1-6: new high-speed USB device number 3 using xhci_hcd",
         "EXT4-fs (sdb1): mounted filesystem with ordered data mode. Opts: (null)",
         "pci 0000:00:14.0: PME# supported from D0 D3hot D3cold",
