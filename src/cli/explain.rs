@@ -1031,6 +1031,9 @@ fn strip_log_prefix(line: &str) -> &str {
     // Lines quoted in mail and bug reports are often indented (`        [177617.25] …`).
     let line = line.trim_start_matches([' ', '\t']);
     let line = strip_dmesg_decode(line).unwrap_or(line);
+    if let Some(text) = strip_rfc5424(line) {
+        return text;
+    }
     let b = line.as_bytes();
     let head = &b[..b.len().min(96)];
     // Plain dmesg, the commonest saved format, first and without a search:
@@ -1093,6 +1096,27 @@ fn strip_log_prefix(line: &str) -> &str {
         },
         _ => line,
     }
+}
+
+/// RFC 5424 syslog (rsyslog's `RSYSLOG_SyslogProtocol23Format`, syslog-ng's `syslog()`
+/// destination): `<6>1 2020-12-02T21:55:55.868531+01:00 host kernel - - - text` → `text`,
+/// for the kernel's lines only (APP-NAME `kernel`, no structured data).
+fn strip_rfc5424(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('<')?;
+    let close = rest.find('>')?;
+    if close == 0 || close > 3 || !rest[..close].bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let rest = rest[close + 1..].strip_prefix("1 ")?;
+    let mut fields = rest.splitn(6, ' ');
+    let (_time, _host) = (fields.next()?, fields.next()?);
+    let (app, _procid, _msgid) = (fields.next()?, fields.next()?, fields.next()?);
+    let sd_and_msg = fields.next()?;
+    if app != "kernel" {
+        return None;
+    }
+    let msg = sd_and_msg.strip_prefix('-')?;
+    Some(msg.strip_prefix(' ').unwrap_or(msg))
 }
 
 /// A syslog level's name as `dmesg -x` (`warn`) and talosctl (`warning`) print it.
@@ -1410,6 +1434,8 @@ mod tests {
             // quoted in a mail, indented
             format!("        [177617.255969] {t}"),
             format!("\t[Sun Nov 29 14:00:00 2026] {t}"),
+            // RFC 5424 syslog of the kernel
+            format!("<3>1 2020-12-02T21:55:55.868531+01:00 stkub15 kernel - - - {t}"),
         ] {
             let r = Findings::scan(line.as_bytes(), true);
             assert_eq!(r.recognised, 1, "{line}");
@@ -1422,6 +1448,9 @@ mod tests {
                 "{line}"
             );
         }
+        // RFC 5424 lines of a process are not unwrapped.
+        let user = format!("<14>1 2020-12-02T21:55:55.868531+01:00 h myapp - - - {t}");
+        assert_eq!(strip_log_prefix(&user), user);
         // A process's line (facility user) is not unwrapped, and the wrapper's words are no
         // driver name.
         for line in [

@@ -591,9 +591,11 @@ fn parse_bracket_ts(s: &str) -> Result<Option<(u64, &str)>, KmsgParseError> {
 
 /// Drops the printk caller field that dmesg prints right after the timestamp on kernels
 /// built with CONFIG_PRINTK_CALLER (`[   32.435157][    T1] text`: a task id `T<pid>` or,
-/// in interrupt context, a CPU `C<n>`), so the text starts where it does without it.
+/// in interrupt context, a CPU `C<n>`), so the text starts where it does without it. Also
+/// for a line whose timestamp was cut off (`[  T880] text`).
 fn strip_caller(rest: &str) -> &str {
-    let Some(inner) = rest.strip_prefix('[') else {
+    // Some dmesg builds print a blank between the two brackets.
+    let Some(inner) = rest.strip_prefix('[').or_else(|| rest.strip_prefix(" [")) else {
         return rest;
     };
     let Some(close) = inner.find(']') else {
@@ -663,7 +665,12 @@ pub fn parse_saved_line(line: &str) -> Result<RecordRef<'_>, KmsgParseError> {
         }
         _ => {}
     }
-    Ok(RecordRef::bare(line.trim_start()))
+    let text = line.trim_start();
+    let uncalled = strip_caller(text);
+    if uncalled.len() != text.len() {
+        return Ok(RecordRef::bare(uncalled.trim_start()));
+    }
+    Ok(RecordRef::bare(text))
 }
 
 /// A record of a saved log with the line it starts on.
@@ -901,6 +908,11 @@ mod tests {
         assert_eq!(r.text, "[drm] Initialized");
         let r = parse_saved_line("[    1.000001][Tx] y").unwrap();
         assert_eq!(r.text, "[Tx] y");
+        // With a blank between the brackets, and with the timestamp cut off.
+        let r = parse_saved_line("[  272.067526] [   T1759] nvme nvme5: x").unwrap();
+        assert_eq!(r.text, "nvme nvme5: x");
+        let r = parse_saved_line("[  T880] ib_srpt MAD registration failed").unwrap();
+        assert_eq!(r.text, "ib_srpt MAD registration failed");
     }
 
     #[test]

@@ -189,6 +189,7 @@ pub fn could_recognise(text: &str) -> bool {
     if tables::is_target_opening(t)
         || (first == b'(' && t.contains("): E-Switch: "))
         || bare::could_match(t)
+        || has_version_word(t)
         || t.starts_with("SCSI ")
         || t.starts_with("Dev ")
         || t.starts_with("Loading iSCSI")
@@ -272,6 +273,8 @@ pub fn recognise(
             .or_else(|| blk_status_line(t))
             .or_else(|| eth_speed_line(t))
             .or_else(|| mlx5_eswitch_line(t))
+            .or_else(|| old_scsi_host_line(t))
+            .or_else(|| module_banner_line(t))
             .or_else(|| bare_line(t));
     }
     let mut ev = found?;
@@ -1116,6 +1119,44 @@ fn is_usb_storage_message(message: &str) -> bool {
         .split(' ')
         .take(3)
         .any(|w| w.starts_with("uas_") || w.starts_with("usb_stor"))
+}
+
+/// The SCSI host line of 2.6–3.x kernels, `scsi%d : %s` with the host template's name
+/// (scsi_scan/hosts.c): `scsi1 : QLogic Offload iSCSI Initiator`.
+fn old_scsi_host_line(t: &str) -> Option<SubsystemEvent> {
+    let rest = t.strip_prefix("scsi")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let message = rest[digits..].strip_prefix(" : ")?;
+    let mut ev = event(Subsystem::Scsi, Some("scsi"), LineShape::Message, message);
+    ev.device.scsi_host = rest[..digits].parse().ok();
+    Some(ev)
+}
+
+/// A module's load banner, which names the module before its version: `Chelsio T4-T6 iSCSI
+/// Driver cxgb4i v0.9.5-ko (Apr. 2015)`, `QLogic NetXtreme II iSCSI Driver bnx2i v2.7.10.1`
+/// (`pr_info("%s", version)` of a static string: no format to match). Only a module of
+/// [`tables::NAMES`] counts, and only among the first twelve words.
+fn module_banner_line(t: &str) -> Option<SubsystemEvent> {
+    let words: Vec<&str> = t.split(' ').take(12).collect();
+    let (module, sub) = words.windows(2).find_map(|w| {
+        let version = w[1].strip_prefix('v')?;
+        version.as_bytes().first().filter(|c| c.is_ascii_digit())?;
+        tables::subsystem_of(w[0]).map(|s| (w[0], s))
+    })?;
+    let mut ev = event(sub, Some(module), LineShape::Message, t);
+    ev.device.driver = Some(module.to_string());
+    Some(ev)
+}
+
+/// Whether `t` has ` v<digit>` among its first words: the cheap half of
+/// [`module_banner_line`].
+fn has_version_word(t: &str) -> bool {
+    let head = &t.as_bytes()[..t.len().min(160)];
+    head.windows(3)
+        .any(|w| w[0] == b' ' && w[1] == b'v' && w[2].is_ascii_digit())
 }
 
 /// scsi_transport_iscsi.c iscsi_transport_init's banner, printed without a prefix:

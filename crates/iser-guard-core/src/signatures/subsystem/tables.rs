@@ -86,6 +86,14 @@ pub(crate) const NAMES: &[Name] = &[
     n("scsi_transport_iscsi", Subsystem::Iscsi),
     n("iscsi", Subsystem::Iscsi),
     n("qedi", Subsystem::Iscsi),
+    // Offload iSCSI initiators (drivers/scsi/cxgbi, bnx2i, be2iscsi, qla4xxx): the same
+    // sessions through an adapter's own iSCSI engine.
+    n("libcxgbi", Subsystem::Iscsi),
+    n("cxgb3i", Subsystem::Iscsi),
+    n("cxgb4i", Subsystem::Iscsi),
+    n("bnx2i", Subsystem::Iscsi),
+    n("be2iscsi", Subsystem::Iscsi),
+    n("qla4xxx", Subsystem::Iscsi),
     // The SRP initiator (drivers/infiniband/ulp/srp) is a SCSI low-level driver over RDMA:
     // its lines concern the SCSI hosts and disks of its targets.
     n("ib_srp", Subsystem::Scsi),

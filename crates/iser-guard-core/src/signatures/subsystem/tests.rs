@@ -710,6 +710,36 @@ fn ipoib_rdma_cm_srp_and_dynamic_debug_prefixes() {
         ),
         None
     );
+    // Offload iSCSI initiators: their pr_fmt, their banner, the old SCSI host line.
+    let e = rec("libcxgbi:libcxgbi_init_module: Chelsio iSCSI driver library libcxgbi v0.9.1-ko (Apr. 2015)");
+    assert_eq!(e.subsystem, Subsystem::Iscsi);
+    let e = rec("QLogic NetXtreme II iSCSI Driver bnx2i v2.7.10.1 (Jul 16, 2014)");
+    assert_eq!(
+        (e.subsystem, e.device.driver.as_deref()),
+        (Subsystem::Iscsi, Some("bnx2i"))
+    );
+    let e = rec("scsi1 : QLogic Offload iSCSI Initiator");
+    assert_eq!(
+        (e.subsystem, e.device.scsi_host),
+        (Subsystem::Scsi, Some(1))
+    );
+    // A banner of another module, and a version after a word of no table, stay silent.
+    assert_eq!(
+        recognise(
+            "Intel(R) Gigabit Ethernet Network Driver igb v5.6.0-k",
+            None,
+            None
+        ),
+        None
+    );
+    assert_eq!(
+        recognise(
+            "usbcore: registered new interface driver usbfs v2",
+            None,
+            None
+        ),
+        None
+    );
     // Look-alikes of these prefixes stay silent.
     for t in [
         "ibmvscsi 30000003: partner initialization complete",
