@@ -1074,7 +1074,14 @@ fn partition_line(t: &str) -> Option<SubsystemEvent> {
                 && c.bytes().all(|b| b.is_ascii_digit())
                 && n.bytes().all(|b| b.is_ascii_digit())
         });
-    if !(scsi || nvme) {
+    // An `sd…` word is also the name of other drivers (`sdhci: Secure Digital Host
+    // Controller Interface driver`, amdgpu's `sdma…`): for those only the partition scan's
+    // own shapes count (the list `sdb1 sdb2 < sdb5 >`, `unable to read partition table`);
+    // the rest of a disk-first line is found by the block layer's formats ([`bare_line`]).
+    let scan_shape = message.starts_with(disk)
+        || message.starts_with("unable to read partition table")
+        || message.starts_with('<');
+    if !(nvme || scsi && scan_shape) {
         return None;
     }
     let mut ev = event(Subsystem::Block, None, LineShape::Message, message);
@@ -1142,8 +1149,7 @@ fn old_scsi_host_line(t: &str) -> Option<SubsystemEvent> {
 fn module_banner_line(t: &str) -> Option<SubsystemEvent> {
     let words: Vec<&str> = t.split(' ').take(12).collect();
     let (module, sub) = words.windows(2).find_map(|w| {
-        let version = w[1].strip_prefix('v')?;
-        version.as_bytes().first().filter(|c| c.is_ascii_digit())?;
+        is_version(w[1]).then_some(())?;
         tables::subsystem_of(w[0]).map(|s| (w[0], s))
     })?;
     let mut ev = event(sub, Some(module), LineShape::Message, t);
@@ -1151,12 +1157,21 @@ fn module_banner_line(t: &str) -> Option<SubsystemEvent> {
     Some(ev)
 }
 
-/// Whether `t` has ` v<digit>` among its first words: the cheap half of
+/// `v2.7.10.1`, `v0.9.5-ko`, `8.37.0.20`: a `v` and a digit, or digits, a dot and a digit.
+fn is_version(w: &str) -> bool {
+    if let Some(v) = w.strip_prefix('v') {
+        return v.as_bytes().first().is_some_and(u8::is_ascii_digit);
+    }
+    let digits = w.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0
+        && w.as_bytes().get(digits) == Some(&b'.')
+        && w.as_bytes().get(digits + 1).is_some_and(u8::is_ascii_digit)
+}
+
+/// Whether a word among `t`'s first is a version ([`is_version`]): the cheap half of
 /// [`module_banner_line`].
 fn has_version_word(t: &str) -> bool {
-    let head = &t.as_bytes()[..t.len().min(160)];
-    head.windows(3)
-        .any(|w| w[0] == b' ' && w[1] == b'v' && w[2].is_ascii_digit())
+    t.split(' ').take(12).skip(1).any(is_version)
 }
 
 /// scsi_transport_iscsi.c iscsi_transport_init's banner, printed without a prefix:

@@ -723,6 +723,11 @@ fn ipoib_rdma_cm_srp_and_dynamic_debug_prefixes() {
         (e.subsystem, e.device.scsi_host),
         (Subsystem::Scsi, Some(1))
     );
+    let e = rec("QLogic FastLinQ 4xxxx Core Module qed 8.37.0.20");
+    assert_eq!(
+        (e.subsystem, e.device.driver.as_deref()),
+        (Subsystem::Nic, Some("qed"))
+    );
     // A banner of another module, and a version after a word of no table, stay silent.
     assert_eq!(
         recognise(
@@ -742,6 +747,8 @@ fn ipoib_rdma_cm_srp_and_dynamic_debug_prefixes() {
     );
     // Look-alikes of these prefixes stay silent.
     for t in [
+        "sdhci: Secure Digital Host Controller Interface driver",
+        "sdhci-pci 0000:00:1e.6: SDHCI controller found [8086:9dc4] (rev 30)",
         "ibmvscsi 30000003: partner initialization complete",
         "ibus: started",
         "RDMA is not configured",
