@@ -986,6 +986,36 @@ fn without_nvme_cli_the_controller_is_reported_not_back_and_iser_still_recovers(
 }
 
 #[test]
+fn the_nvme_portal_is_probed_and_the_recreation_waits_for_the_nvme_target_too() {
+    let h = run("nvme-target-later");
+    assert_safety(&h);
+    assert_eq!(h.recreations().len(), 1);
+    // The iSCSI target answers from 240 s, the NVMe target from 300 s.
+    let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
+    assert!(
+        t >= 300,
+        "re-created at {t}s, before the NVMe target answered"
+    );
+    // Its portal was probed on NVMe's port, 4420.
+    assert!(
+        h.count_actions(|k| matches!(
+            k,
+            ActionKind::ProbePortal { portal, .. } if portal.to_string() == "10.0.0.7:4420"
+        )) > 0
+    );
+    assert_eq!(
+        h.count_actions(|k| matches!(k, ActionKind::NvmeReconnect { .. })),
+        1
+    );
+    assert_eq!(
+        alerts_with(&h, "NVMe over RDMA controller(s) on rocep2s0f0 back").len(),
+        1
+    );
+    assert!(h.host.storage_ok());
+    assert!(h.host.rdma_consumers.iter().all(|c| !c.gone && !c.broken));
+}
+
+#[test]
 fn a_healthy_nvme_controller_holds_even_with_nvme_cli_and_comes_back_after_the_operators_recover() {
     let h = run("healthy-nvme-holds-then-reconnected");
     assert_safety(&h);

@@ -2136,9 +2136,18 @@ impl SimHost {
     /// choice: TCP answers when the target has a TCP listener, ARP/ND whenever its host is up.
     pub fn probe(&mut self, portal: &Portal, timeout: Duration, id: ActionId, now: Instant) {
         let netdev = self.portal_netdev(portal);
-        let (tcp, neighbour) = match self.targets.get(portal) {
+        // Another service of a target's host (an NVMe over RDMA portal, 4420, on the iSCSI
+        // target's address) is up with its host and, like nvmet-rdma, has no TCP listener.
+        let host_of = self
+            .targets
+            .iter()
+            .find(|(p, _)| p.ip() == portal.ip())
+            .map(|(_, t)| t);
+        let target = self.targets.get(portal).or(host_of);
+        let listens = self.targets.get(portal).is_some_and(|t| t.tcp_listener);
+        let (tcp, neighbour) = match target {
             Some(t) if t.reachable() => (
-                if t.tcp_listener {
+                if listens {
                     TcpAnswer::Reachable {
                         rtt: Duration::from_millis(5),
                     }

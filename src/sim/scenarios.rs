@@ -519,6 +519,37 @@ fn mixed_consumers() -> (SimHost, Policy) {
     (h, p)
 }
 
+/// The NVMe target's host of `nvme_target_later`: its own address, NVMe over RDMA only
+/// (4420, no TCP listener, as nvmet-rdma).
+fn nvme_portal() -> Portal {
+    Portal::new([10, 0, 0, 7], crate::core::nvme_fabrics::NVME_RDMA_PORT)
+}
+
+/// iSER and NVMe over RDMA on one device to two target hosts that both go away; the NVMe
+/// target comes back a minute after the iSCSI one. The daemon probes the NVMe portal too
+/// (4420, found by ARP since nothing listens on TCP) and re-creates only when both answer:
+/// re-creating earlier would leave the controller deleted, its reconnect refused.
+fn nvme_target_later() -> (SimHost, Policy) {
+    let (mut h, p) = mixed_consumers();
+    h.add_target("nqn.2014-08.org.example:nvme-only", nvme_portal());
+    if let Some(t) = h.targets.get_mut(&nvme_portal()) {
+        t.tcp_listener = false;
+    }
+    for c in h.rdma_consumers.iter_mut() {
+        c.target = Some(nvme_portal());
+    }
+    for (secs, on) in [(60, false), (300, true)] {
+        h.schedule(
+            at(secs),
+            HostEvent::TargetPower {
+                portal: nvme_portal(),
+                on,
+            },
+        );
+    }
+    (h, p)
+}
+
 /// The same on a host without nvme-cli: the controller is deleted with the device and
 /// reported not brought back; the iSCSI sessions recover as usual.
 fn mixed_consumers_no_nvme_cli() -> (SimHost, Policy) {
@@ -1076,6 +1107,13 @@ pub fn all() -> Vec<Scenario> {
              recover re-creates the device and nvme connect brings the controller back",
             700,
             healthy_nvme_holds_then_reconnected,
+        ),
+        s(
+            "nvme-target-later",
+            "iSER and NVMe over RDMA to two targets; the NVMe target returns a minute after the \
+             iSCSI one: its portal (4420) is probed too and the re-creation waits for it",
+            700,
+            nvme_target_later,
         ),
         s(
             "mixed-consumers-no-nvme-cli",

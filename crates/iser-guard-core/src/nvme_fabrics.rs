@@ -106,6 +106,10 @@ pub fn parse_fabrics_address(text: &str) -> Result<FabricsAddress, String> {
     })
 }
 
+/// The NVMe over Fabrics port a controller connects to when `trsvcid` is not given (the
+/// IANA port of NVMe/RDMA and NVMe/TCP).
+pub const NVME_RDMA_PORT: u16 = 4420;
+
 /// The raw text of one controller's directory, as the io layer read it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NvmeCtrlFiles {

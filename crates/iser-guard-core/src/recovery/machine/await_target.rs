@@ -180,7 +180,8 @@ impl Engine {
         })
     }
 
-    /// Portals of the sessions of this port that are not up (all portals if none is down).
+    /// Portals of the sessions and NVMe over RDMA controllers of this port that are not up
+    /// (all portals if none is down).
     pub(super) fn down_portals_of(&self, pid: &PortId) -> Vec<Portal> {
         let Some(p) = self.ports.get(pid) else {
             return Vec::new();
@@ -192,6 +193,12 @@ impl Engine {
             .filter(|s| !s.is_up())
             .map(|s| s.key.portal.clone())
             .collect();
+        v.extend(
+            self.nvme_portals_of(pid)
+                .into_iter()
+                .filter(|(_, live)| !live)
+                .map(|(p, _)| p),
+        );
         if v.is_empty() {
             return self.portals_of(pid);
         }

@@ -16,6 +16,25 @@ impl Engine {
             .collect()
     }
 
+    /// The NVMe over RDMA controllers placed on this port, each with its target's portal
+    /// (`traddr`, `trsvcid` or NVMe's 4420) when `traddr` is an IP address. Their targets
+    /// are probed beside the iSCSI portals: a re-creation while an NVMe target is still away
+    /// would leave its controller deleted (the reconnect after it would be refused).
+    pub(super) fn nvme_portals_of(&self, pid: &PortId) -> Vec<(Portal, bool)> {
+        self.nvme_of(&pid.device)
+            .iter()
+            .filter(|c| c.placed.as_ref().is_some_and(|(_, port)| *port == pid.port))
+            .filter_map(|c| {
+                let port = match c.address.trsvcid.as_deref() {
+                    Some(s) => s.trim().parse::<u16>().ok()?,
+                    None => crate::nvme_fabrics::NVME_RDMA_PORT,
+                };
+                let portal = Portal::parse(&c.address.traddr, port).ok()?;
+                Some((portal, c.state == "live"))
+            })
+            .collect()
+    }
+
     pub(super) fn portals_of(&self, pid: &PortId) -> Vec<Portal> {
         let mut v: Vec<Portal> = self
             .ports
@@ -28,6 +47,7 @@ impl Engine {
                     .collect()
             })
             .unwrap_or_default();
+        v.extend(self.nvme_portals_of(pid).into_iter().map(|(p, _)| p));
         v.sort();
         v.dedup();
         v
