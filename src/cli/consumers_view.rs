@@ -64,6 +64,7 @@ mod tests {
             connections: 2,
             live_connections: 2,
             listeners: 0,
+            bound_listeners: 0,
             qps: 0,
             live_qps: 0,
             evidence: Vec::new(),
