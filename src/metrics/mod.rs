@@ -857,6 +857,52 @@ mod tests {
     }
 
     #[test]
+    fn nfs_checks_are_counted_by_result_and_abandoned_stats_apart() {
+        use crate::core::nfs_rdma::{parse_line, NfsCheckReport, NfsCheckResult};
+        let mount = parse_line(
+            "83 22 0:47 / /mnt/nfs rw - nfs4 192.0.2.2:/e rw,proto=rdma,port=20049,addr=192.0.2.2",
+        )
+        .unwrap()
+        .unwrap();
+        let report = |result| NfsCheckReport {
+            mount: mount.clone(),
+            result,
+        };
+        let m = Metrics::new();
+        m.executed(
+            EffectId(8),
+            &Outcome::NfsCheck {
+                device: "rocep2s0f0".into(),
+                reports: vec![
+                    report(NfsCheckResult::Answered { after_ms: 3 }),
+                    report(NfsCheckResult::NoAnswer {
+                        waited_s: 60,
+                        earlier_pending: false,
+                    }),
+                    report(NfsCheckResult::NoAnswer {
+                        waited_s: 60,
+                        earlier_pending: true,
+                    }),
+                    report(NfsCheckResult::Error {
+                        errno: "Input/output error (os error 5)".into(),
+                    }),
+                ],
+            },
+            None,
+        );
+        let text = m.encode();
+        for line in [
+            "iser_guard_nfs_checks_total{result=\"answered\"} 1\n",
+            "iser_guard_nfs_checks_total{result=\"no-answer\"} 2\n",
+            "iser_guard_nfs_checks_total{result=\"error\"} 1\n",
+            // The second no-answer started no stat of its own: one abandoned.
+            "iser_guard_nfs_checks_abandoned_total 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+    }
+
+    #[test]
     fn nvme_reconnects_are_counted_by_result() {
         use crate::core::nvme_fabrics::{
             parse_fabrics_address, NvmeBackResult, NvmeRdmaController, NvmeReconnectReport,
