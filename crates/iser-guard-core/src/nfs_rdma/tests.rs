@@ -204,3 +204,18 @@ fn check_results_say_what_happened_and_have_a_label() {
         assert!(NfsCheckResult::LABELS.contains(&r.label()));
     }
 }
+
+#[test]
+fn every_truncation_and_deletion_of_real_lines_reads_or_skips_without_a_panic() {
+    for end in 0..=MOUNTINFO.len() {
+        if MOUNTINFO.is_char_boundary(end) {
+            let _ = parse_mountinfo(&MOUNTINFO[..end]);
+        }
+    }
+    for at in 0..MOUNTINFO.len() {
+        let mut t = MOUNTINFO.to_string();
+        t.remove(at);
+        let p = parse_mountinfo(&t);
+        assert!(p.mounts.len() + p.skipped.len() <= 6);
+    }
+}
