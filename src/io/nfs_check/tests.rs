@@ -57,15 +57,15 @@ fn a_failing_stat_is_tried_again_within_the_window_until_it_answers() {
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
 
-/// A stat that hangs until [`Gate::open`], counting its calls.
+/// A stat that hangs until [`HungStat::open`], counting its calls.
 #[derive(Default)]
-struct Gate {
+struct HungStat {
     open: Mutex<bool>,
     cv: Condvar,
     calls: AtomicUsize,
 }
 
-impl Gate {
+impl HungStat {
     fn stat(self: &Arc<Self>) -> StatFn {
         let g = self.clone();
         Arc::new(move |_| {
@@ -88,7 +88,7 @@ impl Gate {
 
 #[test]
 fn a_hung_stat_is_abandoned_at_the_windows_end_and_never_doubled() {
-    let gate = Arc::new(Gate::default());
+    let gate = Arc::new(HungStat::default());
     let c = StatNfsCheck::new(gate.stat(), Duration::from_millis(1));
     let m = mount(Path::new("/mnt/hard"));
     let window = Duration::from_millis(300);
@@ -131,7 +131,7 @@ fn a_hung_stat_is_abandoned_at_the_windows_end_and_never_doubled() {
 
 #[test]
 fn a_hung_mount_does_not_delay_the_others_answer() {
-    let gate = Arc::new(Gate::default());
+    let gate = Arc::new(HungStat::default());
     let hung = gate.stat();
     let stat: StatFn = Arc::new(move |p: &Path| {
         if p == Path::new("/mnt/hard") {
