@@ -312,8 +312,15 @@ pub async fn watch_netlink_reading<T: AsyncTransport, M: AsyncTransport>(
         crate::core::nvme_fabrics::place_controllers(&mut nvme, w.cm_ids(), &sent_nvme);
         let nvme_changed = nvme != sent_nvme;
         // The NFS over RDMA mounts (mountinfo), placed by rpcrdma's CM ids; what a
-        // re-creation remembers to check.
+        // re-creation remembers to check. Read only once rpcrdma has a row (nothing can be
+        // placed before) or mounts were sent: a host without NFS over RDMA (a container
+        // host's thousands of mounts) pays nothing for it.
+        let rpcrdma_seen = w
+            .cm_ids()
+            .iter()
+            .any(|c| c.kern_name.as_deref() == Some("rpcrdma"));
         let (mut nfs, skipped) = mountinfo
+            .filter(|_| rpcrdma_seen || !sent_nfs.is_empty())
             .map(crate::io::mountinfo::nfs_rdma_mounts)
             .unwrap_or_default();
         if !skipped.is_empty() && !nfs_skips_said {
