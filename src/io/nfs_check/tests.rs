@@ -162,3 +162,29 @@ fn the_scripted_check_answers_queued_results_then_answered() {
     assert!(r[1].result.answered());
     assert_eq!(s.calls(), [vec![m.clone(), m]]);
 }
+
+#[test]
+fn a_mount_read_from_a_fixture_mountinfo_is_checked_at_its_directory() {
+    // The mount point is a real directory with a space in its name, escaped in mountinfo
+    // as the kernel escapes it.
+    let dir = tempfile::tempdir().unwrap();
+    let point = dir.path().join("nfs data");
+    std::fs::create_dir(&point).unwrap();
+    let escaped = point.display().to_string().replace(' ', "\\040");
+    let info = dir.path().join("mountinfo");
+    std::fs::write(
+        &info,
+        format!(
+            "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n\
+             83 22 0:47 / {escaped} rw,relatime shared:45 - nfs4 192.0.2.10:/export \
+             rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=rdma,port=20049,\
+             timeo=600,retrans=2,sec=sys,clientaddr=192.0.2.1,local_lock=none,addr=192.0.2.10\n"
+        ),
+    )
+    .unwrap();
+    let (mounts, skipped) = crate::io::mountinfo::nfs_rdma_mounts(&info);
+    assert!(skipped.is_empty(), "{skipped:?}");
+    assert_eq!(mounts[0].mount_point, point.display().to_string());
+    let r = StatNfsCheck::default().check(&mounts, Duration::from_secs(5));
+    assert!(r[0].result.answered(), "{}", r[0]);
+}
