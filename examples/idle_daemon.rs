@@ -223,6 +223,7 @@ fn main() -> ExitCode {
             interval: config.poll.netlink,
             netlink: fake_kernel::injected_netlink(requests, events),
             metrics: iser_guard::metrics::Metrics::disabled(),
+            mountinfo: None,
         });
         run(settings, deps, Mode::Daemon).await
     });

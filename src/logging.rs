@@ -218,7 +218,7 @@ pub fn message_id(kind: &str) -> String {
 
 /// Every alert kind (the first word of the engine's alert keys, and `safe-mode` and
 /// `device-fatal`, the daemon's own), for the docs' MESSAGE_ID table.
-pub const ALERT_KINDS: [&str; 19] = [
+pub const ALERT_KINDS: [&str; 23] = [
     "cm-addr-error",
     "cm-rejected",
     "device-fatal",
@@ -228,6 +228,10 @@ pub const ALERT_KINDS: [&str; 19] = [
     "hold",
     "journal-failed",
     "listener",
+    "nfs-back",
+    "nfs-not-back",
+    "nvme-back",
+    "nvme-not-back",
     "paused",
     "quarantine",
     "quarantine-down",

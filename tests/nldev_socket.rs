@@ -1038,6 +1038,7 @@ mod virtual_time {
             interval: Duration::from_secs(5),
             netlink: NetlinkAccess::Injected(Box::new(|_, _, _| Err(NetlinkError::Unavailable))),
             metrics: iser_guard::metrics::Metrics::disabled(),
+            mountinfo: None,
         });
         let (tx, mut rx) = unbounded_channel();
         let (refresh, stop) = (Arc::new(Signal::default()), Arc::new(Signal::default()));

@@ -982,7 +982,13 @@ fn without_nvme_cli_the_controller_is_reported_not_back_and_iser_still_recovers(
         a[0].detail
     );
     assert!(h.host.storage_ok());
-    assert!(h.host.rdma_consumers.iter().all(|c| c.gone));
+    // The NVMe controller stays deleted; the NFS mount's transport is the kernel's to bring
+    // back, and it did.
+    assert!(h
+        .host
+        .rdma_consumers
+        .iter()
+        .all(|c| c.gone != c.is_rpcrdma()));
 }
 
 #[test]
@@ -1038,4 +1044,121 @@ fn a_healthy_nvme_controller_holds_even_with_nvme_cli_and_comes_back_after_the_o
     );
     assert!(h.host.storage_ok());
     assert!(h.host.rdma_consumers.iter().all(|c| !c.gone));
+}
+
+#[test]
+fn mixed_consumers_the_nfs_mount_is_remembered_checked_after_the_recreation_and_answers() {
+    let h = run("mixed-consumers");
+    assert_safety(&h);
+    assert_eq!(h.recreations().len(), 1);
+    let r = alerts_with(&h, "re-creating RDMA device");
+    assert!(
+        r[0].detail.contains(
+            "NFS over RDMA mounts remembered for a check after it (xprtrdma reconnects them): \
+             /mnt/nfs data (10.0.0.5:/export, nfs4 4.2)"
+        ),
+        "{}",
+        r[0].detail
+    );
+    assert_eq!(
+        h.count_actions(|k| matches!(k, ActionKind::NfsCheck { .. })),
+        1
+    );
+    let a = alerts_with(&h, "NFS over RDMA mount(s) on rocep2s0f0 answer");
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].severity, AlertClass::Info);
+    // iSER, NVMe over RDMA and NFS over RDMA: every consumer back.
+    assert!(h.host.storage_ok());
+    assert!(h.host.rdma_consumers.iter().all(|c| !c.gone && !c.broken));
+    // Remembered and checked in the record, journaled as nfs-mounts.
+    let snap = h.engine().snapshot();
+    let bytes = iser_guard::core::journal::encode(&snap);
+    assert!(String::from_utf8_lossy(&bytes).contains("nfs-mounts"));
+    let back = iser_guard::core::journal::decode(&bytes).unwrap();
+    let rec = back
+        .devices
+        .iter()
+        .find(|d| d.name == FIELD_DEVICE)
+        .and_then(|d| d.recreation.clone())
+        .unwrap();
+    assert_eq!(rec.nfs.len(), 1);
+    assert_eq!(rec.nfs[0].mount_point, "/mnt/nfs data");
+    assert_eq!(rec.nfs[0].placed, Some((FIELD_DEVICE.to_string(), 1)));
+    assert_eq!(rec.nfs_checks.len(), 1);
+    assert!(rec.nfs_checks[0].result.answered());
+    // The next re-creation's plan (`reset-device --dry-run`) names the mount and its check.
+    let plan = h
+        .plan(&iser_guard::core::recovery::OperatorCommand::ResetDevice {
+            device: FIELD_DEVICE.into(),
+        })
+        .unwrap();
+    let lines = plan.lines().join("\n");
+    assert!(
+        lines.contains("check the NFS over RDMA mount on the device"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("  /mnt/nfs data (10.0.0.5:/export, nfs4 4.2) from 10.0.0.5 port 20049 via rocep2s0f0/1"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains(
+            "(except the NVMe controllers below): nvme_rdma on port 1 (live), rpcrdma on port 1 \
+             (live); the kernel reconnects the NFS mounts below by itself, iser-guard checks them"
+        ),
+        "{lines}"
+    );
+}
+
+#[test]
+fn a_silent_nfs_mount_gets_one_critical_alert_naming_it_and_nothing_else_breaks() {
+    let h = run("nfs-mount-silent");
+    assert_safety(&h);
+    assert_eq!(h.recreations().len(), 1);
+    let a = alerts_with(&h, "NOT answering after its re-creation");
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].severity, AlertClass::Critical);
+    assert!(a[0].summary.contains("1 of 1 NFS over RDMA mount(s) on rocep2s0f0 NOT answering after its re-creation: /mnt/scratch"), "{}", a[0].summary);
+    assert!(
+        a[0].detail.contains(
+            "/mnt/scratch (10.0.0.5:/export, nfs4 4.2): did not answer a stat within 60 s"
+        ),
+        "{}",
+        a[0].detail
+    );
+    assert!(alerts_with(&h, "answer after its re-creation").is_empty());
+    assert!(h.host.storage_ok(), "iSER recovered as usual");
+    let rec = h
+        .engine()
+        .snapshot()
+        .devices
+        .into_iter()
+        .find(|d| d.name == FIELD_DEVICE)
+        .and_then(|d| d.recreation)
+        .unwrap();
+    assert_eq!(rec.nfs_checks[0].result.label(), "no-answer");
+}
+
+#[test]
+fn a_live_nfs_mount_does_not_hold_the_recreation_and_answers_after_it() {
+    let h = run("healthy-nfs-does-not-hold");
+    assert_safety(&h);
+    assert!(
+        alerts_with(&h, "would drop the connections of").is_empty(),
+        "a live rpcrdma client holds nothing"
+    );
+    assert_eq!(h.recreations().len(), 1);
+    let t = first_recreate_secs(&h, FIELD_DEVICE).unwrap();
+    assert!(t < 300, "re-created at {t}s, when the target was back");
+    let r = alerts_with(&h, "re-creating RDMA device");
+    assert!(
+        r[0].detail.contains("rpcrdma on port 1 (live)"),
+        "the decision names it: {}",
+        r[0].detail
+    );
+    assert_eq!(
+        alerts_with(&h, "1 NFS over RDMA mount(s) on rocep2s0f0 answer").len(),
+        1
+    );
+    assert!(h.host.storage_ok());
 }

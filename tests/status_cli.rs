@@ -424,3 +424,48 @@ fn status_json_lists_the_consumers_of_each_port_from_the_cm_id_table() {
     let text = r.render_text();
     assert!(text.contains("rxe_ini/1"), "{text}");
 }
+
+#[test]
+fn binary_status_lists_the_nfs_over_rdma_mounts_of_the_proc_roots_mountinfo() {
+    if !no_rdma_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+    std::fs::write(
+        dir.path().join("proc/self/mountinfo"),
+        "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n\
+         83 22 0:47 / /mnt/nfs rw,relatime shared:45 - nfs4 192.0.2.10:/export \
+         rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=rdma,port=20049,\
+         timeo=600,retrans=2,sec=sys,clientaddr=192.0.2.1,local_lock=none,addr=192.0.2.10\n",
+    )
+    .unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[paths]\nsysfs-root = {:?}\nproc-root = {:?}\n",
+            sysfs("e810").to_str().unwrap(),
+            dir.path().join("proc").to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = run(&["--config", cfg.to_str().unwrap(), "status", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let m = &v["nfs_mounts"][0];
+    assert_eq!(m["mount_point"], "/mnt/nfs");
+    assert_eq!(m["server"], "192.0.2.10");
+    assert_eq!(m["port"], 20049);
+    assert_eq!(m["proto"], "rdma");
+    assert_eq!(m["placed"], serde_json::Value::Null, "no CM id table here");
+    let (code, out, err) = run(&["--config", cfg.to_str().unwrap(), "status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "  /mnt/nfs (192.0.2.10:/export, nfs4 4.2) on port not known (no rpcrdma \
+             connection seen yet): server 192.0.2.10:20049 over rdma"
+        ),
+        "{out}"
+    );
+}

@@ -49,6 +49,32 @@ pub fn render_nvme(ctrls: &[crate::core::nvme_fabrics::NvmeRdmaController]) -> S
     out
 }
 
+/// The NFS over RDMA mounts, one line each with the port its transport runs on; nothing
+/// when none.
+pub fn render_nfs(mounts: &[crate::core::nfs_rdma::NfsRdmaMount]) -> String {
+    if mounts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nNFS over RDMA mounts (the kernel reconnects them after a re-creation; checked):\n",
+    );
+    for m in mounts {
+        let on = m.placed.as_ref().map_or_else(
+            || "port not known (no rpcrdma connection seen yet)".to_string(),
+            |(d, p)| format!("{d}/{p}"),
+        );
+        let port = m.port.map(|p| format!(":{p}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {} on {on}: server {}{port} over {}",
+            m.describe(),
+            m.server,
+            m.proto
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +90,7 @@ mod tests {
             connections: 2,
             live_connections: 2,
             listeners: 0,
+            bound_listeners: 0,
             qps: 0,
             live_qps: 0,
             evidence: Vec::new(),
@@ -106,5 +133,27 @@ mod tests {
              namespaces nvme0n1\n"
         );
         assert!(render(Some(&[])).contains("none"));
+    }
+
+    #[test]
+    fn nfs_mounts_are_listed_with_their_port_and_server() {
+        assert_eq!(render_nfs(&[]), "");
+        let m = crate::core::nfs_rdma::parse_line(
+            "83 22 0:47 / /mnt/nfs rw - nfs4 192.0.2.10:/export \
+             rw,vers=4.2,proto=rdma,port=20049,addr=192.0.2.10",
+        )
+        .unwrap()
+        .unwrap();
+        let placed = crate::core::nfs_rdma::NfsRdmaMount {
+            placed: Some(("rocep2s0f0".into(), 1)),
+            ..m.clone()
+        };
+        assert_eq!(
+            render_nfs(&[placed, m]),
+            "\nNFS over RDMA mounts (the kernel reconnects them after a re-creation; \
+             checked):\n  /mnt/nfs (192.0.2.10:/export, nfs4 4.2) on rocep2s0f0/1: server \
+             192.0.2.10:20049 over rdma\n  /mnt/nfs (192.0.2.10:/export, nfs4 4.2) on port not \
+             known (no rpcrdma connection seen yet): server 192.0.2.10:20049 over rdma\n"
+        );
     }
 }

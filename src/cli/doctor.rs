@@ -111,6 +111,25 @@ pub(crate) fn passive(cfg: &Config, origin: &ConfigOrigin) -> Report {
         .checks
         .extend(crate::core::doctor::nvme_reconnect_check(&nvme_facts(cfg)));
     report
+        .checks
+        .extend(crate::core::doctor::nfs_mount_check(&nfs_facts(cfg)));
+    report
+}
+
+/// The NFS over RDMA mounts (`self/mountinfo` under `paths.proc-root`), placed by the CM id
+/// table when RDMA netlink answers, and the consumers per port, for the NFS check.
+fn nfs_facts(cfg: &Config) -> crate::core::doctor::NfsMountFacts {
+    let (mut mounts, _) =
+        crate::io::mountinfo::nfs_rdma_mounts(&cfg.paths.proc_root.join("self/mountinfo"));
+    let g = super::status::gather(NldevClient::open(), &cfg.paths.sysfs_root);
+    crate::core::nfs_rdma::place_mounts(&mut mounts, &g.cm_ids, &[]);
+    let consumers = g.netlink_error.is_none().then(|| {
+        g.topology
+            .as_ref()
+            .map(|t| crate::core::consumers::of_topology(t, &g.cm_ids))
+            .unwrap_or_default()
+    });
+    crate::core::doctor::NfsMountFacts { mounts, consumers }
 }
 
 /// The NVMe over RDMA controllers (placed by the CM id table when RDMA netlink answers),

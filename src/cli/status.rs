@@ -50,6 +50,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
     let gathered = gather_with_caps(NldevClient::open(), &root, &cfg.paths.proc_root);
     let mut report = StatusReport::build(&gathered);
     let nvme = nvme_controllers(&gathered);
+    let nfs = nfs_mounts(&gathered, &cfg.paths.proc_root);
     if let Some(ports) = report.consumers.as_mut() {
         crate::io::proc_comm::name_processes(ports, &cfg.paths.proc_root);
     }
@@ -61,6 +62,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
             to_json(&Combined {
                 kernel: &report,
                 nvme_controllers: &nvme,
+                nfs_mounts: &nfs,
                 daemon: &daemon
             })?
         );
@@ -68,6 +70,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<ExitCode, Error> {
         let style = super::term::Style::stdout();
         print!("{}", report.render_styled(style));
         print!("{}", super::consumers_view::render_nvme(&nvme));
+        print!("{}", super::consumers_view::render_nfs(&nfs));
         print!("\n{}", super::daemon_view::render(&daemon, style));
     }
     report.exit(gathered.netlink_error)
@@ -81,6 +84,9 @@ struct Combined<'a> {
     /// The NVMe over RDMA controllers; absent when there are none.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     nvme_controllers: &'a [crate::core::nvme_fabrics::NvmeRdmaController],
+    /// The NFS over RDMA mounts; absent when there are none.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    nfs_mounts: &'a [crate::core::nfs_rdma::NfsRdmaMount],
     daemon: &'a super::daemon_view::DaemonSide,
 }
 
@@ -91,6 +97,14 @@ fn nvme_controllers(g: &Gathered) -> Vec<crate::core::nvme_fabrics::NvmeRdmaCont
     let (mut c, _) = crate::io::sysfs::nvme::rdma_controllers(&g.sysfs_root);
     crate::core::nvme_fabrics::place_controllers(&mut c, &g.cm_ids, &[]);
     c
+}
+
+/// The NFS over RDMA mounts (`self/mountinfo` under `proc_root`), placed on their RDMA ports
+/// by rpcrdma's CM ids: what a re-creation of their device would remember and check.
+fn nfs_mounts(g: &Gathered, proc_root: &Path) -> Vec<crate::core::nfs_rdma::NfsRdmaMount> {
+    let (mut m, _) = crate::io::mountinfo::nfs_rdma_mounts(&proc_root.join("self/mountinfo"));
+    crate::core::nfs_rdma::place_mounts(&mut m, &g.cm_ids, &[]);
+    m
 }
 
 /// The sysfs root: `--sysfs-root`, else `paths.sysfs-root` of the configuration.

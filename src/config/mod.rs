@@ -94,7 +94,7 @@ pub struct Paths {
     /// re-creation deleted (`recovery.nvme-reconnect`).
     pub nvme: PathBuf,
     /// Root of procfs (`/proc`): `iser-guard doctor` reads the kernel release, devices and
-    /// modules there.
+    /// modules there; the daemon and `status` read `self/mountinfo` (NFS over RDMA mounts).
     pub proc_root: PathBuf,
     /// Root of the device nodes (`/dev`): `doctor` lists `infiniband/` and reads the
     /// sessions' disks there.

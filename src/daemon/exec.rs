@@ -154,6 +154,27 @@ pub fn execute(
                 summary,
             })
         }
+        ActionKind::NfsCheck {
+            device,
+            mounts,
+            window,
+        } => {
+            // Returns within about `window`; the stats themselves run on threads of their
+            // own that are never waited for (a hard mount's stat can hang for good).
+            let reports = ex.nfs.check(mounts, *window);
+            let summary = reports
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            done(crate::answers::Answer {
+                outcome: Outcome::NfsCheck {
+                    device: device.clone(),
+                    reports,
+                },
+                summary,
+            })
+        }
         ActionKind::SelfTestPort {
             device,
             port,

@@ -62,6 +62,9 @@ pub struct HostTopology {
     pub netlink: NetlinkAccess,
     /// Told of each dump and scan ([`TopologySource::observe`]).
     pub metrics: crate::metrics::Metrics,
+    /// `/proc/self/mountinfo` under `paths.proc-root`, read with each netlink report for
+    /// the NFS over RDMA mounts (`None`: not read).
+    pub mountinfo: Option<PathBuf>,
 }
 
 /// The port → netdev map from a sysfs scan.
@@ -165,6 +168,7 @@ impl HostTopology {
             interval,
             netlink,
             metrics,
+            mountinfo,
         } = self;
         let clock = BootClock;
         let now = move || clock.now();
@@ -178,10 +182,10 @@ impl HostTopology {
                 let mut w = w
                     .with_timer(timers())
                     .with_quiet_dumps(crate::core::topology::Poller::QUIET_FACTOR);
-                let watched = watch_netlink_observed(
+                let watched = watch_netlink_reading(
                     &mut w,
                     &now,
-                    &sysfs_root,
+                    (&sysfs_root, mountinfo.as_deref()),
                     &tx,
                     &refresh,
                     &stop,
@@ -247,11 +251,28 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
     stop: &Signal,
     metrics: &crate::metrics::Metrics,
 ) -> Result<(), NetlinkError> {
+    watch_netlink_reading(w, clock, (sysfs_root, None), tx, refresh, stop, metrics).await
+}
+
+/// [`watch_netlink_observed`], also reading the NFS over RDMA mounts from `roots.1` (a
+/// mountinfo file) with each report, placed by rpcrdma's CM ids, sent when they change.
+pub async fn watch_netlink_reading<T: AsyncTransport, M: AsyncTransport>(
+    w: &mut NldevWatcher<T, M>,
+    clock: &impl Fn() -> crate::core::time::Instant,
+    roots: (&Path, Option<&Path>),
+    tx: &UnboundedSender<TopologyReport>,
+    refresh: &Signal,
+    stop: &Signal,
+    metrics: &crate::metrics::Metrics,
+) -> Result<(), NetlinkError> {
+    let (sysfs_root, mountinfo) = roots;
     metrics.source_up(crate::metrics::Source::Netlink, true);
     let mut first = true;
     let mut sent_cm_ids: Vec<CmIdEntry> = Vec::new();
     let mut sent_consumers: Option<Vec<PortConsumers>> = None;
     let mut sent_nvme: Vec<crate::core::nvme_fabrics::NvmeRdmaController> = Vec::new();
+    let mut sent_nfs: Vec<crate::core::nfs_rdma::NfsRdmaMount> = Vec::new();
+    let mut nfs_skips_said = false;
     let mut recipes = super::recipes::Recipes::new(sysfs_root);
     let mut stack = super::driver_stack::StackWatch::new(sysfs_root);
     loop {
@@ -290,13 +311,35 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
         }
         crate::core::nvme_fabrics::place_controllers(&mut nvme, w.cm_ids(), &sent_nvme);
         let nvme_changed = nvme != sent_nvme;
+        // The NFS over RDMA mounts (mountinfo), placed by rpcrdma's CM ids; what a
+        // re-creation remembers to check. Read only once rpcrdma has a row (nothing can be
+        // placed before) or mounts were sent: a host without NFS over RDMA (a container
+        // host's thousands of mounts) pays nothing for it.
+        let rpcrdma_seen = w
+            .cm_ids()
+            .iter()
+            .any(|c| c.kern_name.as_deref() == Some("rpcrdma"));
+        let (mut nfs, skipped) = mountinfo
+            .filter(|_| rpcrdma_seen || !sent_nfs.is_empty())
+            .map(crate::io::mountinfo::nfs_rdma_mounts)
+            .unwrap_or_default();
+        if !skipped.is_empty() && !nfs_skips_said {
+            // Said once: the same lines would be skipped with every report.
+            nfs_skips_said = true;
+            for s in &skipped {
+                tracing::warn!(skipped = %s, "mountinfo line not read");
+            }
+        }
+        crate::core::nfs_rdma::place_mounts(&mut nfs, w.cm_ids(), &sent_nfs);
+        let nfs_changed = nfs != sent_nfs;
         if end == StepEnd::Woken
             || (events.is_empty()
                 && !first
                 && !forced
                 && !cm_changed
                 && !consumers_changed
-                && !nvme_changed)
+                && !nvme_changed
+                && !nfs_changed)
         {
             continue;
         }
@@ -322,6 +365,12 @@ pub async fn watch_netlink_observed<T: AsyncTransport, M: AsyncTransport>(
                 controllers: nvme.clone(),
             });
             sent_nvme = nvme;
+        }
+        if nfs_changed {
+            observations.push(Observation::NfsMounts {
+                mounts: nfs.clone(),
+            });
+            sent_nfs = nfs;
         }
         let s = w.take_scan().unwrap_or_else(|| scan(sysfs_root));
         observations.extend(stack.changed(&s));

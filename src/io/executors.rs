@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::io::iscsiadm::{IscsiAdm, Iscsiadm, ScriptedIscsiAdm};
 use crate::io::neighbour::{NetlinkNeighbour, ScriptedNeighbour};
+use crate::io::nfs_check::{NfsCheck, ScriptedNfsCheck, StatNfsCheck};
 use crate::io::nvme_cli::{NvmeCliRestore, NvmeRestore, ScriptedNvmeRestore};
 use crate::io::probe::{ScriptedProber, TcpProber};
 use crate::io::probe_choice::{PortalProbes, ProbeMethods};
@@ -45,6 +46,9 @@ pub struct Executors {
     pub selftest: Arc<dyn PortSelfTest>,
     /// NVMe over RDMA controllers brought back after a re-creation.
     pub nvme: Arc<dyn NvmeRestore>,
+    /// NFS over RDMA mounts checked after a re-creation (one checker for the daemon's life:
+    /// it knows which mount points still have a stat hanging).
+    pub nfs: Arc<dyn NfsCheck>,
     /// `recovery.probe-timeout`.
     pub probe_timeout: Duration,
     /// `recovery.probe-port`, for portals that name none.
@@ -102,6 +106,7 @@ impl Executors {
                 reason: "this iser-guard runs without a verbs self-test".into(),
             }),
             nvme: Arc::new(opts.nvme),
+            nfs: Arc::new(StatNfsCheck::default()),
             probe_timeout: opts.probe.timeout,
             probe_port: opts.probe.port,
         }
@@ -130,6 +135,8 @@ pub struct Doubles {
     pub selftest: Arc<ScriptedSelfTest>,
     /// The scripted NVMe restore (every controller back unless answers are queued).
     pub nvme: Arc<ScriptedNvmeRestore>,
+    /// The scripted NFS check (every mount answers unless answers are queued).
+    pub nfs: Arc<ScriptedNfsCheck>,
 }
 
 impl Doubles {
@@ -146,6 +153,7 @@ impl Doubles {
             alerts: Some(self.alerts.clone()),
             selftest: self.selftest.clone(),
             nvme: self.nvme.clone(),
+            nfs: self.nfs.clone(),
             probe_timeout: probe.timeout,
             probe_port: probe.port,
         }

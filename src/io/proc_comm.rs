@@ -32,6 +32,7 @@ mod tests {
             connections: 0,
             live_connections: 0,
             listeners: 1,
+            bound_listeners: 1,
             qps: 0,
             live_qps: 0,
             evidence: Vec::new(),

@@ -123,6 +123,8 @@ struct Families {
     selftest_last_timestamp: Family<Labels, Gauge<f64, AtomicU64>>,
     rdma_consumers: Family<Labels, Gauge>,
     nvme_reconnects: Family<Labels, Counter>,
+    nfs_checks: Family<Labels, Counter>,
+    nfs_checks_abandoned: Counter,
 }
 
 #[derive(Debug)]
@@ -192,6 +194,7 @@ pub fn action_name(k: &ActionKind) -> &'static str {
         ActionKind::IscsiRescan { .. } => "iscsi_rescan",
         ActionKind::SelfTestPort { .. } => "selftest_port",
         ActionKind::NvmeReconnect { .. } => "nvme_reconnect",
+        ActionKind::NfsCheck { .. } => "nfs_check",
         ActionKind::RefreshSessions => "refresh_sessions",
         ActionKind::RefreshTopology => "refresh_topology",
         ActionKind::Alert(_) => "alert",
@@ -257,6 +260,8 @@ impl Metrics {
             selftest_last_timestamp: Family::default(),
             rdma_consumers: Family::default(),
             nvme_reconnects: Family::default(),
+            nfs_checks: Family::default(),
+            nfs_checks_abandoned: Counter::default(),
         };
         r.register(
             "kernel_events",
@@ -390,6 +395,16 @@ impl Metrics {
             "nvme_reconnects",
             "NVMe over RDMA controllers reconnected with nvme connect after a re-creation of their device, by result (back: live, namespaces present, direct reads succeed; no-nvme-cli, disabled, connect-failed, not-found, not-live, namespaces-missing, read-failed)",
             f.nvme_reconnects.clone(),
+        );
+        r.register(
+            "nfs_checks",
+            "NFS over RDMA mounts checked with a bounded stat after a re-creation of their device, by result (answered; no-answer: no stat returned within the window; error: every stat failed)",
+            f.nfs_checks.clone(),
+        );
+        r.register(
+            "nfs_checks_abandoned",
+            "stats of NFS over RDMA mount points left hanging at the end of their check's window (a hard mount's stat waits for its server; the daemon never waits for it)",
+            f.nfs_checks_abandoned.clone(),
         );
         r.register(
             "rdma_consumers",
@@ -688,6 +703,22 @@ impl Metrics {
     /// the executor knows it.
     pub fn executed(&self, id: EffectId, outcome: &Outcome, method: Option<&str>) {
         self.with(|i| {
+            if let Outcome::NfsCheck { reports, .. } = outcome {
+                for r in reports {
+                    i.f.nfs_checks
+                        .get_or_create(&l1("result", r.result.label()))
+                        .inc();
+                    if matches!(
+                        r.result,
+                        crate::core::nfs_rdma::NfsCheckResult::NoAnswer {
+                            earlier_pending: false,
+                            ..
+                        }
+                    ) {
+                        i.f.nfs_checks_abandoned.inc();
+                    }
+                }
+            }
             if let Outcome::NvmeReconnect { reports, .. } = outcome {
                 for r in reports {
                     i.f.nvme_reconnects
@@ -823,6 +854,52 @@ mod tests {
         m.kmsg_lost(Some(3));
         assert!(!m.is_enabled());
         assert_eq!(m.encode(), "");
+    }
+
+    #[test]
+    fn nfs_checks_are_counted_by_result_and_abandoned_stats_apart() {
+        use crate::core::nfs_rdma::{parse_line, NfsCheckReport, NfsCheckResult};
+        let mount = parse_line(
+            "83 22 0:47 / /mnt/nfs rw - nfs4 192.0.2.2:/e rw,proto=rdma,port=20049,addr=192.0.2.2",
+        )
+        .unwrap()
+        .unwrap();
+        let report = |result| NfsCheckReport {
+            mount: mount.clone(),
+            result,
+        };
+        let m = Metrics::new();
+        m.executed(
+            EffectId(8),
+            &Outcome::NfsCheck {
+                device: "rocep2s0f0".into(),
+                reports: vec![
+                    report(NfsCheckResult::Answered { after_ms: 3 }),
+                    report(NfsCheckResult::NoAnswer {
+                        waited_s: 60,
+                        earlier_pending: false,
+                    }),
+                    report(NfsCheckResult::NoAnswer {
+                        waited_s: 60,
+                        earlier_pending: true,
+                    }),
+                    report(NfsCheckResult::Error {
+                        errno: "Input/output error (os error 5)".into(),
+                    }),
+                ],
+            },
+            None,
+        );
+        let text = m.encode();
+        for line in [
+            "iser_guard_nfs_checks_total{result=\"answered\"} 1\n",
+            "iser_guard_nfs_checks_total{result=\"no-answer\"} 2\n",
+            "iser_guard_nfs_checks_total{result=\"error\"} 1\n",
+            // The second no-answer started no stat of its own: one abandoned.
+            "iser_guard_nfs_checks_abandoned_total 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 
     #[test]

@@ -8,7 +8,11 @@
 //! device removal destroys them, as nvme_rdma's remove_one deletes its controllers and a
 //! process loses its context. An NVMe controller with a sysfs view ([`SimConsumer::sysfs`])
 //! is also rendered as `/sys/class/nvme/nvmeN` shows it ([`nvme_files`]), and `nvme connect`
-//! ([`connect`], the host's nvme-cli when it has one) creates it again, renumbered.
+//! ([`connect`], the host's nvme-cli when it has one) creates it again, renumbered. An NFS
+//! client's transport ([`SimConsumer::nfs_client`], module rpcrdma, to port 20049) is what
+//! the kernel brings back by itself: the host's stat of a mount ([`SimNfsMount`], shown in
+//! mountinfo by [`mountinfo`]) is an RPC, and xprtrdma connects again for it once the device
+//! is back and the server answers.
 
 use crate::core::nldev::{CmIdEntry, QpEntry, QpTypeOrRaw, SockAddr};
 use crate::core::nvme_fabrics::NvmeCtrlFiles;
@@ -89,6 +93,38 @@ impl SimConsumer {
         }
     }
 
+    /// An NFS client's RPC-over-RDMA transport (rpcrdma) on `device`/`port` to the server
+    /// on `server`'s host (port 20049), one connection. `None`: a server that never goes
+    /// away, at 192.0.2.99.
+    pub fn nfs_client(device: &str, port: u32, server: Option<Portal>) -> Self {
+        SimConsumer {
+            device: device.into(),
+            port,
+            owner: SimOwner::Module("rpcrdma".into()),
+            connections: 1,
+            listener: false,
+            target: server,
+            broken: false,
+            gone: false,
+            sysfs: None,
+        }
+    }
+
+    /// Its module is rpcrdma: the kernel reconnects it by itself.
+    pub fn is_rpcrdma(&self) -> bool {
+        self.owner == SimOwner::Module("rpcrdma".into())
+    }
+
+    /// The port its connections go to and its listener listens on: NFS over RDMA's 20049
+    /// for rpcrdma, NVMe over Fabrics' 4420 otherwise.
+    fn service_port(&self) -> u16 {
+        if self.is_rpcrdma() {
+            crate::core::nfs_rdma::NFS_RDMA_PORT
+        } else {
+            4420
+        }
+    }
+
     /// nvme_rdma's controller `nvme<instance>`, also shown in sysfs.
     pub fn nvme_controller(device: &str, port: u32, target: Option<Portal>, instance: u32) -> Self {
         SimConsumer {
@@ -97,8 +133,8 @@ impl SimConsumer {
         }
     }
 
-    /// The NVMe target address its connections go to.
-    fn nvme_traddr(&self) -> std::net::IpAddr {
+    /// The address its connections go to (an NVMe target's, an NFS server's).
+    pub fn nvme_traddr(&self) -> std::net::IpAddr {
         self.target
             .as_ref()
             .map_or_else(|| [192, 0, 2, 99].into(), |t| t.ip())
@@ -148,7 +184,7 @@ pub fn rows(
                 qp_type: None,
                 ps: Some(PS_TCP),
                 state: CM_LISTEN,
-                src_addr: Some(SockAddr::from_socket_addr((local, 4420).into())),
+                src_addr: Some(SockAddr::from_socket_addr((local, c.service_port()).into())),
                 dst_addr: Some(SockAddr::from_socket_addr(([0, 0, 0, 0], 0).into())),
                 cm_idn: Some(base),
                 pid: c.pid(),
@@ -157,7 +193,7 @@ pub fn rows(
         }
         let live = !c.broken;
         for n in 0..c.connections {
-            let dst = std::net::SocketAddr::new(c.nvme_traddr(), 4420);
+            let dst = std::net::SocketAddr::new(c.nvme_traddr(), c.service_port());
             ids.push(CmIdEntry {
                 dev_index,
                 dev_name: c.device.clone(),
@@ -264,4 +300,62 @@ pub fn connect(
     c.broken = false;
     c.sysfs = Some(next_instance);
     Ok(())
+}
+
+/// An NFS mount over RDMA on the simulated host.
+#[derive(Debug, Clone)]
+pub struct SimNfsMount {
+    /// Where it is mounted.
+    pub mount_point: String,
+    /// The server's address (its rpcrdma transport is a [`SimConsumer::nfs_client`] to it).
+    pub server: std::net::IpAddr,
+    /// The export.
+    pub export: String,
+    /// The client's address, shown as `clientaddr=`.
+    pub client: std::net::IpAddr,
+    /// The server never answers this mount's RPCs again (its export is wedged): every stat
+    /// hangs.
+    pub stat_hangs: bool,
+}
+
+impl SimNfsMount {
+    /// An NFSv4.2 mount of `server:/export` at `mount_point`.
+    pub fn new(mount_point: &str, server: std::net::IpAddr, client: std::net::IpAddr) -> Self {
+        SimNfsMount {
+            mount_point: mount_point.into(),
+            server,
+            export: "/export".into(),
+            client,
+            stat_hangs: false,
+        }
+    }
+}
+
+/// `/proc/self/mountinfo` of a host with a root file system, `/proc` and `mounts`, as
+/// `show_mountinfo` writes it (mount points escaped) with NFS's super options in
+/// `nfs_show_mount_options`' order.
+pub fn mountinfo(mounts: &[SimNfsMount]) -> String {
+    let mut out = String::from(
+        "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw,errors=remount-ro\n\
+         25 22 0:23 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n",
+    );
+    for (i, m) in mounts.iter().enumerate() {
+        let id = 80 + i;
+        let escaped = m.mount_point.replace('\\', "\\134").replace(' ', "\\040");
+        let server = match m.server {
+            std::net::IpAddr::V6(a) => format!("[{a}]"),
+            std::net::IpAddr::V4(a) => a.to_string(),
+        };
+        let proto = if m.server.is_ipv6() { "rdma6" } else { "rdma" };
+        out.push_str(&format!(
+            "{id} 22 0:{} / {escaped} rw,relatime shared:{id} - nfs4 {server}:{} \
+             rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto={proto},port=20049,\
+             timeo=600,retrans=2,sec=sys,clientaddr={},local_lock=none,addr={}\n",
+            40 + i,
+            m.export,
+            m.client,
+            m.server
+        ));
+    }
+    out
 }

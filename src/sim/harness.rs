@@ -556,6 +556,38 @@ impl Harness {
                     now,
                 );
             }
+            ActionKind::NfsCheck {
+                device,
+                mounts,
+                window,
+            } => {
+                // The simulated stat double: the host answers at once or never (a hang is
+                // reported as the real checker does at the window's end).
+                let reports = mounts
+                    .iter()
+                    .map(|m| crate::core::nfs_rdma::NfsCheckReport {
+                        mount: m.clone(),
+                        result: if self.host.nfs_stat(&m.mount_point) {
+                            crate::core::nfs_rdma::NfsCheckResult::Answered { after_ms: 0 }
+                        } else {
+                            crate::core::nfs_rdma::NfsCheckResult::NoAnswer {
+                                waited_s: window.as_secs(),
+                                earlier_pending: false,
+                            }
+                        },
+                    })
+                    .collect();
+                self.deliver(
+                    super::host::Delivery::Outcome {
+                        id: a.id,
+                        outcome: crate::core::recovery::Outcome::NfsCheck {
+                            device: device.clone(),
+                            reports,
+                        },
+                    },
+                    now,
+                );
+            }
             ActionKind::SelfTestPort {
                 device,
                 port,

@@ -514,6 +514,10 @@ pub struct SimHost {
     pub nvme_cli: bool,
     /// The next NVMe controller instance (`nvmeN`) the kernel hands out.
     nvme_next: u32,
+    /// NFS over RDMA mounts (their transports are rpcrdma consumers in `rdma_consumers`).
+    pub nfs_mounts: Vec<super::consumers::SimNfsMount>,
+    /// The NFS over RDMA mounts last reported (and placed).
+    nfs_reported: Option<Vec<crate::core::nfs_rdma::NfsRdmaMount>>,
     /// Portal probes: the network's answers through the daemon's probe choice.
     pub probes: super::probe::SimProbes,
     next_dev_index: u32,
@@ -575,6 +579,8 @@ impl SimHost {
             nvme_reported: None,
             nvme_cli: false,
             nvme_next: 10,
+            nfs_mounts: Vec::new(),
+            nfs_reported: None,
             commands: Vec::new(),
             probes: super::probe::SimProbes::default(),
             next_dev_index: 0,
@@ -1442,6 +1448,15 @@ impl SimHost {
                     }));
                 }
             }
+            // As the daemon's topology source: /proc/self/mountinfo read and placed by
+            // rpcrdma's CM ids, when it changed.
+            if !self.nfs_mounts.is_empty() {
+                let mounts = self.nfs_rdma_mounts();
+                if self.nfs_reported.as_ref() != Some(&mounts) {
+                    self.nfs_reported = Some(mounts.clone());
+                    out.push(Delivery::Netlink(Observation::NfsMounts { mounts }));
+                }
+            }
         }
         // As the daemon's `daemon::driver_stack`: the driver-stack conditions of the host's
         // facts, when they changed.
@@ -1608,6 +1623,61 @@ impl SimHost {
             self.nvme_reported.as_deref().unwrap_or_default(),
         );
         ctrls
+    }
+
+    /// The NFS over RDMA mounts mountinfo shows now, read and placed by the core, as the
+    /// daemon's topology source does.
+    pub fn nfs_rdma_mounts(&self) -> Vec<crate::core::nfs_rdma::NfsRdmaMount> {
+        let text = super::consumers::mountinfo(&self.nfs_mounts);
+        let mut mounts = crate::core::nfs_rdma::parse_mountinfo(&text).mounts;
+        let (ids, _) = self.consumer_tables();
+        crate::core::nfs_rdma::place_mounts(
+            &mut mounts,
+            &ids,
+            self.nfs_reported.as_deref().unwrap_or_default(),
+        );
+        mounts
+    }
+
+    /// A stat of `mount_point` on this host: `true` when it returned. It is an RPC: when the
+    /// mount's transport was dropped with its device, xprtrdma connects again for it if a
+    /// device is back on its port and the server answers; a mount whose server wedged
+    /// (`stat_hangs`) or that has no transport back hangs.
+    pub fn nfs_stat(&mut self, mount_point: &str) -> bool {
+        let Some(m) = self
+            .nfs_mounts
+            .iter()
+            .find(|m| m.mount_point == mount_point)
+        else {
+            return false;
+        };
+        if m.stat_hangs {
+            return false;
+        }
+        let server = m.server;
+        let present: Vec<String> = self
+            .devices
+            .values()
+            .filter(|d| d.present)
+            .map(|d| d.name.clone())
+            .collect();
+        let targets = &self.targets;
+        let Some(c) = self
+            .rdma_consumers
+            .iter_mut()
+            .find(|c| c.is_rpcrdma() && c.nvme_traddr() == server)
+        else {
+            return false;
+        };
+        let reachable = present.contains(&c.device)
+            && c.target
+                .as_ref()
+                .is_none_or(|t| targets.get(t).is_some_and(SimTarget::reachable));
+        if reachable {
+            c.gone = false;
+            c.broken = false;
+        }
+        reachable
     }
 
     /// `nvme ARGS` on this host (its nvme-cli): `Err` with nvme-cli's words.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::consumers::SimConsumer;
+use super::consumers::{SimConsumer, SimNfsMount};
 use super::harness::{Harness, SimError};
 use super::host::{HostEvent, RecreateBehaviour, SimDriver, SimHost};
 use super::kernel;
@@ -504,9 +504,10 @@ fn consumers_broken() -> (SimHost, Policy) {
     (h, p)
 }
 
-/// The field incident on a device that carries iSER and NVMe over RDMA to the same target
-/// (nvme-cli installed): the target's loss breaks both, the re-creation runs when the target
-/// is back, iscsiadm brings the sessions back and `nvme connect` the controller, renumbered.
+/// The field incident on a device that carries iSER, NVMe over RDMA and NFS over RDMA to
+/// the same target host (nvme-cli installed): the target's loss breaks all three, the
+/// re-creation runs when the target is back, iscsiadm brings the sessions back, `nvme
+/// connect` the controller (renumbered), and xprtrdma the NFS mount on the check's stat.
 fn mixed_consumers() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     h.nvme_cli = true;
@@ -516,6 +517,38 @@ fn mixed_consumers() -> (SimHost, Policy) {
         Some(portal_a()),
         0,
     ));
+    add_nfs_mount(&mut h, "/mnt/nfs data", Some(portal_a()));
+    (h, p)
+}
+
+/// An NFSv4.2 mount at `mount_point` over RDMA from `server`'s host (`None`: a server that
+/// never goes away) on the field port: its rpcrdma transport and its mountinfo line.
+fn add_nfs_mount(h: &mut SimHost, mount_point: &str, server: Option<Portal>) {
+    let c = SimConsumer::nfs_client(FIELD_DEVICE, 1, server);
+    h.nfs_mounts.push(SimNfsMount::new(
+        mount_point,
+        c.nvme_traddr(),
+        std::net::IpAddr::from([192, 168, 1, 1]),
+    ));
+    h.rdma_consumers.push(c);
+}
+
+/// The field incident with an NFS over RDMA mount whose server wedged meanwhile: after the
+/// re-creation iSER recovers as usual, the mount's stat does not answer within the window,
+/// and one critical alert names it.
+fn nfs_mount_silent() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    add_nfs_mount(&mut h, "/mnt/scratch", Some(portal_a()));
+    h.nfs_mounts[0].stat_hangs = true;
+    (h, p)
+}
+
+/// A stuck port whose device also carries a live NFS over RDMA mount (its server elsewhere,
+/// answering): the kernel reconnects it, so it does not hold the automatic re-creation, and
+/// the check after it finds it answering.
+fn healthy_nfs_does_not_hold() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    add_nfs_mount(&mut h, "/srv/home", None);
     (h, p)
 }
 
@@ -1096,10 +1129,25 @@ pub fn all() -> Vec<Scenario> {
         ),
         s(
             "mixed-consumers",
-            "field incident on a device carrying iSER and NVMe over RDMA to the same target: \
-             both back and verified after one re-creation",
+            "field incident on a device carrying iSER, NVMe over RDMA and NFS over RDMA to the \
+             same target host: all back and verified after one re-creation",
             600,
             mixed_consumers,
+        ),
+        s(
+            "nfs-mount-silent",
+            "field incident with an NFS over RDMA mount whose server wedged: iSER recovers, the \
+             mount's check after the re-creation finds no answer and a critical alert names it",
+            600,
+            nfs_mount_silent,
+        ),
+        s(
+            "healthy-nfs-does-not-hold",
+            "field incident on a device that also carries a live NFS over RDMA mount: the \
+             kernel reconnects it, so it does not hold the re-creation; the check finds it \
+             answering",
+            600,
+            healthy_nfs_does_not_hold,
         ),
         s(
             "healthy-nvme-holds-then-reconnected",

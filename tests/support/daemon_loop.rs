@@ -121,6 +121,29 @@ impl TopologySource for OnePortWithNvme {
     }
 }
 
+/// [`OnePort`], and the NFS over RDMA mounts the topology source read from mountinfo and
+/// placed.
+pub struct OnePortWithNfs(pub Vec<iser_guard::core::nfs_rdma::NfsRdmaMount>);
+impl TopologySource for OnePortWithNfs {
+    fn start(
+        self: Box<Self>,
+        tx: UnboundedSender<TopologyReport>,
+        refresh: Arc<Signal>,
+        stop: Arc<Signal>,
+    ) {
+        Box::new(OnePort).start(tx.clone(), refresh, stop);
+        let _ = tx.send(TopologyReport::Update {
+            observations: vec![Observation::NfsMounts { mounts: self.0 }],
+            ports: vec![RdmaPortNetdev {
+                device: "rocep2s0f0".into(),
+                port: 1,
+                netdev: "ens1f0".into(),
+            }],
+            cm_ids: Vec::new(),
+        });
+    }
+}
+
 /// One session whose state the test sets ("LOGGED_IN", "FAILED", anything else: none);
 /// logins bring it back and are recorded.
 pub struct Host {
@@ -181,6 +204,7 @@ pub struct LoopTest {
     selftest: Option<Arc<dyn PortSelfTest>>,
     verbs_access: Option<LockoutWatch>,
     nvme: Option<Vec<iser_guard::core::nvme_fabrics::NvmeRdmaController>>,
+    nfs: Option<Vec<iser_guard::core::nfs_rdma::NfsRdmaMount>>,
 }
 
 impl LoopTest {
@@ -196,7 +220,14 @@ impl LoopTest {
             selftest: None,
             verbs_access: None,
             nvme: None,
+            nfs: None,
         }
+    }
+
+    /// The topology source also reports these NFS over RDMA mounts.
+    pub fn nfs(mut self, m: Vec<iser_guard::core::nfs_rdma::NfsRdmaMount>) -> LoopTest {
+        self.nfs = Some(m);
+        self
     }
 
     /// The topology source also reports these NVMe over RDMA controllers.
@@ -265,9 +296,10 @@ impl LoopTest {
         let (stop, stop_rx) = tokio::sync::oneshot::channel();
         let deps = Deps {
             kernel_log: Some(Box::new(ChannelLog(log_rx))),
-            topology: match self.nvme {
-                Some(c) => Box::new(OnePortWithNvme(c)),
-                None => Box::new(OnePort),
+            topology: match (self.nvme, self.nfs) {
+                (Some(c), _) => Box::new(OnePortWithNvme(c)),
+                (None, Some(m)) => Box::new(OnePortWithNfs(m)),
+                (None, None) => Box::new(OnePort),
             },
             executors: ex,
             clock: Arc::new(BootClock),

@@ -6,8 +6,11 @@
 //!
 //! The policy half ([`ConsumerPolicy`], [`in_the_way`]) says which consumers hold an
 //! automatic re-creation: a consumer the daemon brings back (ib_iser) never does (its
-//! sessions are `recovery.other-sessions`' business), a broken one never does, a live one
-//! does unless `[recovery.consumers]` says `proceed` for its kind.
+//! sessions are `recovery.other-sessions`' business), a broken one never does, one the
+//! kernel brings back by itself never does ([`Consumer::kernel_brings_back`]: rpcrdma
+//! without an address-bound listener; the daemon checks its NFS mounts after the
+//! re-creation, `crate::nfs_rdma`), a live one does unless `[recovery.consumers]` says
+//! `proceed` for its kind.
 //!
 //! "Live" is read from the tables alone, so it is evidence the kernel gives, not a guess:
 //! - a listener (CM id in LISTEN) is live: a service the re-creation would end;
@@ -188,6 +191,12 @@ pub struct Consumer {
     pub live_connections: u32,
     /// CM ids listening on an address of this port.
     pub listeners: u32,
+    /// Of those, the ones bound to one address (not a wildcard). rdma_cm re-creates a
+    /// wildcard listener's per-device id on a new device by itself (`cma_add_one` →
+    /// `cma_listen_on_dev`); one bound to an address gets DEVICE_REMOVAL and its owner
+    /// decides (svcrdma's listen handler ignores it: the listener does not come back).
+    #[serde(default)]
+    pub bound_listeners: u32,
     /// QPs it owns that no CM id explains.
     pub qps: u32,
     /// Of those, the live ones (RTS/SQD).
@@ -200,6 +209,16 @@ impl Consumer {
     /// Something on the port still works for it: a re-creation would take it away.
     pub fn live(&self) -> bool {
         self.live_connections > 0 || self.listeners > 0 || self.live_qps > 0
+    }
+
+    /// The kernel brings back, by itself, everything live it holds here: rpcrdma's client
+    /// transports (xprtrdma) let go of a removed device and connect again on the next RPC;
+    /// the connections svcrdma accepted are re-made by their clients; a wildcard listener is
+    /// re-created on the new device by rdma_cm. An address-bound svcrdma listener is not
+    /// (`svc_rdma_listen_handler` ignores DEVICE_REMOVAL; "There is never a DEVICE_REMOVAL
+    /// event for INADDR_ANY listeners"), so an rpcrdma consumer with one is not.
+    pub fn kernel_brings_back(&self) -> bool {
+        self.kind == ConsumerKind::Rpcrdma && self.bound_listeners == 0
     }
 
     /// `nvme_rdma (2 connections, live)`, `pid 4242 (spdk_tgt) (1 listener, live)`.
@@ -276,6 +295,14 @@ pub fn per_port(cm_ids: &[CmIdEntry], qps: &[QpEntry]) -> Vec<PortConsumers> {
         let state = cm_state_name(id.state);
         if id.state == CM_LISTEN {
             c.listeners += 1;
+            if id
+                .src_addr
+                .as_ref()
+                .and_then(|a| a.socket_addr())
+                .is_some_and(|a| !a.ip().is_unspecified())
+            {
+                c.bound_listeners += 1;
+            }
             c.evidence.push(format!("cm-idn {} {state}", idn(id)));
             continue;
         }
@@ -368,6 +395,7 @@ fn empty(owner: Owner) -> Consumer {
         connections: 0,
         live_connections: 0,
         listeners: 0,
+        bound_listeners: 0,
         qps: 0,
         live_qps: 0,
         evidence: Vec::new(),
@@ -441,16 +469,26 @@ impl fmt::Display for ConsumerRef {
 }
 
 /// The consumers of a device (its ports' entries in `ports`) that hold an automatic
-/// re-creation under `policy`: live, not brought back by iser-guard, and of a kind that
-/// waits.
+/// re-creation under `policy`: live, brought back neither by iser-guard nor by the kernel
+/// ([`Consumer::kernel_brings_back`]), and of a kind that waits.
 pub(crate) fn in_the_way(
     device: &str,
     ports: &[PortConsumers],
     policy: &ConsumerPolicy,
 ) -> Vec<ConsumerRef> {
-    affected(device, ports)
-        .filter(|r| {
-            r.live && !r.kind.brought_back() && policy.action(r.kind) == ConsumerAction::Wait
+    ports
+        .iter()
+        .filter(|p| p.device == device)
+        .flat_map(|p| {
+            p.consumers
+                .iter()
+                .filter(|c| {
+                    c.live()
+                        && !c.kind.brought_back()
+                        && !c.kernel_brings_back()
+                        && policy.action(c.kind) == ConsumerAction::Wait
+                })
+                .map(|c| ConsumerRef::of(p.port, c))
         })
         .collect()
 }

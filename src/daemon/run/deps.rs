@@ -127,6 +127,7 @@ impl Deps {
                 interval: cfg.poll.netlink,
                 netlink: crate::daemon::topology::NetlinkAccess::Kernel,
                 metrics: crate::metrics::Metrics::disabled(),
+                mountinfo: Some(cfg.paths.proc_root.join("self/mountinfo")),
             }),
             executors: crate::compose::executors(cfg).with_selftest(port_selftest(cfg)),
             clock: Arc::new(BootClock),

@@ -161,3 +161,62 @@ fn entries_without_a_port_are_left_out() {
     }
     assert!(per_port(&ids, &[]).is_empty());
 }
+
+/// The derived dump with its nvme_rdma rows owned by rpcrdma instead (an NFS client's
+/// transport), and `listeners` rpcrdma listeners on 20049 at each of the given addresses.
+fn rpcrdma(listeners: &[&str]) -> Vec<CmIdEntry> {
+    let mut ids = nvme_cm_ids();
+    for id in ids.iter_mut().skip(1) {
+        id.kern_name = Some("rpcrdma".into());
+    }
+    for (n, a) in listeners.iter().enumerate() {
+        let mut l = ids[1].clone();
+        l.state = CM_LISTEN;
+        l.lqpn = None;
+        l.qp_type = None;
+        l.cm_idn = Some(90 + u32::try_from(n).unwrap());
+        l.src_addr = Some(crate::nldev::SockAddr::from_socket_addr(
+            (a.parse::<std::net::IpAddr>().unwrap(), 20049).into(),
+        ));
+        l.dst_addr = None;
+        ids.push(l);
+    }
+    ids
+}
+
+#[test]
+fn live_rpcrdma_client_connections_do_not_hold_the_kernel_reconnects_them() {
+    let ports = per_port(&rpcrdma(&[]), &nvme_qps());
+    let c = &ports[0].consumers[1];
+    assert_eq!(c.kind, ConsumerKind::Rpcrdma);
+    assert!(c.live());
+    assert!(c.kernel_brings_back());
+    assert!(in_the_way("rxe_ini", &ports, &ConsumerPolicy::default()).is_empty());
+    // Still named in what a re-creation takes down (its plan, alert and record).
+    assert_eq!(
+        list(&affected("rxe_ini", &ports).collect::<Vec<_>>()),
+        "rpcrdma on port 1 (live)"
+    );
+}
+
+#[test]
+fn an_svcrdma_listener_holds_when_bound_to_an_address_not_when_a_wildcard() {
+    // A wildcard listener (`rdma 20049` in /proc/fs/nfsd/portlist): rdma_cm re-creates its
+    // per-device id on the new device.
+    let ports = per_port(&rpcrdma(&["0.0.0.0", "::"]), &nvme_qps());
+    let c = &ports[0].consumers[1];
+    assert_eq!((c.listeners, c.bound_listeners), (2, 0));
+    assert!(in_the_way("rxe_ini", &ports, &ConsumerPolicy::default()).is_empty());
+    // One bound to the port's address does not come back: it holds, unless proceed.
+    let ports = per_port(&rpcrdma(&["0.0.0.0", "192.0.2.1"]), &nvme_qps());
+    let c = &ports[0].consumers[1];
+    assert_eq!((c.listeners, c.bound_listeners), (2, 1));
+    assert!(!c.kernel_brings_back());
+    let held = in_the_way("rxe_ini", &ports, &ConsumerPolicy::default());
+    assert_eq!(list(&held), "rpcrdma on port 1 (live)");
+    let mut policy = ConsumerPolicy::default();
+    policy
+        .kinds
+        .insert(ConsumerKind::Rpcrdma, ConsumerAction::Proceed);
+    assert!(in_the_way("rxe_ini", &ports, &policy).is_empty());
+}

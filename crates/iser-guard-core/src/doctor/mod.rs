@@ -20,11 +20,13 @@ mod facts;
 mod host;
 mod iscsi;
 pub mod known;
+mod nfs;
 mod nvme;
 pub mod parse;
 mod rdma;
 
 pub use facts::*;
+pub use nfs::{nfs_mount_check, NfsMountFacts};
 pub use nvme::{nvme_reconnect_check, NvmeReconnectFacts};
 
 use serde::Serialize;

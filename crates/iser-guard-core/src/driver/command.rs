@@ -97,6 +97,14 @@ pub enum PlanStep {
         /// How long each may take to be back.
         timeout: Duration,
     },
+    /// After the re-creation: check that the NFS over RDMA mounts remembered on the device
+    /// answer again (xprtrdma reconnects them on their next RPC): a bounded `stat` of each.
+    NfsCheck {
+        /// The mounts.
+        mounts: Vec<crate::nfs_rdma::NfsRdmaMount>,
+        /// How long each may take to answer.
+        window: Duration,
+    },
     /// Log sessions out and in.
     Reconnect {
         /// The sessions.
@@ -211,15 +219,25 @@ impl CommandPlan {
                                 .steps
                                 .iter()
                                 .any(|s| matches!(s, PlanStep::NvmeReconnect { .. }));
+                            let nfs = self
+                                .steps
+                                .iter()
+                                .any(|s| matches!(s, PlanStep::NfsCheck { .. }));
                             format!(
                                 "  other RDMA consumers on it lose their connections, and \
-                                 iser-guard does not bring them back{}: {}",
+                                 iser-guard does not bring them back{}: {}{}",
                                 if nvme {
                                     " (except the NVMe controllers below)"
                                 } else {
                                     ""
                                 },
-                                crate::consumers::list(c)
+                                crate::consumers::list(c),
+                                if nfs {
+                                    "; the kernel reconnects the NFS mounts below by itself, \
+                                     iser-guard checks them"
+                                } else {
+                                    ""
+                                }
                             )
                         }
                     });
@@ -273,6 +291,29 @@ impl CommandPlan {
                             "  {}: nvme {}",
                             c.describe(),
                             crate::nvme_fabrics::connect_args(c).join(" ")
+                        ));
+                    }
+                }
+                PlanStep::NfsCheck { mounts, window } => {
+                    out.push(format!(
+                        "check the NFS over RDMA mount{} on the device (xprtrdma reconnects \
+                         them by itself on their next RPC): a stat of each mount point, on a \
+                         worker that never waits for a hung one, retried for at most {}:",
+                        plural(mounts.len()),
+                        words(*window)
+                    ));
+                    for m in mounts {
+                        let on = m
+                            .placed
+                            .as_ref()
+                            .map(|(d, p)| format!(" via {d}/{p}"))
+                            .unwrap_or_default();
+                        out.push(format!(
+                            "  {} from {} port {}{on}",
+                            m.describe(),
+                            m.server,
+                            m.port
+                                .map_or_else(|| "not shown".to_string(), |p| p.to_string())
                         ));
                     }
                 }
@@ -477,6 +518,13 @@ impl Driver {
                 timeout: crate::recovery::NVME_BACK_TIMEOUT,
             })
         };
+        let nfs = |device: &str| {
+            let mounts = self.engine.nfs_of(device);
+            (!mounts.is_empty()).then_some(PlanStep::NfsCheck {
+                mounts,
+                window: crate::recovery::NFS_CHECK_WINDOW,
+            })
+        };
         let steps = match cmd {
             OperatorCommand::Pause => vec![PlanStep::Pause],
             OperatorCommand::Resume => vec![PlanStep::Resume],
@@ -494,6 +542,7 @@ impl Driver {
                     recreate(device),
                 ];
                 steps.extend(nvme(device));
+                steps.extend(nfs(device));
                 steps.extend([
                     PlanStep::Reconnect {
                         sessions: sessions.clone(),
@@ -510,6 +559,7 @@ impl Driver {
                 let sessions = device_sessions(device, None);
                 let mut steps = vec![recreate(device)];
                 steps.extend(nvme(device));
+                steps.extend(nfs(device));
                 steps.extend([
                     PlanStep::Reconnect {
                         sessions: sessions.clone(),

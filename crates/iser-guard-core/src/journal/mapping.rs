@@ -706,6 +706,7 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
             origin: origin_out(r.origin),
             consumers: consumers_out(&r.consumers),
             nvme_controllers: super::nvme_map::out(&r.nvme, &r.nvme_back),
+            nfs_mounts: super::nfs_map::out(&r.nfs, &r.nfs_checks),
         }),
         completed_recreations: d.completed_recreations,
         blocked: d.blocked.as_ref().map(|b| v2::BlockedRecreation {
@@ -814,6 +815,8 @@ fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
                         .map(super::nvme_map::controller_in)
                         .collect(),
                     nvme_back: super::nvme_map::reports_in(&r.nvme_controllers)?,
+                    nfs: r.nfs_mounts.iter().map(super::nfs_map::mount_in).collect(),
+                    nfs_checks: super::nfs_map::reports_in(&r.nfs_mounts)?,
                 })
             })
             .transpose()?,

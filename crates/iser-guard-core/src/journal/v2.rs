@@ -4,7 +4,9 @@
 //! flight; later, without a format bump, the RDMA consumers named by a hold or a
 //! re-creation, absent when none; the NVMe over RDMA controllers a re-creation remembered and
 //! what became of them, `nvme-controllers`, absent when none: a release from before it
-//! refuses a file that has it, as it refuses any unknown field). Every field added since v1 has a default, so a v1 file is a v2 file without them
+//! refuses a file that has it, as it refuses any unknown field; the NFS over RDMA mounts a
+//! re-creation remembered and what their checks said, `nfs-mounts`, absent when none, the
+//! same way). Every field added since v1 has a default, so a v1 file is a v2 file without them
 //! ([`super::migrate_v1`]).
 //!
 //! Frozen once released: these types say what is on disk, not what the engine holds. Names, variants and
@@ -438,6 +440,58 @@ pub struct Recreation {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub nvme_controllers: Vec<JournalNvmeCtrl>,
+    /// The NFS over RDMA mounts on the device when it was decided, each with what its check
+    /// said once reported; absent when none (a release from before this field refuses a file
+    /// that has it).
+    #[serde(rename = "nfs-mounts", default, skip_serializing_if = "Vec::is_empty")]
+    pub nfs_mounts: Vec<JournalNfsMount>,
+}
+
+/// An NFS over RDMA mount remembered by a re-creation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalNfsMount {
+    /// Mount point.
+    pub mount_point: String,
+    /// Mount source (`server:/export`).
+    pub source: String,
+    /// `nfs` or `nfs4`.
+    pub fstype: String,
+    /// `vers=`.
+    pub version: Option<String>,
+    /// `addr=`.
+    pub server: String,
+    /// `port=`.
+    pub port: Option<u16>,
+    /// `clientaddr=`.
+    pub client_addr: Option<String>,
+    /// `rdma` or `rdma6`.
+    pub proto: String,
+    /// RDMA device and port it was placed on.
+    pub placed: Option<(String, u32)>,
+    /// What its check said after the re-creation; absent until reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<JournalNfsCheck>,
+}
+
+/// What the check of a remembered NFS mount said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalNfsCheck {
+    /// `answered`, `no-answer`, `error`.
+    pub result: String,
+    /// Milliseconds to the answer (`answered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_ms: Option<u64>,
+    /// The bound in seconds (`no-answer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_s: Option<u64>,
+    /// A stat from an earlier check was still pending (`no-answer`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub earlier_pending: bool,
+    /// The OS error (`error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<String>,
 }
 
 /// An NVMe over RDMA controller remembered by a re-creation.

@@ -372,6 +372,15 @@ impl DaemonSnapshot {
                     for b in &r.nvme_back {
                         s.push_str(&format!("; nvme connect {b}"));
                     }
+                    if !r.nfs.is_empty() {
+                        s.push_str(&format!(
+                            "; NFS over RDMA mounts remembered: {}",
+                            crate::nfs_rdma::list_mounts(&r.nfs)
+                        ));
+                    }
+                    for c in &r.nfs_checks {
+                        s.push_str(&format!("; NFS check {c}"));
+                    }
                     s
                 }),
                 completed_recreations: d.completed_recreations,

@@ -205,6 +205,18 @@ pub enum ActionKind {
         /// Give up on a controller that is not back after this long.
         timeout: Duration,
     },
+    /// After a re-creation of `device`: a bounded `stat` of each NFS over RDMA mount point
+    /// remembered on it before (xprtrdma reconnects on the next RPC), retried within
+    /// `window`, on a worker that never waits for a hung stat; report
+    /// [`Outcome::NfsCheck`](super::Outcome::NfsCheck). Harmless: it reads metadata.
+    NfsCheck {
+        /// The re-created device.
+        device: String,
+        /// The mounts remembered on it.
+        mounts: Vec<crate::nfs_rdma::NfsRdmaMount>,
+        /// Give up on a mount that has not answered after this long.
+        window: Duration,
+    },
     /// Self-test one RDMA port (rdma_cm connect and a send over it, a QP walk; blocking up
     /// to `timeout`, run on a worker) and report
     /// [`Outcome::SelfTest`](super::Outcome::SelfTest). Harmless: it creates and destroys
@@ -259,6 +271,7 @@ impl ActionKind {
                 | ActionKind::IscsiLogout { .. }
                 | ActionKind::IscsiRescan { .. }
                 | ActionKind::NvmeReconnect { .. }
+                | ActionKind::NfsCheck { .. }
         )
     }
 }
@@ -302,6 +315,11 @@ impl fmt::Display for Action {
                 f,
                 "nvme connect {} controller(s) remembered on {device}",
                 controllers.len()
+            ),
+            ActionKind::NfsCheck { device, mounts, .. } => write!(
+                f,
+                "stat {} NFS over RDMA mount(s) remembered on {device}",
+                mounts.len()
             ),
             ActionKind::SelfTestPort { device, port, .. } => {
                 write!(f, "self-test of RDMA port {device}/{port}")

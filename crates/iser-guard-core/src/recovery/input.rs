@@ -346,6 +346,14 @@ pub enum Observation {
         /// Every rdma controller.
         controllers: Vec<crate::nvme_fabrics::NvmeRdmaController>,
     },
+    /// The NFS over RDMA mounts of the host (`/proc/self/mountinfo`), placed on their RDMA
+    /// ports by rpcrdma's CM ids ([`crate::nfs_rdma::place_mounts`]). Sent when it changes;
+    /// the engine keeps the last one and remembers a device's mounts in the record of its
+    /// re-creation.
+    NfsMounts {
+        /// Every NFS over RDMA mount.
+        mounts: Vec<crate::nfs_rdma::NfsRdmaMount>,
+    },
     /// An RDMA device (re)appeared (netlink REGISTER, or present in a dump).
     DeviceAppeared {
         /// RDMA device.
@@ -529,6 +537,7 @@ impl Observation {
             ),
             Observation::Consumers { .. } => "consumers".to_string(),
             Observation::NvmeControllers { .. } => "nvme-controllers".to_string(),
+            Observation::NfsMounts { .. } => "nfs-mounts".to_string(),
         }
     }
 
@@ -603,6 +612,10 @@ impl Observation {
                 }
             ),
             Observation::DriverStackSaid { condition } => condition.summary(),
+            Observation::NfsMounts { mounts } => format!(
+                "NFS over RDMA mounts: {}",
+                crate::nfs_rdma::list_mounts(mounts)
+            ),
             Observation::NvmeControllers { controllers } => format!(
                 "NVMe over RDMA controllers: {}",
                 crate::nvme_fabrics::list_controllers(controllers)
@@ -874,6 +887,14 @@ pub enum Outcome {
         /// One per controller, in the action's order.
         reports: Vec<crate::nvme_fabrics::NvmeReconnectReport>,
     },
+    /// For [`ActionKind::NfsCheck`](super::ActionKind::NfsCheck): what each remembered
+    /// mount's check said.
+    NfsCheck {
+        /// The re-created device.
+        device: String,
+        /// One per mount, in the action's order.
+        reports: Vec<crate::nfs_rdma::NfsCheckReport>,
+    },
     /// The executor did not run the action (journal write failed, shutting down).
     NotRun {
         /// Why.
@@ -917,6 +938,12 @@ impl fmt::Display for Outcome {
                 f,
                 "{} of {} NVMe controller(s) back",
                 reports.iter().filter(|r| r.result.is_back()).count(),
+                reports.len()
+            ),
+            Outcome::NfsCheck { reports, .. } => write!(
+                f,
+                "{} of {} NFS mount(s) answer",
+                reports.iter().filter(|r| r.result.answered()).count(),
                 reports.len()
             ),
             Outcome::PersistFailed { .. } => f.write_str("journal write failed"),

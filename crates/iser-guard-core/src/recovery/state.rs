@@ -796,6 +796,12 @@ pub struct Recreation {
     /// What became of them (empty until the reconnect reported).
     #[serde(default)]
     pub nvme_back: Vec<crate::nvme_fabrics::NvmeReconnectReport>,
+    /// The NFS over RDMA mounts on the device when it was decided: what is checked after it.
+    #[serde(default)]
+    pub nfs: Vec<crate::nfs_rdma::NfsRdmaMount>,
+    /// What their checks said (empty until reported).
+    #[serde(default)]
+    pub nfs_checks: Vec<crate::nfs_rdma::NfsCheckReport>,
 }
 
 /// What the engine knows about an RDMA device.

@@ -38,7 +38,9 @@ mod fault;
 mod hold;
 mod journal;
 mod kernel_bug;
+mod nfs;
 mod nvme;
+pub use nfs::NFS_CHECK_WINDOW;
 pub use nvme::NVME_BACK_TIMEOUT;
 mod observe;
 mod operator;
@@ -247,6 +249,8 @@ pub struct Engine {
     consumers: Option<Vec<crate::consumers::PortConsumers>>,
     /// The NVMe over RDMA controllers, as last reported (`None`: never).
     nvme: Option<Vec<crate::nvme_fabrics::NvmeRdmaController>>,
+    /// The NFS over RDMA mounts, as last reported (`None`: never).
+    nfs: Option<Vec<crate::nfs_rdma::NfsRdmaMount>>,
     /// Driver-stack conditions the host's facts show, as last reported; not journaled (the
     /// first scan after a start reports them again).
     stack_facts: Vec<crate::driver_stack::StackCondition>,
@@ -291,6 +295,7 @@ impl Engine {
             unknown: unknown::UnknownDevices::default(),
             consumers: None,
             nvme: None,
+            nfs: None,
             stack_facts: Vec::new(),
             stack_said: Vec::new(),
         }

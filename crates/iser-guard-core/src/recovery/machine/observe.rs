@@ -126,6 +126,9 @@ impl Engine {
             Observation::NvmeControllers { controllers } => {
                 self.nvme = Some(controllers);
             }
+            Observation::NfsMounts { mounts } => {
+                self.nfs = Some(mounts);
+            }
             Observation::Consumers { ports } => {
                 if self.consumers.as_ref() != Some(&ports) {
                     self.consumers = Some(ports);

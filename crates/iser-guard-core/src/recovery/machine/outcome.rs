@@ -35,6 +35,11 @@ impl Engine {
                 self.finish();
                 return;
             }
+            Outcome::NfsCheck { device, reports } => {
+                self.on_nfs_check(&device, reports, now);
+                self.finish();
+                return;
+            }
             other => other,
         };
         let Some(inf) = self.inflight.remove(&id) else {

@@ -113,6 +113,7 @@ impl Engine {
         }
         let dropped = self.consumers_of(&device).unwrap_or_default();
         let nvme = self.nvme_of(&device);
+        let nfs = self.nfs_of(&device);
         if let Some(busy) = self.recreating.clone() {
             if busy == device {
                 if let Some(p) = self.ports.get_mut(pid) {
@@ -155,6 +156,8 @@ impl Engine {
             consumers: dropped.clone(),
             nvme: nvme.clone(),
             nvme_back: Vec::new(),
+            nfs: nfs.clone(),
+            nfs_checks: Vec::new(),
         });
         self.recreating = Some(device.clone());
         self.inflight.insert(
@@ -205,6 +208,15 @@ impl Engine {
             format!(
                 "{reason}; NVMe over RDMA controllers remembered for nvme connect after it: {}",
                 crate::nvme_fabrics::list_controllers(&nvme)
+            )
+        };
+        let reason = if nfs.is_empty() {
+            reason
+        } else {
+            format!(
+                "{reason}; NFS over RDMA mounts remembered for a check after it (xprtrdma \
+                 reconnects them): {}",
+                crate::nfs_rdma::list_mounts(&nfs)
             )
         };
         for q in self.ports_of_device(&device) {
@@ -424,6 +436,7 @@ impl Engine {
                     how.as_deref().map(|h| format!(" {h}")).unwrap_or_default()
                 ));
                 self.ask_nvme_reconnect(&was, &device, origin);
+                self.ask_nfs_check(&was, &device, origin);
                 // Verification looks at the QP table itself: the new QP 1 must be in RTS.
                 self.push(
                     None,
