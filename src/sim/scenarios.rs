@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::consumers::{SimConsumer, SimNfsMount};
+use super::consumers::{SimConsumer, SimNfsMount, SimOwner};
 use super::harness::{Harness, SimError};
 use super::host::{HostEvent, RecreateBehaviour, SimDriver, SimHost};
 use super::kernel;
@@ -569,7 +569,9 @@ fn nvme_target_later() -> (SimHost, Policy) {
         t.tcp_listener = false;
     }
     for c in h.rdma_consumers.iter_mut() {
-        c.target = Some(nvme_portal());
+        if matches!(&c.owner, SimOwner::Module(m) if m == "nvme_rdma") {
+            c.target = Some(nvme_portal());
+        }
     }
     for (secs, on) in [(60, false), (300, true)] {
         h.schedule(
