@@ -44,7 +44,8 @@ pub enum DmPathState {
 }
 
 impl DmPathState {
-    fn parse(s: &str) -> Option<Self> {
+    /// The state multipathd names.
+    pub fn parse(s: &str) -> Option<Self> {
         match s {
             "active" => Some(DmPathState::Active),
             "failed" => Some(DmPathState::Failed),
@@ -78,7 +79,8 @@ pub struct Hcil {
 }
 
 impl Hcil {
-    fn parse(s: &str) -> Result<Option<Self>, String> {
+    /// `H:C:T:L`, or `#:#:#:#` (unknown: `None`).
+    pub fn parse(s: &str) -> Result<Option<Self>, String> {
         if s == "#:#:#:#" {
             return Ok(None);
         }
@@ -490,6 +492,80 @@ pub fn match_back<'a>(
         }
     }
     out
+}
+
+/// Where a remembered path stands in an answer read after the re-creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathNow<'a> {
+    /// Active in its map.
+    Active(&'a MultipathPath),
+    /// Failed in its map while its device is running and the checker does not call it
+    /// faulty: the device is back, the map has not taken it again. A reinstate can.
+    Reinstatable(&'a MultipathPath),
+    /// Failed in its map, and its device or the checker says it does not work yet.
+    NotUsable(&'a MultipathPath),
+    /// Not in its map.
+    Missing,
+}
+
+impl PathNow<'_> {
+    /// Active.
+    pub fn is_active(&self) -> bool {
+        matches!(self, PathNow::Active(_))
+    }
+}
+
+/// Each remembered path's standing in `now` ([`match_back`] finds it).
+pub fn judge<'a>(
+    remembered: &[MultipathPathRef],
+    now: &'a [MultipathPath],
+    carriers: &[BlockCarrier],
+) -> Vec<PathNow<'a>> {
+    match_back(remembered, now, carriers)
+        .into_iter()
+        .map(|m| match m {
+            None => PathNow::Missing,
+            Some(p) if p.usable() => PathNow::Active(p),
+            Some(p) if p.dev_state == "running" && p.checker != "faulty" => {
+                PathNow::Reinstatable(p)
+            }
+            Some(p) => PathNow::NotUsable(p),
+        })
+        .collect()
+}
+
+/// The final report of each remembered path from its standing after the wait (`now`),
+/// knowing which block devices a reinstate was asked for and what it said.
+pub fn reports(
+    remembered: &[MultipathPathRef],
+    now: &[PathNow<'_>],
+    reinstated: &BTreeMap<String, Result<(), String>>,
+) -> Vec<PathBackReport> {
+    remembered
+        .iter()
+        .zip(now)
+        .map(|(r, n)| {
+            let result = match n {
+                PathNow::Active(p) => match reinstated.get(&p.dev) {
+                    Some(Ok(())) => PathBackResult::Reinstated { dev: p.dev.clone() },
+                    _ => PathBackResult::Active { dev: p.dev.clone() },
+                },
+                PathNow::Reinstatable(p) | PathNow::NotUsable(p) => PathBackResult::Failed {
+                    dev: p.dev.clone(),
+                    reason: match reinstated.get(&p.dev) {
+                        Some(Err(e)) => format!("multipathd reinstate path {}: {e}", p.dev),
+                        Some(Ok(())) => "reinstated, failed again".to_string(),
+                        None => format!("{} {} {}", p.dm.name(), p.checker, p.dev_state),
+                    },
+                },
+                PathNow::Missing => PathBackResult::Missing,
+            };
+            PathBackReport {
+                path: r.clone(),
+                result,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -361,6 +361,9 @@ fn hold_out(h: &Hold) -> v2::Hold {
             sessions: keys_out(sessions),
             consumers: consumers_out(consumers),
         },
+        Hold::LastMultipathPath { paths } => v2::Hold::LastMultipathPath {
+            paths: super::multipath_map::out(paths, &[]),
+        },
         Hold::WaitingForSlot { busy } => v2::Hold::WaitingForSlot { busy: busy.clone() },
         Hold::NoPortalKnown => v2::Hold::NoPortalKnown,
         Hold::KernelBug { module, report } => v2::Hold::KernelBug {
@@ -381,6 +384,9 @@ fn hold_in(h: v2::Hold) -> Result<Hold, JournalFormatError> {
         } => Hold::OtherSessionsHealthy {
             sessions: keys_in(sessions)?,
             consumers: consumers_in(consumers)?,
+        },
+        v2::Hold::LastMultipathPath { paths } => Hold::LastMultipathPath {
+            paths: super::multipath_map::paths_in(&paths)?,
         },
         v2::Hold::WaitingForSlot { busy } => Hold::WaitingForSlot { busy },
         v2::Hold::NoPortalKnown => Hold::NoPortalKnown,
@@ -706,6 +712,7 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
             origin: origin_out(r.origin),
             consumers: consumers_out(&r.consumers),
             nvme_controllers: super::nvme_map::out(&r.nvme, &r.nvme_back),
+            multipath_paths: super::multipath_map::out(&r.multipath, &r.multipath_back),
         }),
         completed_recreations: d.completed_recreations,
         blocked: d.blocked.as_ref().map(|b| v2::BlockedRecreation {
@@ -814,6 +821,9 @@ fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
                         .map(super::nvme_map::controller_in)
                         .collect(),
                     nvme_back: super::nvme_map::reports_in(&r.nvme_controllers)?,
+                    multipath: super::multipath_map::paths_in(&r.multipath_paths)?,
+                    multipath_back: super::multipath_map::reports_in(&r.multipath_paths)?,
+                    multipath_asked: r.multipath_paths.iter().any(|p| p.result.is_some()),
                 })
             })
             .transpose()?,

@@ -254,3 +254,45 @@ fn results_label_and_display() {
     assert_eq!(r.to_string(), "mpatha sdb (s1): reinstated as sdg");
     assert!(!PathBackResult::Missing.is_back());
 }
+
+#[test]
+fn judged_and_reported_after_a_reinstate() {
+    let before = "mpatha|sdb|8:16|7:0:0:1|active|running|ready\n\
+                  mpatha|sdc|8:32|7:0:0:2|active|running|ready\n\
+                  mpathb|sdd|8:48|7:0:0:3|active|running|ready\n\
+                  mpathc|sde|8:64|7:0:0:4|active|running|ready\n";
+    let carriers = [
+        carrier("sdb", "mlx5_0", "s1"),
+        carrier("sdc", "mlx5_0", "s1"),
+        carrier("sdd", "mlx5_0", "s1"),
+        carrier("sde", "mlx5_0", "s1"),
+    ];
+    let before = parse_paths(before).paths;
+    let remembered = on_device("mlx5_0", &place(&before, &carriers));
+    // sdb active by itself, sdc failed but running (reinstatable), sdd failed and offline,
+    // sde gone.
+    let after = "mpatha|sdb|8:16|7:0:0:1|active|running|ready\n\
+                 mpatha|sdc|8:32|7:0:0:2|failed|running|ready\n\
+                 mpathb|sdd|8:48|7:0:0:3|failed|offline|faulty\n";
+    let after = parse_paths(after).paths;
+    let j = judge(&remembered, &after, &carriers);
+    assert!(j[0].is_active());
+    assert!(matches!(j[1], PathNow::Reinstatable(p) if p.dev == "sdc"));
+    assert!(matches!(j[2], PathNow::NotUsable(_)));
+    assert_eq!(j[3], PathNow::Missing);
+    // The reinstate of sdc worked: re-read, it is active.
+    let again = "mpatha|sdb|8:16|7:0:0:1|active|running|ready\n\
+                 mpatha|sdc|8:32|7:0:0:2|active|running|ready\n\
+                 mpathb|sdd|8:48|7:0:0:3|failed|offline|faulty\n";
+    let again = parse_paths(again).paths;
+    let mut asked = BTreeMap::new();
+    asked.insert("sdc".to_string(), Ok(()));
+    let r = reports(&remembered, &judge(&remembered, &again, &carriers), &asked);
+    let labels: Vec<&str> = r.iter().map(|r| r.result.label()).collect();
+    assert_eq!(labels, ["active", "reinstated", "failed", "missing"]);
+    assert!(
+        r[2].to_string().contains("failed faulty offline"),
+        "{}",
+        r[2]
+    );
+}

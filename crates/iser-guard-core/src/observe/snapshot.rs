@@ -480,6 +480,16 @@ pub(crate) fn describe_hold(h: &Hold, device: &str) -> (&'static str, String) {
                 ),
             )
         }
+        Hold::LastMultipathPath { paths } => (
+            "multipath",
+            format!(
+                "re-creating {device} would take the last usable path of dm-multipath map(s) \
+                 {}: {}; waiting for another path or the operator (`iser-guard recover \
+                 {device}`)",
+                crate::multipath::maps_of(paths).join(", "),
+                crate::multipath::list_paths(paths)
+            ),
+        ),
         Hold::WaitingForSlot { busy } => (
             "waiting-for-slot",
             format!("{busy} is being re-created: one device at a time"),

@@ -346,6 +346,12 @@ pub enum Observation {
         /// Every rdma controller.
         controllers: Vec<crate::nvme_fabrics::NvmeRdmaController>,
     },
+    /// The dm-multipath paths of the host (multipathd's `show paths`). Sent when they
+    /// change; `None`-like absence (no multipathd) is an empty list: no map to protect.
+    MultipathPaths {
+        /// Every path of a map.
+        paths: Vec<crate::multipath::MultipathPath>,
+    },
     /// An RDMA device (re)appeared (netlink REGISTER, or present in a dump).
     DeviceAppeared {
         /// RDMA device.
@@ -529,6 +535,7 @@ impl Observation {
             ),
             Observation::Consumers { .. } => "consumers".to_string(),
             Observation::NvmeControllers { .. } => "nvme-controllers".to_string(),
+            Observation::MultipathPaths { .. } => "multipath-paths".to_string(),
         }
     }
 
@@ -606,6 +613,18 @@ impl Observation {
             Observation::NvmeControllers { controllers } => format!(
                 "NVMe over RDMA controllers: {}",
                 crate::nvme_fabrics::list_controllers(controllers)
+            ),
+            Observation::MultipathPaths { paths } => format!(
+                "dm-multipath paths: {}",
+                if paths.is_empty() {
+                    "none".to_string()
+                } else {
+                    paths
+                        .iter()
+                        .map(|p| format!("{} {}", p.map, p.describe()))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
             ),
             Observation::Consumers { ports } => format!(
                 "RDMA consumers: {}",
@@ -874,6 +893,14 @@ pub enum Outcome {
         /// One per controller, in the action's order.
         reports: Vec<crate::nvme_fabrics::NvmeReconnectReport>,
     },
+    /// For [`ActionKind::MultipathReinstate`](super::ActionKind::MultipathReinstate): what
+    /// became of each remembered path.
+    MultipathReinstate {
+        /// The re-created device.
+        device: String,
+        /// One per remembered path, in the action's order.
+        reports: Vec<crate::multipath::PathBackReport>,
+    },
     /// The executor did not run the action (journal write failed, shutting down).
     NotRun {
         /// Why.
@@ -916,6 +943,12 @@ impl fmt::Display for Outcome {
             Outcome::NvmeReconnect { reports, .. } => write!(
                 f,
                 "{} of {} NVMe controller(s) back",
+                reports.iter().filter(|r| r.result.is_back()).count(),
+                reports.len()
+            ),
+            Outcome::MultipathReinstate { reports, .. } => write!(
+                f,
+                "{} of {} multipath path(s) active",
                 reports.iter().filter(|r| r.result.is_back()).count(),
                 reports.len()
             ),

@@ -33,7 +33,7 @@ pub use input::{
     RecreateResult, ScanComplete, SessionInfo, SessionKey, SessionState, StuckEvidence, TaskId,
     Trust,
 };
-pub use machine::{CommandError, Engine, ResumeError, NVME_BACK_TIMEOUT};
+pub use machine::{CommandError, Engine, ResumeError, MULTIPATH_BACK_TIMEOUT, NVME_BACK_TIMEOUT};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};
 pub use state::{
     AwaitTimer, BlockedRecreation, DeviceRecord, DriverReset, EngineSnapshot, Episode, Fault,

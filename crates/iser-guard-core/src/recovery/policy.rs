@@ -38,6 +38,10 @@ pub struct Policy {
     /// automatic re-creation, per kind.
     #[serde(default)]
     pub consumers: crate::consumers::ConsumerPolicy,
+    /// `recovery.multipath-last-path`: what a device carrying the last usable path of a
+    /// dm-multipath map does to an automatic re-creation of it (`wait`, or `proceed`).
+    #[serde(default = "wait")]
+    pub multipath_last_path: crate::consumers::ConsumerAction,
     /// `recovery.iscsiadm-timeout`.
     pub iscsiadm_timeout: Duration,
     /// `devices.allow`: the only devices automatic recovery may touch.
@@ -154,6 +158,7 @@ impl Default for Policy {
             iscsid_grace: Duration::from_secs(20),
             other_sessions: OtherSessions::Wait,
             consumers: crate::consumers::ConsumerPolicy::default(),
+            multipath_last_path: crate::consumers::ConsumerAction::Wait,
             iscsiadm_timeout: Duration::from_secs(30),
             allow: BTreeSet::new(),
             trust_userspace: false,
@@ -214,4 +219,8 @@ mod tests {
         assert!(p.allow.is_empty());
         assert!(!p.trust_userspace);
     }
+}
+
+fn wait() -> crate::consumers::ConsumerAction {
+    crate::consumers::ConsumerAction::Wait
 }

@@ -38,7 +38,9 @@ mod fault;
 mod hold;
 mod journal;
 mod kernel_bug;
+mod multipath;
 mod nvme;
+pub use multipath::MULTIPATH_BACK_TIMEOUT;
 pub use nvme::NVME_BACK_TIMEOUT;
 mod observe;
 mod operator;
@@ -247,6 +249,8 @@ pub struct Engine {
     consumers: Option<Vec<crate::consumers::PortConsumers>>,
     /// The NVMe over RDMA controllers, as last reported (`None`: never).
     nvme: Option<Vec<crate::nvme_fabrics::NvmeRdmaController>>,
+    /// The dm-multipath paths, as last reported (`None`: never; not journaled).
+    multipath: Option<Vec<crate::multipath::MultipathPath>>,
     /// Driver-stack conditions the host's facts show, as last reported; not journaled (the
     /// first scan after a start reports them again).
     stack_facts: Vec<crate::driver_stack::StackCondition>,
@@ -291,6 +295,7 @@ impl Engine {
             unknown: unknown::UnknownDevices::default(),
             consumers: None,
             nvme: None,
+            multipath: None,
             stack_facts: Vec::new(),
             stack_said: Vec::new(),
         }

@@ -126,6 +126,7 @@ impl Engine {
             Observation::NvmeControllers { controllers } => {
                 self.nvme = Some(controllers);
             }
+            Observation::MultipathPaths { paths } => self.on_multipath_paths(paths, now),
             Observation::Consumers { ports } => {
                 if self.consumers.as_ref() != Some(&ports) {
                     self.consumers = Some(ports);

@@ -110,9 +110,15 @@ impl Engine {
                 );
                 return false;
             }
+            let paths = self.multipath_in_the_way(&device);
+            if !paths.is_empty() {
+                self.set_hold(pid, Hold::LastMultipathPath { paths }, &what, &why, now);
+                return false;
+            }
         }
         let dropped = self.consumers_of(&device).unwrap_or_default();
         let nvme = self.nvme_of(&device);
+        let multipath = self.multipath_of(&device);
         if let Some(busy) = self.recreating.clone() {
             if busy == device {
                 if let Some(p) = self.ports.get_mut(pid) {
@@ -155,6 +161,9 @@ impl Engine {
             consumers: dropped.clone(),
             nvme: nvme.clone(),
             nvme_back: Vec::new(),
+            multipath: multipath.clone(),
+            multipath_back: Vec::new(),
+            multipath_asked: false,
         });
         self.recreating = Some(device.clone());
         self.inflight.insert(
@@ -205,6 +214,14 @@ impl Engine {
             format!(
                 "{reason}; NVMe over RDMA controllers remembered for nvme connect after it: {}",
                 crate::nvme_fabrics::list_controllers(&nvme)
+            )
+        };
+        let reason = if multipath.is_empty() {
+            reason
+        } else {
+            format!(
+                "{reason}; dm-multipath paths it takes down, checked after it: {}",
+                crate::multipath::list_paths(&multipath)
             )
         };
         for q in self.ports_of_device(&device) {
