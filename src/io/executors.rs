@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::io::iscsiadm::{IscsiAdm, Iscsiadm, ScriptedIscsiAdm};
+use crate::io::multipathd::{MultipathRestore, MultipathdRestore, ScriptedMultipathRestore};
 use crate::io::neighbour::{NetlinkNeighbour, ScriptedNeighbour};
 use crate::io::nvme_cli::{NvmeCliRestore, NvmeRestore, ScriptedNvmeRestore};
 use crate::io::probe::{ScriptedProber, TcpProber};
@@ -45,6 +46,8 @@ pub struct Executors {
     pub selftest: Arc<dyn PortSelfTest>,
     /// NVMe over RDMA controllers brought back after a re-creation.
     pub nvme: Arc<dyn NvmeRestore>,
+    /// multipathd: the maps' paths, and the remembered paths checked after a re-creation.
+    pub multipath: Arc<dyn MultipathRestore>,
     /// `recovery.probe-timeout`.
     pub probe_timeout: Duration,
     /// `recovery.probe-port`, for portals that name none.
@@ -84,6 +87,8 @@ pub struct ExecutorOptions {
     pub probe: ProbeOptions,
     /// nvme-cli and its verification.
     pub nvme: NvmeCliRestore,
+    /// multipathd.
+    pub multipath: MultipathdRestore,
 }
 
 impl Executors {
@@ -102,6 +107,7 @@ impl Executors {
                 reason: "this iser-guard runs without a verbs self-test".into(),
             }),
             nvme: Arc::new(opts.nvme),
+            multipath: Arc::new(opts.multipath),
             probe_timeout: opts.probe.timeout,
             probe_port: opts.probe.port,
         }
@@ -130,6 +136,8 @@ pub struct Doubles {
     pub selftest: Arc<ScriptedSelfTest>,
     /// The scripted NVMe restore (every controller back unless answers are queued).
     pub nvme: Arc<ScriptedNvmeRestore>,
+    /// The scripted multipathd (no maps unless paths are set).
+    pub multipath: Arc<ScriptedMultipathRestore>,
 }
 
 impl Doubles {
@@ -146,6 +154,7 @@ impl Doubles {
             alerts: Some(self.alerts.clone()),
             selftest: self.selftest.clone(),
             nvme: self.nvme.clone(),
+            multipath: self.multipath.clone(),
             probe_timeout: probe.timeout,
             probe_port: probe.port,
         }

@@ -14,6 +14,7 @@ pub mod kmsg;
 pub mod kmsg_tail;
 pub mod lines;
 pub mod lock;
+pub mod multipathd;
 pub mod neighbour;
 pub mod netif;
 pub mod netlink;

@@ -123,6 +123,8 @@ struct Families {
     selftest_last_timestamp: Family<Labels, Gauge<f64, AtomicU64>>,
     rdma_consumers: Family<Labels, Gauge>,
     nvme_reconnects: Family<Labels, Counter>,
+    multipath_reinstates: Family<Labels, Counter>,
+    multipath_usable_paths: Family<Labels, Gauge>,
 }
 
 #[derive(Debug)]
@@ -192,6 +194,7 @@ pub fn action_name(k: &ActionKind) -> &'static str {
         ActionKind::IscsiRescan { .. } => "iscsi_rescan",
         ActionKind::SelfTestPort { .. } => "selftest_port",
         ActionKind::NvmeReconnect { .. } => "nvme_reconnect",
+        ActionKind::MultipathReinstate { .. } => "multipath_reinstate",
         ActionKind::RefreshSessions => "refresh_sessions",
         ActionKind::RefreshTopology => "refresh_topology",
         ActionKind::Alert(_) => "alert",
@@ -257,6 +260,8 @@ impl Metrics {
             selftest_last_timestamp: Family::default(),
             rdma_consumers: Family::default(),
             nvme_reconnects: Family::default(),
+            multipath_reinstates: Family::default(),
+            multipath_usable_paths: Family::default(),
         };
         r.register(
             "kernel_events",
@@ -390,6 +395,16 @@ impl Metrics {
             "nvme_reconnects",
             "NVMe over RDMA controllers reconnected with nvme connect after a re-creation of their device, by result (back: live, namespaces present, direct reads succeed; no-nvme-cli, disabled, connect-failed, not-found, not-live, namespaces-missing, read-failed)",
             f.nvme_reconnects.clone(),
+        );
+        r.register(
+            "multipath_reinstates",
+            "dm-multipath paths checked after a re-creation of the device carrying them, by result (active: multipathd's checker reinstated it; reinstated: iser-guard did with multipathd reinstate path; failed; missing)",
+            f.multipath_reinstates.clone(),
+        );
+        r.register(
+            "multipath_usable_paths",
+            "Usable (dm active) paths of each dm-multipath map, by map, as multipathd last showed them",
+            f.multipath_usable_paths.clone(),
         );
         r.register(
             "rdma_consumers",
@@ -600,6 +615,18 @@ impl Metrics {
         });
     }
 
+    /// multipathd's paths as last read: the usable paths of each map.
+    pub fn multipath(&self, paths: &[crate::core::multipath::MultipathPath]) {
+        self.with(|i| {
+            i.f.multipath_usable_paths.clear();
+            for (map, n) in crate::core::multipath::usable_per_map(paths) {
+                i.f.multipath_usable_paths
+                    .get_or_create(&vec![("map", map)])
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
+        });
+    }
+
     /// The model changed between dumps (device events).
     pub fn topology_changed(&self, topology: &Topology) {
         self.with(|i| i.topology.set(census::TopologyCensus::of(topology)));
@@ -691,6 +718,13 @@ impl Metrics {
             if let Outcome::NvmeReconnect { reports, .. } = outcome {
                 for r in reports {
                     i.f.nvme_reconnects
+                        .get_or_create(&l1("result", r.result.label()))
+                        .inc();
+                }
+            }
+            if let Outcome::MultipathReinstate { reports, .. } = outcome {
+                for r in reports {
+                    i.f.multipath_reinstates
                         .get_or_create(&l1("result", r.result.label()))
                         .inc();
                 }
