@@ -1255,6 +1255,14 @@ impl Config {
                 proceed.join(", ")
             ));
         }
+        if self.recovery.multipath_last_path == ConsumerAction::Proceed {
+            w.push(
+                "recovery.multipath-last-path = \"proceed\": a re-creation may take the last \
+                 usable path of a dm-multipath map, whose I/O then queues or fails until the \
+                 paths are back"
+                    .into(),
+            );
+        }
         if self.recovery.other_sessions == OtherSessions::Proceed {
             w.push(
                 "recovery.other-sessions = \"proceed\": healthy sessions on the same device \
