@@ -219,7 +219,9 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
                 .iscsi
                 .max(std::time::Duration::from_secs(1)),
         ) {
-            tracing::warn!("cannot start the multipathd reader: {e}; dm-multipath maps are not watched");
+            tracing::warn!(
+                "cannot start the multipathd reader: {e}; dm-multipath maps are not watched"
+            );
         }
     }
     topology.start(topo_tx, refresh.clone(), stop.clone());

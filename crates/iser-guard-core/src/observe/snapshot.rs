@@ -39,6 +39,37 @@ pub struct DaemonSnapshot {
     /// `None` while not known (no RDMA netlink, or before the first dump).
     #[serde(default)]
     pub consumers: Option<Vec<crate::consumers::PortConsumers>>,
+    /// The dm-multipath paths, grouped by the RDMA port that carries them (paths not over
+    /// RDMA last), as multipathd last showed them; absent while never read (no multipathd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipath: Option<Vec<MultipathPortView>>,
+}
+
+/// The dm-multipath paths one RDMA port carries (or, with no port, the rest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MultipathPortView {
+    /// `device/port`, or `None` for paths no RDMA port carries.
+    pub port: Option<String>,
+    /// Its paths.
+    pub paths: Vec<crate::multipath::MultipathPath>,
+}
+
+fn multipath_view(engine: &crate::recovery::Engine) -> Option<Vec<MultipathPortView>> {
+    let paths = engine.multipath_paths()?;
+    let carriers = engine.block_carriers();
+    let mut by: std::collections::BTreeMap<Option<String>, Vec<crate::multipath::MultipathPath>> =
+        std::collections::BTreeMap::new();
+    for p in crate::multipath::place(paths, &carriers) {
+        let port = p.on.map(|c| format!("{}/{}", c.device, c.port));
+        by.entry(port).or_default().push(p.path.clone());
+    }
+    let mut out: Vec<MultipathPortView> = by
+        .into_iter()
+        .map(|(port, paths)| MultipathPortView { port, paths })
+        .collect();
+    // `None` sorts first in a map: the paths not over RDMA go last.
+    out.sort_by_key(|v| v.port.is_none());
+    Some(out)
 }
 
 /// What the daemon knows about itself.
@@ -372,6 +403,15 @@ impl DaemonSnapshot {
                     for b in &r.nvme_back {
                         s.push_str(&format!("; nvme connect {b}"));
                     }
+                    if !r.multipath.is_empty() {
+                        s.push_str(&format!(
+                            "; dm-multipath paths remembered: {}",
+                            crate::multipath::list_paths(&r.multipath)
+                        ));
+                    }
+                    for b in &r.multipath_back {
+                        s.push_str(&format!("; multipath {b}"));
+                    }
                     s
                 }),
                 completed_recreations: d.completed_recreations,
@@ -415,6 +455,7 @@ impl DaemonSnapshot {
             ports,
             devices,
             consumers: engine.consumers().map(<[_]>::to_vec),
+            multipath: multipath_view(engine),
         }
     }
 
