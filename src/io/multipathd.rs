@@ -260,6 +260,34 @@ impl MultipathRestore for MultipathdRestore {
     }
 }
 
+/// The dm-multipath maps sysfs shows: the dm name of every `block/dm-N` whose
+/// `dm/uuid` starts with `mpath-` (what multipath-tools sets on the maps it creates).
+/// Unreadable entries are left out.
+pub fn sysfs_maps(sysfs_root: &std::path::Path) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(sysfs_root.join("block")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = dir
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("dm-"))
+        .filter_map(|e| {
+            let dm = e.path().join("dm");
+            let uuid = std::fs::read_to_string(dm.join("uuid")).ok()?;
+            if !uuid.trim().starts_with("mpath-") {
+                return None;
+            }
+            Some(
+                std::fs::read_to_string(dm.join("name"))
+                    .ok()?
+                    .trim()
+                    .to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// What a test runs on each scripted multipathd call.
 type CallHook = Box<dyn FnMut(&[String]) -> Option<Result<String, MultipathdError>> + Send>;
 

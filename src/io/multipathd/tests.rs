@@ -193,3 +193,28 @@ fn multipathd_gone_during_the_wait_fails_every_path_with_why() {
         }
     );
 }
+
+#[test]
+fn sysfs_maps_are_the_dm_devices_with_an_mpath_uuid() {
+    let root = tempfile::tempdir().unwrap();
+    for (dm, uuid, name) in [
+        (
+            "dm-0",
+            "mpath-3600140554e9c5f4d3a845a5a0a7f1b2c\n",
+            "mpatha\n",
+        ),
+        ("dm-1", "LVM-Qx2v0c7AbCdEfGh\n", "vg0-root\n"),
+        (
+            "dm-2",
+            "part1-mpath-3600140554e9c5f4d3a845a5a0a7f1b2c\n",
+            "mpatha1\n",
+        ),
+    ] {
+        let d = root.path().join("block").join(dm).join("dm");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("uuid"), uuid).unwrap();
+        std::fs::write(d.join("name"), name).unwrap();
+    }
+    assert_eq!(sysfs_maps(root.path()), vec!["mpatha".to_string()]);
+    assert!(sysfs_maps(&root.path().join("none")).is_empty());
+}

@@ -20,11 +20,13 @@ mod facts;
 mod host;
 mod iscsi;
 pub mod known;
+mod multipath;
 mod nvme;
 pub mod parse;
 mod rdma;
 
 pub use facts::*;
+pub use multipath::{multipath_check, MultipathFacts};
 pub use nvme::{nvme_reconnect_check, NvmeReconnectFacts};
 
 use serde::Serialize;
