@@ -135,9 +135,9 @@ mod tests {
         let c = multipath_check(&facts(&["mpatha"], None)).unwrap();
         assert_eq!(c.verdict, CheckVerdict::Warning);
         assert!(
-            c.summary.contains("multipathd is not installed"),
+            c.finding.contains("multipathd is not installed"),
             "{}",
-            c.summary
+            c.finding
         );
     }
 
@@ -146,7 +146,7 @@ mod tests {
         let c = multipath_check(&facts(&["mpatha"], Some(Err("timed out")))).unwrap();
         assert_eq!(c.verdict, CheckVerdict::Warning);
         assert!(c
-            .summary
+            .finding
             .contains("did not answer `show paths` (timed out)"));
     }
 
@@ -168,6 +168,6 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(c.verdict, CheckVerdict::Warning);
-        assert!(c.summary.contains("no usable path: mpatha"));
+        assert!(c.finding.contains("no usable path: mpatha"));
     }
 }
