@@ -196,6 +196,11 @@ impl Policy {
     }
 }
 
+/// `multipath_last_path`'s default in a serialized policy without it.
+fn wait() -> crate::consumers::ConsumerAction {
+    crate::consumers::ConsumerAction::Wait
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,8 +224,4 @@ mod tests {
         assert!(p.allow.is_empty());
         assert!(!p.trust_userspace);
     }
-}
-
-fn wait() -> crate::consumers::ConsumerAction {
-    crate::consumers::ConsumerAction::Wait
 }
