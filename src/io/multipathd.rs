@@ -289,7 +289,7 @@ pub fn sysfs_maps(sysfs_root: &std::path::Path) -> Vec<String> {
 }
 
 /// What a test runs on each scripted multipathd call.
-type CallHook = Box<dyn FnMut(&[String]) -> Option<Result<String, MultipathdError>> + Send>;
+type MultipathdHook = Box<dyn FnMut(&[String]) -> Option<Result<String, MultipathdError>> + Send>;
 
 /// A scripted multipathd client: records its calls; a hook answers each call (`None`: the
 /// queue's next answer, else an empty answer).
@@ -299,7 +299,7 @@ pub struct ScriptedMultipathd {
     pub missing: bool,
     answers: Mutex<std::collections::VecDeque<Result<String, MultipathdError>>>,
     calls: Mutex<Vec<Vec<String>>>,
-    hook: Mutex<Option<CallHook>>,
+    hook: Mutex<Option<MultipathdHook>>,
 }
 
 impl std::fmt::Debug for ScriptedMultipathd {

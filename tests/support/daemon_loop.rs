@@ -181,6 +181,7 @@ pub struct LoopTest {
     selftest: Option<Arc<dyn PortSelfTest>>,
     verbs_access: Option<LockoutWatch>,
     nvme: Option<Vec<iser_guard::core::nvme_fabrics::NvmeRdmaController>>,
+    multipath: Option<Vec<iser_guard::core::multipath::MultipathPath>>,
 }
 
 impl LoopTest {
@@ -196,12 +197,19 @@ impl LoopTest {
             selftest: None,
             verbs_access: None,
             nvme: None,
+            multipath: None,
         }
     }
 
     /// The topology source also reports these NVMe over RDMA controllers.
     pub fn nvme(mut self, c: Vec<iser_guard::core::nvme_fabrics::NvmeRdmaController>) -> LoopTest {
         self.nvme = Some(c);
+        self
+    }
+
+    /// multipathd answers these paths from the start.
+    pub fn multipath(mut self, p: Vec<iser_guard::core::multipath::MultipathPath>) -> LoopTest {
+        self.multipath = Some(p);
         self
     }
 
@@ -244,6 +252,7 @@ impl LoopTest {
     /// Starts the loop on a tokio task (call inside a runtime).
     pub fn start(self) -> Daemon {
         let doubles = Doubles::default();
+        *doubles.multipath.paths.lock().unwrap() = self.multipath.clone();
         if self.reachable > 0 {
             doubles.prober.push(
                 PORTAL.parse().unwrap(),
