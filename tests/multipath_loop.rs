@@ -53,9 +53,20 @@ async fn the_path_on_the_recreated_device_is_journaled_checked_and_alerted() {
     })
     .await;
     wait_for(20, "result not journaled", || {
-        std::fs::read_to_string(Journal::new(dir.path()).path())
-            .unwrap()
-            .contains("\"result\":\"active\"")
+        let bytes = std::fs::read(Journal::new(dir.path()).path()).unwrap();
+        iser_guard::core::journal::decode(&bytes)
+            .ok()
+            .and_then(|snap| {
+                snap.devices
+                    .into_iter()
+                    .find(|d| d.name == "rocep2s0f0")
+                    .and_then(|d| d.recreation)
+            })
+            .is_some_and(|r| {
+                r.multipath_back.len() == 1
+                    && r.multipath_back[0].result
+                        == iser_guard::core::multipath::PathBackResult::Active { dev: "sda".into() }
+            })
     })
     .await;
     assert_eq!(d.stop().await, ExitStatus::Ok.code());

@@ -912,6 +912,51 @@ mod tests {
     }
 
     #[test]
+    fn multipath_reinstates_by_result_and_usable_paths_per_map() {
+        use crate::core::multipath::{parse_paths, PathBackReport, PathBackResult};
+        let paths = parse_paths(
+            "mpatha|sdb|8:16|7:0:0:1|active|running|ready\n\
+             mpatha|sdc|8:32|8:0:0:1|active|running|ready\n\
+             mpathb|sdd|8:48|7:0:0:2|failed|running|faulty\n",
+        )
+        .paths;
+        let m = Metrics::new();
+        m.multipath(&paths);
+        let remembered = crate::core::multipath::MultipathPathRef {
+            map: "mpatha".into(),
+            dev: "sdb".into(),
+            hcil: None,
+            port: 1,
+            link: "s".into(),
+            dm: crate::core::multipath::DmPathState::Failed,
+        };
+        let report = |result| PathBackReport {
+            path: remembered.clone(),
+            result,
+        };
+        m.executed(
+            EffectId(8),
+            &Outcome::MultipathReinstate {
+                device: "rocep2s0f0".into(),
+                reports: vec![
+                    report(PathBackResult::Reinstated { dev: "sdb".into() }),
+                    report(PathBackResult::Missing),
+                ],
+            },
+            None,
+        );
+        let text = m.encode();
+        for line in [
+            "iser_guard_multipath_reinstates_total{result=\"reinstated\"} 1\n",
+            "iser_guard_multipath_reinstates_total{result=\"missing\"} 1\n",
+            "iser_guard_multipath_usable_paths{map=\"mpatha\"} 2\n",
+            "iser_guard_multipath_usable_paths{map=\"mpathb\"} 0\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+    }
+
+    #[test]
     fn counters_carry_the_prefix_and_the_total_suffix() {
         let m = Metrics::new();
         m.kmsg_record(Some("stuck_qp_transition"), false);
