@@ -346,8 +346,8 @@ pub enum Observation {
         /// Every rdma controller.
         controllers: Vec<crate::nvme_fabrics::NvmeRdmaController>,
     },
-    /// The dm-multipath paths of the host (multipathd's `show paths`). Sent when they
-    /// change; `None`-like absence (no multipathd) is an empty list: no map to protect.
+    /// The dm-multipath paths of the host (multipathd's `show paths`), sent when they
+    /// change. A host without multipathd sends an empty list: no map to protect.
     MultipathPaths {
         /// Every path of a map.
         paths: Vec<crate::multipath::MultipathPath>,
