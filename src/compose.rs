@@ -68,5 +68,6 @@ pub fn executors(cfg: &Config) -> Executors {
             cfg.paths.dev_root.clone(),
             cfg.recovery.nvme_reconnect,
         ),
+        multipath: crate::io::multipathd::MultipathdRestore::new(cfg.paths.multipathd.clone()),
     })
 }

@@ -318,3 +318,30 @@ fn the_ring_and_the_incident_list_stay_bounded() {
         .iter()
         .all(|i| i.outcome == IncidentOutcome::Recovered));
 }
+
+#[test]
+fn the_status_document_lists_the_multipath_paths_per_port_and_the_recreation_s_results() {
+    let h = scenarios::find("multipath-paths-reinstated")
+        .unwrap()
+        .run(7, util::MAX_STEPS)
+        .unwrap();
+    let d = doc(&h);
+    let mp = d.multipath.as_ref().expect("multipathd was read");
+    assert_eq!(mp[0].port.as_deref(), Some("rocep2s0f0/1"));
+    assert_eq!(mp[0].paths[0].dev, "sda");
+    assert_eq!(mp[1].port.as_deref(), Some("rocep2s0f1/1"));
+    let json = serde_json::to_value(&d).unwrap();
+    assert_eq!(json["multipath"][0]["paths"][0]["map"], "mpatha");
+    let dev = d
+        .devices
+        .iter()
+        .find(|v| v.name == scenarios::FIELD_DEVICE)
+        .unwrap();
+    let rec = dev.last_recreation.as_deref().unwrap();
+    assert!(
+        rec.contains("dm-multipath paths remembered: mpatha: sda on port 1 (failed"),
+        "{rec}"
+    );
+    assert!(rec.contains("; multipath mpatha sda (session"), "{rec}");
+    assert!(rec.contains("reinstated as sda"), "{rec}");
+}

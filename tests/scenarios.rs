@@ -38,6 +38,9 @@ mod drivers;
 #[path = "scenarios/kernel_6_8.rs"]
 mod kernel_6_8;
 
+#[path = "scenarios/multipath.rs"]
+mod multipath;
+
 use iser_guard::core::consumers::ConsumerKind;
 use iser_guard::core::recovery::{
     ActionKind, AlertClass, Engine, EngineSnapshot, Hold, Input, Observation, Origin, Phase,

@@ -384,6 +384,7 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
         "  events: {} kept, {} dropped (`iser-guard events`)",
         d.events_kept, d.events_dropped
     );
+    out.push_str(&render_multipath(s.multipath.as_deref()));
     if s.ports.is_empty() {
         out.push_str("\nThe daemon knows no RDMA port with iSCSI sessions.\n");
         return out;
@@ -418,4 +419,55 @@ pub fn render(side: &DaemonSide, style: Style) -> String {
         port_details(&mut out, p, now, style);
     }
     out
+}
+
+/// The dm-multipath paths per RDMA port (`dm-multipath paths:` and a line per path), from
+/// the daemon's last read of multipathd; nothing while it never read any.
+pub fn render_multipath(ports: Option<&[crate::core::observe::MultipathPortView]>) -> String {
+    let Some(ports) = ports else {
+        return String::new();
+    };
+    if ports.is_empty() {
+        return "  dm-multipath: no map\n".to_string();
+    }
+    let mut out =
+        String::from("  dm-multipath paths (a re-creation of a port's device takes its paths):\n");
+    for v in ports {
+        let on = v.port.as_deref().unwrap_or("not over RDMA");
+        for p in &v.paths {
+            let _ = writeln!(out, "    {on}: {} {}", p.map, p.describe());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod multipath_tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_listed_per_port() {
+        assert_eq!(render_multipath(None), "");
+        assert_eq!(render_multipath(Some(&[])), "  dm-multipath: no map\n");
+        let paths = crate::core::multipath::parse_paths(
+            "mpatha|sdb|8:16|7:0:0:1|active|running|ready\nmpatha|sdz|8:400|2:0:0:1|failed|running|faulty\n",
+        )
+        .paths;
+        let views = [
+            crate::core::observe::MultipathPortView {
+                port: Some("rocep2s0f0/1".into()),
+                paths: vec![paths[0].clone()],
+            },
+            crate::core::observe::MultipathPortView {
+                port: None,
+                paths: vec![paths[1].clone()],
+            },
+        ];
+        assert_eq!(
+            render_multipath(Some(&views)),
+            "  dm-multipath paths (a re-creation of a port's device takes its paths):\n    \
+             rocep2s0f0/1: mpatha sdb (8:16, 7:0:0:1) active ready running\n    not over \
+             RDMA: mpatha sdz (8:400, 2:0:0:1) failed faulty running\n"
+        );
+    }
 }

@@ -114,6 +114,9 @@ pub(crate) fn passive(cfg: &Config, origin: &ConfigOrigin) -> Report {
         .checks
         .extend(crate::core::doctor::nfs_mount_check(&nfs_facts(cfg)));
     report
+        .checks
+        .extend(crate::core::doctor::multipath_check(&multipath_facts(cfg)));
+    report
 }
 
 /// The NFS over RDMA mounts (`self/mountinfo` under `paths.proc-root`), placed by the CM id
@@ -130,6 +133,25 @@ fn nfs_facts(cfg: &Config) -> crate::core::doctor::NfsMountFacts {
             .unwrap_or_default()
     });
     crate::core::doctor::NfsMountFacts { mounts, consumers }
+}
+
+/// The dm-multipath maps sysfs shows, and multipathd's paths (one bounded run), for the
+/// multipath check.
+fn multipath_facts(cfg: &Config) -> crate::core::doctor::MultipathFacts {
+    let client = crate::io::multipathd::MultipathdProgram {
+        program: cfg.paths.multipathd.clone(),
+    };
+    let present = crate::io::process::is_executable(&cfg.paths.multipathd);
+    let read = crate::io::multipathd::read_paths(&client, crate::io::multipathd::COMMAND_TIMEOUT)
+        .map_err(|e| e.to_string())
+        .transpose();
+    crate::core::doctor::MultipathFacts {
+        sysfs_maps: crate::io::multipathd::sysfs_maps(&cfg.paths.sysfs_root),
+        multipathd: cfg.paths.multipathd.display().to_string(),
+        multipathd_present: present,
+        read,
+        proceed: cfg.recovery.multipath_last_path == crate::config::ConsumerAction::Proceed,
+    }
 }
 
 /// The NVMe over RDMA controllers (placed by the CM id table when RDMA netlink answers),

@@ -93,6 +93,10 @@ pub struct Paths {
     /// nvme-cli's binary: `nvme connect` brings back the NVMe over RDMA controllers a
     /// re-creation deleted (`recovery.nvme-reconnect`).
     pub nvme: PathBuf,
+    /// multipathd's client: the dm-multipath maps' paths are read with
+    /// `multipathd show paths`, and a path still failed after a re-creation is reinstated
+    /// with `multipathd reinstate path` (`recovery.multipath-last-path`).
+    pub multipathd: PathBuf,
     /// Root of procfs (`/proc`): `iser-guard doctor` reads the kernel release, devices and
     /// modules there; the daemon and `status` read `self/mountinfo` (NFS over RDMA mounts).
     pub proc_root: PathBuf,
@@ -199,6 +203,10 @@ pub struct Recovery {
     /// After a re-creation, reconnect the NVMe over RDMA controllers remembered on the device
     /// with `nvme connect` (paths.nvme) and verify them.
     pub nvme_reconnect: bool,
+    /// A device that carries the last usable path of a dm-multipath map: `wait` (the
+    /// default: its automatic re-creation is held, with an alert naming the maps and
+    /// paths) or `proceed`.
+    pub multipath_last_path: ConsumerAction,
 }
 
 /// A syslog facility.
@@ -343,6 +351,7 @@ impl Default for Paths {
             rdma: PathBuf::from("/usr/bin/rdma"),
             modprobe: PathBuf::from("/usr/sbin/modprobe"),
             nvme: PathBuf::from("/usr/sbin/nvme"),
+            multipathd: PathBuf::from("/usr/sbin/multipathd"),
             proc_root: PathBuf::from("/proc"),
             dev_root: PathBuf::from("/dev"),
             modules_root: PathBuf::from("/lib/modules"),
@@ -386,6 +395,7 @@ impl Default for Recovery {
             device_wait: Duration::from_secs(60),
             consumers: BTreeMap::new(),
             nvme_reconnect: true,
+            multipath_last_path: ConsumerAction::Wait,
         }
     }
 }
@@ -970,6 +980,7 @@ impl Config {
             recreate_timeout: r.reset_timeout,
             verify_timeout: r.verify_timeout,
             device_wait: r.device_wait,
+            multipath_last_path: r.multipath_last_path,
             ..Policy::default()
         }
     }
@@ -990,6 +1001,7 @@ impl Config {
             ("paths.rdma", &pa.rdma),
             ("paths.modprobe", &pa.modprobe),
             ("paths.nvme", &pa.nvme),
+            ("paths.multipathd", &pa.multipathd),
             ("paths.proc-root", &pa.proc_root),
             ("paths.dev-root", &pa.dev_root),
             ("paths.modules-root", &pa.modules_root),
@@ -1242,6 +1254,14 @@ impl Config {
                  their connections to a re-creation, and iser-guard does not bring them back",
                 proceed.join(", ")
             ));
+        }
+        if self.recovery.multipath_last_path == ConsumerAction::Proceed {
+            w.push(
+                "recovery.multipath-last-path = \"proceed\": a re-creation may take the last \
+                 usable path of a dm-multipath map, whose I/O then queues or fails until the \
+                 paths are back"
+                    .into(),
+            );
         }
         if self.recovery.other_sessions == OtherSessions::Proceed {
             w.push(

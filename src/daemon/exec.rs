@@ -175,6 +175,28 @@ pub fn execute(
                 summary,
             })
         }
+        ActionKind::MultipathReinstate {
+            device,
+            paths,
+            carriers,
+            timeout,
+        } => {
+            // Blocks up to `timeout` and the reinstate's own wait (multipathd calls, each
+            // bounded): on a worker, never on the loop thread.
+            let reports = ex.multipath.restore(paths, carriers, *timeout);
+            let summary = reports
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            done(crate::answers::Answer {
+                outcome: Outcome::MultipathReinstate {
+                    device: device.clone(),
+                    reports,
+                },
+                summary,
+            })
+        }
         ActionKind::SelfTestPort {
             device,
             port,

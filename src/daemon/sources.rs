@@ -97,6 +97,40 @@ pub enum TopologyReport {
     },
     /// RDMA netlink is not available: the source continues on sysfs alone.
     NetlinkUnavailable(String),
+    /// multipathd's paths, read when they changed (`Ok(None)`: multipathd is not
+    /// installed; `Err`: it did not answer, in words).
+    Multipath(Result<Option<Vec<crate::core::multipath::MultipathPath>>, String>),
+}
+
+/// Reads multipathd's paths every `every` on a thread of its own (each read is a bounded
+/// process run, never on the loop) and reports them to the loop when they or the error
+/// change, until `stop` is raised or the loop is gone.
+pub fn spawn_multipath_reader(
+    restore: Arc<dyn crate::io::multipathd::MultipathRestore>,
+    tx: UnboundedSender<TopologyReport>,
+    stop: Arc<Signal>,
+    every: Duration,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("iser-guard-mpath".into())
+        .spawn(move || {
+            let mut sent: Option<Result<Option<Vec<_>>, String>> = None;
+            let slice = Duration::from_millis(100);
+            while !stop.is_raised() {
+                let now = restore.read().map_err(|e| e.to_string());
+                if sent.as_ref() != Some(&now) {
+                    if tx.send(TopologyReport::Multipath(now.clone())).is_err() {
+                        return;
+                    }
+                    sent = Some(now);
+                }
+                let mut waited = Duration::ZERO;
+                while waited < every && !stop.is_raised() {
+                    std::thread::sleep(slice);
+                    waited += slice;
+                }
+            }
+        })
 }
 
 /// A flag one side raises and the other waits on without polling (the loop's "refresh the

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::io::iscsiadm::{IscsiAdm, Iscsiadm, ScriptedIscsiAdm};
+use crate::io::multipathd::{MultipathRestore, MultipathdRestore, ScriptedMultipathRestore};
 use crate::io::neighbour::{NetlinkNeighbour, ScriptedNeighbour};
 use crate::io::nfs_check::{NfsCheck, ScriptedNfsCheck, StatNfsCheck};
 use crate::io::nvme_cli::{NvmeCliRestore, NvmeRestore, ScriptedNvmeRestore};
@@ -49,6 +50,8 @@ pub struct Executors {
     /// NFS over RDMA mounts checked after a re-creation (one checker for the daemon's life:
     /// it knows which mount points still have a stat hanging).
     pub nfs: Arc<dyn NfsCheck>,
+    /// multipathd: the maps' paths, and the remembered paths checked after a re-creation.
+    pub multipath: Arc<dyn MultipathRestore>,
     /// `recovery.probe-timeout`.
     pub probe_timeout: Duration,
     /// `recovery.probe-port`, for portals that name none.
@@ -88,6 +91,8 @@ pub struct ExecutorOptions {
     pub probe: ProbeOptions,
     /// nvme-cli and its verification.
     pub nvme: NvmeCliRestore,
+    /// multipathd.
+    pub multipath: MultipathdRestore,
 }
 
 impl Executors {
@@ -107,6 +112,7 @@ impl Executors {
             }),
             nvme: Arc::new(opts.nvme),
             nfs: Arc::new(StatNfsCheck::default()),
+            multipath: Arc::new(opts.multipath),
             probe_timeout: opts.probe.timeout,
             probe_port: opts.probe.port,
         }
@@ -137,6 +143,8 @@ pub struct Doubles {
     pub nvme: Arc<ScriptedNvmeRestore>,
     /// The scripted NFS check (every mount answers unless answers are queued).
     pub nfs: Arc<ScriptedNfsCheck>,
+    /// The scripted multipathd (no maps unless paths are set).
+    pub multipath: Arc<ScriptedMultipathRestore>,
 }
 
 impl Doubles {
@@ -154,6 +162,7 @@ impl Doubles {
             selftest: self.selftest.clone(),
             nvme: self.nvme.clone(),
             nfs: self.nfs.clone(),
+            multipath: self.multipath.clone(),
             probe_timeout: probe.timeout,
             probe_port: probe.port,
         }

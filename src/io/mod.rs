@@ -15,6 +15,7 @@ pub mod kmsg_tail;
 pub mod lines;
 pub mod lock;
 pub mod mountinfo;
+pub mod multipathd;
 pub mod neighbour;
 pub mod netif;
 pub mod netlink;

@@ -125,6 +125,8 @@ struct Families {
     nvme_reconnects: Family<Labels, Counter>,
     nfs_checks: Family<Labels, Counter>,
     nfs_checks_abandoned: Counter,
+    multipath_reinstates: Family<Labels, Counter>,
+    multipath_usable_paths: Family<Labels, Gauge>,
 }
 
 #[derive(Debug)]
@@ -195,6 +197,7 @@ pub fn action_name(k: &ActionKind) -> &'static str {
         ActionKind::SelfTestPort { .. } => "selftest_port",
         ActionKind::NvmeReconnect { .. } => "nvme_reconnect",
         ActionKind::NfsCheck { .. } => "nfs_check",
+        ActionKind::MultipathReinstate { .. } => "multipath_reinstate",
         ActionKind::RefreshSessions => "refresh_sessions",
         ActionKind::RefreshTopology => "refresh_topology",
         ActionKind::Alert(_) => "alert",
@@ -262,6 +265,8 @@ impl Metrics {
             nvme_reconnects: Family::default(),
             nfs_checks: Family::default(),
             nfs_checks_abandoned: Counter::default(),
+            multipath_reinstates: Family::default(),
+            multipath_usable_paths: Family::default(),
         };
         r.register(
             "kernel_events",
@@ -405,6 +410,16 @@ impl Metrics {
             "nfs_checks_abandoned",
             "stats of NFS over RDMA mount points left hanging at the end of their check's window (a hard mount's stat waits for its server; the daemon never waits for it)",
             f.nfs_checks_abandoned.clone(),
+        );
+        r.register(
+            "multipath_reinstates",
+            "dm-multipath paths checked after a re-creation of the device carrying them, by result (active: multipathd's checker reinstated it; reinstated: iser-guard did with multipathd reinstate path; failed; missing)",
+            f.multipath_reinstates.clone(),
+        );
+        r.register(
+            "multipath_usable_paths",
+            "Usable (dm active) paths of each dm-multipath map, by map, as multipathd last showed them",
+            f.multipath_usable_paths.clone(),
         );
         r.register(
             "rdma_consumers",
@@ -615,6 +630,18 @@ impl Metrics {
         });
     }
 
+    /// multipathd's paths as last read: the usable paths of each map.
+    pub fn multipath(&self, paths: &[crate::core::multipath::MultipathPath]) {
+        self.with(|i| {
+            i.f.multipath_usable_paths.clear();
+            for (map, n) in crate::core::multipath::usable_per_map(paths) {
+                i.f.multipath_usable_paths
+                    .get_or_create(&vec![("map", map)])
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
+        });
+    }
+
     /// The model changed between dumps (device events).
     pub fn topology_changed(&self, topology: &Topology) {
         self.with(|i| i.topology.set(census::TopologyCensus::of(topology)));
@@ -722,6 +749,13 @@ impl Metrics {
             if let Outcome::NvmeReconnect { reports, .. } = outcome {
                 for r in reports {
                     i.f.nvme_reconnects
+                        .get_or_create(&l1("result", r.result.label()))
+                        .inc();
+                }
+            }
+            if let Outcome::MultipathReinstate { reports, .. } = outcome {
+                for r in reports {
+                    i.f.multipath_reinstates
                         .get_or_create(&l1("result", r.result.label()))
                         .inc();
                 }
@@ -952,6 +986,51 @@ mod tests {
             text.contains("iser_guard_nvme_reconnects_total{result=\"no-nvme-cli\"} 1\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn multipath_reinstates_by_result_and_usable_paths_per_map() {
+        use crate::core::multipath::{parse_paths, PathBackReport, PathBackResult};
+        let paths = parse_paths(
+            "mpatha|sdb|8:16|7:0:0:1|active|running|ready\n\
+             mpatha|sdc|8:32|8:0:0:1|active|running|ready\n\
+             mpathb|sdd|8:48|7:0:0:2|failed|running|faulty\n",
+        )
+        .paths;
+        let m = Metrics::new();
+        m.multipath(&paths);
+        let remembered = crate::core::multipath::MultipathPathRef {
+            map: "mpatha".into(),
+            dev: "sdb".into(),
+            hcil: None,
+            port: 1,
+            link: "s".into(),
+            dm: crate::core::multipath::DmPathState::Failed,
+        };
+        let report = |result| PathBackReport {
+            path: remembered.clone(),
+            result,
+        };
+        m.executed(
+            EffectId(8),
+            &Outcome::MultipathReinstate {
+                device: "rocep2s0f0".into(),
+                reports: vec![
+                    report(PathBackResult::Reinstated { dev: "sdb".into() }),
+                    report(PathBackResult::Missing),
+                ],
+            },
+            None,
+        );
+        let text = m.encode();
+        for line in [
+            "iser_guard_multipath_reinstates_total{result=\"reinstated\"} 1\n",
+            "iser_guard_multipath_reinstates_total{result=\"missing\"} 1\n",
+            "iser_guard_multipath_usable_paths{map=\"mpatha\"} 2\n",
+            "iser_guard_multipath_usable_paths{map=\"mpathb\"} 0\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 
     #[test]

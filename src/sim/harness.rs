@@ -588,6 +588,24 @@ impl Harness {
                     now,
                 );
             }
+            ActionKind::MultipathReinstate {
+                device,
+                paths,
+                carriers,
+                ..
+            } => {
+                let reports = self.host.multipath_restore(paths, carriers);
+                self.deliver(
+                    super::host::Delivery::Outcome {
+                        id: a.id,
+                        outcome: crate::core::recovery::Outcome::MultipathReinstate {
+                            device: device.clone(),
+                            reports,
+                        },
+                    },
+                    now,
+                );
+            }
             ActionKind::SelfTestPort {
                 device,
                 port,

@@ -360,6 +360,13 @@ pub enum HostEvent {
     Command(OperatorCommand),
     /// A note for the timeline.
     Note(String),
+    /// A multipath path iser-guard does not carry (FC, SAS) fails or comes back.
+    MultipathOther {
+        /// Its block device.
+        dev: String,
+        /// Failed.
+        failed: bool,
+    },
     /// The device's driver declares a fatal error (firmware or hardware): every QP on it,
     /// QP 1 included, goes to ERR and its iSER connections fail; the device stays
     /// registered until it is re-created.
@@ -512,6 +519,10 @@ pub struct SimHost {
     nvme_reported: Option<Vec<crate::core::nvme_fabrics::NvmeRdmaController>>,
     /// nvme-cli is installed.
     pub nvme_cli: bool,
+    /// dm-multipath maps and multipathd (`None`: multipath-tools not installed).
+    pub multipath: Option<super::multipath::SimMultipath>,
+    /// The multipath paths last reported.
+    multipath_reported: Option<Vec<crate::core::multipath::MultipathPath>>,
     /// The next NVMe controller instance (`nvmeN`) the kernel hands out.
     nvme_next: u32,
     /// NFS over RDMA mounts (their transports are rpcrdma consumers in `rdma_consumers`).
@@ -578,6 +589,8 @@ impl SimHost {
             consumers_reported: None,
             nvme_reported: None,
             nvme_cli: false,
+            multipath: None,
+            multipath_reported: None,
             nvme_next: 10,
             nfs_mounts: Vec::new(),
             nfs_reported: None,
@@ -861,6 +874,15 @@ impl SimHost {
             }
             HostEvent::Command(c) => out.push(Delivery::Command(c)),
             HostEvent::Note(n) => out.push(Delivery::Note(n)),
+            HostEvent::MultipathOther { dev, failed } => {
+                out.push(Delivery::Note(format!(
+                    "multipath path {dev} (not over RDMA) {}",
+                    if failed { "failed" } else { "back" }
+                )));
+                if let Some(mp) = self.multipath.as_mut() {
+                    mp.set_other(&dev, failed);
+                }
+            }
             HostEvent::DeviceFatal { device } => self.device_fatal(&device, now, out),
             HostEvent::NopTimeout(sid) => {
                 let dead = self.sessions.get(&sid).is_some_and(|s| {
@@ -1458,6 +1480,14 @@ impl SimHost {
                 }
             }
         }
+        // As the daemon's multipathd reader: the maps' paths after a checker pass, when
+        // they changed.
+        if let Some(paths) = self.multipath_check() {
+            if self.multipath_reported.as_ref() != Some(&paths) {
+                self.multipath_reported = Some(paths.clone());
+                out.push(Delivery::Netlink(Observation::MultipathPaths { paths }));
+            }
+        }
         // As the daemon's `daemon::driver_stack`: the driver-stack conditions of the host's
         // facts, when they changed.
         let stack = crate::core::driver_stack::detect(&self.stack_facts());
@@ -1607,6 +1637,58 @@ impl SimHost {
             }
         }
         out
+    }
+
+    /// A session's disk as the maps see it.
+    fn sim_disk(&self, node: &SessionKey, lun: usize) -> Option<super::multipath::SimDisk> {
+        // A session in recovery keeps its SCSI devices (blocked, transport-offline): the
+        // path stays in its map, failed. Only a logout removes them.
+        let s = self.sessions.values().rev().find(|s| s.key == *node)?;
+        let d = s.disks.get(lun)?;
+        let present = self.devices.get(&s.port.device).is_some_and(|d| d.present);
+        Some(super::multipath::SimDisk {
+            dev: d.name.clone(),
+            host: s.host,
+            working: present
+                && s.state == SessionState::LoggedIn
+                && !s.zombie
+                && s.down_since.is_none()
+                && d.is_running(),
+        })
+    }
+
+    /// A multipathd checker pass, then the paths it shows (`None`: no multipathd).
+    pub fn multipath_check(&mut self) -> Option<Vec<crate::core::multipath::MultipathPath>> {
+        let mut mp = self.multipath.take()?;
+        mp.check(|n, l| self.sim_disk(n, l));
+        let paths = mp.paths(|n, l| self.sim_disk(n, l));
+        self.multipath = Some(mp);
+        Some(paths)
+    }
+
+    /// The simulated multipathd executor: the remembered paths checked, the reinstatable
+    /// reinstated.
+    pub fn multipath_restore(
+        &mut self,
+        paths: &[crate::core::multipath::MultipathPathRef],
+        carriers: &[crate::core::multipath::BlockCarrier],
+    ) -> Vec<crate::core::multipath::PathBackReport> {
+        let Some(mut mp) = self.multipath.take() else {
+            return paths
+                .iter()
+                .map(|p| crate::core::multipath::PathBackReport {
+                    path: p.clone(),
+                    result: crate::core::multipath::PathBackResult::Failed {
+                        dev: p.dev.clone(),
+                        reason: "multipathd is not installed".into(),
+                    },
+                })
+                .collect();
+        };
+        let host = &*self;
+        let r = mp.restore(paths, carriers, |n, l| host.sim_disk(n, l));
+        self.multipath = Some(mp);
+        r
     }
 
     /// The NVMe over RDMA controllers sysfs shows now, read and placed by the core, as the

@@ -9,6 +9,7 @@ pub mod consumers;
 pub mod harness;
 pub mod host;
 pub mod kernel;
+pub mod multipath;
 pub mod probe;
 pub mod scenarios;
 pub mod selftest;

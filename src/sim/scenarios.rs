@@ -7,6 +7,7 @@ use super::consumers::{SimConsumer, SimNfsMount, SimOwner};
 use super::harness::{Harness, SimError};
 use super::host::{HostEvent, RecreateBehaviour, SimDriver, SimHost};
 use super::kernel;
+use super::multipath::{SimMap, SimMapPath, SimMultipath, SimPathVia};
 use crate::config::{OtherSessions, ResetWhen};
 use crate::core::recovery::{OperatorCommand, Policy, PortId, Portal};
 use crate::core::time::Instant;
@@ -605,6 +606,97 @@ fn healthy_nvme_holds_then_reconnected() -> (SimHost, Policy) {
     (h, p)
 }
 
+fn iser_node(iqn: &str, portal: Portal) -> crate::core::recovery::SessionKey {
+    crate::core::recovery::SessionKey {
+        target: iqn.to_string(),
+        portal,
+        iface: "iser".to_string(),
+    }
+}
+
+/// The field incident on a device that also carries a healthy session to a second target,
+/// whose LUN is a path of dm-multipath map mpathb; the map's other path (sdz, FC, not over
+/// RDMA) is failed. recovery.other-sessions = proceed lets the healthy session drop, but the
+/// re-creation would leave mpathb with no path at all: it holds, naming the map and path,
+/// until the FC path comes back at 400 s; then it runs, and the session's path is active
+/// in mpathb again after it.
+fn last_multipath_path() -> (SimHost, Policy) {
+    let mut h = shared_device_host();
+    h.multipath = Some(SimMultipath {
+        maps: vec![SimMap {
+            name: "mpathb".into(),
+            paths: vec![
+                SimMapPath {
+                    via: SimPathVia::Session {
+                        node: iser_node(TARGET_B_IQN, portal_b()),
+                        lun: 0,
+                    },
+                    failed: false,
+                },
+                SimMapPath {
+                    via: SimPathVia::Other {
+                        dev: "sdz".into(),
+                        host: 2,
+                    },
+                    failed: true,
+                },
+            ],
+        }],
+        checker_reinstates: true,
+        reinstated: Vec::new(),
+    });
+    h.schedule(
+        at(400),
+        HostEvent::MultipathOther {
+            dev: "sdz".into(),
+            failed: false,
+        },
+    );
+    let mut p = base_policy();
+    p.other_sessions = OtherSessions::Proceed;
+    (h, p)
+}
+
+/// The field incident where the stuck device's session carries one path of map mpatha and
+/// a session on a second device the other: the map keeps a usable path, so the re-creation
+/// runs; after it multipathd's checker does not take the path back by itself (as with
+/// delay_wait_checks), so iser-guard reinstates it and the map has both paths again.
+fn multipath_paths_reinstated() -> (SimHost, Policy) {
+    let (mut h, p) = field_incident();
+    h.add_device("rocep2s0f1", "0000:02:00.1", SimDriver::Irdma, 1);
+    h.add_target(TARGET_B_IQN, portal_b());
+    h.add_session(
+        TARGET_B_IQN,
+        &portal_b(),
+        PortId::new("rocep2s0f1", 1),
+        &["sdb"],
+    );
+    h.multipath = Some(SimMultipath {
+        maps: vec![SimMap {
+            name: "mpatha".into(),
+            paths: vec![
+                SimMapPath {
+                    via: SimPathVia::Session {
+                        node: iser_node(TARGET_IQN, portal_a()),
+                        lun: 0,
+                    },
+                    failed: false,
+                },
+                SimMapPath {
+                    via: SimPathVia::Session {
+                        node: iser_node(TARGET_B_IQN, portal_b()),
+                        lun: 0,
+                    },
+                    failed: false,
+                },
+            ],
+        }],
+        checker_reinstates: false,
+        reinstated: Vec::new(),
+    });
+    (h, p)
+}
+
 fn pause_resume() -> (SimHost, Policy) {
     let (mut h, p) = field_incident();
     h.schedule(at(30), HostEvent::Command(OperatorCommand::Pause));
@@ -1164,6 +1256,21 @@ pub fn all() -> Vec<Scenario> {
              iSCSI one: its portal (4420) is probed too and the re-creation waits for it",
             700,
             nvme_target_later,
+        ),
+        s(
+            "last-multipath-path",
+            "field incident on a device carrying the last usable path of a dm-multipath map: \
+             the re-creation holds until the map's other path is back, then runs and the path \
+             is active again",
+            700,
+            last_multipath_path,
+        ),
+        s(
+            "multipath-paths-reinstated",
+            "field incident on a device carrying one of two paths of a dm-multipath map: \
+             re-created, and the path reinstated in the map after the sessions' verification",
+            600,
+            multipath_paths_reinstated,
         ),
         s(
             "mixed-consumers-no-nvme-cli",

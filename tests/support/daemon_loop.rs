@@ -205,6 +205,7 @@ pub struct LoopTest {
     verbs_access: Option<LockoutWatch>,
     nvme: Option<Vec<iser_guard::core::nvme_fabrics::NvmeRdmaController>>,
     nfs: Option<Vec<iser_guard::core::nfs_rdma::NfsRdmaMount>>,
+    multipath: Option<Vec<iser_guard::core::multipath::MultipathPath>>,
 }
 
 impl LoopTest {
@@ -221,6 +222,7 @@ impl LoopTest {
             verbs_access: None,
             nvme: None,
             nfs: None,
+            multipath: None,
         }
     }
 
@@ -233,6 +235,12 @@ impl LoopTest {
     /// The topology source also reports these NVMe over RDMA controllers.
     pub fn nvme(mut self, c: Vec<iser_guard::core::nvme_fabrics::NvmeRdmaController>) -> LoopTest {
         self.nvme = Some(c);
+        self
+    }
+
+    /// multipathd answers these paths from the start.
+    pub fn multipath(mut self, p: Vec<iser_guard::core::multipath::MultipathPath>) -> LoopTest {
+        self.multipath = Some(p);
         self
     }
 
@@ -275,6 +283,7 @@ impl LoopTest {
     /// Starts the loop on a tokio task (call inside a runtime).
     pub fn start(self) -> Daemon {
         let doubles = Doubles::default();
+        *doubles.multipath.paths.lock().unwrap() = self.multipath.clone();
         if self.reachable > 0 {
             doubles.prober.push(
                 PORTAL.parse().unwrap(),

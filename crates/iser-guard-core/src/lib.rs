@@ -12,6 +12,7 @@ pub mod iscsi;
 pub mod journal;
 pub mod kernel_caps;
 pub mod kmsg;
+pub mod multipath;
 pub mod nfs_rdma;
 pub mod nldev;
 pub mod nvme_fabrics;

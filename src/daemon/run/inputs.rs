@@ -165,6 +165,23 @@ impl Loop {
                     self.request_sessions();
                 }
             }
+            TopologyReport::Multipath(read) => {
+                let paths = match read {
+                    Ok(Some(paths)) => paths,
+                    // Not installed: no map to protect.
+                    Ok(None) => Vec::new(),
+                    Err(why) => {
+                        // The engine keeps what it last knew; doctor says why.
+                        tracing::warn!("dm-multipath maps not read: {why}");
+                        return;
+                    }
+                };
+                self.metrics.multipath(&paths);
+                let obs = crate::core::recovery::Observation::MultipathPaths { paths };
+                tracing::info!(observation = %obs.describe(), "dm-multipath");
+                let now = self.now();
+                self.driver.handle_observation(obs, Trust::Trusted, now);
+            }
             TopologyReport::NetlinkUnavailable(why) => {
                 self.obs.source_failed(RDMA_NETLINK, why.clone());
                 self.metrics

@@ -207,6 +207,23 @@ pub(super) async fn start(settings: Settings, deps: Deps, daemon: bool) -> Resul
     let exporter = crate::metrics::Exporter::start(&settings.config.metrics, &metrics).await;
     let mut topology = deps.topology;
     topology.observe(metrics.clone());
+    if daemon {
+        // A standalone command reads no maps: its plan names the paths the daemon knows.
+        if let Err(e) = crate::daemon::sources::spawn_multipath_reader(
+            deps.executors.multipath.clone(),
+            topo_tx.clone(),
+            stop.clone(),
+            settings
+                .config
+                .poll
+                .iscsi
+                .max(std::time::Duration::from_secs(1)),
+        ) {
+            tracing::warn!(
+                "cannot start the multipathd reader: {e}; dm-multipath maps are not watched"
+            );
+        }
+    }
     topology.start(topo_tx, refresh.clone(), stop.clone());
     let (ctrl_tx, ctrl_rx) = unbounded_channel::<(ControlConnection, Request)>();
     let control_task = deps.control.map(|server| {

@@ -20,12 +20,14 @@ mod facts;
 mod host;
 mod iscsi;
 pub mod known;
+mod multipath;
 mod nfs;
 mod nvme;
 pub mod parse;
 mod rdma;
 
 pub use facts::*;
+pub use multipath::{multipath_check, MultipathFacts};
 pub use nfs::{nfs_mount_check, NfsMountFacts};
 pub use nvme::{nvme_reconnect_check, NvmeReconnectFacts};
 

@@ -105,6 +105,17 @@ pub enum PlanStep {
         /// How long each may take to answer.
         window: Duration,
     },
+    /// After the sessions' verification: the dm-multipath paths the re-creation takes down,
+    /// each active in its map again (multipathd reinstates it, else iser-guard does).
+    MultipathCheck {
+        /// Every path on the device.
+        paths: Vec<crate::multipath::MultipathPathRef>,
+        /// Of those, the last usable paths of their maps: the maps have no path while the
+        /// device is re-created.
+        last: Vec<crate::multipath::MultipathPathRef>,
+        /// The bounded wait before a still-failed path is reinstated.
+        timeout: Duration,
+    },
     /// Log sessions out and in.
     Reconnect {
         /// The sessions.
@@ -317,6 +328,29 @@ impl CommandPlan {
                         ));
                     }
                 }
+                PlanStep::MultipathCheck {
+                    paths,
+                    last,
+                    timeout,
+                } => {
+                    if !last.is_empty() {
+                        out.push(format!(
+                            "WARNING: the re-creation takes the last usable path of dm-multipath \
+                             map(s) {}: I/O to them queues or fails until the paths are back: {}",
+                            crate::multipath::maps_of(last).join(", "),
+                            crate::multipath::list_paths(last)
+                        ));
+                    }
+                    out.push(format!(
+                        "check the dm-multipath path{} on the device active in their maps again \
+                         (multipathd reinstate path after {} if still failed):",
+                        plural(paths.len()),
+                        words(*timeout)
+                    ));
+                    for p in paths {
+                        out.push(format!("  {p}"));
+                    }
+                }
                 PlanStep::Reconnect {
                     sessions,
                     unless_iscsid,
@@ -525,6 +559,14 @@ impl Driver {
                 window: crate::recovery::NFS_CHECK_WINDOW,
             })
         };
+        let multipath = |device: &str| {
+            let paths = self.engine.multipath_of(device);
+            (!paths.is_empty()).then(|| PlanStep::MultipathCheck {
+                last: self.engine.multipath_last_paths(device),
+                paths,
+                timeout: crate::recovery::MULTIPATH_BACK_TIMEOUT,
+            })
+        };
         let steps = match cmd {
             OperatorCommand::Pause => vec![PlanStep::Pause],
             OperatorCommand::Resume => vec![PlanStep::Resume],
@@ -553,6 +595,7 @@ impl Driver {
                         timeout: policy.verify_timeout,
                     },
                 ]);
+                steps.extend(multipath(device));
                 steps
             }
             OperatorCommand::ResetDevice { device } => {
@@ -570,6 +613,7 @@ impl Driver {
                         timeout: policy.verify_timeout,
                     },
                 ]);
+                steps.extend(multipath(device));
                 steps
             }
             OperatorCommand::Reconnect { target, portal } => {

@@ -361,6 +361,9 @@ fn hold_out(h: &Hold) -> v2::Hold {
             sessions: keys_out(sessions),
             consumers: consumers_out(consumers),
         },
+        Hold::LastMultipathPath { paths } => v2::Hold::LastMultipathPath {
+            paths: super::multipath_map::out(paths, &[]),
+        },
         Hold::WaitingForSlot { busy } => v2::Hold::WaitingForSlot { busy: busy.clone() },
         Hold::NoPortalKnown => v2::Hold::NoPortalKnown,
         Hold::KernelBug { module, report } => v2::Hold::KernelBug {
@@ -381,6 +384,9 @@ fn hold_in(h: v2::Hold) -> Result<Hold, JournalFormatError> {
         } => Hold::OtherSessionsHealthy {
             sessions: keys_in(sessions)?,
             consumers: consumers_in(consumers)?,
+        },
+        v2::Hold::LastMultipathPath { paths } => Hold::LastMultipathPath {
+            paths: super::multipath_map::paths_in(&paths)?,
         },
         v2::Hold::WaitingForSlot { busy } => Hold::WaitingForSlot { busy },
         v2::Hold::NoPortalKnown => Hold::NoPortalKnown,
@@ -707,6 +713,7 @@ fn device_out(d: &DeviceRecord) -> v2::Device {
             consumers: consumers_out(&r.consumers),
             nvme_controllers: super::nvme_map::out(&r.nvme, &r.nvme_back),
             nfs_mounts: super::nfs_map::out(&r.nfs, &r.nfs_checks),
+            multipath_paths: super::multipath_map::out(&r.multipath, &r.multipath_back),
         }),
         completed_recreations: d.completed_recreations,
         blocked: d.blocked.as_ref().map(|b| v2::BlockedRecreation {
@@ -817,6 +824,9 @@ fn device_in(d: v2::Device) -> Result<DeviceRecord, JournalFormatError> {
                     nvme_back: super::nvme_map::reports_in(&r.nvme_controllers)?,
                     nfs: r.nfs_mounts.iter().map(super::nfs_map::mount_in).collect(),
                     nfs_checks: super::nfs_map::reports_in(&r.nfs_mounts)?,
+                    multipath: super::multipath_map::paths_in(&r.multipath_paths)?,
+                    multipath_back: super::multipath_map::reports_in(&r.multipath_paths)?,
+                    multipath_asked: r.multipath_paths.iter().any(|p| p.result.is_some()),
                 })
             })
             .transpose()?,

@@ -20,6 +20,7 @@
 //! Pure: bytes in, bytes out; the daemon's `io::journal` does the file I/O.
 
 pub mod mapping;
+mod multipath_map;
 mod nfs_map;
 mod nvme_map;
 pub mod v1;

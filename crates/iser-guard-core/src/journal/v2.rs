@@ -164,6 +164,12 @@ pub enum Hold {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         consumers: Vec<Consumer>,
     },
+    /// The last usable paths of dm-multipath maps are on the device (a release from before
+    /// it refuses a file that has it).
+    LastMultipathPath {
+        /// Those paths.
+        paths: Vec<JournalMultipathPath>,
+    },
     /// Another device is being re-created.
     WaitingForSlot {
         /// That device.
@@ -445,6 +451,15 @@ pub struct Recreation {
     /// that has it).
     #[serde(rename = "nfs-mounts", default, skip_serializing_if = "Vec::is_empty")]
     pub nfs_mounts: Vec<JournalNfsMount>,
+    /// The dm-multipath paths on the device when it was decided, each with what became of
+    /// it once reported; absent when none (a release from before this field refuses a file
+    /// that has it).
+    #[serde(
+        rename = "multipath-paths",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub multipath_paths: Vec<JournalMultipathPath>,
 }
 
 /// An NFS over RDMA mount remembered by a re-creation.
@@ -492,6 +507,35 @@ pub struct JournalNfsCheck {
     /// The OS error (`error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errno: Option<String>,
+}
+
+/// A dm-multipath path remembered by a re-creation or named by a hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalMultipathPath {
+    /// Map alias.
+    pub map: String,
+    /// Block device then.
+    pub dev: String,
+    /// H:C:T:L then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hcil: Option<String>,
+    /// Port of the device.
+    pub port: u32,
+    /// The iSCSI session or NVMe controller carrying it.
+    pub link: String,
+    /// dm state then: `active`, `failed`, `undef`.
+    pub dm: String,
+    /// What became of it: `active`, `reinstated`, `failed`, `missing`; absent until
+    /// reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Its block device after the re-creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<String>,
+    /// Why it is not back (`failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// An NVMe over RDMA controller remembered by a re-creation.

@@ -33,9 +33,9 @@ pub use events::{Event, EventKind, EventRing, EVENT_RING_CAPACITY};
 pub use incidents::{Incident, IncidentAction, IncidentLog, IncidentOutcome, INCIDENTS_KEPT};
 pub use probes::ProbeNews;
 pub use snapshot::{
-    DaemonFacts, DaemonSnapshot, DeviceView, DriverStackView, HoldView, NextStep, PortView,
-    PortalProbeView, PortalView, SafeModeView, SelfTestView, SessionView, SourceState, SourceView,
-    SNAPSHOT_FORMAT,
+    DaemonFacts, DaemonSnapshot, DeviceView, DriverStackView, HoldView, MultipathPortView,
+    NextStep, PortView, PortalProbeView, PortalView, SafeModeView, SelfTestView, SessionView,
+    SourceState, SourceView, SNAPSHOT_FORMAT,
 };
 
 /// Both clocks read at one moment by the caller: the engine's monotonic clock and the wall

@@ -39,6 +39,37 @@ pub struct DaemonSnapshot {
     /// `None` while not known (no RDMA netlink, or before the first dump).
     #[serde(default)]
     pub consumers: Option<Vec<crate::consumers::PortConsumers>>,
+    /// The dm-multipath paths, grouped by the RDMA port that carries them (paths not over
+    /// RDMA last), as multipathd last showed them; absent while never read (no multipathd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipath: Option<Vec<MultipathPortView>>,
+}
+
+/// The dm-multipath paths one RDMA port carries (or, with no port, the rest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MultipathPortView {
+    /// `device/port`, or `None` for paths no RDMA port carries.
+    pub port: Option<String>,
+    /// Its paths.
+    pub paths: Vec<crate::multipath::MultipathPath>,
+}
+
+fn multipath_view(engine: &crate::recovery::Engine) -> Option<Vec<MultipathPortView>> {
+    let paths = engine.multipath_paths()?;
+    let carriers = engine.block_carriers();
+    let mut by: std::collections::BTreeMap<Option<String>, Vec<crate::multipath::MultipathPath>> =
+        std::collections::BTreeMap::new();
+    for p in crate::multipath::place(paths, &carriers) {
+        let port = p.on.map(|c| format!("{}/{}", c.device, c.port));
+        by.entry(port).or_default().push(p.path.clone());
+    }
+    let mut out: Vec<MultipathPortView> = by
+        .into_iter()
+        .map(|(port, paths)| MultipathPortView { port, paths })
+        .collect();
+    // `None` sorts first in a map: the paths not over RDMA go last.
+    out.sort_by_key(|v| v.port.is_none());
+    Some(out)
 }
 
 /// What the daemon knows about itself.
@@ -381,6 +412,15 @@ impl DaemonSnapshot {
                     for c in &r.nfs_checks {
                         s.push_str(&format!("; NFS check {c}"));
                     }
+                    if !r.multipath.is_empty() {
+                        s.push_str(&format!(
+                            "; dm-multipath paths remembered: {}",
+                            crate::multipath::list_paths(&r.multipath)
+                        ));
+                    }
+                    for b in &r.multipath_back {
+                        s.push_str(&format!("; multipath {b}"));
+                    }
                     s
                 }),
                 completed_recreations: d.completed_recreations,
@@ -424,6 +464,7 @@ impl DaemonSnapshot {
             ports,
             devices,
             consumers: engine.consumers().map(<[_]>::to_vec),
+            multipath: multipath_view(engine),
         }
     }
 
@@ -489,6 +530,16 @@ pub(crate) fn describe_hold(h: &Hold, device: &str) -> (&'static str, String) {
                 ),
             )
         }
+        Hold::LastMultipathPath { paths } => (
+            "multipath",
+            format!(
+                "re-creating {device} would take the last usable path of dm-multipath map(s) \
+                 {}: {}; waiting for another path or the operator (`iser-guard recover \
+                 {device}`)",
+                crate::multipath::maps_of(paths).join(", "),
+                crate::multipath::list_paths(paths)
+            ),
+        ),
         Hold::WaitingForSlot { busy } => (
             "waiting-for-slot",
             format!("{busy} is being re-created: one device at a time"),

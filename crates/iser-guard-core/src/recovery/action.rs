@@ -217,6 +217,22 @@ pub enum ActionKind {
         /// Give up on a mount that has not answered after this long.
         window: Duration,
     },
+    /// After a re-creation of `device` and its sessions' verification: wait (up to
+    /// `timeout`) for the dm-multipath paths remembered on it to be active in their maps
+    /// again, `multipathd reinstate path` any that is back and running but still failed,
+    /// and report [`Outcome::MultipathReinstate`](super::Outcome::MultipathReinstate).
+    /// Changes the host (a reinstate).
+    MultipathReinstate {
+        /// The re-created device.
+        device: String,
+        /// The paths remembered on it.
+        paths: Vec<crate::multipath::MultipathPathRef>,
+        /// The block devices the device's sessions and controllers carry now, to find a
+        /// path that came back under a new name.
+        carriers: Vec<crate::multipath::BlockCarrier>,
+        /// The bounded wait before reinstating, and for the reinstate to show.
+        timeout: Duration,
+    },
     /// Self-test one RDMA port (rdma_cm connect and a send over it, a QP walk; blocking up
     /// to `timeout`, run on a worker) and report
     /// [`Outcome::SelfTest`](super::Outcome::SelfTest). Harmless: it creates and destroys
@@ -257,6 +273,7 @@ impl ActionKind {
                 | ActionKind::IscsiLogout { .. }
                 | ActionKind::IscsiRescan { .. }
                 | ActionKind::NvmeReconnect { .. }
+                | ActionKind::MultipathReinstate { .. }
         )
     }
 
@@ -272,6 +289,7 @@ impl ActionKind {
                 | ActionKind::IscsiRescan { .. }
                 | ActionKind::NvmeReconnect { .. }
                 | ActionKind::NfsCheck { .. }
+                | ActionKind::MultipathReinstate { .. }
         )
     }
 }
@@ -320,6 +338,11 @@ impl fmt::Display for Action {
                 f,
                 "stat {} NFS over RDMA mount(s) remembered on {device}",
                 mounts.len()
+            ),
+            ActionKind::MultipathReinstate { device, paths, .. } => write!(
+                f,
+                "multipath paths of {device}: {} remembered, reinstate the failed",
+                paths.len()
             ),
             ActionKind::SelfTestPort { device, port, .. } => {
                 write!(f, "self-test of RDMA port {device}/{port}")

@@ -354,6 +354,12 @@ pub enum Observation {
         /// Every NFS over RDMA mount.
         mounts: Vec<crate::nfs_rdma::NfsRdmaMount>,
     },
+    /// The dm-multipath paths of the host (multipathd's `show paths`), sent when they
+    /// change. A host without multipathd sends an empty list: no map to protect.
+    MultipathPaths {
+        /// Every path of a map.
+        paths: Vec<crate::multipath::MultipathPath>,
+    },
     /// An RDMA device (re)appeared (netlink REGISTER, or present in a dump).
     DeviceAppeared {
         /// RDMA device.
@@ -538,6 +544,7 @@ impl Observation {
             Observation::Consumers { .. } => "consumers".to_string(),
             Observation::NvmeControllers { .. } => "nvme-controllers".to_string(),
             Observation::NfsMounts { .. } => "nfs-mounts".to_string(),
+            Observation::MultipathPaths { .. } => "multipath-paths".to_string(),
         }
     }
 
@@ -619,6 +626,18 @@ impl Observation {
             Observation::NvmeControllers { controllers } => format!(
                 "NVMe over RDMA controllers: {}",
                 crate::nvme_fabrics::list_controllers(controllers)
+            ),
+            Observation::MultipathPaths { paths } => format!(
+                "dm-multipath paths: {}",
+                if paths.is_empty() {
+                    "none".to_string()
+                } else {
+                    paths
+                        .iter()
+                        .map(|p| format!("{} {}", p.map, p.describe()))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
             ),
             Observation::Consumers { ports } => format!(
                 "RDMA consumers: {}",
@@ -895,6 +914,14 @@ pub enum Outcome {
         /// One per mount, in the action's order.
         reports: Vec<crate::nfs_rdma::NfsCheckReport>,
     },
+    /// For [`ActionKind::MultipathReinstate`](super::ActionKind::MultipathReinstate): what
+    /// became of each remembered path.
+    MultipathReinstate {
+        /// The re-created device.
+        device: String,
+        /// One per remembered path, in the action's order.
+        reports: Vec<crate::multipath::PathBackReport>,
+    },
     /// The executor did not run the action (journal write failed, shutting down).
     NotRun {
         /// Why.
@@ -944,6 +971,12 @@ impl fmt::Display for Outcome {
                 f,
                 "{} of {} NFS mount(s) answer",
                 reports.iter().filter(|r| r.result.answered()).count(),
+                reports.len()
+            ),
+            Outcome::MultipathReinstate { reports, .. } => write!(
+                f,
+                "{} of {} multipath path(s) active",
+                reports.iter().filter(|r| r.result.is_back()).count(),
                 reports.len()
             ),
             Outcome::PersistFailed { .. } => f.write_str("journal write failed"),

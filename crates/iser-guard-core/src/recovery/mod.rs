@@ -33,7 +33,9 @@ pub use input::{
     RecreateResult, ScanComplete, SessionInfo, SessionKey, SessionState, StuckEvidence, TaskId,
     Trust,
 };
-pub use machine::{CommandError, Engine, ResumeError, NFS_CHECK_WINDOW, NVME_BACK_TIMEOUT};
+pub use machine::{
+    CommandError, Engine, ResumeError, MULTIPATH_BACK_TIMEOUT, NFS_CHECK_WINDOW, NVME_BACK_TIMEOUT,
+};
 pub use policy::{OtherSessions, Policy, ProbeMethod, ResetWhen, SelfTestPolicy};
 pub use state::{
     AwaitTimer, BlockedRecreation, DeviceRecord, DriverReset, EngineSnapshot, Episode, Fault,

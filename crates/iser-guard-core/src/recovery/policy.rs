@@ -38,6 +38,10 @@ pub struct Policy {
     /// automatic re-creation, per kind.
     #[serde(default)]
     pub consumers: crate::consumers::ConsumerPolicy,
+    /// `recovery.multipath-last-path`: what a device carrying the last usable path of a
+    /// dm-multipath map does to an automatic re-creation of it (`wait`, or `proceed`).
+    #[serde(default = "wait")]
+    pub multipath_last_path: crate::consumers::ConsumerAction,
     /// `recovery.iscsiadm-timeout`.
     pub iscsiadm_timeout: Duration,
     /// `devices.allow`: the only devices automatic recovery may touch.
@@ -154,6 +158,7 @@ impl Default for Policy {
             iscsid_grace: Duration::from_secs(20),
             other_sessions: OtherSessions::Wait,
             consumers: crate::consumers::ConsumerPolicy::default(),
+            multipath_last_path: crate::consumers::ConsumerAction::Wait,
             iscsiadm_timeout: Duration::from_secs(30),
             allow: BTreeSet::new(),
             trust_userspace: false,
@@ -189,6 +194,11 @@ impl Policy {
         let factor = 0.8 + 0.4 * jitter.clamp(0.0, 1.0);
         base.mul_f64(factor)
     }
+}
+
+/// `multipath_last_path`'s default in a serialized policy without it.
+fn wait() -> crate::consumers::ConsumerAction {
+    crate::consumers::ConsumerAction::Wait
 }
 
 #[cfg(test)]

@@ -116,6 +116,12 @@ pub enum Hold {
         #[serde(default)]
         consumers: Vec<crate::consumers::ConsumerRef>,
     },
+    /// Re-creating the device would take the last usable path of these dm-multipath maps
+    /// (`recovery.multipath-last-path`); waiting for another path or the operator.
+    LastMultipathPath {
+        /// The maps' usable paths, all on the device.
+        paths: Vec<crate::multipath::MultipathPathRef>,
+    },
     /// Another device is being re-created; one at a time.
     WaitingForSlot {
         /// The device being re-created.
@@ -802,6 +808,17 @@ pub struct Recreation {
     /// What their checks said (empty until reported).
     #[serde(default)]
     pub nfs_checks: Vec<crate::nfs_rdma::NfsCheckReport>,
+    /// The dm-multipath paths on the device when it was decided: what must be active in
+    /// their maps again after it.
+    #[serde(default)]
+    pub multipath: Vec<crate::multipath::MultipathPathRef>,
+    /// What became of them (empty until the check reported).
+    #[serde(default)]
+    pub multipath_back: Vec<crate::multipath::PathBackReport>,
+    /// The check of those paths was asked (not journaled: after a restart the record's
+    /// results, or their absence, say enough).
+    #[serde(default)]
+    pub multipath_asked: bool,
 }
 
 /// What the engine knows about an RDMA device.

@@ -110,6 +110,21 @@ impl Engine {
                     Some(format!("or set {}", knobs.join(" and "))),
                 )
             }
+            Hold::LastMultipathPath { paths } => (
+                AlertClass::Critical,
+                "multipath",
+                format!(
+                    "{pid}: re-creating {device} would take the last usable path of \
+                     dm-multipath map(s) {}; waiting for another path or the operator",
+                    crate::multipath::maps_of(paths).join(", ")
+                ),
+                recover,
+                Some(
+                    "or bring another path of the map(s) back, or set \
+                     recovery.multipath-last-path = \"proceed\""
+                        .to_string(),
+                ),
+            ),
             Hold::WaitingForSlot { busy } => (
                 AlertClass::Info,
                 "slot",
@@ -164,6 +179,12 @@ impl Engine {
                     crate::consumers::list(consumers)
                 ));
             }
+        }
+        if let Hold::LastMultipathPath { paths } = &hold {
+            detail.push_str(&format!(
+                ". Usable paths all on {device}: {}",
+                crate::multipath::list_paths(paths)
+            ));
         }
         if let Some(advice) = advice {
             detail.push_str(&format!(". To act: the command below, {advice}"));

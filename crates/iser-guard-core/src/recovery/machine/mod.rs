@@ -38,8 +38,10 @@ mod fault;
 mod hold;
 mod journal;
 mod kernel_bug;
+mod multipath;
 mod nfs;
 mod nvme;
+pub use multipath::MULTIPATH_BACK_TIMEOUT;
 pub use nfs::NFS_CHECK_WINDOW;
 pub use nvme::NVME_BACK_TIMEOUT;
 mod observe;
@@ -251,6 +253,8 @@ pub struct Engine {
     nvme: Option<Vec<crate::nvme_fabrics::NvmeRdmaController>>,
     /// The NFS over RDMA mounts, as last reported (`None`: never).
     nfs: Option<Vec<crate::nfs_rdma::NfsRdmaMount>>,
+    /// The dm-multipath paths, as last reported (`None`: never; not journaled).
+    multipath: Option<Vec<crate::multipath::MultipathPath>>,
     /// Driver-stack conditions the host's facts show, as last reported; not journaled (the
     /// first scan after a start reports them again).
     stack_facts: Vec<crate::driver_stack::StackCondition>,
@@ -296,6 +300,7 @@ impl Engine {
             consumers: None,
             nvme: None,
             nfs: None,
+            multipath: None,
             stack_facts: Vec::new(),
             stack_said: Vec::new(),
         }

@@ -129,6 +129,7 @@ impl Engine {
             Observation::NfsMounts { mounts } => {
                 self.nfs = Some(mounts);
             }
+            Observation::MultipathPaths { paths } => self.on_multipath_paths(paths, now),
             Observation::Consumers { ports } => {
                 if self.consumers.as_ref() != Some(&ports) {
                     self.consumers = Some(ports);

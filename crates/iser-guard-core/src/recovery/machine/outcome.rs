@@ -40,6 +40,11 @@ impl Engine {
                 self.finish();
                 return;
             }
+            Outcome::MultipathReinstate { device, reports } => {
+                self.on_multipath_reinstate(&device, reports, now);
+                self.finish();
+                return;
+            }
             other => other,
         };
         let Some(inf) = self.inflight.remove(&id) else {

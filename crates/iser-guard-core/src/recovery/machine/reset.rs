@@ -110,10 +110,16 @@ impl Engine {
                 );
                 return false;
             }
+            let paths = self.multipath_in_the_way(&device);
+            if !paths.is_empty() {
+                self.set_hold(pid, Hold::LastMultipathPath { paths }, &what, &why, now);
+                return false;
+            }
         }
         let dropped = self.consumers_of(&device).unwrap_or_default();
         let nvme = self.nvme_of(&device);
         let nfs = self.nfs_of(&device);
+        let multipath = self.multipath_of(&device);
         if let Some(busy) = self.recreating.clone() {
             if busy == device {
                 if let Some(p) = self.ports.get_mut(pid) {
@@ -158,6 +164,9 @@ impl Engine {
             nvme_back: Vec::new(),
             nfs: nfs.clone(),
             nfs_checks: Vec::new(),
+            multipath: multipath.clone(),
+            multipath_back: Vec::new(),
+            multipath_asked: false,
         });
         self.recreating = Some(device.clone());
         self.inflight.insert(
@@ -217,6 +226,14 @@ impl Engine {
                 "{reason}; NFS over RDMA mounts remembered for a check after it (xprtrdma \
                  reconnects them): {}",
                 crate::nfs_rdma::list_mounts(&nfs)
+            )
+        };
+        let reason = if multipath.is_empty() {
+            reason
+        } else {
+            format!(
+                "{reason}; dm-multipath paths it takes down, checked after it: {}",
+                crate::multipath::list_paths(&multipath)
             )
         };
         for q in self.ports_of_device(&device) {

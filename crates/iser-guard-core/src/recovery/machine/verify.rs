@@ -139,7 +139,14 @@ impl Engine {
             " The device's new GSI QP 1 was seen in RTS in the QP table.".to_string()
         };
         let selftest = self.selftest_verdict_words(pid);
+        let origin = self
+            .ports
+            .get(pid)
+            .map_or(crate::recovery::action::Origin::Automatic, |p| p.origin());
         self.transition_healthy(pid, reason.clone(), now);
+        if recreated {
+            self.ask_multipath_reinstate(&pid.device, origin);
+        }
         let keys = self
             .ports
             .get(pid)
