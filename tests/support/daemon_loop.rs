@@ -294,6 +294,22 @@ impl LoopTest {
                     self.reachable,
                 ),
             );
+            // The NVMe over RDMA targets are probed too (traddr on trsvcid, or 4420): they
+            // answer with the iSCSI portal.
+            for c in self.nvme.iter().flatten() {
+                let port = c.address.trsvcid.as_deref().unwrap_or("4420");
+                if let Ok(addr) = format!("{}:{port}", c.address.traddr).parse() {
+                    doubles.prober.push(
+                        addr,
+                        std::iter::repeat_n(
+                            TcpAnswer::Reachable {
+                                rtt: Duration::from_millis(1),
+                            },
+                            self.reachable,
+                        ),
+                    );
+                }
+            }
         }
         let host = Arc::new(Host::new(self.session));
         let mut ex = doubles.executors(iser_guard::compose::probe_options(&self.cfg));
