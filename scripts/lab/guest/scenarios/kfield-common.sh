@@ -84,6 +84,10 @@ target_reboot() {
 	if [ -d $nq ] && [ -n "${NVME_NQN:-}" ] && [ -L $nq/$NVME_NQN ]; then
 		rm $nq/$NVME_NQN && ln -s /sys/kernel/config/nvmet/subsystems/$NVME_NQN $nq/$NVME_NQN || return 1
 	fi
+	# nfsd's rdma listener (guest/nfs.sh), when a scenario serves NFS over RDMA
+	if [ -n "${NFS_RDMA_PORT:-}" ] && [ -e /proc/fs/nfsd/portlist ]; then
+		nfsd_listen || return 1
+	fi
 	[ "$(cat $NP/iser)" = 1 ] && [ "$(gsi_state $TGT_RXE)" = RTS ]
 }
 # kfield_outage MAX_S: the target goes away (T_DOWN) until rxe_ini's QP 1 is in ERR (T_ERR),
