@@ -81,6 +81,7 @@ kfield-early 6.12 tiny 900
 kfield-repeat 6.12 tiny 1500
 kfield-reboot 6.12 tiny 1500
 k612-consumers 6.12 tiny 900
+k612-multipath 6.12 tiny 900
 k612-references 6.12 tiny 600
 k612-drivers 6.12 tiny 1200
 k61-doctor 6.1. tiny 600
@@ -88,10 +89,10 @@ trixie-systemd 6.12 systemd 1500 trixie
 trixie-recovery 6.12 tiny 1200 trixie
 EOT
 }
-# smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs, k61-verbs, k612-verify, k61-verify, kfield-probe, kfield-early, kfield-repeat, kfield-reboot, k612-consumers, k612-references, k612-drivers, k61-doctor and the batches of another suite (trixie-*) are
+# smoke, k612-baseline-b, k612-rest, k61-listener, k612-verbs, k61-verbs, k612-verify, k61-verify, kfield-probe, kfield-early, kfield-repeat, kfield-reboot, k612-consumers, k612-multipath, k612-references, k612-drivers, k61-doctor and the batches of another suite (trixie-*) are
 # run by name only (a second boot after a stopped one, one scenario on a fresh guest, or
 # another distribution).
-lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="kfield-probe" && $1!="kfield-early" && $1!="kfield-repeat" && $1!="kfield-reboot" && $1!="k612-consumers" && $1!="k612-references" && $1!="k612-drivers" && $1!="k61-doctor" && $5==""{print $1}'; }
+lab_batches() { lab_batch_table | awk '$1!="smoke" && $1!="k612-baseline-b" && $1!="k612-rest" && $1!="k61-listener" && $1!~/-verbs$/ && $1!~/-verify$/ && $1!="kfield-probe" && $1!="kfield-early" && $1!="kfield-repeat" && $1!="kfield-reboot" && $1!="k612-consumers" && $1!="k612-multipath" && $1!="k612-references" && $1!="k612-drivers" && $1!="k61-doctor" && $5==""{print $1}'; }
 lab_list() {
 	local b
 	for b in $(lab_batches); do
