@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use crate::core::kmsg::Record;
+use crate::core::nvme_fabrics::NvmeRdmaController;
 use crate::core::signatures::subsystem::{
     self, explain_event, level_name, trace::TraceAssembler, Subsystem,
 };
@@ -55,6 +56,20 @@ impl KernelEvents {
     /// subsystem layer only counts it then). `trusted`: the record may reach the ring and
     /// raise an alert.
     pub fn record(&mut self, r: &Record, signature: bool, trusted: bool, now: Instant) -> Noted {
+        self.record_with(r, signature, trusted, now, &[])
+    }
+
+    /// [`Self::record`], with the NVMe over RDMA controllers as last placed: a line of a
+    /// controller placed on an RDMA port (`nvme nvme0: Failed reconnect attempt 3/300`)
+    /// names that port in its ring entry, so the port's trouble reads in one place.
+    pub fn record_with(
+        &mut self,
+        r: &Record,
+        signature: bool,
+        trusted: bool,
+        now: Instant,
+        nvme: &[NvmeRdmaController],
+    ) -> Noted {
         let mut out = Noted::default();
         let device = r.dict_value("DEVICE");
         if let Some(t) = self.assembler.push(&r.text) {
@@ -95,7 +110,7 @@ impl KernelEvents {
             out.ring.push((
                 ev.subsystem,
                 ev.level,
-                format!("{}: {}", x.title, x.meaning),
+                format!("{}: {}{}", x.title, x.meaning, nvme_port(&ev, nvme)),
             ));
         }
         out
@@ -124,6 +139,22 @@ impl KernelEvents {
         self.ring_minute.1 += 1;
         true
     }
+}
+
+/// ` (NVMe over RDMA controller nvme0 on rxe_ini/1)` for a line of a placed controller,
+/// else nothing.
+fn nvme_port(ev: &subsystem::SubsystemEvent, nvme: &[NvmeRdmaController]) -> String {
+    if ev.subsystem != Subsystem::Nvme {
+        return String::new();
+    }
+    let Some(name) = ev.device.other.as_deref() else {
+        return String::new();
+    };
+    nvme.iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.placed.as_ref())
+        .map(|(d, p)| format!(" (NVMe over RDMA controller {name} on {d}/{p})"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -185,6 +216,43 @@ mod tests {
             ),
             Noted::default()
         );
+    }
+
+    #[test]
+    fn a_placed_nvme_controllers_lines_name_its_rdma_port() {
+        use crate::core::nvme_fabrics::{parse_fabrics_address, NvmeRdmaController};
+        let c = NvmeRdmaController {
+            name: "nvme0".into(),
+            address: parse_fabrics_address("traddr=192.0.2.2,trsvcid=4420\n").unwrap(),
+            subsysnqn: "nqn.2014-08.org.example.lab:nvme0".into(),
+            hostnqn: None,
+            hostid: None,
+            state: "connecting".into(),
+            io_queues: None,
+            queue_size: None,
+            ctrl_loss_tmo: None,
+            reconnect_delay: None,
+            kato: None,
+            namespaces: Vec::new(),
+            placed: Some(("rxe_ini".into(), 1)),
+        };
+        // nvme_rdma's line when the CM on a stuck port fails its connect (drivers/nvme/host/
+        // rdma.c nvme_rdma_cm_handler: dev_err(ctrl->ctrl.device, ...)).
+        let line = "nvme nvme0: rdma connection establishment failed (-104)";
+        let mut k = KernelEvents::new();
+        let n = k.record_with(&rec(3, 0, line), false, true, Instant(0), &[c.clone()]);
+        assert_eq!(n.counts, [("nvme", "nvme0".to_string(), "err")]);
+        assert!(
+            n.ring[0]
+                .2
+                .ends_with(" (NVMe over RDMA controller nvme0 on rxe_ini/1)"),
+            "{}",
+            n.ring[0].2
+        );
+        // Another controller, or none placed: no port named.
+        let other = "nvme nvme1: rdma connection establishment failed (-104)";
+        let n = k.record_with(&rec(3, 0, other), false, true, Instant(0), &[c]);
+        assert!(!n.ring[0].2.contains(" on rxe_ini/1"), "{}", n.ring[0].2);
     }
 
     #[test]

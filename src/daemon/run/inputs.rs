@@ -202,7 +202,10 @@ impl Loop {
     pub(super) fn note_kernel_event(&mut self, r: &crate::core::kmsg::Record, signature: bool) {
         let trusted = r.is_kernel() || self.settings.config.kmsg.trust_userspace_records;
         let now = self.now();
-        let noted = self.kernel_events.record(r, signature, trusted, now);
+        let nvme = self.driver.engine().nvme_controllers().unwrap_or_default();
+        let noted = self
+            .kernel_events
+            .record_with(r, signature, trusted, now, nvme);
         for (subsystem, device, level) in &noted.counts {
             self.metrics.kernel_event(subsystem, device, level);
         }
