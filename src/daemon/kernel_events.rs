@@ -240,7 +240,13 @@ mod tests {
         // rdma.c nvme_rdma_cm_handler: dev_err(ctrl->ctrl.device, ...)).
         let line = "nvme nvme0: rdma connection establishment failed (-104)";
         let mut k = KernelEvents::new();
-        let n = k.record_with(&rec(3, 0, line), false, true, Instant(0), &[c.clone()]);
+        let n = k.record_with(
+            &rec(3, 0, line),
+            false,
+            true,
+            Instant(0),
+            std::slice::from_ref(&c),
+        );
         assert_eq!(n.counts, [("nvme", "nvme0".to_string(), "err")]);
         assert!(
             n.ring[0]
