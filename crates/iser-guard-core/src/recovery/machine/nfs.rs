@@ -41,10 +41,7 @@ impl Engine {
     /// mounts its record remembered.
     pub(super) fn ask_nfs_check(&mut self, was: &str, device: &str, origin: Origin) {
         let mounts = self
-            .devices
-            .get(device)
-            .or_else(|| self.devices.get(was))
-            .and_then(|d| d.recreation.as_ref())
+            .recreation_record(was, device)
             .map(|r| r.nfs.clone())
             .unwrap_or_default();
         if mounts.is_empty() {

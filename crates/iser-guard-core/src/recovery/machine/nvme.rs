@@ -41,10 +41,7 @@ impl Engine {
     /// the controllers its record remembered.
     pub(super) fn ask_nvme_reconnect(&mut self, was: &str, device: &str, origin: Origin) {
         let controllers = self
-            .devices
-            .get(device)
-            .or_else(|| self.devices.get(was))
-            .and_then(|d| d.recreation.as_ref())
+            .recreation_record(was, device)
             .map(|r| r.nvme.clone())
             .unwrap_or_default();
         if controllers.is_empty() {

@@ -35,6 +35,19 @@ impl Engine {
             .collect()
     }
 
+    /// The record of `device`'s re-creation, under its name now or the name it had when the
+    /// re-creation was decided (`was`): what the consumers remembered before it.
+    pub(super) fn recreation_record(
+        &self,
+        was: &str,
+        device: &str,
+    ) -> Option<&crate::recovery::state::Recreation> {
+        self.devices
+            .get(device)
+            .or_else(|| self.devices.get(was))
+            .and_then(|d| d.recreation.as_ref())
+    }
+
     pub(super) fn portals_of(&self, pid: &PortId) -> Vec<Portal> {
         let mut v: Vec<Portal> = self
             .ports
